@@ -1,1 +1,18 @@
-fn main() {}
+//! The `fief` binary: parse arguments, run the command, map errors to exit codes.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use fief::cli::{self, Cli};
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    match cli::run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let code = err.exit_code();
+            eprintln!("error: {:#}", anyhow::Error::from(err));
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The command line: argument parsing and the `render` / `validate` commands.
+//!
+//! In: arguments and a repo path. Out: YAML or a summary on stdout, diagnostics on stderr,
+//! and an exit code (0 ok, 1 invalid input, 2 usage, 3 cluster or git failure).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::model::Repo;
+use crate::output;
+use crate::render::{self, TenantRender};
+use crate::snapshot::{Snapshot, SnapshotError};
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: invalid input (or, for `diff`, differences found).
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: usage error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: cluster or git failure.
+pub const EXIT_EXTERNAL: u8 = 3;
+
+/// fief: GitOps for multi-tenant Kubernetes, one tenant at a time.
+#[derive(Debug, Parser)]
+#[command(name = "fief", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render tenants to Kubernetes objects (no cluster needed).
+    Render(RenderArgs),
+    /// Render and validate tenants; print a summary per tenant (no cluster needed).
+    Validate(ValidateArgs),
+}
+
+/// Which tenants of which repo.
+#[derive(Debug, Args)]
+pub struct RepoArgs {
+    /// Path to the tenants repo.
+    pub repo: PathBuf,
+    /// Only these tenants (repeatable); default all.
+    #[arg(long = "tenant", value_name = "NAME")]
+    pub tenants: Vec<String>,
+}
+
+/// `fief render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Repo and tenants.
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Write `DIR/<tenant>/<namespace or _cluster>/<kind>.<name>.yaml` instead of stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print Secrets' values instead of `<redacted>`.
+    #[arg(long)]
+    pub show_secrets: bool,
+}
+
+/// `fief validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Repo and tenants.
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// For scripts.
+    Json,
+}
+
+/// Failures of a command that are not diagnostics of the repo.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// The repo could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// Output could not be written.
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        /// The file or stream.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An object could not be serialized.
+    #[error("cannot serialize output: {0}")]
+    Serialize(String),
+}
+
+impl CliError {
+    /// The exit code for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) | CliError::Snapshot(SnapshotError::Root { .. }) => EXIT_USAGE,
+            _ => EXIT_INVALID,
+        }
+    }
+}
+
+/// Run a parsed command; returns the exit code.
+pub fn run(cli: Cli) -> Result<u8, CliError> {
+    match cli.command {
+        Command::Render(args) => render_cmd(&args),
+        Command::Validate(args) => validate_cmd(&args),
+    }
+}
+
+/// Read, parse and render the repo; unknown `--tenant` names are a usage error.
+pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
+    let snapshot = Arc::new(Snapshot::read_dir(&args.repo)?);
+    let repo = Repo::load(snapshot);
+    let unknown: Vec<&String> = args
+        .tenants
+        .iter()
+        .filter(|t| !repo.tenants.contains_key(*t))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "no tenant named {} in {}/tenants/ (known: {})",
+            names.join(", "),
+            args.repo.display(),
+            repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(render::render_all(&repo, &args.tenants))
+}
+
+fn report_errors(renders: &[TenantRender]) -> bool {
+    let mut stderr = std::io::stderr().lock();
+    let mut any = false;
+    for r in renders {
+        for d in &r.errors {
+            any = true;
+            let _ = writeln!(stderr, "error: {d}");
+        }
+    }
+    any
+}
+
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
+    move |source| CliError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
+    let renders = render_repo(&args.repo)?;
+    match &args.out {
+        None => {
+            let text = output::stream(&renders, args.show_secrets).map_err(CliError::Serialize)?;
+            std::io::stdout()
+                .lock()
+                .write_all(text.as_bytes())
+                .map_err(write_err(Path::new("<stdout>")))?;
+        }
+        Some(dir) => {
+            for r in renders.iter().filter(|r| r.is_ok()) {
+                for o in &r.objects {
+                    let path = dir.join(output::out_path(&r.tenant, o));
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent).map_err(write_err(parent))?;
+                    }
+                    let text = output::document(&r.tenant, o, args.show_secrets)
+                        .map_err(CliError::Serialize)?;
+                    std::fs::write(&path, text).map_err(write_err(&path))?;
+                }
+            }
+        }
+    }
+    Ok(if report_errors(&renders) {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}
+
+fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
+    let renders = render_repo(&args.repo)?;
+    let failed = report_errors(&renders);
+    let mut out = String::new();
+    match args.output {
+        Format::Json => {
+            let summary: Vec<_> = renders
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "tenant": r.tenant,
+                        "ok": r.is_ok(),
+                        "state": r.state,
+                        "namespaces": r.namespaces.values().collect::<Vec<_>>(),
+                        "objects": r.objects.len(),
+                        "errors": r.errors.iter().map(|d| serde_json::json!({
+                            "file": d.file, "line": d.line, "message": d.problem.to_string(),
+                            "hint": d.problem.hint(),
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            out.push_str(&serde_json::to_string_pretty(&summary).unwrap_or_default());
+            out.push('\n');
+        }
+        Format::Text => {
+            for r in &renders {
+                if r.is_ok() {
+                    out.push_str(&format!(
+                        "{}: ok ({} namespaces, {} objects)\n",
+                        r.tenant,
+                        r.namespaces.len(),
+                        r.objects.len()
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "{}: INVALID ({} errors)\n",
+                        r.tenant,
+                        r.errors.len()
+                    ));
+                }
+            }
+            let bad = renders.iter().filter(|r| !r.is_ok()).count();
+            out.push_str(&format!(
+                "{} tenants, {} valid, {} invalid\n",
+                renders.len(),
+                renders.len() - bad,
+                bad
+            ));
+        }
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(write_err(Path::new("<stdout>")))?;
+    Ok(if failed { EXIT_INVALID } else { EXIT_OK })
+}

@@ -1,0 +1,205 @@
+//! Diagnostics: what went wrong with the tenants repo, where, for whom, and what to do.
+//!
+//! In: problems found by every stage of the pure core (snapshot, model, render, validate).
+//! Out: [`Diagnostic`] values that name the repo-relative file, the line, the tenant and a
+//! hint; the CLI prints them on stderr, the agent records them in tenant status.
+
+use std::fmt;
+
+/// The kind of problem, with the facts that describe it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// A file could not be read or is not allowed in the repo.
+    #[error("cannot read file: {reason}")]
+    Unreadable {
+        /// Why the file could not be read.
+        reason: String,
+    },
+    /// A symlink or include path that leaves the repo.
+    #[error("path `{path}` leaves the repo")]
+    EscapesRepo {
+        /// The offending path as written.
+        path: String,
+    },
+    /// The YAML could not be parsed or does not match the expected schema.
+    #[error("invalid YAML: {detail}")]
+    Yaml {
+        /// The parser's message.
+        detail: String,
+    },
+    /// A field has a value fief does not accept.
+    #[error("{field}: {detail}")]
+    InvalidField {
+        /// The field path, e.g. `metadata.name`.
+        field: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The file name of a tenant does not match its `metadata.name`.
+    #[error("file name `{file_stem}` does not match metadata.name `{name}`")]
+    NameMismatch {
+        /// The file name without `.yaml`.
+        file_stem: String,
+        /// The name inside the file.
+        name: String,
+    },
+    /// A tenant or environment file names a component that does not exist.
+    #[error("unknown component `{component}`")]
+    UnknownComponent {
+        /// The component name as written.
+        component: String,
+    },
+    /// A component needs another component the tenant does not enable.
+    #[error("component `{component}` depends on `{needs}`, which this tenant does not enable")]
+    MissingDependency {
+        /// The dependent component.
+        component: String,
+        /// The component it depends on.
+        needs: String,
+    },
+    /// Components depend on each other in a circle.
+    #[error("components depend on each other in a cycle: {cycle}")]
+    DependencyCycle {
+        /// The cycle, `a -> b -> a`.
+        cycle: String,
+    },
+    /// minijinja refused or failed the template.
+    #[error("template error: {detail}")]
+    Template {
+        /// minijinja's message.
+        detail: String,
+    },
+    /// A rendered document is not a Kubernetes object.
+    #[error("rendered document is not a Kubernetes object: {detail}")]
+    NotAnObject {
+        /// What is missing.
+        detail: String,
+    },
+    /// A component object of a cluster-scoped kind.
+    #[error("{kind} `{name}` is cluster-scoped; components may only create namespaced objects")]
+    ClusterScoped {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+    },
+    /// An object outside the tenant's namespaces.
+    #[error(
+        "{kind} `{name}` targets namespace `{namespace}`, which is not one of this tenant's namespaces ({allowed})"
+    )]
+    ForeignNamespace {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The namespace it targets.
+        namespace: String,
+        /// The tenant's namespaces, comma separated.
+        allowed: String,
+    },
+    /// Two objects of one tenant with the same identity.
+    #[error("duplicate object {id}; first rendered from {first}")]
+    DuplicateObject {
+        /// group/kind/namespace/name.
+        id: String,
+        /// Where the first one came from (`file:line`).
+        first: String,
+    },
+    /// Two tenants claim the same namespace.
+    #[error("namespace `{namespace}` is also a namespace of tenant `{other}`")]
+    NamespaceCollision {
+        /// The namespace.
+        namespace: String,
+        /// The other tenant.
+        other: String,
+    },
+}
+
+impl Problem {
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
+            Problem::EscapesRepo { .. } => {
+                "use a path inside the repo, without `..`, an absolute path or a symlink out"
+            }
+            Problem::Yaml { .. } => "fix the YAML at this line",
+            Problem::InvalidField { .. } => "correct the value of this field",
+            Problem::NameMismatch { .. } => {
+                "rename the file to <metadata.name>.yaml or change metadata.name"
+            }
+            Problem::UnknownComponent { .. } => {
+                "add components/<name>/ to the repo or correct the name"
+            }
+            Problem::MissingDependency { .. } => {
+                "add the needed component to the tenant's spec.components"
+            }
+            Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
+            Problem::Template { .. } => "fix the template at this line",
+            Problem::NotAnObject { .. } => {
+                "every rendered document needs apiVersion, kind and metadata.name"
+            }
+            Problem::ClusterScoped { .. } => {
+                "cluster-scoped objects come only from the baseline; use a namespaced kind"
+            }
+            Problem::ForeignNamespace { .. } => {
+                "omit metadata.namespace or use one of the tenant's namespaces"
+            }
+            Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
+            Problem::NamespaceCollision { .. } => {
+                "rename a tenant or an environment, or change namespacePattern in fief.yaml"
+            }
+        }
+    }
+}
+
+/// One problem at one place, for one tenant (or for every tenant, when `tenant` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The tenant the problem was found for, if it is specific to one.
+    pub tenant: Option<String>,
+    /// The repo-relative file the problem comes from.
+    pub file: String,
+    /// 1-based line in that file, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+impl Diagnostic {
+    /// A diagnostic at `file:line`, not yet tied to a tenant.
+    pub fn new(file: impl Into<String>, line: Option<usize>, problem: Problem) -> Self {
+        Diagnostic {
+            tenant: None,
+            file: file.into(),
+            line,
+            problem,
+        }
+    }
+
+    /// The same diagnostic, attributed to `tenant`.
+    pub fn for_tenant(mut self, tenant: &str) -> Self {
+        self.tenant = Some(tenant.to_string());
+        self
+    }
+
+    /// `file:line` (or `file` when the line is unknown).
+    pub fn location(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{}", self.file, line),
+            None => self.file.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.location())?;
+        if let Some(tenant) = &self.tenant {
+            write!(f, "tenant `{tenant}`: ")?;
+        }
+        write!(f, "{}\n  hint: {}", self.problem, self.problem.hint())
+    }
+}
+
+impl std::error::Error for Diagnostic {}

@@ -1,0 +1,696 @@
+//! The tenants repo model (format v1): fief.yaml, tenants, components, environments, baseline.
+//!
+//! In: a [`Snapshot`]. Out: a [`Repo`] whose parts are each either parsed or a list of
+//! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
+//! errors everywhere.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Diagnostic, Problem};
+use crate::snapshot::Snapshot;
+use crate::yaml;
+
+/// The component name reserved for the per-tenant baseline.
+pub const BASELINE: &str = "baseline";
+/// API version of tenant files.
+pub const API_VERSION: &str = "fief.dev/v1alpha1";
+
+/// Settings from `fief.yaml`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Config {
+    /// Pattern of a tenant's namespace; `{tenant}` and `{env}` are replaced.
+    pub namespace_pattern: String,
+    /// Namespace of the agent and the inventories.
+    pub agent_namespace: String,
+    /// Environments of a tenant that lists none.
+    pub default_environments: Vec<String>,
+    /// Base domain, given to templates as `fief.baseDomain`.
+    pub base_domain: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            namespace_pattern: "{tenant}-{env}".to_string(),
+            agent_namespace: "fief-system".to_string(),
+            default_environments: vec!["prod".to_string()],
+            base_domain: "example.com".to_string(),
+        }
+    }
+}
+
+impl Config {
+    /// The namespace of `tenant` in `env`.
+    pub fn namespace(&self, tenant: &str, env: &str) -> String {
+        self.namespace_pattern
+            .replace("{tenant}", tenant)
+            .replace("{env}", env)
+    }
+}
+
+/// Lifecycle state of a tenant.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TenantState {
+    /// Everything rendered.
+    #[default]
+    Active,
+    /// Workloads scaled to zero.
+    Frozen,
+    /// Only the baseline and data-holding objects.
+    Archived,
+    /// Nothing rendered: everything of the tenant is deleted.
+    Purged,
+}
+
+/// A tenant file.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Tenant {
+    /// Must be `fief.dev/v1alpha1`.
+    pub api_version: String,
+    /// Must be `Tenant`.
+    pub kind: String,
+    /// Name and labels.
+    pub metadata: TenantMeta,
+    /// What the tenant runs.
+    #[serde(default)]
+    pub spec: TenantSpec,
+}
+
+/// Tenant metadata.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantMeta {
+    /// DNS-1123 label, equal to the file name.
+    pub name: String,
+    /// Free-form labels, given to templates.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Free-form annotations, given to templates.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A tenant's spec.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TenantSpec {
+    /// Lifecycle state.
+    #[serde(default)]
+    pub state: TenantState,
+    /// Which cluster's agent owns this tenant.
+    #[serde(default = "default_cluster")]
+    pub cluster: String,
+    /// Who owns the tenant.
+    #[serde(default)]
+    pub owner: Owner,
+    /// Environments; one namespace each. Empty means fief.yaml's default.
+    #[serde(default)]
+    pub environments: Vec<String>,
+    /// Resource quota per namespace.
+    #[serde(default)]
+    pub quota: Quota,
+    /// Who may do what in the tenant's namespaces.
+    #[serde(default)]
+    pub access: Access,
+    /// Components the tenant runs.
+    #[serde(default)]
+    pub components: Vec<ComponentRef>,
+}
+
+fn default_cluster() -> String {
+    "default".to_string()
+}
+
+/// Owner of a tenant.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Owner {
+    /// Contact e-mail.
+    #[serde(default)]
+    pub email: String,
+    /// Organisation name.
+    #[serde(default)]
+    pub organization: String,
+}
+
+/// A Kubernetes quantity written as a string or a number.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum Quantity {
+    /// `"2"`, `4Gi`.
+    Text(String),
+    /// `2`.
+    Int(i64),
+    /// `0.5`.
+    Float(f64),
+}
+
+/// Per-namespace quota; absent fields are not limited.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// CPU (requests and limits).
+    pub cpu: Option<Quantity>,
+    /// Memory (requests and limits).
+    pub memory: Option<Quantity>,
+    /// Number of pods.
+    pub pods: Option<Quantity>,
+    /// Storage requested by PVCs.
+    pub storage: Option<Quantity>,
+}
+
+/// Users (or `group:NAME` groups) per role.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Full control of workloads, config and secrets.
+    #[serde(default)]
+    pub admins: Vec<String>,
+    /// Workloads and config, no secrets or RBAC.
+    #[serde(default)]
+    pub operators: Vec<String>,
+    /// Read-only.
+    #[serde(default)]
+    pub viewers: Vec<String>,
+}
+
+/// A component enabled for a tenant.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentRef {
+    /// Name of a directory under `components/`.
+    pub name: String,
+    /// Version given to templates; defaults to component.yaml's `version`.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Per-tenant overrides of the component's values.
+    #[serde(default)]
+    pub values: Option<Value>,
+}
+
+/// `components/<name>/component.yaml`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ComponentMeta {
+    /// What the component is.
+    #[serde(default)]
+    pub description: String,
+    /// Default version.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Components applied before this one.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Health settings.
+    #[serde(default)]
+    pub health: Health,
+}
+
+/// When a component counts as healthy.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Health {
+    /// Wait for workloads to become ready after apply.
+    #[serde(default)]
+    pub wait: bool,
+    /// How long to wait, e.g. `5m`.
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// A parsed component.
+#[derive(Debug, Clone)]
+pub struct Component {
+    /// Directory name.
+    pub name: String,
+    /// component.yaml.
+    pub meta: ComponentMeta,
+    /// varz.yaml.
+    pub values: Value,
+    /// Repo-relative paths of the templates that render objects (not `_` partials).
+    pub templates: Vec<String>,
+}
+
+/// `environments/<env>.yaml`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// Merged into every component's values.
+    #[serde(default)]
+    pub values: Option<Value>,
+    /// Merged into one component's values.
+    #[serde(default)]
+    pub components: BTreeMap<String, Value>,
+}
+
+/// Parsed, or the diagnostics of the file(s) behind it.
+pub type Parsed<T> = Result<T, Vec<Diagnostic>>;
+
+/// The whole repo, part by part.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The files.
+    pub snapshot: Arc<Snapshot>,
+    /// fief.yaml.
+    pub config: Parsed<Config>,
+    /// Tenants by file stem.
+    pub tenants: BTreeMap<String, Parsed<Tenant>>,
+    /// Components by directory name.
+    pub components: BTreeMap<String, Parsed<Component>>,
+    /// Environments by file stem.
+    pub environments: BTreeMap<String, Parsed<Environment>>,
+    /// Baseline templates: the repo's `baseline/` if it has one, else the built-in ones.
+    pub baseline: Vec<String>,
+}
+
+/// The built-in baseline templates, keyed by the name they are rendered under.
+pub const BUILTIN_BASELINE: [(&str, &str); 6] = [
+    (
+        "<builtin>/templates/namespace.yaml",
+        include_str!("../templates/namespace.yaml"),
+    ),
+    (
+        "<builtin>/templates/rbac.yaml",
+        include_str!("../templates/rbac.yaml"),
+    ),
+    (
+        "<builtin>/templates/quota.yaml",
+        include_str!("../templates/quota.yaml"),
+    ),
+    (
+        "<builtin>/templates/networkpolicy.yaml",
+        include_str!("../templates/networkpolicy.yaml"),
+    ),
+    (
+        "<builtin>/templates/serviceaccount.yaml",
+        include_str!("../templates/serviceaccount.yaml"),
+    ),
+    (
+        "<builtin>/templates/deployer.yaml",
+        include_str!("../templates/deployer.yaml"),
+    ),
+];
+
+fn read<'a>(snapshot: &'a Snapshot, path: &str) -> Result<Option<&'a Arc<str>>, Diagnostic> {
+    match snapshot.get(path) {
+        None => Ok(None),
+        Some(Ok(text)) => Ok(Some(text)),
+        Some(Err(problem)) => Err(Diagnostic::new(path, None, problem.clone())),
+    }
+}
+
+fn parse_file<T: serde::de::DeserializeOwned>(
+    snapshot: &Snapshot,
+    path: &str,
+) -> Result<Option<T>, Diagnostic> {
+    let Some(text) = read(snapshot, path)? else {
+        return Ok(None);
+    };
+    yaml::parse_single(text).map_err(|e| {
+        Diagnostic::new(
+            path,
+            e.line,
+            Problem::Yaml {
+                detail: e.message.clone(),
+            },
+        )
+    })
+}
+
+/// Whether `name` is a DNS-1123 label (lowercase alphanumerics and `-`, ≤ 63).
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// 1-based line of the first line in `text` that starts (after indentation) with `key:`.
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let needle = format!("{key}:");
+    text.lines()
+        .position(|l| l.trim_start().starts_with(&needle))
+        .map(|i| i + 1)
+}
+
+impl Repo {
+    /// Parse every part of the repo; never fails as a whole.
+    pub fn load(snapshot: Arc<Snapshot>) -> Repo {
+        let config = match parse_file::<Config>(&snapshot, "fief.yaml") {
+            Ok(c) => check_config(&snapshot, c.unwrap_or_default()),
+            Err(d) => Err(vec![d]),
+        };
+        let mut tenants = BTreeMap::new();
+        for (path, _) in snapshot.under("tenants") {
+            let Some(stem) = yaml_stem(path, "tenants/") else {
+                continue;
+            };
+            tenants.insert(stem.to_string(), load_tenant(&snapshot, path, stem));
+        }
+        let mut components = BTreeMap::new();
+        let mut names: Vec<String> = snapshot
+            .under("components")
+            .filter_map(|(p, _)| p.split('/').nth(1).map(str::to_string))
+            .collect();
+        names.dedup();
+        for name in names {
+            let component = load_component(&snapshot, &name);
+            components.insert(name, component);
+        }
+        let mut environments = BTreeMap::new();
+        for (path, _) in snapshot.under("environments") {
+            let Some(stem) = yaml_stem(path, "environments/") else {
+                continue;
+            };
+            let env = match parse_file::<Environment>(&snapshot, path) {
+                Ok(e) => Ok(e.unwrap_or_default()),
+                Err(d) => Err(vec![d]),
+            };
+            environments.insert(stem.to_string(), env);
+        }
+        let baseline = if snapshot.has_dir("baseline") {
+            snapshot
+                .under("baseline")
+                .map(|(p, _)| p.clone())
+                .filter(|p| is_rendered_template(p))
+                .collect()
+        } else {
+            BUILTIN_BASELINE
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect()
+        };
+        Repo {
+            snapshot,
+            config,
+            tenants,
+            components,
+            environments,
+            baseline,
+        }
+    }
+}
+
+fn yaml_stem<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = path.strip_prefix(prefix)?;
+    if rest.contains('/') {
+        return None;
+    }
+    rest.strip_suffix(".yaml")
+        .or_else(|| rest.strip_suffix(".yml"))
+}
+
+/// A template file that renders objects: YAML, not a `_` partial.
+fn is_rendered_template(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    !file.starts_with('_') && (file.ends_with(".yaml") || file.ends_with(".yml"))
+}
+
+fn check_config(snapshot: &Snapshot, config: Config) -> Parsed<Config> {
+    let text = snapshot
+        .get("fief.yaml")
+        .and_then(|e| e.as_ref().ok())
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let mut errors = Vec::new();
+    if !config.namespace_pattern.contains("{tenant}") || !config.namespace_pattern.contains("{env}")
+    {
+        errors.push(Diagnostic::new(
+            "fief.yaml",
+            line_of_key(&text, "namespacePattern"),
+            Problem::InvalidField {
+                field: "namespacePattern".to_string(),
+                detail: "must contain both {tenant} and {env}".to_string(),
+            },
+        ));
+    }
+    if !is_dns_label(&config.agent_namespace) {
+        errors.push(Diagnostic::new(
+            "fief.yaml",
+            line_of_key(&text, "agentNamespace"),
+            Problem::InvalidField {
+                field: "agentNamespace".to_string(),
+                detail: format!("`{}` is not a DNS-1123 label", config.agent_namespace),
+            },
+        ));
+    }
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(errors)
+    }
+}
+
+fn load_tenant(snapshot: &Snapshot, path: &str, stem: &str) -> Parsed<Tenant> {
+    let tenant = match parse_file::<Tenant>(snapshot, path) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Err(vec![Diagnostic::new(
+                path,
+                Some(1),
+                Problem::Yaml {
+                    detail: "the tenant file is empty".to_string(),
+                },
+            )]);
+        }
+        Err(d) => return Err(vec![d]),
+    };
+    let text = read(snapshot, path).ok().flatten().map(|t| t.to_string());
+    let text = text.as_deref().unwrap_or("");
+    let at = |key: &str| line_of_key(text, key);
+    let mut errors = Vec::new();
+    let mut invalid = |key: &str, field: &str, detail: String| {
+        errors.push(Diagnostic::new(
+            path,
+            at(key),
+            Problem::InvalidField {
+                field: field.to_string(),
+                detail,
+            },
+        ));
+    };
+    if tenant.api_version != API_VERSION {
+        invalid(
+            "apiVersion",
+            "apiVersion",
+            format!("must be `{API_VERSION}`, found `{}`", tenant.api_version),
+        );
+    }
+    if tenant.kind != "Tenant" {
+        invalid(
+            "kind",
+            "kind",
+            format!("must be `Tenant`, found `{}`", tenant.kind),
+        );
+    }
+    if !is_dns_label(&tenant.metadata.name) {
+        invalid(
+            "name",
+            "metadata.name",
+            format!(
+                "`{}` is not a DNS-1123 label (lowercase letters, digits and `-`, at most 63)",
+                tenant.metadata.name
+            ),
+        );
+    }
+    let mut seen_envs = Vec::new();
+    for env in &tenant.spec.environments {
+        if !is_dns_label(env) {
+            invalid(
+                "environments",
+                "spec.environments",
+                format!("`{env}` is not a DNS-1123 label"),
+            );
+        }
+        if seen_envs.contains(env) {
+            invalid(
+                "environments",
+                "spec.environments",
+                format!("`{env}` is listed twice"),
+            );
+        }
+        seen_envs.push(env.clone());
+    }
+    let mut seen = Vec::new();
+    for c in &tenant.spec.components {
+        if seen.contains(&c.name) {
+            invalid(
+                "components",
+                "spec.components",
+                format!("component `{}` is listed twice", c.name),
+            );
+        }
+        seen.push(c.name.clone());
+    }
+    if tenant.metadata.name != stem {
+        errors.push(Diagnostic::new(
+            path,
+            at("name"),
+            Problem::NameMismatch {
+                file_stem: stem.to_string(),
+                name: tenant.metadata.name.clone(),
+            },
+        ));
+    }
+    if errors.is_empty() {
+        Ok(tenant)
+    } else {
+        Err(errors)
+    }
+}
+
+fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
+    let dir = format!("components/{name}");
+    let mut errors = Vec::new();
+    let meta = match parse_file::<ComponentMeta>(snapshot, &format!("{dir}/component.yaml")) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(d) => {
+            errors.push(d);
+            ComponentMeta::default()
+        }
+    };
+    let values = match parse_file::<Value>(snapshot, &format!("{dir}/varz.yaml")) {
+        Ok(v) => v.unwrap_or(Value::Object(Default::default())),
+        Err(d) => {
+            errors.push(d);
+            Value::Null
+        }
+    };
+    if !values.is_object() && errors.is_empty() {
+        errors.push(Diagnostic::new(
+            format!("{dir}/varz.yaml"),
+            Some(1),
+            Problem::InvalidField {
+                field: "varz".to_string(),
+                detail: "must be a mapping of values".to_string(),
+            },
+        ));
+    }
+    let mut templates = Vec::new();
+    for (path, entry) in snapshot.under(&format!("{dir}/templates")) {
+        if let Err(problem) = entry {
+            errors.push(Diagnostic::new(path.clone(), None, problem.clone()));
+        } else if is_rendered_template(path) {
+            templates.push(path.clone());
+        }
+    }
+    if !is_dns_label(name) {
+        errors.push(Diagnostic::new(
+            dir.clone(),
+            None,
+            Problem::InvalidField {
+                field: "component name".to_string(),
+                detail: format!("`{name}` is not a DNS-1123 label"),
+            },
+        ));
+    }
+    if name == BASELINE {
+        errors.push(Diagnostic::new(
+            dir,
+            None,
+            Problem::InvalidField {
+                field: "component name".to_string(),
+                detail: "`baseline` is reserved for the per-tenant baseline".to_string(),
+            },
+        ));
+    }
+    if errors.is_empty() {
+        Ok(Component {
+            name: name.to_string(),
+            meta,
+            values,
+            templates,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(files: &[(&str, &str)]) -> Repo {
+        Repo::load(Arc::new(Snapshot::from_files(files.iter().copied())))
+    }
+
+    const TENANT: &str = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  components:\n    - name: web\n";
+
+    #[test]
+    fn tenant_file_parses_with_defaults() {
+        let r = repo(&[("tenants/acme.yaml", TENANT)]);
+        let t = r.tenants["acme"].as_ref().unwrap();
+        assert_eq!(t.spec.state, TenantState::Active);
+        assert_eq!(t.spec.cluster, "default");
+        assert_eq!(t.spec.components[0].name, "web");
+    }
+
+    #[test]
+    fn unknown_field_in_tenant_is_an_error_with_line() {
+        let text = TENANT.replace("spec:\n", "spec:\n  colour: blue\n");
+        let r = repo(&[("tenants/acme.yaml", &text)]);
+        let errs = r.tenants["acme"].as_ref().unwrap_err();
+        assert_eq!(errs[0].line, Some(6), "{errs:?}");
+        assert!(errs[0].to_string().contains("colour"), "{}", errs[0]);
+    }
+
+    #[test]
+    fn file_name_must_match_metadata_name() {
+        let r = repo(&[("tenants/other.yaml", TENANT)]);
+        let errs = r.tenants["other"].as_ref().unwrap_err();
+        assert!(matches!(errs[0].problem, Problem::NameMismatch { .. }));
+        assert_eq!(errs[0].line, Some(4));
+    }
+
+    #[test]
+    fn bad_tenant_name_is_rejected() {
+        let text = TENANT.replace("name: acme", "name: Acme_Inc");
+        let r = repo(&[("tenants/Acme_Inc.yaml", &text)]);
+        let errs = r.tenants["Acme_Inc"].as_ref().unwrap_err();
+        assert!(errs[0].to_string().contains("DNS-1123"), "{}", errs[0]);
+    }
+
+    #[test]
+    fn unknown_field_in_fief_yaml_is_an_error() {
+        let r = repo(&[("fief.yaml", "namespacePatern: x\n")]);
+        assert!(r.config.is_err());
+    }
+
+    #[test]
+    fn component_lists_templates_but_not_partials() {
+        let r = repo(&[
+            ("components/web/varz.yaml", "replicas: 1\n"),
+            ("components/web/templates/deploy.yaml", "x"),
+            ("components/web/templates/_helpers.tpl", "x"),
+            ("components/web/templates/_part.yaml", "x"),
+        ]);
+        let c = r.components["web"].as_ref().unwrap();
+        assert_eq!(c.templates, ["components/web/templates/deploy.yaml"]);
+    }
+
+    #[test]
+    fn repo_baseline_replaces_builtin() {
+        let r = repo(&[("baseline/ns.yaml", "x")]);
+        assert_eq!(r.baseline, ["baseline/ns.yaml"]);
+        let r = repo(&[]);
+        assert_eq!(r.baseline.len(), BUILTIN_BASELINE.len());
+    }
+
+    #[test]
+    fn dns_label_rules() {
+        assert!(is_dns_label("acme-1"));
+        assert!(!is_dns_label("-acme"));
+        assert!(!is_dns_label("Acme"));
+        assert!(!is_dns_label(&"a".repeat(64)));
+    }
+}

@@ -1,0 +1,288 @@
+//! Snapshot: the tenants repo read into memory, once, with nothing read from outside it.
+//!
+//! In: a directory on disk (a checkout). Out: a [`Snapshot`], a map from repo-relative path
+//! to file content or to the reason the file cannot be used. This is the only place the
+//! pure core touches the filesystem; everything downstream (templates included) reads the
+//! snapshot, so a template can never reach a file outside the repo.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::Problem;
+
+/// Largest file fief reads from a tenants repo.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Most files fief reads from one tenants repo.
+pub const MAX_FILES: usize = 200_000;
+/// The top-level entries of a tenants repo that fief reads.
+pub const TOP_LEVEL: [&str; 5] = [
+    "fief.yaml",
+    "tenants",
+    "components",
+    "environments",
+    "baseline",
+];
+
+/// A file's content, or why it cannot be used.
+pub type Entry = Result<Arc<str>, Problem>;
+
+/// The repo's files, keyed by `/`-separated repo-relative path.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    files: BTreeMap<String, Entry>,
+}
+
+/// Failure to read the repo at all (as opposed to one bad file in it).
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The repo root is missing or not a directory.
+    #[error("{path}: not a readable directory: {source}")]
+    Root {
+        /// The path given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A directory inside the repo could not be listed.
+    #[error("{path}: cannot list directory: {source}")]
+    List {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The repo has more files than fief will read.
+    #[error(
+        "the repo has more than {MAX_FILES} files under fief.yaml/tenants/components/environments/baseline"
+    )]
+    TooManyFiles,
+}
+
+impl Snapshot {
+    /// Build a snapshot from in-memory files (tests, git trees).
+    pub fn from_files<I, P, C>(files: I) -> Self
+    where
+        I: IntoIterator<Item = (P, C)>,
+        P: Into<String>,
+        C: Into<Arc<str>>,
+    {
+        Snapshot {
+            files: files
+                .into_iter()
+                .map(|(p, c)| (p.into(), Ok(c.into())))
+                .collect(),
+        }
+    }
+
+    /// Read the repo at `root`: the top-level entries fief knows, recursively.
+    ///
+    /// Symlinks are followed only while they stay inside the repo; one that leaves it becomes
+    /// an [`Problem::EscapesRepo`] entry, so the tenants using it fail and others go on.
+    pub fn read_dir(root: &Path) -> Result<Self, SnapshotError> {
+        let canonical_root = root.canonicalize().map_err(|source| SnapshotError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        if !canonical_root.is_dir() {
+            return Err(SnapshotError::Root {
+                path: root.to_path_buf(),
+                source: std::io::Error::other("not a directory"),
+            });
+        }
+        let mut snapshot = Snapshot::default();
+        for name in TOP_LEVEL {
+            let path = canonical_root.join(name);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                snapshot.walk(&canonical_root, &path, name.to_string(), 0)?;
+            }
+        }
+        Ok(snapshot)
+    }
+
+    fn walk(
+        &mut self,
+        root: &Path,
+        path: &Path,
+        rel: String,
+        depth: usize,
+    ) -> Result<(), SnapshotError> {
+        if self.files.len() >= MAX_FILES {
+            return Err(SnapshotError::TooManyFiles);
+        }
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.insert_problem(rel, e.to_string());
+                return Ok(());
+            }
+        };
+        let target = if meta.file_type().is_symlink() {
+            match path.canonicalize() {
+                Ok(t) if t.starts_with(root) => t,
+                Ok(_) => {
+                    self.files.insert(
+                        rel.clone(),
+                        Err(Problem::EscapesRepo {
+                            path: rel.to_string(),
+                        }),
+                    );
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.insert_problem(rel, format!("broken symlink: {e}"));
+                    return Ok(());
+                }
+            }
+        } else {
+            path.to_path_buf()
+        };
+        if target.is_dir() {
+            // Depth bound guards against symlink loops that stay inside the repo.
+            if depth > 16 {
+                self.insert_problem(rel, "directories nested too deeply".to_string());
+                return Ok(());
+            }
+            let mut names: Vec<_> = std::fs::read_dir(&target)
+                .map_err(|source| SnapshotError::List {
+                    path: target.clone(),
+                    source,
+                })?
+                .filter_map(|e| e.ok().map(|e| e.file_name()))
+                .collect();
+            names.sort();
+            for name in names {
+                let Some(name) = name.to_str() else {
+                    self.insert_problem(
+                        format!("{rel}/{}", name.to_string_lossy()),
+                        "file name is not UTF-8".to_string(),
+                    );
+                    continue;
+                };
+                if name.starts_with('.') {
+                    continue;
+                }
+                self.walk(root, &target.join(name), format!("{rel}/{name}"), depth + 1)?;
+            }
+        } else {
+            let entry = read_file(&target);
+            self.files.insert(rel, entry);
+        }
+        Ok(())
+    }
+
+    fn insert_problem(&mut self, rel: String, reason: String) {
+        self.files.insert(rel, Err(Problem::Unreadable { reason }));
+    }
+
+    /// The entry at a repo-relative path.
+    pub fn get(&self, path: &str) -> Option<&Entry> {
+        self.files.get(path)
+    }
+
+    /// Every path under `dir/` (recursively), in sorted order.
+    pub fn under<'a>(&'a self, dir: &str) -> impl Iterator<Item = (&'a String, &'a Entry)> + 'a {
+        let prefix = format!("{dir}/");
+        self.files
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+    }
+
+    /// Whether any file exists under `dir/`.
+    pub fn has_dir(&self, dir: &str) -> bool {
+        self.under(dir).next().is_some()
+    }
+}
+
+fn read_file(path: &Path) -> Entry {
+    let meta = std::fs::metadata(path).map_err(|e| Problem::Unreadable {
+        reason: e.to_string(),
+    })?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Problem::Unreadable {
+            reason: format!(
+                "file is {} bytes, more than the limit of {MAX_FILE_BYTES}",
+                meta.len()
+            ),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|e| Problem::Unreadable {
+        reason: e.to_string(),
+    })?;
+    String::from_utf8(bytes)
+        .map(Arc::from)
+        .map_err(|_| Problem::Unreadable {
+            reason: "file is not UTF-8 text".to_string(),
+        })
+}
+
+/// Normalise a template include name to a repo-relative path, refusing anything that could
+/// leave the repo: absolute paths, `..`, backslashes, empty segments.
+pub fn safe_relative(name: &str) -> Result<String, Problem> {
+    let escapes = || Problem::EscapesRepo {
+        path: name.to_string(),
+    };
+    if name.is_empty() || name.contains('\\') || name.contains('\0') {
+        return Err(escapes());
+    }
+    let mut parts = Vec::new();
+    for component in Path::new(name).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str().ok_or_else(escapes)?),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(escapes());
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(escapes());
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_relative_refuses_parent_and_absolute_paths() {
+        assert!(safe_relative("../etc/passwd").is_err());
+        assert!(safe_relative("components/../../x").is_err());
+        assert!(safe_relative("/etc/passwd").is_err());
+        assert!(safe_relative("a\\b").is_err());
+        assert_eq!(
+            safe_relative("./components/web/templates/_h.tpl").unwrap(),
+            "components/web/templates/_h.tpl"
+        );
+    }
+
+    #[test]
+    fn under_lists_only_files_below_the_directory() {
+        let s = Snapshot::from_files([
+            ("tenants/a.yaml", "x"),
+            ("tenants/b.yaml", "y"),
+            ("tenantsx/c.yaml", "z"),
+        ]);
+        let names: Vec<_> = s.under("tenants").map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["tenants/a.yaml", "tenants/b.yaml"]);
+    }
+
+    #[test]
+    fn symlink_leaving_the_repo_becomes_a_problem_entry() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "top secret").unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join("tenants")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret"),
+            repo.path().join("tenants/evil.yaml"),
+        )
+        .unwrap();
+        let s = Snapshot::read_dir(repo.path()).unwrap();
+        assert!(matches!(
+            s.get("tenants/evil.yaml"),
+            Some(Err(Problem::EscapesRepo { .. }))
+        ));
+    }
+}
