@@ -106,7 +106,7 @@ mod tests {
             render("{{ v | to_json }}", ctx.clone()).unwrap(),
             r#"{"a":1,"b":["x"]}"#
         );
-        assert_eq!(render("{{ v | to_yaml }}", ctx).unwrap(), "a: 1\nb:\n  - x");
+        assert_eq!(render("{{ v | to_yaml }}", ctx).unwrap(), "a: 1\nb:\n- x");
     }
 
     #[test]

@@ -529,7 +529,7 @@ fn source_lines(template: &str, docs: &[Document<'_>], kinds: &[Option<String>])
                 let skip = c
                     .text
                     .lines()
-                    .take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+                    .take_while(|l| is_non_content_line(l))
                     .count();
                 c.first_line + skip
             })
@@ -561,6 +561,15 @@ fn source_lines(template: &str, docs: &[Document<'_>], kinds: &[Option<String>])
             }
         })
         .collect()
+}
+
+/// A template line that renders no YAML of its own: blank, a comment, or only a tag.
+fn is_non_content_line(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || t.starts_with('#')
+        || (t.starts_with("{%") && t.ends_with("%}"))
+        || (t.starts_with("{#") && t.ends_with("#}"))
 }
 
 /// Split rendered output into objects, checking each is a Kubernetes object, and default

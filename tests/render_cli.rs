@@ -1,0 +1,528 @@
+//! `fief render` / `fief validate` as a user runs them: exit codes, stdout, stderr.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn fief(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .output()
+        .expect("run fief")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo")
+}
+
+const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+
+fn tenant(name: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{extra}  components:\n    - name: app\n"
+    )
+}
+
+/// A small repo: component `app` (one ConfigMap), tenants `alpha` and `beta`.
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let r = Repo {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        r.write("components/app/varz.yaml", "greeting: hello\n");
+        r.write("components/app/templates/configmap.yaml", CONFIGMAP);
+        r.write("tenants/alpha.yaml", &tenant("alpha", ""));
+        r.write("tenants/beta.yaml", &tenant("beta", ""));
+        r
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let p = self.dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn path(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    fn render(&self) -> Output {
+        fief(&["render", self.path()])
+    }
+}
+
+/// Asserts exit 1, that stderr names `file:line`, and that `beta` still rendered.
+fn assert_alpha_fails_at(out: &Output, file_line: &str, what: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains(file_line), "expected `{file_line}` in: {err}");
+    assert!(
+        err.contains("tenant `alpha`"),
+        "expected the tenant in: {err}"
+    );
+    assert!(err.contains(what), "expected `{what}` in: {err}");
+    assert!(err.contains("hint:"), "expected a hint in: {err}");
+    let text = stdout(out);
+    assert!(
+        text.contains("namespace: beta-prod"),
+        "beta must still render"
+    );
+    assert!(!text.contains("alpha-prod"), "alpha must not be printed");
+}
+
+#[test]
+fn example_repo_renders_kubernetes_objects_deterministically() {
+    let first = fief(&["render", example().to_str().unwrap()]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let second = fief(&["render", example().to_str().unwrap()]);
+    assert_eq!(
+        first.stdout, second.stdout,
+        "two runs must print identical bytes"
+    );
+    let text = stdout(&first);
+    let docs: Vec<&str> = text.split("\n---\n").collect();
+    assert!(docs.len() > 100, "only {} documents", docs.len());
+    for doc in docs {
+        assert!(doc.contains("apiVersion: "), "{doc}");
+        assert!(doc.contains("\nkind: "), "{doc}");
+        assert!(doc.contains("\n  name: "), "{doc}");
+        let cluster = doc.contains("\nkind: Namespace\n");
+        assert_eq!(doc.contains("\n  namespace: "), !cluster, "{doc}");
+        assert!(doc.contains("app.kubernetes.io/managed-by: fief"), "{doc}");
+        assert!(
+            doc.contains("applyset.kubernetes.io/part-of: applyset-"),
+            "{doc}"
+        );
+    }
+}
+
+#[test]
+fn example_repo_states_shape_the_render() {
+    let out = fief(&["render", example().to_str().unwrap()]);
+    let text = stdout(&out);
+    // initech is frozen: its Deployments have zero replicas.
+    let initech_web = text
+        .split("\n---\n")
+        .find(|d| d.contains("deployment.yaml:1 (tenant initech"))
+        .expect("initech web deployment");
+    assert!(initech_web.contains("\n  replicas: 0\n"), "{initech_web}");
+    // hooli is archived: baseline and data only, no Deployment or Service.
+    let hooli: Vec<&str> = text
+        .split("\n---\n")
+        .filter(|d| d.contains("(tenant hooli"))
+        .collect();
+    assert!(
+        hooli
+            .iter()
+            .any(|d| d.contains("kind: PersistentVolumeClaim"))
+    );
+    assert!(!hooli.iter().any(|d| d.contains("kind: Deployment")));
+    assert!(!hooli.iter().any(|d| d.contains("kind: Service\n")));
+}
+
+#[test]
+fn secrets_are_redacted_unless_asked() {
+    let out = fief(&["render", example().to_str().unwrap(), "--tenant", "globex"]);
+    let text = stdout(&out);
+    assert!(text.contains("password: <redacted>"));
+    assert!(!text.contains("username: YXBw"), "base64 of `app` leaked");
+    let shown = fief(&[
+        "render",
+        example().to_str().unwrap(),
+        "--tenant",
+        "globex",
+        "--show-secrets",
+    ]);
+    assert!(stdout(&shown).contains("username: YXBw"));
+}
+
+#[test]
+fn out_dir_gets_one_file_per_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fief(&[
+        "render",
+        example().to_str().unwrap(),
+        "--tenant",
+        "acme",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        dir.path()
+            .join("acme/_cluster/namespace.acme-dev.yaml")
+            .is_file()
+    );
+    assert!(
+        dir.path()
+            .join("acme/acme-prod/deployment.web.yaml")
+            .is_file()
+    );
+    let secret = std::fs::read_to_string(
+        dir.path()
+            .join("acme/acme-prod/secret.postgres-credentials.yaml"),
+    )
+    .unwrap();
+    assert!(secret.contains("<redacted>"));
+    assert!(!dir.path().join("globex").exists());
+}
+
+#[test]
+fn validate_prints_a_summary_per_tenant_and_json() {
+    let out = fief(&["validate", example().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("acme: ok (2 namespaces,"));
+    let json = fief(&["validate", example().to_str().unwrap(), "--output", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 5);
+    assert_eq!(v[0]["tenant"], "acme");
+    assert_eq!(v[0]["ok"], true);
+}
+
+#[test]
+fn unknown_tenant_flag_is_a_usage_error() {
+    let out = fief(&["render", example().to_str().unwrap(), "--tenant", "nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no tenant named nobody"));
+}
+
+#[test]
+fn missing_repo_is_a_usage_error() {
+    let out = fief(&["validate", "/nonexistent/fief-repo"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn malformed_yaml_names_file_and_line() {
+    let repo = Repo::new();
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "  quota: {cpu: [unclosed\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:7", "invalid YAML");
+}
+
+#[test]
+fn unknown_field_names_file_and_line() {
+    let repo = Repo::new();
+    repo.write("tenants/alpha.yaml", &tenant("alpha", "  colour: blue\n"));
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:6", "colour");
+}
+
+#[test]
+fn bad_tenant_name_names_file_and_line() {
+    let repo = Repo::new();
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "").replace("name: alpha", "name: Alpha_1"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:4", "DNS-1123");
+}
+
+#[test]
+fn file_name_must_equal_metadata_name() {
+    let repo = Repo::new();
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "").replace("name: alpha", "name: gamma"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:4", "does not match metadata.name");
+}
+
+#[test]
+fn unknown_component_names_the_tenant_file_line() {
+    let repo = Repo::new();
+    repo.write(
+        "tenants/alpha.yaml",
+        &format!("{}    - name: nosuch\n", tenant("alpha", "")),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:8", "unknown component `nosuch`");
+}
+
+#[test]
+fn undefined_template_variable_names_template_line() {
+    let repo = Repo::new();
+    repo.write(
+        "components/app/templates/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  x: {{ values.nope.deeper }}\n",
+    );
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "components/app/templates/extra.yaml:6", "undefined");
+}
+
+#[test]
+fn template_syntax_error_names_template_line() {
+    let repo = Repo::new();
+    repo.write(
+        "components/app/templates/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n{% if %}\n",
+    );
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/extra.yaml:5",
+        "syntax error",
+    );
+}
+
+#[test]
+fn duplicate_object_names_both_places() {
+    let repo = Repo::new();
+    repo.write("components/app/templates/again.yaml", CONFIGMAP);
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/configmap.yaml:1",
+        "duplicate object ConfigMap/alpha-prod/app-config",
+    );
+}
+
+#[test]
+fn cluster_scoped_component_object_is_refused() {
+    let repo = Repo::new();
+    repo.write(
+        "components/app/templates/clusterrole.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: grab-everything\nrules: []\n",
+    );
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/clusterrole.yaml:1",
+        "cluster-scoped",
+    );
+}
+
+#[test]
+fn component_object_in_another_tenants_namespace_is_refused() {
+    let repo = Repo::new();
+    repo.write(
+        "components/app/templates/sneaky.yaml",
+        "{% if tenant.name == 'alpha' %}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sneaky\n  namespace: beta-prod\n{% endif %}\n",
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/sneaky.yaml:2",
+        "not one of this tenant's namespaces",
+    );
+}
+
+#[test]
+fn missing_dependency_is_refused() {
+    let repo = Repo::new();
+    repo.write("components/db/templates/x.yaml", "");
+    repo.write("components/app/component.yaml", "dependsOn: [db]\n");
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("    - name: app\n", "    - name: db\n    - name: app\n"),
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(&out, "tenants/alpha.yaml:7", "depends on `db`");
+}
+
+#[test]
+fn namespace_claimed_by_two_tenants_fails_both() {
+    let repo = Repo::new();
+    // "alpha" env "x-prod" and "alpha-x" env "prod" both want namespace alpha-x-prod.
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "  environments: [x-prod]\n"),
+    );
+    repo.write("tenants/alpha-x.yaml", &tenant("alpha-x", ""));
+    let out = repo.render();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("namespace `alpha-x-prod` is also a namespace of tenant `alpha-x`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("namespace `alpha-x-prod` is also a namespace of tenant `alpha`"),
+        "{err}"
+    );
+    assert!(stdout(&out).contains("namespace: beta-prod"));
+}
+
+#[test]
+fn purged_tenant_renders_nothing() {
+    let repo = Repo::new();
+    repo.write("tenants/alpha.yaml", &tenant("alpha", "  state: purged\n"));
+    let out = repo.render();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("alpha"));
+}
+
+#[test]
+fn values_layer_component_environment_tenant() {
+    let repo = Repo::new();
+    repo.write(
+        "environments/prod.yaml",
+        "values:\n  greeting: env-wide\ncomponents:\n  app:\n    greeting: env-app\n",
+    );
+    repo.write(
+        "tenants/alpha.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: alpha\nspec:\n  components:\n    - name: app\n      values: {greeting: from-tenant}\n",
+    );
+    let text = stdout(&repo.render());
+    assert!(text.contains("greeting: from-tenant"), "{text}");
+    assert!(text.contains("greeting: env-app"), "{text}");
+    assert!(!text.contains("greeting: hello"), "{text}");
+}
+
+#[test]
+fn include_with_parent_dir_or_absolute_path_is_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("stolen.txt"), "TOP-SECRET-CONTENT").unwrap();
+    for include in [
+        "../../../../../../../../etc/hostname".to_string(),
+        outside.path().join("stolen.txt").display().to_string(),
+    ] {
+        let repo = Repo::new();
+        repo.write(
+            "components/app/templates/evil.yaml",
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\ndata:\n  x: \"{{% include '{include}' %}}\"\n"),
+        );
+        let out = repo.render();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("leaves the repo"), "{err}");
+        assert!(
+            err.contains("components/app/templates/evil.yaml:6"),
+            "{err}"
+        );
+        assert!(!stdout(&out).contains("TOP-SECRET-CONTENT"));
+    }
+}
+
+#[test]
+fn symlink_out_of_the_repo_is_refused_and_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("stolen.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: TOP-SECRET-CONTENT\n",
+    )
+    .unwrap();
+    let repo = Repo::new();
+    std::os::unix::fs::symlink(
+        outside.path().join("stolen.yaml"),
+        repo.dir.path().join("components/app/templates/link.yaml"),
+    )
+    .unwrap();
+    let out = repo.render();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("components/app/templates/link.yaml"), "{err}");
+    assert!(err.contains("leaves the repo"), "{err}");
+    assert!(!stdout(&out).contains("TOP-SECRET-CONTENT"));
+    assert!(!err.contains("TOP-SECRET-CONTENT"));
+}
+
+#[test]
+fn yaml_alias_bomb_is_refused_within_seconds() {
+    let repo = Repo::new();
+    let mut bomb =
+        String::from("greeting: hi\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for i in 1..10 {
+        let p = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    repo.write("components/app/varz.yaml", &bomb);
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let start = Instant::now();
+    let out = repo.render();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("components/app/varz.yaml:"), "{err}");
+    assert!(err.contains("tenant `alpha`"), "{err}");
+}
+
+#[test]
+fn runaway_template_loop_is_stopped_within_seconds() {
+    let repo = Repo::new();
+    repo.write(
+        "components/app/templates/loop.yaml",
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n",
+    );
+    repo.write(
+        "tenants/beta.yaml",
+        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+    );
+    let start = Instant::now();
+    let out = repo.render();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_alpha_fails_at(&out, "components/app/templates/loop.yaml:1", "runaway loop");
+}
+
+#[test]
+fn unknown_field_in_fief_yaml_fails_every_tenant() {
+    let repo = Repo::new();
+    repo.write(
+        "fief.yaml",
+        "baseDomain: x.example\nnamespacePatern: \"{tenant}\"\n",
+    );
+    let out = repo.render();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("fief.yaml:2"), "{err}");
+    assert!(err.contains("namespacePatern"), "{err}");
+}
+
+#[test]
+fn repo_baseline_replaces_the_builtin_one() {
+    let repo = Repo::new();
+    repo.write(
+        "baseline/ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ namespace }}\n  labels: {custom: \"yes\"}\n",
+    );
+    let out = repo.render();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("custom: 'yes'") || text.contains("custom: \"yes\""),
+        "{text}"
+    );
+    assert!(!text.contains("kind: NetworkPolicy"));
+}
