@@ -12,6 +12,7 @@ pub mod objects;
 pub mod output;
 pub mod render;
 pub mod snapshot;
+pub mod synth;
 pub mod validate;
 pub mod values;
 pub mod yaml;

@@ -1,0 +1,68 @@
+//! Render benchmark: a synthetic repo of N tenants (default 1,000), rendered and validated
+//! in memory, and serialized to the YAML stream `fief render` prints. Prints the median and
+//! the spread of several runs.
+//!
+//! `cargo bench --bench render [-- TENANTS RUNS]`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fief::model::Repo;
+use fief::snapshot::Snapshot;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let tenants: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(7);
+    let dir = tempfile::tempdir().expect("temp dir");
+    fief::synth::write_repo(dir.path(), tenants).expect("write synthetic repo");
+
+    let (mut read, mut render, mut stream, mut total) = (vec![], vec![], vec![], vec![]);
+    let mut objects = 0;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let snapshot = Snapshot::read_dir(dir.path()).expect("read repo");
+        let repo = Repo::load(Arc::new(snapshot));
+        let t1 = Instant::now();
+        let renders = fief::render::render_all(&repo, &[]);
+        let t2 = Instant::now();
+        let text = fief::output::stream(&renders, false).expect("serialize");
+        let t3 = Instant::now();
+        assert!(renders.iter().all(|r| r.is_ok()));
+        objects = renders.iter().map(|r| r.objects.len()).sum();
+        std::hint::black_box(text);
+        read.push(t1 - t0);
+        render.push(t2 - t1);
+        stream.push(t3 - t2);
+        total.push(t3 - t0);
+    }
+    println!(
+        "render benchmark: {tenants} tenants, {objects} objects, {runs} runs, {} threads",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    );
+    println!("  read + parse repo      median {}", ms(median(read)));
+    println!("  render + validate      median {}", ms(median(render)));
+    println!("  serialize YAML stream  median {}", ms(median(stream)));
+    let mut sorted = total.clone();
+    sorted.sort();
+    println!(
+        "  total                  median {} (min {}, max {})",
+        ms(median(total)),
+        ms(sorted[0]),
+        ms(sorted[sorted.len() - 1])
+    );
+}

@@ -1,0 +1,217 @@
+//! Synthetic tenants repos for benchmarks and load tests.
+//!
+//! In: a tenant count. Out: the files of a repo (path → text) with three components
+//! (web: 4 objects, postgres: 4, worker: 2) and dev/prod environment files, every tenant in
+//! `prod` (every tenth also in `dev`), so each tenant renders about 24 objects with the
+//! built-in baseline. Pure; [`write_repo`] puts the files on disk.
+
+use std::path::Path;
+
+/// Files of a synthetic repo with `tenants` tenants.
+pub fn repo_files(tenants: usize) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = vec![
+        ("fief.yaml".into(), "baseDomain: bench.example\n".into()),
+        (
+            "environments/prod.yaml".into(),
+            "values:\n  logLevel: info\ncomponents:\n  web:\n    replicas: 2\n".into(),
+        ),
+        (
+            "environments/dev.yaml".into(),
+            "values:\n  logLevel: debug\n".into(),
+        ),
+        (
+            "components/web/varz.yaml".into(),
+            "image: registry.example/web\nreplicas: 1\nport: 8080\nlogLevel: info\n".into(),
+        ),
+        (
+            "components/web/component.yaml".into(),
+            "version: \"1.0.0\"\ndependsOn: [postgres]\n".into(),
+        ),
+        ("components/web/templates/web.yaml".into(), WEB.into()),
+        (
+            "components/postgres/varz.yaml".into(),
+            "image: docker.io/library/postgres\nstorage: 1Gi\n".into(),
+        ),
+        (
+            "components/postgres/component.yaml".into(),
+            "version: \"16.4\"\n".into(),
+        ),
+        ("components/postgres/templates/pg.yaml".into(), PG.into()),
+        (
+            "components/worker/varz.yaml".into(),
+            "image: registry.example/worker\nqueues: [default, mail]\n".into(),
+        ),
+        (
+            "components/worker/component.yaml".into(),
+            "version: \"1.0.0\"\n".into(),
+        ),
+        (
+            "components/worker/templates/worker.yaml".into(),
+            WORKER.into(),
+        ),
+    ];
+    for i in 0..tenants {
+        let name = tenant_name(i);
+        let envs = if i % 10 == 0 { "[dev, prod]" } else { "[prod]" };
+        files.push((
+            format!("tenants/{name}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  environments: {envs}\n  quota: {{cpu: \"2\", memory: 4Gi, pods: \"20\"}}\n  access:\n    admins: [admin-{i}]\n    viewers: [viewer-{i}]\n  components:\n    - name: postgres\n    - name: web\n      values: {{replicas: {}}}\n    - name: worker\n",
+                1 + i % 3
+            ),
+        ));
+    }
+    files
+}
+
+/// Name of the `i`th synthetic tenant.
+pub fn tenant_name(i: usize) -> String {
+    format!("tenant-{i:05}")
+}
+
+/// Write a synthetic repo under `dir`.
+pub fn write_repo(dir: &Path, tenants: usize) -> std::io::Result<()> {
+    for (path, text) in repo_files(tenants) {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, text)?;
+    }
+    Ok(())
+}
+
+const WEB: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {{ values.replicas }}
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: "{{ values.image }}:{{ component.version }}"
+          ports: [{containerPort: {{ values.port }}}]
+          envFrom: [{configMapRef: {name: web}}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: {{ values.port }}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+data:
+  LOG_LEVEL: {{ values.logLevel | quote }}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  rules:
+    - host: "{{ env }}.{{ tenant.name }}.{{ fief.baseDomain }}"
+      http:
+        paths:
+          - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+"#;
+
+const PG: &str = r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: pg
+data:
+  password: {{ (tenant.name ~ namespace) | sha256 | b64encode }}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: pg-data
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: {{ values.storage | quote }}}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: pg
+spec:
+  clusterIP: None
+  selector: {app: pg}
+  ports: [{port: 5432}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: pg
+spec:
+  serviceName: pg
+  replicas: 1
+  selector:
+    matchLabels: {app: pg}
+  template:
+    metadata:
+      labels: {app: pg}
+    spec:
+      containers:
+        - name: pg
+          image: "{{ values.image }}:{{ component.version }}"
+          volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: pg-data}}]
+"#;
+
+const WORKER: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: worker
+data:
+  QUEUES: {{ values.queues | join(",") | quote }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: worker
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: worker}
+  template:
+    metadata:
+      labels: {app: worker}
+    spec:
+      containers:
+        - name: worker
+          image: "{{ values.image }}:{{ component.version }}"
+          envFrom: [{configMapRef: {name: worker}}]
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Repo;
+    use crate::snapshot::Snapshot;
+    use std::sync::Arc;
+
+    #[test]
+    fn synthetic_repo_renders_cleanly_with_about_twenty_objects_per_tenant() {
+        let repo = Repo::load(Arc::new(Snapshot::from_files(repo_files(20))));
+        let renders = crate::render::render_all(&repo, &[]);
+        assert_eq!(renders.len(), 20);
+        for r in &renders {
+            assert!(r.is_ok(), "{:?}", r.errors);
+        }
+        let objects: usize = renders.iter().map(|r| r.objects.len()).sum();
+        let per_tenant = objects / renders.len();
+        assert!((20..=30).contains(&per_tenant), "{per_tenant}");
+    }
+}
