@@ -162,8 +162,8 @@ pub struct Diagnostic {
     pub file: String,
     /// 1-based line in that file, when known.
     pub line: Option<usize>,
-    /// What is wrong.
-    pub problem: Problem,
+    /// What is wrong (boxed: diagnostics travel in `Result`s and should stay small).
+    pub problem: Box<Problem>,
 }
 
 impl Diagnostic {
@@ -173,7 +173,7 @@ impl Diagnostic {
             tenant: None,
             file: file.into(),
             line,
-            problem,
+            problem: Box::new(problem),
         }
     }
 

@@ -648,7 +648,7 @@ mod tests {
     fn file_name_must_match_metadata_name() {
         let r = repo(&[("tenants/other.yaml", TENANT)]);
         let errs = r.tenants["other"].as_ref().unwrap_err();
-        assert!(matches!(errs[0].problem, Problem::NameMismatch { .. }));
+        assert!(matches!(*errs[0].problem, Problem::NameMismatch { .. }));
         assert_eq!(errs[0].line, Some(4));
     }
 

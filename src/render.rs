@@ -584,7 +584,7 @@ fn parse_rendered(
 ) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
     let docs = yaml::split_documents(rendered);
     let parsed: Vec<Result<Option<Value>, yaml::YamlError>> =
-        docs.iter().map(yaml::parse::<Value>).collect();
+        docs.iter().map(yaml::parse_value).collect();
     let kinds: Vec<Option<String>> = parsed
         .iter()
         .map(|p| match p {

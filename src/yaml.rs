@@ -4,7 +4,11 @@
 //! on, typed values or `serde_json::Value`s, and parse errors with absolute line numbers.
 //! Alias expansion, nesting and size are bounded so no input can exhaust the process.
 
+use std::collections::HashMap;
+
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use serde_saphyr::granit_parser::{self, Event, ScalarStyle, Tag};
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options, options::AliasLimits};
 
 /// One YAML document of a multi-document stream.
@@ -32,8 +36,7 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut start = 0usize;
     let mut start_line = 1usize;
     let mut offset = 0usize;
-    let mut line_no = 1usize;
-    for line in text.split_inclusive('\n') {
+    for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
         let trimmed = line.trim_end();
         let is_separator = trimmed == "---" || trimmed.starts_with("--- ");
         let is_end = trimmed == "...";
@@ -46,7 +49,6 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
             start_line = line_no + 1;
         }
         offset += line.len();
-        line_no += 1;
     }
     docs.push(Document {
         text: &text[start..],
@@ -119,6 +121,270 @@ pub fn parse_single<T: DeserializeOwned>(text: &str) -> Result<Option<T>, YamlEr
     }
 }
 
+/// Deepest nesting of a YAML value fief accepts.
+pub const MAX_DEPTH: usize = 64;
+/// Most nodes (including those copied by aliases) in one YAML document.
+pub const MAX_NODES: usize = 200_000;
+
+/// Parse one document into a `serde_json::Value` straight from the parser's events.
+///
+/// Faster than the serde path (the render hot path parses every rendered object) and just as
+/// bounded: depth, node count and alias expansion are limited, duplicate keys are errors.
+/// Scalars resolve by the YAML 1.2 core schema; `<<` merge keys are honoured.
+pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
+    if is_blank(doc.text) {
+        return Ok(None);
+    }
+    let mut b = ValueBuilder::default();
+    for item in granit_parser::Parser::new_from_str(doc.text) {
+        let (event, span) = item.map_err(|e| YamlError {
+            message: e.info(),
+            line: Some(doc.first_line + e.marker().line().max(1) - 1),
+        })?;
+        let line = doc.first_line + span.start.line().max(1) - 1;
+        b.event(event).map_err(|message| YamlError {
+            message,
+            line: Some(line),
+        })?;
+    }
+    Ok(b.root)
+}
+
+enum Frame {
+    Seq(Vec<Value>, usize),
+    /// Explicit entries, pending key, `<<`-merged entries (explicit keys win), anchor.
+    Map(
+        Map<String, Value>,
+        Option<String>,
+        Map<String, Value>,
+        usize,
+    ),
+}
+
+#[derive(Default)]
+struct ValueBuilder {
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Value>,
+    nodes: usize,
+    documents: usize,
+    root: Option<Value>,
+}
+
+impl ValueBuilder {
+    fn event(&mut self, event: Event<'_>) -> Result<(), String> {
+        match event {
+            Event::DocumentStart(..) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err("expected one YAML document, found more".to_string());
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let value = resolve_scalar(&text, style, tag.as_deref());
+                self.push(value, anchor)?;
+            }
+            Event::SequenceStart(_, anchor, _) => self.open(Frame::Seq(Vec::new(), anchor))?,
+            Event::MappingStart(_, anchor, _) => {
+                self.open(Frame::Map(Map::new(), None, Map::new(), anchor))?
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (value, anchor) = match self.stack.pop() {
+                    Some(Frame::Seq(items, anchor)) => (Value::Array(items), anchor),
+                    Some(Frame::Map(mut map, _, merged, anchor)) => {
+                        for (k, v) in merged {
+                            map.entry(k).or_insert(v);
+                        }
+                        (Value::Object(map), anchor)
+                    }
+                    None => return Err("unbalanced collection end".to_string()),
+                };
+                self.push(value, anchor)?;
+            }
+            Event::Alias(id) => {
+                let value = self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| "alias to an unknown anchor".to_string())?;
+                self.nodes += count_nodes(&value);
+                self.check_nodes()?;
+                self.push(value, 0)?;
+            }
+            Event::UnresolvedAlias(name) => return Err(format!("unknown anchor `{name}`")),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn check_nodes(&self) -> Result<(), String> {
+        if self.nodes > MAX_NODES {
+            Err(format!(
+                "document has more than {MAX_NODES} nodes (alias expansion included)"
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn open(&mut self, frame: Frame) -> Result<(), String> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(format!("nesting deeper than {MAX_DEPTH} levels"));
+        }
+        self.nodes += 1;
+        self.check_nodes()?;
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    fn push(&mut self, value: Value, anchor: usize) -> Result<(), String> {
+        self.nodes += 1;
+        self.check_nodes()?;
+        if anchor != 0 {
+            if self.anchors.len() >= 10_000 {
+                return Err("too many anchors".to_string());
+            }
+            self.anchors.insert(anchor, value.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(value),
+            Some(Frame::Seq(items, _)) => items.push(value),
+            Some(Frame::Map(map, key, merged, _)) => match key.take() {
+                None => *key = Some(key_text(value)?),
+                Some(k) if k == "<<" => merge_into(merged, value)?,
+                Some(k) => {
+                    if map.contains_key(&k) {
+                        return Err(format!("duplicate key `{k}`"));
+                    }
+                    map.insert(k, value);
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+fn count_nodes(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(count_nodes).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+fn key_text(value: Value) -> Result<String, String> {
+    match value {
+        Value::String(s) => Ok(s),
+        Value::Null => Ok("null".to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Number(n) => Ok(n.to_string()),
+        _ => Err("mapping keys must be scalars".to_string()),
+    }
+}
+
+/// `<<: *base` (or a list of them): the first source of a key wins.
+fn merge_into(map: &mut Map<String, Value>, value: Value) -> Result<(), String> {
+    let sources = match value {
+        Value::Array(items) => items,
+        other => vec![other],
+    };
+    for source in sources {
+        let Value::Object(source) = source else {
+            return Err("`<<` merges only mappings".to_string());
+        };
+        for (k, v) in source {
+            map.entry(k).or_insert(v);
+        }
+    }
+    Ok(())
+}
+
+/// YAML 1.2 core schema resolution of a scalar.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
+    let as_string = || Value::String(text.to_string());
+    if let Some(tag) = tag {
+        if tag.is_yaml_core_schema() && tag.suffix() == "str" {
+            return as_string();
+        }
+    } else if style != ScalarStyle::Plain {
+        return as_string();
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    if let Some(n) = parse_int(text) {
+        return n;
+    }
+    if looks_like_float(text)
+        && let Some(n) = text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+    {
+        return Value::Number(n);
+    }
+    as_string()
+}
+
+fn parse_int(text: &str) -> Option<Value> {
+    let (negative, digits) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (radix, digits) = if let Some(hex) = digits.strip_prefix("0x") {
+        (16, hex)
+    } else if let Some(oct) = digits.strip_prefix("0o") {
+        (8, oct)
+    } else {
+        (10, digits)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    if negative {
+        let n = i64::try_from(magnitude).ok()?;
+        Some(Value::from(-n))
+    } else {
+        Some(Value::from(magnitude))
+    }
+}
+
+/// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
+fn looks_like_float(text: &str) -> bool {
+    let b = text.trim_start_matches(['-', '+']).as_bytes();
+    if text.len() - b.len() > 1 {
+        return false;
+    }
+    let mut i = 0;
+    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        let exp = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp == 0 {
+            return false;
+        }
+        i += exp;
+    }
+    i == b.len()
+}
+
 /// Drop the parser's own " at line X column Y" suffix: we print the absolute line ourselves.
 fn strip_location(message: &str) -> String {
     let first = message.lines().next().unwrap_or(message);
@@ -136,7 +402,57 @@ pub fn to_string<T: serde::Serialize>(value: &T) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use serde_json::json;
+
+    fn value(text: &str) -> Result<Option<Value>, YamlError> {
+        parse_value(&split_documents(text)[0])
+    }
+
+    #[test]
+    fn parse_value_resolves_core_schema_scalars() {
+        let v = value("a: 1\nb: -2\nc: 1.5\nd: true\ne: ~\nf: \"1\"\ng: 0x1f\nh: 1e3\ni: .inf\nj: 08:00\nk: 'true'\nl: !!str 7\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            v,
+            json!({"a": 1, "b": -2, "c": 1.5, "d": true, "e": null, "f": "1", "g": 31,
+                   "h": 1000.0, "i": ".inf", "j": "08:00", "k": "true", "l": "7"})
+        );
+    }
+
+    #[test]
+    fn parse_value_matches_the_serde_path_on_the_example_render() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: b}\ndata:\n  k: |\n    line1\n    line2\nlist:\n- 1\n- [2, 3]\n";
+        let docs = split_documents(text);
+        assert_eq!(
+            parse_value(&docs[0]).unwrap(),
+            parse::<Value>(&docs[0]).unwrap()
+        );
+    }
+
+    #[test]
+    fn parse_value_expands_aliases_and_merge_keys() {
+        let v = value("base: &b {x: 1, y: 2}\nthing:\n  <<: *b\n  y: 3\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v["thing"], json!({"x": 1, "y": 3}));
+    }
+
+    #[test]
+    fn parse_value_refuses_duplicates_depth_and_bombs() {
+        let err = value("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert!(err.message.contains("duplicate key `a`"), "{err:?}");
+        assert_eq!(err.line, Some(3));
+        assert!(value(&format!("{}1{}", "[".repeat(100), "]".repeat(100))).is_err());
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        }
+        let start = std::time::Instant::now();
+        assert!(value(&bomb).unwrap_err().message.contains("nodes"));
+        assert!(start.elapsed().as_secs() < 2);
+    }
 
     #[test]
     fn split_keeps_line_numbers_and_drops_empty_documents() {
