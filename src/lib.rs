@@ -7,9 +7,11 @@
 pub mod cli;
 pub mod error;
 pub mod filters;
+pub mod inventory;
 pub mod model;
 pub mod objects;
 pub mod output;
+pub mod plan;
 pub mod render;
 pub mod snapshot;
 pub mod synth;

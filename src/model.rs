@@ -31,6 +31,8 @@ pub struct Config {
     pub default_environments: Vec<String>,
     /// Base domain, given to templates as `fief.baseDomain`.
     pub base_domain: String,
+    /// How much one sync may prune before it needs `--allow-mass-prune`.
+    pub prune_guard: crate::plan::PruneGuard,
 }
 
 impl Default for Config {
@@ -40,6 +42,7 @@ impl Default for Config {
             agent_namespace: "fief-system".to_string(),
             default_environments: vec!["prod".to_string()],
             base_domain: "example.com".to_string(),
+            prune_guard: crate::plan::PruneGuard::default(),
         }
     }
 }

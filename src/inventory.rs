@@ -1,0 +1,315 @@
+//! Inventory: what fief applied for a tenant, kept in the tenant's ApplySet parent ConfigMap.
+//!
+//! In: a tenant's entries (identity, apiVersion, content hashes) and status. Out: the
+//! ConfigMap (KEP-3659 labels and annotations so `kubectl` can read it, plus fief's own data
+//! keys), and back. Pure: the cluster module reads and writes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::objects::{self, ObjectId};
+
+/// Label on the parent: the ApplySet id.
+pub const LABEL_APPLYSET_ID: &str = "applyset.kubernetes.io/id";
+/// Annotation on the parent: which tool manages the set.
+pub const ANNOTATION_TOOLING: &str = "applyset.kubernetes.io/tooling";
+/// Annotation on the parent: `Kind.group` of every member.
+pub const ANNOTATION_GROUP_KINDS: &str = "applyset.kubernetes.io/contains-group-kinds";
+/// Annotation on the parent: member namespaces other than the parent's.
+pub const ANNOTATION_NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
+/// Data key holding the entries.
+pub const DATA_ENTRIES: &str = "entries";
+/// Data key holding the status.
+pub const DATA_STATUS: &str = "status";
+
+/// One applied object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Identity.
+    #[serde(flatten)]
+    pub id: ObjectId,
+    /// apiVersion it was applied with (to resolve the resource when pruning).
+    pub api_version: String,
+    /// Hash of the rendered object fief applied.
+    pub hash: String,
+    /// Hash of the live object's fields that fief sets, as the server returned them.
+    pub live: String,
+}
+
+/// A status condition, as Kubernetes writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Reconciling`, `Stalled` or `Orphaned`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True` or `False`.
+    pub status: String,
+    /// CamelCase reason.
+    pub reason: String,
+    /// For people.
+    pub message: String,
+    /// When `status` last changed (RFC 3339).
+    pub last_transition_time: String,
+}
+
+/// Object counts of the last sync.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Objects in the inventory.
+    pub objects: usize,
+    /// Created by the last sync.
+    pub created: usize,
+    /// Changed by the last sync.
+    pub configured: usize,
+    /// Left alone by the last sync.
+    pub unchanged: usize,
+    /// Deleted by the last sync.
+    pub pruned: usize,
+    /// Failed in the last sync.
+    pub failed: usize,
+}
+
+/// The tenant's status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// Content hash of the inputs last applied successfully.
+    pub revision: String,
+    /// Conditions.
+    pub conditions: Vec<Condition>,
+    /// The last error, if the last sync failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Counts.
+    pub counts: Counts,
+}
+
+impl Status {
+    /// Set a condition; `last_transition_time` changes only when its status flips.
+    pub fn set_condition(
+        &mut self,
+        type_: &str,
+        status: bool,
+        reason: &str,
+        message: &str,
+        now: &str,
+    ) {
+        let status = if status { "True" } else { "False" }.to_string();
+        match self.conditions.iter_mut().find(|c| c.type_ == type_) {
+            Some(c) => {
+                if c.status != status {
+                    c.last_transition_time = now.to_string();
+                }
+                c.status = status;
+                c.reason = reason.to_string();
+                c.message = message.to_string();
+            }
+            None => {
+                self.conditions.push(Condition {
+                    type_: type_.to_string(),
+                    status,
+                    reason: reason.to_string(),
+                    message: message.to_string(),
+                    last_transition_time: now.to_string(),
+                });
+                self.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+            }
+        }
+    }
+
+    /// The condition of a type, if set.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
+/// A tenant's inventory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Tenant name.
+    pub tenant: String,
+    /// Applied objects.
+    pub entries: BTreeMap<ObjectId, Entry>,
+    /// Status.
+    pub status: Status,
+}
+
+/// An inventory ConfigMap fief cannot read.
+#[derive(Debug, thiserror::Error)]
+#[error("inventory {namespace}/{name}: {detail}")]
+pub struct InventoryError {
+    /// Namespace of the ConfigMap.
+    pub namespace: String,
+    /// Name of the ConfigMap.
+    pub name: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl Inventory {
+    /// An empty inventory for a tenant.
+    pub fn new(tenant: &str) -> Inventory {
+        Inventory {
+            tenant: tenant.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The ApplySet parent ConfigMap for this inventory.
+    pub fn to_configmap(&self, agent_namespace: &str) -> Value {
+        let name = objects::inventory_name(&self.tenant);
+        let id = objects::tenant_applyset_id(&self.tenant, agent_namespace);
+        let group_kinds: BTreeSet<String> = self
+            .entries
+            .keys()
+            .map(|k| {
+                if k.group.is_empty() {
+                    k.kind.clone()
+                } else {
+                    format!("{}.{}", k.kind, k.group)
+                }
+            })
+            .collect();
+        let namespaces: BTreeSet<&str> = self
+            .entries
+            .keys()
+            .map(|k| k.namespace.as_str())
+            .filter(|n| !n.is_empty() && *n != agent_namespace)
+            .collect();
+        let mut entries = String::from("[");
+        for (i, e) in self.entries.values().enumerate() {
+            entries.push_str(if i == 0 { "\n" } else { ",\n" });
+            entries.push_str(&serde_json::to_string(e).unwrap_or_default());
+        }
+        entries.push_str("\n]");
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": agent_namespace,
+                "labels": {
+                    LABEL_APPLYSET_ID: id,
+                    objects::LABEL_MANAGED_BY: "fief",
+                    objects::LABEL_TENANT: self.tenant,
+                },
+                "annotations": {
+                    ANNOTATION_TOOLING: format!("fief/v{}", env!("CARGO_PKG_VERSION")),
+                    ANNOTATION_GROUP_KINDS: group_kinds.into_iter().collect::<Vec<_>>().join(","),
+                    ANNOTATION_NAMESPACES: namespaces.into_iter().collect::<Vec<_>>().join(","),
+                },
+            },
+            "data": {
+                DATA_ENTRIES: entries,
+                DATA_STATUS: serde_json::to_string_pretty(&self.status).unwrap_or_default(),
+            },
+        })
+    }
+
+    /// Read an inventory back from its ConfigMap.
+    pub fn from_configmap(cm: &Value) -> Result<Inventory, InventoryError> {
+        let meta = &cm["metadata"];
+        let name = meta["name"].as_str().unwrap_or_default().to_string();
+        let namespace = meta["namespace"].as_str().unwrap_or_default().to_string();
+        let err = |detail: String| InventoryError {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            detail,
+        };
+        let tenant = meta["labels"][objects::LABEL_TENANT]
+            .as_str()
+            .ok_or_else(|| err(format!("label {} is missing", objects::LABEL_TENANT)))?
+            .to_string();
+        let entries: Vec<Entry> = match cm["data"][DATA_ENTRIES].as_str() {
+            None => Vec::new(),
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| err(format!("data.{DATA_ENTRIES} is not valid: {e}")))?,
+        };
+        let status: Status = match cm["data"][DATA_STATUS].as_str() {
+            None => Status::default(),
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| err(format!("data.{DATA_STATUS} is not valid: {e}")))?,
+        };
+        Ok(Inventory {
+            tenant,
+            entries: entries.into_iter().map(|e| (e.id.clone(), e)).collect(),
+            status,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &str, ns: &str, name: &str) -> Entry {
+        Entry {
+            id: ObjectId {
+                group: if kind == "Deployment" {
+                    "apps".into()
+                } else {
+                    String::new()
+                },
+                kind: kind.into(),
+                namespace: ns.into(),
+                name: name.into(),
+            },
+            api_version: if kind == "Deployment" {
+                "apps/v1".into()
+            } else {
+                "v1".into()
+            },
+            hash: "h".into(),
+            live: "l".into(),
+        }
+    }
+
+    #[test]
+    fn configmap_round_trips_and_carries_applyset_metadata() {
+        let mut inv = Inventory::new("acme");
+        for e in [
+            entry("Namespace", "", "acme-prod"),
+            entry("Deployment", "acme-prod", "web"),
+            entry("ConfigMap", "acme-dev", "cfg"),
+        ] {
+            inv.entries.insert(e.id.clone(), e);
+        }
+        inv.status
+            .set_condition("Ready", true, "Applied", "ok", "2026-01-01T00:00:00Z");
+        let cm = inv.to_configmap("fief-system");
+        let ann = &cm["metadata"]["annotations"];
+        assert_eq!(
+            ann[ANNOTATION_GROUP_KINDS],
+            "ConfigMap,Deployment.apps,Namespace"
+        );
+        assert_eq!(ann[ANNOTATION_NAMESPACES], "acme-dev,acme-prod");
+        assert!(
+            cm["metadata"]["labels"][LABEL_APPLYSET_ID]
+                .as_str()
+                .unwrap()
+                .starts_with("applyset-")
+        );
+        assert_eq!(Inventory::from_configmap(&cm).unwrap(), inv);
+    }
+
+    #[test]
+    fn condition_transition_time_changes_only_on_flip() {
+        let mut s = Status::default();
+        s.set_condition("Ready", true, "A", "m", "t1");
+        s.set_condition("Ready", true, "B", "m2", "t2");
+        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t1");
+        s.set_condition("Ready", false, "C", "m3", "t3");
+        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t3");
+    }
+
+    #[test]
+    fn unreadable_inventory_is_an_error_not_an_empty_inventory() {
+        let cm = json!({"metadata": {"name": "x", "namespace": "fief-system",
+            "labels": {"fief.dev/tenant": "acme"}}, "data": {"entries": "not json"}});
+        assert!(Inventory::from_configmap(&cm).is_err());
+    }
+}
