@@ -39,6 +39,69 @@ pub enum Command {
     Render(RenderArgs),
     /// Render and validate tenants; print a summary per tenant (no cluster needed).
     Validate(ValidateArgs),
+    /// One-shot sync: server-side apply every tenant, record inventories, prune safely.
+    Apply(ApplyArgs),
+    /// Show what `apply` would change (server-side dry-run); exit 1 when anything differs.
+    Diff(DiffArgs),
+}
+
+/// Which cluster.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// `fief apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Repo and tenants.
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Only tenants whose spec.cluster is this.
+    #[arg(long = "cluster", default_value = "default", value_name = "NAME")]
+    pub cluster_name: String,
+    /// Tenants synced at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Prune even when more would be deleted than fief.yaml's pruneGuard allows.
+    #[arg(long)]
+    pub allow_mass_prune: bool,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+/// `fief diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Repo and tenants.
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Colour the diff: auto (when stdout is a terminal), always, never.
+    #[arg(long, value_enum, default_value_t = Colour::Auto)]
+    pub color: Colour,
+}
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Colour {
+    /// When stdout is a terminal.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// Which tenants of which repo.
@@ -105,6 +168,12 @@ pub enum CliError {
     /// An object could not be serialized.
     #[error("cannot serialize output: {0}")]
     Serialize(String),
+    /// The cluster could not be reached or used.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    /// fief.yaml is invalid, so no tenant can be synced.
+    #[error("fief.yaml is invalid; nothing applied")]
+    Config,
 }
 
 impl CliError {
@@ -112,6 +181,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) | CliError::Snapshot(SnapshotError::Root { .. }) => EXIT_USAGE,
+            CliError::Cluster(_) => EXIT_EXTERNAL,
             _ => EXIT_INVALID,
         }
     }
@@ -122,11 +192,18 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Render(args) => render_cmd(&args),
         Command::Validate(args) => validate_cmd(&args),
+        Command::Apply(args) => crate::cli_cluster::apply_cmd(&args),
+        Command::Diff(args) => crate::cli_cluster::diff_cmd(&args),
     }
 }
 
 /// Read, parse and render the repo; unknown `--tenant` names are a usage error.
 pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
+    load_and_render(args).map(|(_, renders)| renders)
+}
+
+/// Like [`render_repo`], also returning the parsed repo.
+pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), CliError> {
     let snapshot = Arc::new(Snapshot::read_dir(&args.repo)?);
     let repo = Repo::load(snapshot);
     let unknown: Vec<&String> = args
@@ -143,10 +220,12 @@ pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
             repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
-    Ok(render::render_all(&repo, &args.tenants))
+    let renders = render::render_all(&repo, &args.tenants);
+    Ok((repo, renders))
 }
 
-fn report_errors(renders: &[TenantRender]) -> bool {
+/// Print every diagnostic on stderr; whether there were any.
+pub fn report_errors(renders: &[TenantRender]) -> bool {
     let mut stderr = std::io::stderr().lock();
     let mut any = false;
     for r in renders {

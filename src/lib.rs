@@ -5,6 +5,8 @@
 //! `snapshot::Snapshot::read_dir` and the CLI is pure.
 
 pub mod cli;
+pub mod cli_cluster;
+pub mod cluster;
 pub mod error;
 pub mod filters;
 pub mod inventory;

@@ -65,6 +65,8 @@ pub struct TenantRender {
     pub tenant: String,
     /// Lifecycle state, when the tenant file parsed.
     pub state: Option<TenantState>,
+    /// The cluster whose agent owns the tenant, when the tenant file parsed.
+    pub cluster: Option<String>,
     /// The tenant's namespaces, by environment.
     pub namespaces: BTreeMap<String, String>,
     /// Objects in apply order within the tenant (baseline, then components by dependency).
@@ -258,6 +260,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         None => return out,
     };
     out.state = Some(tenant.spec.state);
+    out.cluster = Some(tenant.spec.cluster.clone());
     out.namespaces = namespaces(config, tenant);
     let tenant_file = format!("tenants/{name}.yaml");
     let order = match component_order(repo, tenant, &tenant_file) {

@@ -1,0 +1,153 @@
+//! The cluster commands of the CLI: `apply` and `diff`.
+//!
+//! In: parsed arguments. Out: a progress line per tenant and a summary (or diffs) on stdout,
+//! errors on stderr, and the exit code (0 ok, 1 invalid input or differences, 3 cluster).
+
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+
+use crate::cli::{
+    ApplyArgs, ClusterArgs, CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK,
+    Format, load_and_render, report_errors,
+};
+use crate::cluster::sync::{SyncOptions, TenantReport};
+use crate::cluster::{self, Resources, diff};
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))
+}
+
+async fn resources(args: &ClusterArgs) -> Result<Resources, CliError> {
+    let client = cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    Ok(Resources::discover(client).await?)
+}
+
+fn progress_line(r: &TenantReport) -> String {
+    let c = &r.counts;
+    let mut line = format!(
+        "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
+        r.tenant, r.outcome, c.created, c.configured, c.unchanged, c.pruned, c.failed
+    );
+    if r.outcome == "orphaned" {
+        line = format!(
+            "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
+            r.tenant, c.objects
+        );
+    }
+    if let Some(hold) = &r.prune_held {
+        line.push_str(&format!("\n  prune held: {hold}"));
+    }
+    for k in &r.kept {
+        line.push_str(&format!("\n  kept: {k}"));
+    }
+    line
+}
+
+/// `fief apply`.
+pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
+    let (repo, renders) = load_and_render(&args.repo)?;
+    let config = repo.config.as_ref().map_err(|_| CliError::Config);
+    if config.is_err() {
+        report_errors(&renders);
+    }
+    let config = config?;
+    let options = SyncOptions {
+        agent_namespace: config.agent_namespace.clone(),
+        concurrency: args.concurrency,
+        object_concurrency: 8,
+        allow_mass_prune: args.allow_mass_prune,
+        guard: config.prune_guard,
+        cluster: args.cluster_name.clone(),
+    };
+    let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
+    let reports = runtime()?.block_on(async {
+        let resources = resources(&args.cluster).await?;
+        let reports = cluster::sync::sync(
+            &resources,
+            &renders,
+            &known,
+            args.repo.tenants.is_empty(),
+            &options,
+        )
+        .await?;
+        Ok::<_, CliError>(reports)
+    })?;
+    let mut out = String::new();
+    let mut stderr = std::io::stderr().lock();
+    for r in &reports {
+        for e in &r.errors {
+            let _ = writeln!(stderr, "error: tenant `{}`: {e}", r.tenant);
+        }
+    }
+    match args.output {
+        Format::Json => {
+            out = serde_json::to_string_pretty(&reports).unwrap_or_default();
+            out.push('\n');
+        }
+        Format::Text => {
+            for r in &reports {
+                out.push_str(&progress_line(r));
+                out.push('\n');
+            }
+            let failed = reports.iter().filter(|r| !r.is_ok()).count();
+            let total = |f: fn(&TenantReport) -> usize| reports.iter().map(f).sum::<usize>();
+            out.push_str(&format!(
+                "{} tenants: {} ok, {} failed; objects: {} created, {} configured, {} unchanged, {} pruned, {} failed\n",
+                reports.len(),
+                reports.len() - failed,
+                failed,
+                total(|r| r.counts.created),
+                total(|r| r.counts.configured),
+                total(|r| r.counts.unchanged),
+                total(|r| r.counts.pruned),
+                total(|r| r.counts.failed),
+            ));
+        }
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let invalid = reports.iter().any(|r| r.outcome == "invalid");
+    let failed = reports.iter().any(|r| !r.is_ok() && r.outcome != "invalid");
+    Ok(if failed {
+        EXIT_EXTERNAL
+    } else if invalid {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `fief diff`.
+pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
+    let (repo, renders) = load_and_render(&args.repo)?;
+    let invalid = report_errors(&renders);
+    let config = repo.config.as_ref().map_err(|_| CliError::Config)?;
+    let (diffs, errors) = runtime()?.block_on(async {
+        let resources = resources(&args.cluster).await?;
+        Ok::<_, CliError>(diff::diff(&resources, &renders, &config.agent_namespace).await?)
+    })?;
+    let colour = match args.color {
+        Colour::Always => true,
+        Colour::Never => false,
+        Colour::Auto => std::io::stdout().is_terminal(),
+    };
+    let mut out = String::new();
+    for d in &diffs {
+        out.push_str(&format!("# tenant {}: {} {}\n", d.tenant, d.action, d.id));
+        out.push_str(&if colour { diff::colourise(&d.text) } else { d.text.clone() });
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let mut stderr = std::io::stderr().lock();
+    for e in &errors {
+        let _ = writeln!(stderr, "error: {e}");
+    }
+    Ok(if !errors.is_empty() {
+        EXIT_EXTERNAL
+    } else if invalid || !diffs.is_empty() {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}

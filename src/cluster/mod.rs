@@ -1,0 +1,245 @@
+//! Cluster: the only module that talks to the Kubernetes API server.
+//!
+//! In: a kubeconfig, rendered tenants and their plans. Out: server-side applies, deletes,
+//! inventory ConfigMaps, and the live state fief reads to plan (`sync`, `diff`). Discovery
+//! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
+
+pub mod diff;
+pub mod sync;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+use kube::{Client, Config};
+use serde_json::Value;
+use tokio::sync::RwLock;
+
+use crate::objects::ObjectId;
+
+/// Field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "fief";
+
+/// Failures talking to the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The kubeconfig could not be loaded.
+    #[error("cannot load kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// The API server could not be reached or refused a request fief cannot do without.
+    #[error("cannot reach the cluster ({what}): {source}")]
+    Unreachable {
+        /// What fief was doing.
+        what: String,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// A request about one object failed.
+    #[error("{id}: {what}: {source}")]
+    Object {
+        /// The object.
+        id: ObjectId,
+        /// What fief was doing.
+        what: &'static str,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// fief refuses to send this object.
+    #[error("{id}: refused: {reason}")]
+    Refused {
+        /// The object.
+        id: ObjectId,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The cluster does not serve this kind.
+    #[error("{id}: the cluster serves no resource for apiVersion {api_version}, kind {kind}")]
+    UnknownKind {
+        /// The object.
+        id: ObjectId,
+        /// Its apiVersion.
+        api_version: String,
+        /// Its kind.
+        kind: String,
+    },
+    /// A CustomResourceDefinition did not become Established in time.
+    #[error("{id}: CustomResourceDefinition not Established after {seconds}s")]
+    CrdTimeout {
+        /// The CRD.
+        id: ObjectId,
+        /// How long fief waited.
+        seconds: u64,
+    },
+}
+
+/// Build a client from `--kubeconfig` / `--context`, `KUBECONFIG`, `~/.kube/config` or the
+/// in-cluster service account, as kubectl does.
+pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client, ClusterError> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+            Config::from_custom_kubeconfig(kc, &options).await.map_err(|e| ClusterError::Kubeconfig(e.to_string()))?
+        }
+        None if context.is_some() => Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
+        None => Config::infer().await.map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
+    };
+    Client::try_from(config).map_err(|source| ClusterError::Unreachable {
+        what: "building the client".to_string(),
+        source,
+    })
+}
+
+/// A resolved resource: how to address objects of one group/version/kind.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// The API resource.
+    pub api: ApiResource,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// Discovery, run once per sync and refreshed when a kind is unknown.
+#[derive(Clone)]
+pub struct Resources {
+    client: Client,
+    discovery: Arc<RwLock<HashMap<(String, String, String), Resource>>>,
+}
+
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+impl Resources {
+    /// Run discovery (aggregated: two requests).
+    pub async fn discover(client: Client) -> Result<Resources, ClusterError> {
+        let r = Resources {
+            client,
+            discovery: Arc::new(RwLock::new(HashMap::new())),
+        };
+        r.refresh().await?;
+        Ok(r)
+    }
+
+    /// Run discovery again (after a CRD was applied, or a kind was not found).
+    pub async fn refresh(&self) -> Result<(), ClusterError> {
+        let discovery = Discovery::new(self.client.clone())
+            .run_aggregated()
+            .await
+            .map_err(|source| ClusterError::Unreachable {
+                what: "API discovery".to_string(),
+                source,
+            })?;
+        let mut map = HashMap::new();
+        for group in discovery.groups() {
+            for version in group.versions() {
+                for (ar, caps) in group.versioned_resources(version) {
+                    insert(&mut map, ar, &caps);
+                }
+            }
+        }
+        *self.discovery.write().await = map;
+        Ok(())
+    }
+
+    /// The resource of an apiVersion/kind, refreshing discovery once if it is unknown.
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Option<Resource> {
+        let (group, version) = split_api_version(api_version);
+        let key = (group.to_string(), version.to_string(), kind.to_string());
+        if let Some(r) = self.discovery.read().await.get(&key) {
+            return Some(r.clone());
+        }
+        if self.refresh().await.is_err() {
+            return None;
+        }
+        self.discovery.read().await.get(&key).cloned()
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The dynamic API for an object of this resource in `namespace` (ignored when
+    /// cluster-scoped).
+    pub fn api(&self, resource: &Resource, namespace: &str) -> Api<DynamicObject> {
+        if resource.namespaced {
+            Api::namespaced_with(self.client.clone(), namespace, &resource.api)
+        } else {
+            Api::all_with(self.client.clone(), &resource.api)
+        }
+    }
+}
+
+fn insert(
+    map: &mut HashMap<(String, String, String), Resource>,
+    ar: ApiResource,
+    caps: &ApiCapabilities,
+) {
+    let key = (ar.group.clone(), ar.version.clone(), ar.kind.clone());
+    // Subresources share the kind of their parent; keep the plain resource.
+    if ar.plural.contains('/') {
+        return;
+    }
+    map.insert(
+        key,
+        Resource {
+            namespaced: caps.scope == Scope::Namespaced,
+            api: ar,
+        },
+    );
+}
+
+/// An object's identity from its live (or returned) form.
+pub fn live_id(resource: &Resource, object: &Value) -> ObjectId {
+    ObjectId {
+        group: resource.api.group.clone(),
+        kind: resource.api.kind.clone(),
+        namespace: object["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
+        name: object["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+/// Every object of a resource (all namespaces) matching `selector`, page by page.
+pub async fn list_all(
+    resources: &Resources,
+    resource: &Resource,
+    selector: &str,
+) -> Result<Vec<Value>, kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(resources.client.clone(), &resource.api);
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(500);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = api.list(&params).await?;
+        for item in page.items {
+            out.push(serde_json::to_value(item).unwrap_or(Value::Null));
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// The group/version/kind of a rendered object.
+pub fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (g, v) = split_api_version(api_version);
+    GroupVersionKind::gvk(g, v, kind)
+}
