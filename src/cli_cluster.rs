@@ -7,9 +7,10 @@ use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 
 use crate::cli::{
-    ApplyArgs, ClusterArgs, CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK,
+    ApplyArgs, CliError, ClusterArgs, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK,
     Format, load_and_render, report_errors,
 };
+use crate::cluster::counter::{RequestCounter, RequestStats};
 use crate::cluster::sync::{SyncOptions, TenantReport};
 use crate::cluster::{self, Resources, diff};
 
@@ -20,9 +21,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))
 }
 
-async fn resources(args: &ClusterArgs) -> Result<Resources, CliError> {
-    let client = cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
-    Ok(Resources::discover(client).await?)
+async fn resources(args: &ClusterArgs) -> Result<(Resources, RequestCounter), CliError> {
+    let (client, counter) =
+        cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    Ok((Resources::discover(client).await?, counter))
 }
 
 fn progress_line(r: &TenantReport) -> String {
@@ -63,8 +65,8 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         cluster: args.cluster_name.clone(),
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    let reports = runtime()?.block_on(async {
-        let resources = resources(&args.cluster).await?;
+    let (reports, stats) = runtime()?.block_on(async {
+        let (resources, counter) = resources(&args.cluster).await?;
         let reports = cluster::sync::sync(
             &resources,
             &renders,
@@ -73,7 +75,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             &options,
         )
         .await?;
-        Ok::<_, CliError>(reports)
+        Ok::<_, CliError>((reports, counter.stats()))
     })?;
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
@@ -84,7 +86,16 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     }
     match args.output {
         Format::Json => {
-            out = serde_json::to_string_pretty(&reports).unwrap_or_default();
+            #[derive(serde::Serialize)]
+            struct Summary<'a> {
+                tenants: &'a [TenantReport],
+                requests: RequestStats,
+            }
+            let summary = Summary {
+                tenants: &reports,
+                requests: stats,
+            };
+            out = serde_json::to_string_pretty(&summary).unwrap_or_default();
             out.push('\n');
         }
         Format::Text => {
@@ -104,6 +115,11 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 total(|r| r.counts.unchanged),
                 total(|r| r.counts.pruned),
                 total(|r| r.counts.failed),
+            ));
+            out.push_str(&format!(
+                "API requests: {} reads, {} mutating\n",
+                stats.get,
+                stats.mutating()
             ));
         }
     }
@@ -125,7 +141,7 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     let invalid = report_errors(&renders);
     let config = repo.config.as_ref().map_err(|_| CliError::Config)?;
     let (diffs, errors) = runtime()?.block_on(async {
-        let resources = resources(&args.cluster).await?;
+        let (resources, _) = resources(&args.cluster).await?;
         Ok::<_, CliError>(diff::diff(&resources, &renders, &config.agent_namespace).await?)
     })?;
     let colour = match args.color {
@@ -136,7 +152,11 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     let mut out = String::new();
     for d in &diffs {
         out.push_str(&format!("# tenant {}: {} {}\n", d.tenant, d.action, d.id));
-        out.push_str(&if colour { diff::colourise(&d.text) } else { d.text.clone() });
+        out.push_str(&if colour {
+            diff::colourise(&d.text)
+        } else {
+            d.text.clone()
+        });
     }
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     let mut stderr = std::io::stderr().lock();

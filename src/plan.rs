@@ -143,9 +143,15 @@ pub fn projection(desired: &Value, live: &Value) -> Value {
     }
 }
 
-/// Hash of [`projection`].
+/// Hash of [`projection`], leaving out `apiVersion` and `kind` (list responses omit them
+/// from their items; the identity already pins them).
 pub fn live_hash(desired: &Value, live: &Value) -> String {
-    content_hash(&projection(desired, live))
+    let mut projected = projection(desired, live);
+    if let Some(map) = projected.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    content_hash(&projected)
 }
 
 /// Plan one tenant's sync.

@@ -66,13 +66,22 @@ pub async fn diff(
     let client = resources.client().clone();
     let inventories = match load_inventories(&client, agent_namespace).await {
         Ok(i) => i,
-        Err(ClusterError::Unreachable { source: kube::Error::Api(s), .. }) if s.code == 404 => Default::default(),
+        Err(ClusterError::Unreachable {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 404 => Default::default(),
         Err(e) => return Err(e),
     };
     let mut kinds = BTreeSet::new();
     for r in renders {
         for o in &r.objects {
-            kinds.insert((o.object["apiVersion"].as_str().unwrap_or_default().to_string(), o.id.kind.clone()));
+            kinds.insert((
+                o.object["apiVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                o.id.kind.clone(),
+            ));
         }
     }
     let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
@@ -80,10 +89,12 @@ pub async fn diff(
     let mut live: HashMap<ObjectId, Value> = HashMap::new();
     for (api_version, kind) in &kinds {
         if let Some(resource) = resources.resolve(api_version, kind).await {
-            let items = list_all(resources, &resource, &selector).await.map_err(|source| ClusterError::Unreachable {
-                what: format!("listing {kind}"),
-                source,
-            })?;
+            let items = list_all(resources, &resource, &selector)
+                .await
+                .map_err(|source| ClusterError::Unreachable {
+                    what: format!("listing {kind}"),
+                    source,
+                })?;
             for item in items {
                 live.insert(live_id(&resource, &item), item);
             }
@@ -96,7 +107,10 @@ pub async fn diff(
         let live_hashes = r
             .objects
             .iter()
-            .filter_map(|o| live.get(&o.id).map(|l| (o.id.clone(), plan::live_hash(&o.object, l))))
+            .filter_map(|o| {
+                live.get(&o.id)
+                    .map(|l| (o.id.clone(), plan::live_hash(&o.object, l)))
+            })
             .collect();
         let p = plan::plan(r, prev, &live_hashes, &PruneGuard::default(), true);
         for a in p.stages.iter().flatten() {
@@ -107,7 +121,9 @@ pub async fn diff(
             }
         }
         for entry in &p.prune {
-            let Some(current) = live.get(&entry.id) else { continue };
+            let Some(current) = live.get(&entry.id) else {
+                continue;
+            };
             let keep = current["metadata"]["annotations"][objects::ANNOTATION_PRUNE] == "disabled";
             if keep {
                 continue;
@@ -130,15 +146,24 @@ async fn object_diff(
     o: &crate::render::RenderedObject,
     live: Option<&Value>,
 ) -> Result<Option<ObjectDiff>, ClusterError> {
-    let version = o.object["apiVersion"].as_str().unwrap_or_default().to_string();
-    let resource = resources.resolve(&version, &o.id.kind).await.ok_or_else(|| ClusterError::UnknownKind {
-        id: o.id.clone(),
-        api_version: version.clone(),
-        kind: o.id.kind.clone(),
-    })?;
+    let version = o.object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let resource = resources
+        .resolve(&version, &o.id.kind)
+        .await
+        .ok_or_else(|| ClusterError::UnknownKind {
+            id: o.id.clone(),
+            api_version: version.clone(),
+            kind: o.id.kind.clone(),
+        })?;
     let api = resources.api(&resource, &o.id.namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-    let after = match api.patch(&o.id.name, &params, &Patch::Apply(&o.object)).await {
+    let after = match api
+        .patch(&o.id.name, &params, &Patch::Apply(&o.object))
+        .await
+    {
         Ok(obj) => normalise(serde_json::to_value(obj).unwrap_or(Value::Null)),
         // The namespace does not exist yet (a new tenant): the object will be created as is.
         Err(kube::Error::Api(s)) if s.code == 404 && live.is_none() => normalise(o.object.clone()),
@@ -150,7 +175,14 @@ async fn object_diff(
             });
         }
     };
-    let before = live.cloned().map(normalise);
+    // List items carry no apiVersion/kind; take them from the rendered object.
+    let before = live.cloned().map(|mut l| {
+        if let Some(map) = l.as_object_mut() {
+            map.insert("apiVersion".into(), Value::String(version.clone()));
+            map.insert("kind".into(), Value::String(o.id.kind.clone()));
+        }
+        normalise(l)
+    });
     if before.as_ref() == Some(&after) {
         return Ok(None);
     }

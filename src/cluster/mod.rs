@@ -4,6 +4,7 @@
 //! inventory ConfigMaps, and the live state fief reads to plan (`sync`, `diff`). Discovery
 //! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
 
+pub mod counter;
 pub mod diff;
 pub mod sync;
 
@@ -77,26 +78,39 @@ pub enum ClusterError {
 }
 
 /// Build a client from `--kubeconfig` / `--context`, `KUBECONFIG`, `~/.kube/config` or the
-/// in-cluster service account, as kubectl does.
-pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client, ClusterError> {
+/// in-cluster service account, as kubectl does. Every request it sends is counted.
+pub async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<(Client, counter::RequestCounter), ClusterError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
     };
     let config = match kubeconfig {
         Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
-            Config::from_custom_kubeconfig(kc, &options).await.map_err(|e| ClusterError::Kubeconfig(e.to_string()))?
+            let kc =
+                Kubeconfig::read_from(path).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+            Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?
         }
         None if context.is_some() => Config::from_kubeconfig(&options)
             .await
             .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
-        None => Config::infer().await.map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
+        None => Config::infer()
+            .await
+            .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
     };
-    Client::try_from(config).map_err(|source| ClusterError::Unreachable {
-        what: "building the client".to_string(),
-        source,
-    })
+    let counter = counter::RequestCounter::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|source| ClusterError::Unreachable {
+            what: "building the client".to_string(),
+            source,
+        })?
+        .with_layer(&counter)
+        .build();
+    Ok((client, counter))
 }
 
 /// A resolved resource: how to address objects of one group/version/kind.
@@ -207,8 +221,14 @@ pub fn live_id(resource: &Resource, object: &Value) -> ObjectId {
     ObjectId {
         group: resource.api.group.clone(),
         kind: resource.api.kind.clone(),
-        namespace: object["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
-        name: object["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+        namespace: object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        name: object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     }
 }
 

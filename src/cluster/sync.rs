@@ -68,14 +68,18 @@ impl TenantReport {
 
     /// Whether the tenant synced without errors.
     pub fn is_ok(&self) -> bool {
-        matches!(self.outcome.as_str(), "applied" | "purged" | "orphaned" | "skipped")
-            && self.errors.is_empty()
+        matches!(
+            self.outcome.as_str(),
+            "applied" | "purged" | "orphaned" | "skipped"
+        ) && self.errors.is_empty()
     }
 }
 
 /// Current time, RFC 3339, for condition transitions.
 pub fn now_rfc3339() -> String {
-    k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 struct Ctx<'a> {
@@ -131,7 +135,10 @@ pub async fn sync(
             let ctx = &ctx;
             let inventories = &inventories;
             async move {
-                if r.cluster.as_deref().is_some_and(|c| c != ctx.options.cluster) {
+                if r.cluster
+                    .as_deref()
+                    .is_some_and(|c| c != ctx.options.cluster)
+                {
                     return TenantReport::new(&r.tenant, "skipped");
                 }
                 match inventories.get(&r.tenant) {
@@ -178,7 +185,10 @@ pub async fn sync(
 }
 
 fn api_version(object: &Value) -> String {
-    object["apiVersion"].as_str().unwrap_or_default().to_string()
+    object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
@@ -192,12 +202,16 @@ async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), Clust
     }
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
         "labels": {objects::LABEL_MANAGED_BY: "fief"}}});
-    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&ns))
-        .await
-        .map_err(|source| ClusterError::Unreachable {
-            what: format!("creating namespace {name}"),
-            source,
-        })?;
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&ns),
+    )
+    .await
+    .map_err(|source| ClusterError::Unreachable {
+        what: format!("creating namespace {name}"),
+        source,
+    })?;
     Ok(())
 }
 
@@ -207,11 +221,17 @@ pub async fn load_inventories(
     namespace: &str,
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let params = ListParams::default().labels(&format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY));
-    let list = api.list(&params).await.map_err(|source| ClusterError::Unreachable {
-        what: format!("listing inventories in {namespace}"),
-        source,
-    })?;
+    let params = ListParams::default().labels(&format!(
+        "{LABEL_APPLYSET_ID},{}=fief",
+        objects::LABEL_MANAGED_BY
+    ));
+    let list = api
+        .list(&params)
+        .await
+        .map_err(|source| ClusterError::Unreachable {
+            what: format!("listing inventories in {namespace}"),
+            source,
+        })?;
     let mut out = BTreeMap::new();
     for cm in list.items {
         let value = serde_json::to_value(&cm).unwrap_or(Value::Null);
@@ -237,12 +257,12 @@ async fn load_live(
         let Some(resource) = resources.resolve(api_version, kind).await else {
             continue;
         };
-        let items = list_all(resources, &resource, selector).await.map_err(|source| {
-            ClusterError::Unreachable {
+        let items = list_all(resources, &resource, selector)
+            .await
+            .map_err(|source| ClusterError::Unreachable {
                 what: format!("listing {kind} ({api_version})"),
                 source,
-            }
-        })?;
+            })?;
         for item in items {
             live.insert(live_id(&resource, &item), item);
         }
@@ -251,11 +271,19 @@ async fn load_live(
 }
 
 fn revision(render: &TenantRender) -> String {
-    let hashes: Vec<String> = render.objects.iter().map(|o| plan::content_hash(&o.object)).collect();
+    let hashes: Vec<String> = render
+        .objects
+        .iter()
+        .map(|o| plan::content_hash(&o.object))
+        .collect();
     objects::sha256_hex(hashes.join(",").as_bytes())[..16].to_string()
 }
 
-async fn sync_tenant(ctx: &Ctx<'_>, render: &TenantRender, prev: Option<&Inventory>) -> TenantReport {
+async fn sync_tenant(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    prev: Option<&Inventory>,
+) -> TenantReport {
     let tenant = render.tenant.as_str();
     let mut report = TenantReport::new(tenant, "applied");
     let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
@@ -264,9 +292,15 @@ async fn sync_tenant(ctx: &Ctx<'_>, render: &TenantRender, prev: Option<&Invento
     if !render.is_ok() {
         report.outcome = "invalid".to_string();
         report.errors = render.errors.iter().map(|d| d.to_string()).collect();
-        let message = format!("{} error(s); first: {}", render.errors.len(), report.errors[0]);
-        inv.status.set_condition("Ready", false, "RenderFailed", &message, now);
-        inv.status.set_condition("Stalled", true, "RenderFailed", &message, now);
+        let message = format!(
+            "{} error(s); first: {}",
+            render.errors.len(),
+            report.errors[0]
+        );
+        inv.status
+            .set_condition("Ready", false, "RenderFailed", &message, now);
+        inv.status
+            .set_condition("Stalled", true, "RenderFailed", &message, now);
         inv.status.last_error = Some(message);
         if let Err(e) = write_inventory(ctx, &inv, prev).await {
             report.errors.push(e.to_string());
@@ -276,9 +310,19 @@ async fn sync_tenant(ctx: &Ctx<'_>, render: &TenantRender, prev: Option<&Invento
     let live_hashes: HashMap<ObjectId, String> = render
         .objects
         .iter()
-        .filter_map(|o| ctx.live.get(&o.id).map(|l| (o.id.clone(), plan::live_hash(&o.object, l))))
+        .filter_map(|o| {
+            ctx.live
+                .get(&o.id)
+                .map(|l| (o.id.clone(), plan::live_hash(&o.object, l)))
+        })
         .collect();
-    let plan = plan::plan(render, prev, &live_hashes, &ctx.options.guard, ctx.options.allow_mass_prune);
+    let plan = plan::plan(
+        render,
+        prev,
+        &live_hashes,
+        &ctx.options.guard,
+        ctx.options.allow_mass_prune,
+    );
     report.counts.unchanged = plan.unchanged.len();
     for (i, stage) in plan.stages.iter().enumerate() {
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
@@ -328,7 +372,13 @@ async fn sync_tenant(ctx: &Ctx<'_>, render: &TenantRender, prev: Option<&Invento
     }
     let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
     if changed {
-        inv.status.set_condition("Reconciling", true, "Progressing", "applying and pruning", now);
+        inv.status.set_condition(
+            "Reconciling",
+            true,
+            "Progressing",
+            "applying and pruning",
+            now,
+        );
     }
     // Record union(old, new) before anything is pruned: a crash leaves nothing unrecorded.
     if let Err(e) = write_inventory(ctx, &inv, prev).await {
@@ -376,7 +426,13 @@ async fn sync_tenant(ctx: &Ctx<'_>, render: &TenantRender, prev: Option<&Invento
     report
 }
 
-fn finish_status(inv: &mut Inventory, report: &mut TenantReport, render: &TenantRender, changed: bool, now: &str) {
+fn finish_status(
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+    render: &TenantRender,
+    changed: bool,
+    now: &str,
+) {
     report.counts.objects = inv.entries.len();
     let status = &mut inv.status;
     if changed || report.counts.failed > 0 || status.counts.objects != report.counts.objects {
@@ -468,7 +524,12 @@ enum Pruned {
     Kept(&'static str),
 }
 
-async fn prune_one(ctx: &Ctx<'_>, entry: &Entry, tenant: &str, applyset: &str) -> Result<Pruned, ClusterError> {
+async fn prune_one(
+    ctx: &Ctx<'_>,
+    entry: &Entry,
+    tenant: &str,
+    applyset: &str,
+) -> Result<Pruned, ClusterError> {
     let resource: Resource = ctx
         .resources
         .resolve(&entry.api_version, &entry.id.kind)
@@ -484,17 +545,27 @@ async fn prune_one(ctx: &Ctx<'_>, entry: &Entry, tenant: &str, applyset: &str) -
         what,
         source,
     };
-    let Some(live) = api.get_opt(&entry.id.name).await.map_err(|e| object_err("reading before prune", e))? else {
+    let Some(live) = api
+        .get_opt(&entry.id.name)
+        .await
+        .map_err(|e| object_err("reading before prune", e))?
+    else {
         return Ok(Pruned::Gone);
     };
     let labels = live.metadata.labels.clone().unwrap_or_default();
     if labels.get(objects::LABEL_TENANT).map(String::as_str) != Some(tenant)
         || labels.get(objects::LABEL_PART_OF).map(String::as_str) != Some(applyset)
     {
-        return Ok(Pruned::Kept("no longer labelled as this tenant's; left in place"));
+        return Ok(Pruned::Kept(
+            "no longer labelled as this tenant's; left in place",
+        ));
     }
     let annotations = live.metadata.annotations.clone().unwrap_or_default();
-    if annotations.get(objects::ANNOTATION_PRUNE).map(String::as_str) == Some("disabled") {
+    if annotations
+        .get(objects::ANNOTATION_PRUNE)
+        .map(String::as_str)
+        == Some("disabled")
+    {
         return Ok(Pruned::Kept("fief.dev/prune: disabled; left in place"));
     }
     let params = DeleteParams {
@@ -512,7 +583,11 @@ async fn prune_one(ctx: &Ctx<'_>, entry: &Entry, tenant: &str, applyset: &str) -
 }
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
-async fn write_inventory(ctx: &Ctx<'_>, inv: &Inventory, previous: Option<&Inventory>) -> Result<(), ClusterError> {
+async fn write_inventory(
+    ctx: &Ctx<'_>,
+    inv: &Inventory,
+    previous: Option<&Inventory>,
+) -> Result<(), ClusterError> {
     if previous == Some(inv) {
         return Ok(());
     }
@@ -520,12 +595,16 @@ async fn write_inventory(ctx: &Ctx<'_>, inv: &Inventory, previous: Option<&Inven
     let cm = inv.to_configmap(ns);
     let name = objects::inventory_name(&inv.tenant);
     let api: Api<ConfigMap> = Api::namespaced(ctx.resources.client().clone(), ns);
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&cm))
-        .await
-        .map_err(|source| ClusterError::Unreachable {
-            what: format!("writing inventory {ns}/{name}"),
-            source,
-        })?;
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .map_err(|source| ClusterError::Unreachable {
+        what: format!("writing inventory {ns}/{name}"),
+        source,
+    })?;
     Ok(())
 }
 
