@@ -118,7 +118,7 @@ pub async fn sync(
         }
     }
     let selector = if report_orphans {
-        format!("{}=fief", objects::LABEL_MANAGED_BY)
+        objects::LABEL_TENANT.to_string()
     } else {
         let names: Vec<&str> = in_scope.iter().map(|r| r.tenant.as_str()).collect();
         format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
@@ -200,8 +200,7 @@ async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), Clust
     if api.get_opt(name).await.map_err(unreachable)?.is_some() {
         return Ok(());
     }
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
-        "labels": {objects::LABEL_MANAGED_BY: "fief"}}});
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     api.patch(
         name,
         &PatchParams::apply(FIELD_MANAGER).force(),
@@ -389,7 +388,25 @@ async fn sync_tenant(
     let recorded = inv.clone();
     report.prune_held = plan.hold.as_ref().map(|h| h.to_string());
     let applyset = objects::tenant_applyset_id(tenant, &ctx.options.agent_namespace);
+    // A namespace holding objects that are kept must stay (deleting it deletes them), and those
+    // objects stay in the inventory so the namespace is held on every later sync too.
+    let pruned_namespaces: BTreeSet<&str> = plan
+        .prune
+        .iter()
+        .filter(|e| e.id.group.is_empty() && e.id.kind == "Namespace")
+        .map(|e| e.id.name.as_str())
+        .collect();
+    let mut holding: BTreeSet<String> = BTreeSet::new();
     for entry in &plan.prune {
+        let is_namespace = entry.id.group.is_empty() && entry.id.kind == "Namespace";
+        if is_namespace && holding.contains(&entry.id.name) {
+            report.kept.push(format!(
+                "{}: holds objects that are kept; left in place",
+                entry.id
+            ));
+            continue;
+        }
+        let held = pruned_namespaces.contains(entry.id.namespace.as_str());
         match prune_one(ctx, entry, tenant, &applyset).await {
             Ok(Pruned::Deleted) => {
                 inv.entries.remove(&entry.id);
@@ -399,10 +416,15 @@ async fn sync_tenant(
                 inv.entries.remove(&entry.id);
             }
             Ok(Pruned::Kept(reason)) => {
-                inv.entries.remove(&entry.id);
+                if held {
+                    holding.insert(entry.id.namespace.clone());
+                } else {
+                    inv.entries.remove(&entry.id);
+                }
                 report.kept.push(format!("{}: {reason}", entry.id));
             }
             Err(e) => {
+                holding.insert(entry.id.namespace.clone());
                 report.counts.failed += 1;
                 report.errors.push(e.to_string());
             }
@@ -415,6 +437,12 @@ async fn sync_tenant(
             report.errors.push(e.to_string());
         }
         return report;
+    }
+    if purged && report.prune_held.is_none() {
+        report.prune_held = Some(format!(
+            "purge incomplete: {} objects remain (kept by fief.dev/prune: disabled, or their namespace); delete them or remove the annotation",
+            inv.entries.len()
+        ));
     }
     finish_status(&mut inv, &mut report, render, changed, now);
     if let Err(e) = write_inventory(ctx, &inv, Some(&recorded)).await {

@@ -1,0 +1,603 @@
+//! `fief apply` / `fief diff` against the real test control plane: apply, steady state,
+//! drift, prune and its guards, orphaned and purged tenants.
+//!
+//! Every test uses its own tenants and its own agent namespace (fief.yaml `agentNamespace`),
+//! so tests share one control plane without seeing each other's inventories.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn fief_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fief")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+struct TestRepo {
+    dir: tempfile::TempDir,
+    agent_ns: String,
+}
+
+const APP_CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+const APP_EXTRA: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-extra\n  labels: {tier: extra}\ndata:\n  k: v\n";
+const APP_SERVICE: &str = "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  selector: {app: app}\n  ports: [{port: 80, targetPort: 8080}]\n";
+const KEEP_PVC: &str = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  annotations: {fief.dev/prune: disabled}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n";
+
+impl TestRepo {
+    /// A repo with component `app` (two ConfigMaps, a Service) and component `store` (a PVC
+    /// with pruning disabled), and the given extra fief.yaml lines.
+    fn new(fief_yaml: &str) -> TestRepo {
+        let repo = TestRepo {
+            dir: tempfile::tempdir().unwrap(),
+            agent_ns: common::unique("fief-sys"),
+        };
+        repo.write(
+            "fief.yaml",
+            &format!("agentNamespace: {}\n{fief_yaml}", repo.agent_ns),
+        );
+        repo.write("components/app/varz.yaml", "greeting: hello\n");
+        repo.write("components/app/templates/config.yaml", APP_CONFIG);
+        repo.write("components/app/templates/extra.yaml", APP_EXTRA);
+        repo.write("components/app/templates/service.yaml", APP_SERVICE);
+        repo.write("components/store/templates/pvc.yaml", KEEP_PVC);
+        repo
+    }
+
+    fn write(&self, path: &str, body: &str) {
+        let p = self.dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    }
+
+    fn remove(&self, path: &str) {
+        std::fs::remove_file(self.dir.path().join(path)).unwrap();
+    }
+
+    fn tenant(&self, name: &str, spec: &str) {
+        self.write(
+            &format!("tenants/{name}.yaml"),
+            &format!("apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"),
+        );
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+const BOTH: &str = "  components:\n    - name: app\n    - name: store\n";
+
+/// Run `fief <cmd> <repo> --kubeconfig admin [args]`.
+fn fief(cmd: &str, repo: &Path, args: &[&str]) -> Output {
+    let cp = common::control_plane();
+    Command::new(fief_bin())
+        .arg(cmd)
+        .arg(repo)
+        .arg("--kubeconfig")
+        .arg(cp.admin_kubeconfig())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fief")
+}
+
+/// `fief apply --output json`, asserting the exit code; returns the summary.
+fn apply_json(repo: &Path, args: &[&str], code: i32) -> Value {
+    let mut all = vec!["--output", "json"];
+    all.extend_from_slice(args);
+    let out = fief("apply", repo, &all);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json summary")
+}
+
+fn tenant_report<'a>(summary: &'a Value, tenant: &str) -> &'a Value {
+    summary["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tenant"] == tenant)
+        .unwrap_or_else(|| panic!("no report for {tenant} in {summary}"))
+}
+
+fn kubectl(args: &[&str]) -> Output {
+    common::control_plane()
+        .kubectl_admin()
+        .args(args)
+        .output()
+        .expect("run kubectl")
+}
+
+fn kubectl_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let out = kubectl(&all);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn exists(kind: &str, ns: &str, name: &str) -> bool {
+    let out = kubectl(&[
+        "get",
+        kind,
+        "-n",
+        ns,
+        name,
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ]);
+    !text(&out.stdout).trim().is_empty()
+}
+
+fn wait_gone(kind: &str, name: &str) {
+    for _ in 0..240 {
+        let out = kubectl(&["get", kind, name, "--ignore-not-found", "-o", "name"]);
+        if text(&out.stdout).trim().is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("{kind}/{name} still exists after 120s");
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo")
+}
+
+#[test]
+fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutating_request() {
+    // The example repo's tenants (acme, globex, ...) are used by this test only.
+    let first = apply_json(&example(), &[], 0);
+    assert!(
+        first["requests"]["patch"].as_u64().unwrap() >= 160,
+        "{first}"
+    );
+
+    // Every rendered object exists, with fief's labels.
+    let repo = fief::model::Repo::load(std::sync::Arc::new(
+        fief::snapshot::Snapshot::read_dir(&example()).unwrap(),
+    ));
+    let renders = fief::render::render_all(&repo, &[]);
+    let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses,cronjobs";
+    let live = kubectl_json(&[
+        "get",
+        kinds,
+        "-A",
+        "-l",
+        "app.kubernetes.io/managed-by=fief,fief.dev/component,fief.dev/tenant in (acme,globex,hooli,initech,piedpiper)",
+    ]);
+    let live_ids: BTreeSet<(String, String, String)> = live["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let labels = &o["metadata"]["labels"];
+            assert!(labels["fief.dev/tenant"].is_string(), "{o}");
+            assert!(labels["fief.dev/component"].is_string(), "{o}");
+            assert!(
+                labels["applyset.kubernetes.io/part-of"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("applyset-")
+            );
+            (
+                o["kind"].as_str().unwrap().to_string(),
+                o["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut count = 0;
+    for r in &renders {
+        for o in &r.objects {
+            count += 1;
+            let id = (o.id.kind.clone(), o.id.namespace.clone(), o.id.name.clone());
+            assert!(live_ids.contains(&id), "{:?} was not applied", o.id);
+        }
+    }
+    assert_eq!(count, 160);
+
+    // Second apply: nothing to do, and not one mutating request.
+    let second = apply_json(&example(), &[], 0);
+    assert_eq!(second["requests"]["post"], 0, "{second}");
+    assert_eq!(second["requests"]["put"], 0, "{second}");
+    assert_eq!(second["requests"]["patch"], 0, "{second}");
+    assert_eq!(second["requests"]["delete"], 0, "{second}");
+    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 52);
+
+    // kubectl sees one ApplySet parent per tenant, and every member through part-of.
+    let parents = kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        "fief-system",
+        "-l",
+        "applyset.kubernetes.io/id",
+    ]);
+    let names: BTreeSet<&str> = parents["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    for t in ["acme", "globex", "hooli", "initech", "piedpiper"] {
+        assert!(
+            names.contains(format!("fief-tenant-{t}").as_str()),
+            "{names:?}"
+        );
+    }
+    let acme_id = fief::objects::tenant_applyset_id("acme", "fief-system");
+    let members = kubectl_json(&[
+        "get",
+        kinds,
+        "-A",
+        "-l",
+        &format!("applyset.kubernetes.io/part-of={acme_id}"),
+    ]);
+    assert_eq!(members["items"].as_array().unwrap().len(), 52);
+    let acme = parents["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["metadata"]["name"] == "fief-tenant-acme")
+        .unwrap();
+    assert_eq!(
+        acme["metadata"]["labels"]["applyset.kubernetes.io/id"],
+        acme_id.as_str()
+    );
+    assert!(
+        acme["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"]
+            .as_str()
+            .unwrap()
+            .contains("Deployment.apps")
+    );
+    let status: Value = serde_json::from_str(acme["data"]["status"].as_str().unwrap()).unwrap();
+    let ready = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(ready["status"], "True", "{status}");
+
+    // `fief render` output passes the API server's own validation (server-side dry-run).
+    let rendered = Command::new(fief_bin())
+        .arg("render")
+        .arg(example())
+        .output()
+        .unwrap();
+    assert!(rendered.status.success());
+    let mut dry = common::control_plane()
+        .kubectl_admin()
+        .args(["apply", "--dry-run=server", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    dry.stdin
+        .take()
+        .unwrap()
+        .write_all(&rendered.stdout)
+        .unwrap();
+    let dry = dry.wait_with_output().unwrap();
+    assert!(
+        dry.status.success(),
+        "kubectl apply --dry-run=server: {}",
+        text(&dry.stderr)
+    );
+
+    // And diff shows nothing.
+    let diff = fief("diff", &example(), &[]);
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "{}{}",
+        text(&diff.stdout),
+        text(&diff.stderr)
+    );
+}
+
+#[test]
+fn changes_apply_only_what_changed_and_prune_what_left_git() {
+    let repo = TestRepo::new("");
+    let t = common::unique("chg");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, BOTH);
+    let first = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(tenant_report(&first, &t)["counts"]["failed"], 0, "{first}");
+    assert!(exists("configmap", &ns, "app-extra"));
+
+    // A changed value: exactly one object is applied.
+    repo.write("components/app/varz.yaml", "greeting: bonjour\n");
+    let changed = apply_json(repo.path(), &["--tenant", &t], 0);
+    let r = tenant_report(&changed, &t);
+    assert_eq!(r["counts"]["configured"], 1, "{changed}");
+    assert_eq!(r["counts"]["created"], 0, "{changed}");
+    assert_eq!(
+        changed["requests"]["patch"], 3,
+        "one object and the inventory twice: {changed}"
+    );
+    let cm = kubectl_json(&["get", "configmap", "-n", &ns, "app-config"]);
+    assert_eq!(cm["data"]["greeting"], "bonjour");
+
+    // An object removed from git is pruned.
+    repo.remove("components/app/templates/extra.yaml");
+    let pruned = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(
+        tenant_report(&pruned, &t)["counts"]["pruned"],
+        1,
+        "{pruned}"
+    );
+    assert!(!exists("configmap", &ns, "app-extra"));
+
+    // A component removed: its objects are pruned, but `fief.dev/prune: disabled` survives.
+    repo.tenant(&t, "  components:\n    - name: app\n");
+    let removed = apply_json(repo.path(), &["--tenant", &t], 0);
+    let r = tenant_report(&removed, &t);
+    assert_eq!(r["counts"]["pruned"], 0, "{removed}");
+    assert!(
+        r["kept"][0].as_str().unwrap().contains("prune: disabled"),
+        "{removed}"
+    );
+    assert!(exists("persistentvolumeclaim", &ns, "data"));
+    repo.tenant(&t, "  components: []\n");
+    let gone = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(tenant_report(&gone, &t)["counts"]["pruned"], 2, "{gone}");
+    assert!(!exists("service", &ns, "app"));
+    assert!(!exists("configmap", &ns, "app-config"));
+    assert!(exists("persistentvolumeclaim", &ns, "data"));
+}
+
+#[test]
+fn hand_edit_of_a_managed_field_is_restored_by_the_next_apply_and_shown_by_diff() {
+    let repo = TestRepo::new("");
+    let t = common::unique("drift");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, BOTH);
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    let clean = fief("diff", repo.path(), &["--tenant", &t]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stdout));
+    assert!(text(&clean.stdout).is_empty());
+
+    let out = kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "app-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"greeting":"hacked"}}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let diff = fief("diff", repo.path(), &["--tenant", &t]);
+    let shown = text(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("-  greeting: hacked"), "{shown}");
+    assert!(shown.contains("+  greeting: hello"), "{shown}");
+    assert_eq!(
+        shown.matches("\n# tenant").count() + 1,
+        1,
+        "only one object differs: {shown}"
+    );
+
+    let fixed = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(
+        tenant_report(&fixed, &t)["counts"]["configured"],
+        1,
+        "{fixed}"
+    );
+    let cm = kubectl_json(&["get", "configmap", "-n", &ns, "app-config"]);
+    assert_eq!(cm["data"]["greeting"], "hello");
+}
+
+#[test]
+fn a_template_error_leaves_that_tenant_untouched_and_others_applied() {
+    let repo = TestRepo::new("");
+    let good = common::unique("good");
+    let bad = common::unique("bad");
+    repo.tenant(&good, BOTH);
+    repo.tenant(&bad, BOTH);
+    apply_json(repo.path(), &["--tenant", &good, "--tenant", &bad], 0);
+
+    // The bad tenant's values now break the template, and the repo drops app-extra.
+    repo.remove("components/app/templates/extra.yaml");
+    repo.write(
+        "components/app/templates/config.yaml",
+        &format!("{APP_CONFIG}{{% if tenant.name == '{bad}' %}}  oops: {{{{ values.broken.field }}}}{{% endif %}}\n"),
+    );
+    let out = apply_json(repo.path(), &["--tenant", &good, "--tenant", &bad], 1);
+    let b = tenant_report(&out, &bad);
+    assert_eq!(b["outcome"], "invalid", "{out}");
+    assert!(
+        b["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("components/app/templates/config.yaml:7"),
+        "{out}"
+    );
+    assert!(
+        exists("configmap", &format!("{bad}-prod"), "app-extra"),
+        "nothing of the bad tenant is pruned"
+    );
+    let g = tenant_report(&out, &good);
+    assert_eq!(g["outcome"], "applied", "{out}");
+    assert_eq!(g["counts"]["pruned"], 1, "{out}");
+    assert!(!exists("configmap", &format!("{good}-prod"), "app-extra"));
+
+    let inv = kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        &repo.agent_ns,
+        &format!("fief-tenant-{bad}"),
+    ]);
+    let status: Value = serde_json::from_str(inv["data"]["status"].as_str().unwrap()).unwrap();
+    let stalled = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Stalled")
+        .unwrap();
+    assert_eq!(stalled["status"], "True", "{status}");
+    assert!(
+        status["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("config.yaml"),
+        "{status}"
+    );
+}
+
+#[test]
+fn mass_prune_guard_refuses_and_the_override_proceeds() {
+    let repo = TestRepo::new("pruneGuard: {maxObjects: 1}\n");
+    let t = common::unique("mass");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, "  components:\n    - name: app\n");
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    repo.tenant(&t, "  components: []\n");
+    let held = apply_json(repo.path(), &["--tenant", &t], 0);
+    let r = tenant_report(&held, &t);
+    assert!(
+        r["pruneHeld"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-mass-prune"),
+        "{held}"
+    );
+    assert_eq!(r["counts"]["pruned"], 0);
+    assert!(exists("configmap", &ns, "app-config"));
+    let forced = apply_json(repo.path(), &["--tenant", &t, "--allow-mass-prune"], 0);
+    assert_eq!(
+        tenant_report(&forced, &t)["counts"]["pruned"],
+        3,
+        "{forced}"
+    );
+    assert!(!exists("configmap", &ns, "app-config"));
+}
+
+#[test]
+fn removed_tenant_file_is_orphaned_and_purged_tenant_is_deleted() {
+    let repo = TestRepo::new("");
+    let kept = common::unique("orph");
+    let purged = common::unique("purge");
+    repo.tenant(&kept, BOTH);
+    repo.tenant(&purged, BOTH);
+    apply_json(repo.path(), &[], 0);
+
+    repo.remove(&format!("tenants/{kept}.yaml"));
+    repo.tenant(&purged, &format!("  state: purged\n{BOTH}"));
+    // A purge keeps `fief.dev/prune: disabled` objects, and so their namespace.
+    let out = apply_json(repo.path(), &["--tenant", &purged], 0);
+    let kept_list = tenant_report(&out, &purged)["kept"].to_string();
+    assert!(kept_list.contains("prune: disabled"), "{out}");
+    assert!(kept_list.contains("holds objects that are kept"), "{out}");
+    assert!(exists(
+        "persistentvolumeclaim",
+        &format!("{purged}-prod"),
+        "data"
+    ));
+    assert!(
+        tenant_report(&out, &purged)["pruneHeld"]
+            .as_str()
+            .unwrap()
+            .contains("purge incomplete"),
+        "{out}"
+    );
+    // A later sync still holds the namespace; once the object is deleted by hand, the purge
+    // completes.
+    apply_json(repo.path(), &["--tenant", &purged], 0);
+    assert!(exists(
+        "persistentvolumeclaim",
+        &format!("{purged}-prod"),
+        "data"
+    ));
+    let out = kubectl(&[
+        "-n",
+        &format!("{purged}-prod"),
+        "delete",
+        "pvc",
+        "data",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = apply_json(repo.path(), &[], 0);
+    assert_eq!(tenant_report(&out, &kept)["outcome"], "orphaned", "{out}");
+    assert!(
+        exists("configmap", &format!("{kept}-prod"), "app-config"),
+        "orphans are left running"
+    );
+    let p = tenant_report(&out, &purged);
+    assert_eq!(p["outcome"], "purged", "{out}");
+    wait_gone("namespace", &format!("{purged}-prod"));
+    let inv = kubectl(&[
+        "get",
+        "configmap",
+        "-n",
+        &repo.agent_ns,
+        &format!("fief-tenant-{purged}"),
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        text(&inv.stdout).trim().is_empty(),
+        "the purged tenant's inventory is removed"
+    );
+    let plain = fief("apply", repo.path(), &[]);
+    assert!(
+        text(&plain.stdout).contains(&format!("{kept}: orphaned: tenant file removed from git")),
+        "{}",
+        text(&plain.stdout)
+    );
+}
+
+#[test]
+fn unreachable_cluster_exits_3_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+    )
+    .unwrap();
+    let out = Command::new(fief_bin())
+        .args(["apply"])
+        .arg(example())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot reach the cluster"),
+        "{}",
+        text(&out.stderr)
+    );
+}
