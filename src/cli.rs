@@ -170,10 +170,16 @@ pub enum CliError {
     Serialize(String),
     /// The cluster could not be reached or used.
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(Box<crate::cluster::ClusterError>),
     /// fief.yaml is invalid, so no tenant can be synced.
     #[error("fief.yaml is invalid; nothing applied")]
     Config,
+}
+
+impl From<crate::cluster::ClusterError> for CliError {
+    fn from(e: crate::cluster::ClusterError) -> Self {
+        CliError::Cluster(Box::new(e))
+    }
 }
 
 impl CliError {

@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use kube::{Client, Config};
 use serde_json::Value;
@@ -122,11 +121,14 @@ pub struct Resource {
     pub namespaced: bool,
 }
 
+/// Resources by (group, version, kind).
+type ResourceMap = HashMap<(String, String, String), Resource>;
+
 /// Discovery, run once per sync and refreshed when a kind is unknown.
 #[derive(Clone)]
 pub struct Resources {
     client: Client,
-    discovery: Arc<RwLock<HashMap<(String, String, String), Resource>>>,
+    discovery: Arc<RwLock<ResourceMap>>,
 }
 
 fn split_api_version(api_version: &str) -> (&str, &str) {
@@ -197,11 +199,7 @@ impl Resources {
     }
 }
 
-fn insert(
-    map: &mut HashMap<(String, String, String), Resource>,
-    ar: ApiResource,
-    caps: &ApiCapabilities,
-) {
+fn insert(map: &mut ResourceMap, ar: ApiResource, caps: &ApiCapabilities) {
     let key = (ar.group.clone(), ar.version.clone(), ar.kind.clone());
     // Subresources share the kind of their parent; keep the plain resource.
     if ar.plural.contains('/') {
@@ -256,10 +254,4 @@ pub async fn list_all(
         }
     }
     Ok(out)
-}
-
-/// The group/version/kind of a rendered object.
-pub fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
-    let (g, v) = split_api_version(api_version);
-    GroupVersionKind::gvk(g, v, kind)
 }
