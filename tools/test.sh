@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# fief's full test command: builds (or reuses) the pinned Kubernetes control
+# plane binaries, then runs every unit and integration test. Integration tests
+# start their own control plane on loopback through tests/common.
+#
+# Usage: tools/test.sh [extra cargo test arguments...]
+# Needs: go, cargo, bash, openssl, flock, base64, awk (see tools/README.md).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo_root}"
+
+bin_dir="$(tools/build-control-plane.sh)"
+export FIEF_CP_BIN_DIR="${bin_dir}"
+printf 'test.sh: control plane binaries in %s\n' "${bin_dir}" >&2
+
+cargo test --locked --all-targets "$@"
