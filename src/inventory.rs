@@ -31,6 +31,9 @@ pub struct Entry {
     /// Identity.
     #[serde(flatten)]
     pub id: ObjectId,
+    /// Component that rendered it (`baseline` for the baseline).
+    #[serde(default)]
+    pub component: String,
     /// apiVersion it was applied with (to resolve the resource when pruning).
     pub api_version: String,
     /// Hash of the rendered object fief applied.
@@ -258,6 +261,7 @@ mod tests {
                 namespace: ns.into(),
                 name: name.into(),
             },
+            component: "app".into(),
             api_version: if kind == "Deployment" {
                 "apps/v1".into()
             } else {

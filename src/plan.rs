@@ -264,6 +264,7 @@ mod tests {
                 o.id.clone(),
                 Entry {
                     id: o.id.clone(),
+                    component: o.component.clone(),
                     api_version: "v1".into(),
                     hash: content_hash(&o.object),
                     live: l,

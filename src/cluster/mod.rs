@@ -214,6 +214,29 @@ fn insert(map: &mut ResourceMap, ar: ApiResource, caps: &ApiCapabilities) {
     );
 }
 
+/// The identity component objects of a tenant namespace are applied as.
+pub fn tenant_identity(namespace: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{TENANT_SERVICE_ACCOUNT}")
+}
+
+/// Name of the ServiceAccount the baseline creates in every tenant namespace.
+pub const TENANT_SERVICE_ACCOUNT: &str = "fief-tenant";
+
+/// Send a request built by `kube::core::Request`, impersonating `user` when given.
+pub async fn send_as<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    user: Option<&str>,
+) -> Result<T, kube::Error> {
+    let mut request = request.map_err(kube::Error::BuildRequest)?;
+    if let Some(user) = user {
+        let value = http::HeaderValue::from_str(user)
+            .map_err(|e| kube::Error::HttpError(http::Error::from(e)))?;
+        request.headers_mut().insert("Impersonate-User", value);
+    }
+    client.request(request).await
+}
+
 /// An object's identity from its live (or returned) form.
 pub fn live_id(resource: &Resource, object: &Value) -> ObjectId {
     ObjectId {

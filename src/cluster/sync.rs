@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{ClusterError, FIELD_MANAGER, Resource, Resources, list_all, live_id};
+use super::{ClusterError, FIELD_MANAGER, Resource, Resources, list_all, live_id, send_as};
 use crate::inventory::{Counts, Entry, Inventory, InventoryError, LABEL_APPLYSET_ID};
 use crate::model::{BASELINE, TenantState};
 use crate::objects::{self, ObjectId};
@@ -323,9 +323,19 @@ async fn sync_tenant(
         ctx.options.allow_mass_prune,
     );
     report.counts.unchanged = plan.unchanged.len();
+    let mut rbac_changed = false;
     for (i, stage) in plan.stages.iter().enumerate() {
+        rbac_changed |= i == 2 && !plan.stages[1].is_empty();
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
-            .map(|a| async move { (a, apply_one(ctx, a).await) })
+            .map(|a| async move {
+                let ns = render
+                    .namespaces
+                    .get(&a.object.env)
+                    .map(String::as_str)
+                    .unwrap_or("");
+                let identity = super::tenant_identity(ns);
+                (a, apply_one(ctx, a, &identity, rbac_changed).await)
+            })
             .buffer_unordered(ctx.options.object_concurrency.max(1))
             .collect()
             .await;
@@ -341,6 +351,7 @@ async fn sync_tenant(
                         id.clone(),
                         Entry {
                             id,
+                            component: a.object.component.clone(),
                             api_version: api_version(&a.object.object),
                             hash: a.hash.clone(),
                             live: plan::live_hash(&a.object.object, &returned),
@@ -488,7 +499,12 @@ fn finish_status(
     }
 }
 
-async fn apply_one(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<Value, ClusterError> {
+async fn apply_one(
+    ctx: &Ctx<'_>,
+    a: &Apply<'_>,
+    identity: &str,
+    retry_forbidden: bool,
+) -> Result<Value, ClusterError> {
     let o = a.object;
     let version = api_version(&o.object);
     let resource = ctx
@@ -508,15 +524,34 @@ async fn apply_one(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<Value, ClusterError> 
     }
     let api = ctx.resources.api(&resource, &o.id.namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let returned = api
-        .patch(&o.id.name, &params, &Patch::Apply(&o.object))
-        .await
-        .map_err(|source| ClusterError::Object {
-            id: o.id.clone(),
-            what: "server-side apply failed",
-            source,
-        })?;
-    Ok(serde_json::to_value(returned).unwrap_or(Value::Null))
+    // Component objects go as the tenant's own ServiceAccount of the environment they were
+    // rendered for, so the API server refuses whatever the render check might have missed.
+    let identity = (o.component != BASELINE).then(|| identity.to_string());
+    let mut attempt = 0;
+    loop {
+        let request = kube::core::Request::new(api.resource_url()).patch(
+            &o.id.name,
+            &params,
+            &Patch::Apply(&o.object),
+        );
+        let result: Result<DynamicObject, kube::Error> =
+            send_as(ctx.resources.client(), request, identity.as_deref()).await;
+        match result {
+            Ok(returned) => return Ok(serde_json::to_value(returned).unwrap_or(Value::Null)),
+            // A RoleBinding created moments ago may not be in the authorizer's cache yet.
+            Err(kube::Error::Api(s)) if s.code == 403 && retry_forbidden && attempt < 10 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+            }
+            Err(source) => {
+                return Err(ClusterError::Object {
+                    id: o.id.clone(),
+                    what: "server-side apply failed",
+                    source,
+                });
+            }
+        }
+    }
 }
 
 async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(), ClusterError> {
@@ -603,7 +638,13 @@ async fn prune_one(
         }),
         ..DeleteParams::background()
     };
-    match api.delete(&entry.id.name, &params).await {
+    // Component objects are deleted as the tenant's ServiceAccount of their namespace.
+    let identity = (!entry.component.is_empty() && entry.component != BASELINE)
+        .then(|| super::tenant_identity(&entry.id.namespace));
+    let request = kube::core::Request::new(api.resource_url()).delete(&entry.id.name, &params);
+    let result: Result<serde_json::Value, kube::Error> =
+        send_as(ctx.resources.client(), request, identity.as_deref()).await;
+    match result {
         Ok(_) => Ok(Pruned::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Pruned::Gone),
         Err(e) => Err(object_err("delete failed (kept in the inventory)", e)),
