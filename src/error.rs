@@ -105,6 +105,32 @@ pub enum Problem {
         /// Where the first one came from (`file:line`).
         first: String,
     },
+    /// An Ingress host outside the tenant's allowed suffixes.
+    #[error(
+        "{kind} `{name}`: host `{host}` is not allowed for this tenant (allowed suffixes: {allowed})"
+    )]
+    HostNotAllowed {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The host.
+        host: String,
+        /// Allowed suffixes, comma separated.
+        allowed: String,
+    },
+    /// An image from a registry that is not allowed.
+    #[error("{kind} `{name}`: image `{image}` is not from an allowed registry ({allowed})")]
+    RegistryNotAllowed {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The image.
+        image: String,
+        /// Allowed registries, comma separated.
+        allowed: String,
+    },
     /// Two tenants claim the same namespace.
     #[error("namespace `{namespace}` is also a namespace of tenant `{other}`")]
     NamespaceCollision {
@@ -146,6 +172,12 @@ impl Problem {
                 "omit metadata.namespace or use one of the tenant's namespaces"
             }
             Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
+            Problem::HostNotAllowed { .. } => {
+                "use a host under the tenant's suffix, or add one to the tenant's spec.hostSuffixes"
+            }
+            Problem::RegistryNotAllowed { .. } => {
+                "use an image from a registry in fief.yaml policy.allowedRegistries"
+            }
             Problem::NamespaceCollision { .. } => {
                 "rename a tenant or an environment, or change namespacePattern in fief.yaml"
             }

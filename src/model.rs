@@ -33,6 +33,29 @@ pub struct Config {
     pub base_domain: String,
     /// How much one sync may prune before it needs `--allow-mass-prune`.
     pub prune_guard: crate::plan::PruneGuard,
+    /// Render-time policy every tenant's objects must pass.
+    pub policy: Policy,
+}
+
+/// Render-time policy (fief.yaml `policy`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Policy {
+    /// Host suffixes an Ingress of a tenant may use; `{tenant}` and `{baseDomain}` are
+    /// replaced. A host matches a suffix when it equals it or ends with `.` + suffix.
+    pub ingress_host_suffixes: Vec<String>,
+    /// Registries (or registry/path prefixes) images may come from; empty allows any.
+    /// Images without a registry are `docker.io/library/...` or `docker.io/...`.
+    pub allowed_registries: Vec<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            ingress_host_suffixes: vec!["{tenant}.{baseDomain}".to_string()],
+            allowed_registries: Vec::new(),
+        }
+    }
 }
 
 impl Default for Config {
@@ -43,6 +66,7 @@ impl Default for Config {
             default_environments: vec!["prod".to_string()],
             base_domain: "example.com".to_string(),
             prune_guard: crate::plan::PruneGuard::default(),
+            policy: Policy::default(),
         }
     }
 }
@@ -125,6 +149,9 @@ pub struct TenantSpec {
     /// Components the tenant runs.
     #[serde(default)]
     pub components: Vec<ComponentRef>,
+    /// Extra Ingress host suffixes this tenant may use (e.g. its own domain).
+    #[serde(default)]
+    pub host_suffixes: Vec<String>,
 }
 
 fn default_cluster() -> String {

@@ -376,6 +376,13 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         }
     }
     errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
+    errors.extend(validate::check_policy(
+        &out.objects,
+        &config.policy,
+        name,
+        &config.base_domain,
+        &tenant.spec.host_suffixes,
+    ));
     out.errors = tag(&errors);
     if !out.errors.is_empty() {
         out.errors

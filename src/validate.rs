@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Diagnostic, Problem};
-use crate::model::{BASELINE, Repo};
+use serde_json::Value;
+
+use crate::model::{BASELINE, Policy, Repo};
 use crate::objects::{Scope, scope_of};
 use crate::render::{RenderedObject, TenantRender};
 
@@ -58,6 +60,110 @@ pub fn validate_objects(
     errors
 }
 
+/// Where a pod template sits in each workload kind.
+fn pod_spec<'a>(o: &'a RenderedObject) -> Option<&'a Value> {
+    let spec = o.object.get("spec")?;
+    match (o.id.group.as_str(), o.id.kind.as_str()) {
+        ("", "Pod") => Some(spec),
+        ("batch", "CronJob") => spec.pointer("/jobTemplate/spec/template/spec"),
+        _ => spec.pointer("/template/spec"),
+    }
+}
+
+/// `nginx` → `docker.io/library/nginx`, `org/app:1` → `docker.io/org/app:1`.
+pub fn normalise_image(image: &str) -> String {
+    let first = image.split('/').next().unwrap_or("");
+    let has_registry =
+        image.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    if has_registry {
+        image.to_string()
+    } else if image.contains('/') {
+        format!("docker.io/{image}")
+    } else {
+        format!("docker.io/library/{image}")
+    }
+}
+
+fn host_allowed(host: &str, suffixes: &[String]) -> bool {
+    suffixes.iter().any(|s| {
+        host == s
+            || host
+                .strip_suffix(s.as_str())
+                .is_some_and(|p| p.ends_with('.'))
+    })
+}
+
+/// Ingress hosts under the tenant's suffixes, images from allowed registries.
+pub fn check_policy(
+    objects: &[RenderedObject],
+    policy: &Policy,
+    tenant: &str,
+    base_domain: &str,
+    extra_suffixes: &[String],
+) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let suffixes: Vec<String> = policy
+        .ingress_host_suffixes
+        .iter()
+        .chain(extra_suffixes)
+        .map(|s| {
+            s.replace("{tenant}", tenant)
+                .replace("{baseDomain}", base_domain)
+        })
+        .collect();
+    for o in objects {
+        let at = |problem| Diagnostic::new(o.source.file.clone(), Some(o.source.line), problem);
+        if o.id.group == "networking.k8s.io" && o.id.kind == "Ingress" {
+            let spec = &o.object["spec"];
+            let rule_hosts = spec["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| &r["host"]);
+            let tls_hosts = spec["tls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|t| t["hosts"].as_array().into_iter().flatten());
+            for host in rule_hosts.chain(tls_hosts).filter_map(Value::as_str) {
+                if !host_allowed(host, &suffixes) {
+                    errors.push(at(Problem::HostNotAllowed {
+                        kind: o.id.kind.clone(),
+                        name: o.id.name.clone(),
+                        host: host.to_string(),
+                        allowed: suffixes.join(", "),
+                    }));
+                }
+            }
+        }
+        if policy.allowed_registries.is_empty() {
+            continue;
+        }
+        let Some(pod) = pod_spec(o) else { continue };
+        for list in ["initContainers", "containers", "ephemeralContainers"] {
+            for c in pod[list].as_array().into_iter().flatten() {
+                let Some(image) = c["image"].as_str() else {
+                    continue;
+                };
+                let full = normalise_image(image);
+                let allowed = policy.allowed_registries.iter().any(|r| {
+                    full.strip_prefix(r.trim_end_matches('/'))
+                        .is_some_and(|rest| rest.starts_with('/'))
+                });
+                if !allowed {
+                    errors.push(at(Problem::RegistryNotAllowed {
+                        kind: o.id.kind.clone(),
+                        name: o.id.name.clone(),
+                        image: image.to_string(),
+                        allowed: policy.allowed_registries.join(", "),
+                    }));
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// Two tenants that would share a namespace both fail: neither may own the other's objects.
 pub fn check_namespace_collisions(
     renders: &mut [TenantRender],
@@ -97,5 +203,28 @@ pub fn check_namespace_collisions(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_normalised_like_docker_does() {
+        assert_eq!(normalise_image("nginx:1"), "docker.io/library/nginx:1");
+        assert_eq!(normalise_image("org/app"), "docker.io/org/app");
+        assert_eq!(normalise_image("ghcr.io/org/app"), "ghcr.io/org/app");
+        assert_eq!(normalise_image("localhost/app"), "localhost/app");
+        assert_eq!(normalise_image("registry:5000/app"), "registry:5000/app");
+    }
+
+    #[test]
+    fn host_suffix_matches_whole_labels_only() {
+        let s = vec!["acme.example.com".to_string()];
+        assert!(host_allowed("acme.example.com", &s));
+        assert!(host_allowed("dev.acme.example.com", &s));
+        assert!(!host_allowed("evilacme.example.com", &s));
+        assert!(!host_allowed("acme.example.com.evil.io", &s));
     }
 }

@@ -526,3 +526,44 @@ fn repo_baseline_replaces_the_builtin_one() {
     );
     assert!(!text.contains("kind: NetworkPolicy"));
 }
+
+#[test]
+fn ingress_host_outside_the_tenant_suffix_fails_with_file_and_line() {
+    let repo = Repo::new();
+    repo.write("fief.yaml", "baseDomain: saas.example\n");
+    repo.write(
+        "components/app/templates/ingress.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\nspec:\n  rules:\n    - host: {{ 'beta.saas.example' if tenant.name == 'alpha' else tenant.name ~ '.saas.example' }}\n",
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/ingress.yaml:1",
+        "host `beta.saas.example` is not allowed",
+    );
+    // A tenant may be given its own domain.
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "  hostSuffixes: [beta.saas.example]\n"),
+    );
+    assert_eq!(repo.render().status.code(), Some(0));
+}
+
+#[test]
+fn image_from_a_registry_not_allowed_fails_with_file_and_line() {
+    let repo = Repo::new();
+    repo.write(
+        "fief.yaml",
+        "policy:\n  allowedRegistries: [registry.example.com]\n",
+    );
+    repo.write(
+        "components/app/templates/deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: {{ 'evil.io/miner:1' if tenant.name == 'alpha' else 'registry.example.com/web:1' }}\n",
+    );
+    let out = repo.render();
+    assert_alpha_fails_at(
+        &out,
+        "components/app/templates/deploy.yaml:1",
+        "image `evil.io/miner:1` is not from an allowed registry",
+    );
+}
