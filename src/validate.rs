@@ -61,7 +61,7 @@ pub fn validate_objects(
 }
 
 /// Where a pod template sits in each workload kind.
-fn pod_spec<'a>(o: &'a RenderedObject) -> Option<&'a Value> {
+fn pod_spec(o: &RenderedObject) -> Option<&Value> {
     let spec = o.object.get("spec")?;
     match (o.id.group.as_str(), o.id.kind.as_str()) {
         ("", "Pod") => Some(spec),
