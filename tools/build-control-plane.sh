@@ -74,9 +74,19 @@ rm -rf "${staging}" "${bin_dir}"
 mkdir -p "${staging}"
 
 parallel="${FIEF_GO_BUILD_PARALLEL:-2}"
+log "building Kubernetes ${k8s_version} and etcd ${etcd_version} into ${bin_dir}"
+log "(the first build on a machine takes a long while; later calls reuse it)"
+start="${SECONDS}"
+
+export CGO_ENABLED=0
+cd "${module_dir}"
+
+log "downloading modules (go.sum-verified)"
+go mod download
+
 # buildDate is the publication time of the pinned module, so repeated builds
 # of the same pin report the same /version.
-build_date="$(cd "${module_dir}" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+build_date="$(go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
 k8s_major_minor="${k8s_version#v}"
 k8s_major="${k8s_major_minor%%.*}"
 k8s_minor="${k8s_major_minor#*.}"
@@ -93,16 +103,6 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X ${pkg}.gitTreeState=clean"
   ldflags+=" -X ${pkg}.buildDate=${build_date}"
 done
-
-log "building Kubernetes ${k8s_version} and etcd ${etcd_version} into ${bin_dir}"
-log "(the first build on a machine takes a long while; later calls reuse it)"
-start="${SECONDS}"
-
-export CGO_ENABLED=0
-cd "${module_dir}"
-
-log "downloading modules (go.sum-verified)"
-go mod download
 
 build() {
   local out="$1" pkg="$2" t0="${SECONDS}"
