@@ -63,7 +63,7 @@ pub fn control_plane() -> &'static ControlPlane {
 
 /// The non-admin users that have kubeconfigs (no RBAC bindings; group
 /// `fief:users`), unless `FIEF_CP_USERS` overrides them.
-pub const DEFAULT_USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+pub const DEFAULT_USERS: [&str; 5] = ["alice", "bob", "carol", "dave", "fief-agent"];
 
 impl ControlPlane {
     /// Work folder of the control plane (`pki/`, `logs/`, `kubeconfigs/`, `env`).

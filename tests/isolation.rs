@@ -1,0 +1,550 @@
+//! Tenant isolation on the real API server: render-time checks, impersonated apply, the
+//! baseline roles, quota, and the agent's own ClusterRole from `deploy/`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fief::cluster::Resources;
+use fief::cluster::sync::{SyncOptions, sync};
+use fief::objects::ObjectId;
+use fief::render::{RenderedObject, Source};
+use serde_json::json;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn write(root: &Path, path: &str, body: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, body).unwrap();
+}
+
+fn tenant_file(name: &str, spec: &str) -> String {
+    format!("apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}")
+}
+
+/// A repo with component `app` (a ConfigMap and a Secret) in its own agent namespace.
+fn repo(agent_ns: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "fief.yaml",
+        &format!("agentNamespace: {agent_ns}\n"),
+    );
+    write(
+        dir.path(),
+        "components/app/templates/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  owner: {{ tenant.name }}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: app-secret\nstringData:\n  token: t0ken\n",
+    );
+    dir
+}
+
+fn fief_as(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap()
+}
+
+fn apply_admin(repo: &Path, tenants: &[&str]) {
+    let mut args = vec!["apply", repo.to_str().unwrap()];
+    for t in tenants {
+        args.extend(["--tenant", t]);
+    }
+    let out = fief_as(common::control_plane().admin_kubeconfig(), &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Run kubectl as `user` (or the admin); Ok(stdout) or Err(stderr).
+fn kubectl(user: Option<&str>, args: &[&str]) -> Result<String, String> {
+    let cp = common::control_plane();
+    let mut cmd = match user {
+        Some(u) => cp.kubectl_as(u),
+        None => cp.kubectl_admin(),
+    };
+    let out = cmd.args(args).output().unwrap();
+    if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn allowed(user: &str, args: &[&str]) {
+    if let Err(e) = kubectl(Some(user), args) {
+        panic!("{user} should be allowed to {args:?}: {e}");
+    }
+}
+
+fn forbidden(user: &str, args: &[&str]) {
+    match kubectl(Some(user), args) {
+        Ok(out) => panic!("{user} must not be allowed to {args:?}, but got: {out}"),
+        Err(e) => assert!(
+            e.contains("Forbidden") || e.contains("forbidden"),
+            "{user} {args:?}: {e}"
+        ),
+    }
+}
+
+#[test]
+fn cross_tenant_and_cluster_scoped_component_objects_are_refused_by_validate() {
+    let dir = repo("unused");
+    let a = common::unique("ta");
+    let b = common::unique("tb");
+    write(
+        dir.path(),
+        &format!("tenants/{a}.yaml"),
+        &tenant_file(&a, "  components:\n    - name: app\n    - name: sneaky\n"),
+    );
+    write(
+        dir.path(),
+        &format!("tenants/{b}.yaml"),
+        &tenant_file(&b, "  components:\n    - name: app\n"),
+    );
+    write(
+        dir.path(),
+        "components/sneaky/templates/x.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\n  namespace: {b}-prod\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {a}-god\nrules: []\n"
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["validate", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("components/sneaky/templates/x.yaml:1"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("targets namespace `{b}-prod`")),
+        "{err}"
+    );
+    assert!(
+        err.contains("components/sneaky/templates/x.yaml:7"),
+        "{err}"
+    );
+    assert!(err.contains("ClusterRole"), "{err}");
+    assert!(text(&out.stdout).contains(&format!("{b}: ok")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_apply() {
+    let cp = common::control_plane();
+    let agent_ns = common::unique("fief-iso");
+    let dir = repo(&agent_ns);
+    let a = common::unique("ia");
+    let b = common::unique("ib");
+    for t in [&a, &b] {
+        write(
+            dir.path(),
+            &format!("tenants/{t}.yaml"),
+            &tenant_file(t, "  components:\n    - name: app\n"),
+        );
+    }
+    let root = dir.path().to_path_buf();
+    let (a2, b2) = (a.clone(), b.clone());
+    tokio::task::spawn_blocking(move || apply_admin(&root, &[&a2, &b2]))
+        .await
+        .unwrap();
+    let before = kubectl(
+        None,
+        &["get", "configmap", "-n", &format!("{b}-prod"), "-o", "json"],
+    )
+    .unwrap();
+
+    // Render tenant A, then smuggle objects past the render check (test-only: there is no
+    // switch for this in fief), and sync it with admin credentials.
+    let snapshot = fief::snapshot::Snapshot::read_dir(dir.path()).unwrap();
+    let model = fief::model::Repo::load(Arc::new(snapshot));
+    let mut renders = fief::render::render_all(&model, std::slice::from_ref(&a));
+    let applyset = fief::objects::tenant_applyset_id(&a, &agent_ns);
+    let smuggle = |kind: &str, api_version: &str, group: &str, namespace: &str, name: &str| {
+        let mut object = json!({"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": name}, "data": {"stolen": "yes"}, "rules": []});
+        if !namespace.is_empty() {
+            object["metadata"]["namespace"] = json!(namespace);
+        }
+        if kind == "ClusterRole" {
+            object.as_object_mut().unwrap().remove("data");
+        } else {
+            object.as_object_mut().unwrap().remove("rules");
+        }
+        fief::objects::add_labels(&mut object, &a, "app", &applyset);
+        RenderedObject {
+            component: "app".into(),
+            env: "prod".into(),
+            id: ObjectId {
+                group: group.into(),
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            source: Source {
+                file: "smuggled".into(),
+                line: 1,
+            },
+            object,
+        }
+    };
+    renders[0].objects.push(smuggle(
+        "ConfigMap",
+        "v1",
+        "",
+        &format!("{b}-prod"),
+        "stolen",
+    ));
+    renders[0].objects.push(smuggle(
+        "ConfigMap",
+        "v1",
+        "",
+        &format!("{b}-prod"),
+        "app-config",
+    ));
+    let client = cp.admin_client().await;
+    let resources = Resources::discover(client).await.unwrap();
+    let options = SyncOptions {
+        agent_namespace: agent_ns.clone(),
+        concurrency: 2,
+        object_concurrency: 4,
+        allow_mass_prune: false,
+        guard: Default::default(),
+        cluster: "default".into(),
+    };
+    let known: BTreeSet<String> = model.tenants.keys().cloned().collect();
+    let reports = sync(&resources, &renders, &known, false, &options)
+        .await
+        .unwrap();
+    let report = &reports[0];
+    assert_eq!(report.outcome, "failed", "{report:?}");
+    assert_eq!(report.counts.failed, 2, "{report:?}");
+    for e in &report.errors {
+        assert!(e.contains("403") || e.contains("forbidden"), "{e}");
+        assert!(
+            e.contains(&format!("system:serviceaccount:{a}-prod:fief-tenant")),
+            "{e}"
+        );
+    }
+    // Tenant B is unchanged.
+    let after = kubectl(
+        None,
+        &["get", "configmap", "-n", &format!("{b}-prod"), "-o", "json"],
+    )
+    .unwrap();
+    let names = |s: &str| -> Vec<(String, String)> {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["metadata"]["name"].to_string(),
+                    i["metadata"]["resourceVersion"].to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(names(&before), names(&after));
+
+    // A cluster-scoped kind from a component never leaves fief (discovery knows its scope)...
+    let mut renders = fief::render::render_all(&model, std::slice::from_ref(&a));
+    renders[0].objects.push(smuggle(
+        "ClusterRole",
+        "rbac.authorization.k8s.io/v1",
+        "rbac.authorization.k8s.io",
+        "",
+        &format!("{a}-god"),
+    ));
+    let reports = sync(&resources, &renders, &known, false, &options)
+        .await
+        .unwrap();
+    assert!(
+        reports[0].errors[0].contains("cluster-scoped"),
+        "{:?}",
+        reports[0]
+    );
+    // ...and the identity it would be sent as cannot create one either.
+    let out = kubectl(
+        None,
+        &[
+            "create",
+            "clusterrole",
+            &format!("{a}-god"),
+            "--verb=get",
+            "--resource=pods",
+            &format!("--as=system:serviceaccount:{a}-prod:fief-tenant"),
+        ],
+    );
+    assert!(out.unwrap_err().contains("forbidden"));
+    assert!(kubectl(None, &["get", "clusterrole", &format!("{a}-god")]).is_err());
+}
+
+#[test]
+fn baseline_roles_give_admins_operators_and_viewers_exactly_their_rights() {
+    let agent_ns = common::unique("fief-roles");
+    let dir = repo(&agent_ns);
+    let t = common::unique("roles");
+    let other = common::unique("other");
+    write(
+        dir.path(),
+        &format!("tenants/{t}.yaml"),
+        &tenant_file(
+            &t,
+            "  access: {admins: [alice], operators: [bob], viewers: [carol]}\n  components:\n    - name: app\n",
+        ),
+    );
+    write(
+        dir.path(),
+        &format!("tenants/{other}.yaml"),
+        &tenant_file(
+            &other,
+            "  access: {admins: [dave]}\n  components:\n    - name: app\n",
+        ),
+    );
+    apply_admin(dir.path(), &[&t, &other]);
+    let ns = format!("{t}-prod");
+    let n = ns.as_str();
+    let deploy = |name: &str| {
+        vec![
+            "create".to_string(),
+            "deployment".into(),
+            name.into(),
+            "--image=registry.example.com/web:1".into(),
+            "-n".into(),
+            ns.clone(),
+        ]
+    };
+
+    // Admin: workloads, config, secrets and RBAC of the tenant; not its guardrails.
+    let d = deploy("by-alice");
+    allowed("alice", &strs(&d));
+    allowed("alice", &["get", "secret", "app-secret", "-n", n]);
+    allowed(
+        "alice",
+        &[
+            "label",
+            "rolebinding",
+            "fief-viewer",
+            "-n",
+            n,
+            "edited=yes",
+            "--overwrite",
+        ],
+    );
+    forbidden(
+        "alice",
+        &["delete", "networkpolicy", "fief-default-deny", "-n", n],
+    );
+    forbidden(
+        "alice",
+        &[
+            "delete",
+            "resourcequota",
+            "fief-quota",
+            "-n",
+            n,
+            "--ignore-not-found=false",
+        ],
+    );
+    forbidden("alice", &["delete", "limitrange", "fief-limits", "-n", n]);
+    forbidden(
+        "alice",
+        &[
+            "label",
+            "namespace",
+            n,
+            "pod-security.kubernetes.io/enforce=privileged",
+            "--overwrite",
+        ],
+    );
+    forbidden(
+        "alice",
+        &["get", "configmaps", "-n", &format!("{other}-prod")],
+    );
+
+    // Operator: workloads and config; no secrets, no RBAC, no guardrails.
+    let d = deploy("by-bob");
+    allowed("bob", &strs(&d));
+    allowed("bob", &["get", "configmap", "app-config", "-n", n]);
+    forbidden("bob", &["get", "secret", "app-secret", "-n", n]);
+    forbidden(
+        "bob",
+        &[
+            "label",
+            "rolebinding",
+            "fief-viewer",
+            "-n",
+            n,
+            "edited=bob",
+            "--overwrite",
+        ],
+    );
+    forbidden(
+        "bob",
+        &["delete", "networkpolicy", "fief-default-deny", "-n", n],
+    );
+
+    // Viewer: read-only, no secrets.
+    allowed("carol", &["get", "deployments", "-n", n]);
+    allowed("carol", &["get", "configmap", "app-config", "-n", n]);
+    let d = deploy("by-carol");
+    forbidden("carol", &strs(&d));
+    forbidden("carol", &["get", "secret", "app-secret", "-n", n]);
+    forbidden(
+        "carol",
+        &["delete", "networkpolicy", "fief-default-deny", "-n", n],
+    );
+
+    // Another tenant's admin: nothing here.
+    forbidden("dave", &["get", "pods", "-n", n]);
+    let d = deploy("by-dave");
+    forbidden("dave", &strs(&d));
+}
+
+#[test]
+fn resource_quota_from_the_tenant_spec_is_enforced() {
+    let agent_ns = common::unique("fief-quota");
+    let dir = repo(&agent_ns);
+    let t = common::unique("quota");
+    write(
+        dir.path(),
+        &format!("tenants/{t}.yaml"),
+        &tenant_file(
+            &t,
+            "  quota: {pods: \"1\", cpu: \"1\", memory: 1Gi}\n  components: []\n",
+        ),
+    );
+    apply_admin(dir.path(), &[&t]);
+    let ns = format!("{t}-prod");
+    let pod = |name: &str| {
+        kubectl(
+            None,
+            &[
+                "run",
+                name,
+                "-n",
+                &ns,
+                "--image=registry.example.com/app:1",
+                "--restart=Never",
+            ],
+        )
+    };
+    // The first pod fits once the quota controller has counted usage and the namespace's
+    // default ServiceAccount exists; retry until then.
+    let mut first = Err(String::new());
+    for _ in 0..60 {
+        first = pod("first");
+        if first.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(first.is_ok(), "first pod: {first:?}");
+    let second = pod("second").unwrap_err();
+    assert!(
+        second.contains("exceeded quota") && second.contains("fief-quota"),
+        "{second}"
+    );
+}
+
+#[test]
+fn the_agent_cluster_role_in_deploy_is_enough_to_apply() {
+    let cp = common::control_plane();
+    let _ = kubectl(None, &["create", "namespace", "fief-system"]);
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
+    kubectl(
+        None,
+        &["apply", "--server-side", "-f", manifest.to_str().unwrap()],
+    )
+    .unwrap();
+    // Bind the test user `fief-agent` (a client certificate) to the same roles.
+    let _ = kubectl(
+        None,
+        &[
+            "create",
+            "clusterrolebinding",
+            "fief-agent-user",
+            "--clusterrole=fief-agent",
+            "--user=fief-agent",
+        ],
+    );
+    let _ = kubectl(
+        None,
+        &[
+            "create",
+            "rolebinding",
+            "fief-agent-user",
+            "-n",
+            "fief-system",
+            "--role=fief-agent",
+            "--user=fief-agent",
+        ],
+    );
+
+    let dir = repo("fief-system");
+    let t = common::unique("agentrbac");
+    write(
+        dir.path(),
+        &format!("tenants/{t}.yaml"),
+        &tenant_file(
+            &t,
+            "  quota: {cpu: \"1\"}\n  access: {admins: [alice], viewers: [carol]}\n  components:\n    - name: app\n",
+        ),
+    );
+    let kubeconfig = cp.kubeconfig_for("fief-agent");
+    let args = [
+        "apply",
+        dir.path().to_str().unwrap(),
+        "--tenant",
+        &t,
+        "--output",
+        "json",
+    ];
+    let mut out = fief_as(&kubeconfig, &args);
+    // RBAC bindings made a moment ago may take a moment to be seen by the authorizer.
+    for _ in 0..20 {
+        if out.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        out = fief_as(&kubeconfig, &args);
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        kubectl(
+            None,
+            &["get", "secret", "app-secret", "-n", &format!("{t}-prod")]
+        )
+        .is_ok()
+    );
+    let again = fief_as(&kubeconfig, &args);
+    let summary: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(summary["requests"]["patch"], 0, "{summary}");
+}
