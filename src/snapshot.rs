@@ -175,6 +175,11 @@ impl Snapshot {
         self.files.insert(rel, Err(Problem::Unreadable { reason }));
     }
 
+    /// Add or replace the entry at a `/`-separated repo-relative path (git trees, tests).
+    pub fn insert(&mut self, path: String, entry: Entry) {
+        self.files.insert(path, entry);
+    }
+
     /// The entry at a repo-relative path.
     pub fn get(&self, path: &str) -> Option<&Entry> {
         self.files.get(path)
