@@ -43,6 +43,110 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Show what `apply` would change (server-side dry-run); exit 1 when anything differs.
     Diff(DiffArgs),
+    /// Run the in-cluster reconciler: fetch git, sync changed tenants, repair drift.
+    Agent(Box<AgentArgs>),
+    /// Print every tenant's status from its inventory in the cluster.
+    Status(StatusArgs),
+}
+
+/// `fief agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Git URL of the tenants repo (https, ssh, git, file or a local path).
+    #[arg(long)]
+    pub repo: String,
+    /// Branch to follow.
+    #[arg(long, default_value = "main")]
+    pub branch: String,
+    /// Only tenants whose spec.cluster is this.
+    #[arg(long, default_value = "default")]
+    pub cluster: String,
+    /// Fetch interval (e.g. 30s, 5m); up to 10 % jitter is added.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Where the git clone is cached.
+    #[arg(long, default_value = "/var/cache/fief")]
+    pub cache_dir: PathBuf,
+    /// Address for the webhook, /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the push webhook's HMAC secret (without it the webhook is off).
+    #[arg(long, value_name = "FILE")]
+    pub webhook_secret_file: Option<PathBuf>,
+    /// File holding an https token for git.
+    #[arg(long, value_name = "FILE")]
+    pub git_token_file: Option<PathBuf>,
+    /// Environment variable holding an https token for git.
+    #[arg(long, value_name = "VAR")]
+    pub git_token_env: Option<String>,
+    /// SSH private key for git.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_key_file: Option<PathBuf>,
+    /// known_hosts file the git server's SSH host key is checked against.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts_file: Option<PathBuf>,
+    /// Tenants synced at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Run without a Lease (only one replica may run).
+    #[arg(long)]
+    pub no_leader_election: bool,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, default_value = "fief-system")]
+    pub lease_namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster_args: ClusterArgs,
+}
+
+/// Log format of the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `fief status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only these tenants.
+    #[arg(long = "tenant", value_name = "NAME")]
+    pub tenants: Vec<String>,
+    /// Namespace of the inventories.
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `30s`, `5m`, `1h`, `250ms` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 30s, 5m or 1h"))?;
+    match unit {
+        "ms" => Ok(std::time::Duration::from_millis(n)),
+        "s" => Ok(std::time::Duration::from_secs(n)),
+        "m" => Ok(std::time::Duration::from_secs(n * 60)),
+        "h" => Ok(std::time::Duration::from_secs(n * 3600)),
+        _ => Err(format!(
+            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
+        )),
+    }
 }
 
 /// Which cluster.
@@ -200,6 +304,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Validate(args) => validate_cmd(&args),
         Command::Apply(args) => crate::cli_cluster::apply_cmd(&args),
         Command::Diff(args) => crate::cli_cluster::diff_cmd(&args),
+        Command::Agent(args) => crate::cli_cluster::agent_cmd(&args),
+        Command::Status(args) => crate::cli_cluster::status_cmd(&args),
     }
 }
 

@@ -80,8 +80,11 @@ pub struct Counts {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
-    /// Content hash of the inputs last applied successfully.
+    /// Content hash of the objects last applied successfully.
     pub revision: String,
+    /// The git commit that last changed this tenant's objects (agent only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Conditions.
     pub conditions: Vec<Condition>,
     /// The last error, if the last sync failed.

@@ -4,11 +4,14 @@
 //! [`filters`], [`objects`]) → [`validate`] → output ([`output`]). Everything but
 //! `snapshot::Snapshot::read_dir` and the CLI is pure.
 
+pub mod agent;
 pub mod cli;
 pub mod cli_cluster;
 pub mod cluster;
 pub mod error;
 pub mod filters;
+pub mod git;
+pub mod inputs;
 pub mod inventory;
 pub mod model;
 pub mod objects;
@@ -19,6 +22,7 @@ pub mod snapshot;
 pub mod synth;
 pub mod validate;
 pub mod values;
+pub mod webhook;
 pub mod yaml;
 
 pub use error::{Diagnostic, Problem};

@@ -36,6 +36,8 @@ pub struct SyncOptions {
     pub guard: PruneGuard,
     /// Only tenants whose `spec.cluster` is this.
     pub cluster: String,
+    /// The git commit being applied, recorded in the status of tenants it changes.
+    pub commit: Option<String>,
 }
 
 /// What happened to one tenant.
@@ -84,14 +86,33 @@ pub fn now_rfc3339() -> String {
 
 struct Ctx<'a> {
     resources: &'a Resources,
-    live: &'a HashMap<ObjectId, Value>,
+    live: &'a HashMap<ObjectId, String>,
     options: &'a SyncOptions,
     now: String,
 }
 
-/// Sync tenants. `renders` are the tenants in scope; `known` is every tenant file in the
-/// repo, so inventories of tenants not in it are reported as orphaned (only when
-/// `report_orphans`, i.e. the whole repo is in scope).
+/// What a sync needs to know about the cluster before it starts.
+#[derive(Debug, Default)]
+pub struct ClusterState {
+    /// Every inventory in the agent namespace, by tenant.
+    pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
+    /// For each live object fief manages: the hash of its fields fief sets
+    /// ([`plan::live_hash`] against the desired object).
+    pub live: HashMap<ObjectId, String>,
+}
+
+/// The outcome of a sync.
+#[derive(Debug, Default)]
+pub struct SyncResult {
+    /// One report per tenant (and per orphaned inventory), sorted by tenant.
+    pub reports: Vec<TenantReport>,
+    /// Each synced tenant's inventory as it now stands in the cluster (`None`: deleted).
+    pub inventories: BTreeMap<String, Option<Inventory>>,
+}
+
+/// Sync tenants (one-shot): observe the cluster, then [`sync_with`]. `renders` are the
+/// tenants in scope; `known` is every tenant file in the repo, so inventories of tenants not
+/// in it are reported as orphaned (only when `report_orphans`, i.e. the whole repo is in scope).
 pub async fn sync(
     resources: &Resources,
     renders: &[TenantRender],
@@ -99,15 +120,24 @@ pub async fn sync(
     report_orphans: bool,
     options: &SyncOptions,
 ) -> Result<Vec<TenantReport>, ClusterError> {
+    let state = observe(resources, renders, report_orphans, options).await?;
+    let result = sync_with(resources, renders, &state, known, report_orphans, options).await;
+    Ok(result.reports)
+}
+
+/// Read what a sync needs: the agent namespace (created if missing), the inventories, and the
+/// live state of every kind the tenants in scope have or had (one LIST per kind).
+pub async fn observe(
+    resources: &Resources,
+    renders: &[TenantRender],
+    all_tenants: bool,
+    options: &SyncOptions,
+) -> Result<ClusterState, ClusterError> {
     let client = resources.client().clone();
     ensure_namespace(&client, &options.agent_namespace).await?;
     let inventories = load_inventories(&client, &options.agent_namespace).await?;
-    let in_scope: Vec<&TenantRender> = renders
-        .iter()
-        .filter(|r| r.cluster.as_deref().is_none_or(|c| c == options.cluster))
-        .collect();
     let mut kinds: BTreeSet<(String, String)> = BTreeSet::new();
-    for r in &in_scope {
+    for r in renders {
         for o in &r.objects {
             kinds.insert((api_version(&o.object), o.id.kind.clone()));
         }
@@ -117,29 +147,50 @@ pub async fn sync(
             }
         }
     }
-    let selector = if report_orphans {
+    let selector = if all_tenants {
         objects::LABEL_TENANT.to_string()
     } else {
-        let names: Vec<&str> = in_scope.iter().map(|r| r.tenant.as_str()).collect();
+        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
         format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
     };
-    let live = load_live(resources, &kinds, &selector).await?;
+    let objects = load_live(resources, &kinds, &selector).await?;
+    let mut live = HashMap::new();
+    for r in renders {
+        for o in &r.objects {
+            if let Some(l) = objects.get(&o.id) {
+                live.insert(o.id.clone(), plan::live_hash(&o.object, l));
+            }
+        }
+    }
+    Ok(ClusterState { inventories, live })
+}
+
+/// Sync tenants against an observed [`ClusterState`]. A tenant's failure is in its report;
+/// it never stops the others.
+pub async fn sync_with(
+    resources: &Resources,
+    renders: &[TenantRender],
+    state: &ClusterState,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> SyncResult {
     let ctx = Ctx {
         resources,
-        live: &live,
+        live: &state.live,
         options,
         now: now_rfc3339(),
     };
-    let mut reports: Vec<TenantReport> = stream::iter(renders.iter())
+    let inventories = &state.inventories;
+    let done: Vec<(TenantReport, Option<Option<Inventory>>)> = stream::iter(renders.iter())
         .map(|r| {
             let ctx = &ctx;
-            let inventories = &inventories;
             async move {
                 if r.cluster
                     .as_deref()
                     .is_some_and(|c| c != ctx.options.cluster)
                 {
-                    return TenantReport::new(&r.tenant, "skipped");
+                    return (TenantReport::new(&r.tenant, "skipped"), None);
                 }
                 match inventories.get(&r.tenant) {
                     Some(Err(e)) => {
@@ -147,18 +198,31 @@ pub async fn sync(
                         rep.errors.push(format!(
                             "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
                         ));
-                        rep
+                        (rep, None)
                     }
-                    Some(Ok(inv)) => sync_tenant(ctx, r, Some(inv)).await,
-                    None => sync_tenant(ctx, r, None).await,
+                    Some(Ok(inv)) => {
+                        let (rep, inv) = sync_tenant(ctx, r, Some(inv)).await;
+                        (rep, Some(inv))
+                    }
+                    None => {
+                        let (rep, inv) = sync_tenant(ctx, r, None).await;
+                        (rep, Some(inv))
+                    }
                 }
             }
         })
         .buffer_unordered(options.concurrency.max(1))
         .collect()
         .await;
+    let mut result = SyncResult::default();
+    for (report, inv) in done {
+        if let Some(inv) = inv {
+            result.inventories.insert(report.tenant.clone(), inv);
+        }
+        result.reports.push(report);
+    }
     if report_orphans {
-        for (tenant, inv) in &inventories {
+        for (tenant, inv) in inventories {
             if known.contains(tenant) {
                 continue;
             }
@@ -177,11 +241,11 @@ pub async fn sync(
                     rep.errors.push(e.to_string());
                 }
             }
-            reports.push(rep);
+            result.reports.push(rep);
         }
     }
-    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-    Ok(reports)
+    result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    result
 }
 
 fn api_version(object: &Value) -> String {
@@ -278,11 +342,13 @@ fn revision(render: &TenantRender) -> String {
     objects::sha256_hex(hashes.join(",").as_bytes())[..16].to_string()
 }
 
+/// Sync one tenant; returns its report and its inventory as it now stands in the cluster
+/// (`None`: there is none).
 async fn sync_tenant(
     ctx: &Ctx<'_>,
     render: &TenantRender,
     prev: Option<&Inventory>,
-) -> TenantReport {
+) -> (TenantReport, Option<Inventory>) {
     let tenant = render.tenant.as_str();
     let mut report = TenantReport::new(tenant, "applied");
     let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
@@ -301,24 +367,18 @@ async fn sync_tenant(
         inv.status
             .set_condition("Stalled", true, "RenderFailed", &message, now);
         inv.status.last_error = Some(message);
-        if let Err(e) = write_inventory(ctx, &inv, prev).await {
-            report.errors.push(e.to_string());
-        }
-        return report;
+        return match write_inventory(ctx, &inv, prev).await {
+            Ok(()) => (report, Some(inv)),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, prev.cloned())
+            }
+        };
     }
-    let live_hashes: HashMap<ObjectId, String> = render
-        .objects
-        .iter()
-        .filter_map(|o| {
-            ctx.live
-                .get(&o.id)
-                .map(|l| (o.id.clone(), plan::live_hash(&o.object, l)))
-        })
-        .collect();
     let plan = plan::plan(
         render,
         prev,
-        &live_hashes,
+        ctx.live,
         &ctx.options.guard,
         ctx.options.allow_mass_prune,
     );
@@ -394,7 +454,7 @@ async fn sync_tenant(
     if let Err(e) = write_inventory(ctx, &inv, prev).await {
         report.outcome = "failed".to_string();
         report.errors.push(format!("{e}; nothing pruned"));
-        return report;
+        return (report, prev.cloned());
     }
     let recorded = inv.clone();
     report.prune_held = plan.hold.as_ref().map(|h| h.to_string());
@@ -444,10 +504,13 @@ async fn sync_tenant(
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
         report.outcome = "purged".to_string();
-        if let Err(e) = delete_inventory(ctx, tenant).await {
-            report.errors.push(e.to_string());
-        }
-        return report;
+        return match delete_inventory(ctx, tenant).await {
+            Ok(()) => (report, None),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, Some(recorded))
+            }
+        };
     }
     if purged && report.prune_held.is_none() {
         report.prune_held = Some(format!(
@@ -455,14 +518,25 @@ async fn sync_tenant(
             inv.entries.len()
         ));
     }
-    finish_status(&mut inv, &mut report, render, changed, now);
-    if let Err(e) = write_inventory(ctx, &inv, Some(&recorded)).await {
-        report.errors.push(e.to_string());
-    }
+    finish_status(
+        &mut inv,
+        &mut report,
+        render,
+        changed,
+        now,
+        ctx.options.commit.as_deref(),
+    );
+    let stands = match write_inventory(ctx, &inv, Some(&recorded)).await {
+        Ok(()) => inv,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            recorded
+        }
+    };
     if !report.errors.is_empty() {
         report.outcome = "failed".to_string();
     }
-    report
+    (report, Some(stands))
 }
 
 fn finish_status(
@@ -471,6 +545,7 @@ fn finish_status(
     render: &TenantRender,
     changed: bool,
     now: &str,
+    commit: Option<&str>,
 ) {
     report.counts.objects = inv.entries.len();
     let status = &mut inv.status;
@@ -479,6 +554,9 @@ fn finish_status(
     }
     if changed {
         status.set_condition("Reconciling", false, "Done", "sync finished", now);
+        if commit.is_some() {
+            status.commit = commit.map(str::to_string);
+        }
     }
     if let Some(first) = report.errors.first() {
         let message = format!("{} error(s); first: {first}", report.errors.len());

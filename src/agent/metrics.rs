@@ -1,0 +1,164 @@
+//! Metrics: what the agent exposes on `/metrics` in Prometheus text format.
+//!
+//! In: sync outcomes, fetches, queue depth, API request counts. Out: the text exposition.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::cluster::counter::RequestStats;
+
+/// A result label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    /// `success` or `failure`.
+    pub result: String,
+}
+
+/// A verb label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabel {
+    /// HTTP verb.
+    pub verb: String,
+}
+
+/// Every metric of the agent.
+pub struct Metrics {
+    registry: Registry,
+    /// Tenant syncs by result.
+    pub syncs: Family<ResultLabel, Counter>,
+    /// Objects applied (created or configured).
+    pub applied: Counter,
+    /// Objects pruned.
+    pub pruned: Counter,
+    /// Hand edits (drift) detected.
+    pub drift: Counter,
+    /// Duration of sync batches.
+    pub batch_seconds: Histogram,
+    /// Git fetches by result.
+    pub fetches: Family<ResultLabel, Counter>,
+    /// Tenants waiting in the queue.
+    pub queue_depth: Gauge,
+    /// Seconds since the last successful fetch (set at scrape time).
+    pub fetch_age: Gauge,
+    /// API requests by verb (set at scrape time from the client's counter).
+    pub api_requests: Family<VerbLabel, Gauge>,
+    /// Unix time of the last successful fetch.
+    pub last_fetch_unix: AtomicI64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("fief");
+        let syncs = Family::<ResultLabel, Counter>::default();
+        registry.register("tenant_syncs", "Tenant syncs by result", syncs.clone());
+        let applied = Counter::default();
+        registry.register(
+            "objects_applied",
+            "Objects server-side applied",
+            applied.clone(),
+        );
+        let pruned = Counter::default();
+        registry.register("objects_pruned", "Objects pruned", pruned.clone());
+        let drift = Counter::default();
+        registry.register(
+            "drift_detected",
+            "Hand edits of fields fief owns, detected by watches",
+            drift.clone(),
+        );
+        let batch_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        registry.register(
+            "sync_batch_duration_seconds",
+            "Duration of a sync batch",
+            batch_seconds.clone(),
+        );
+        let fetches = Family::<ResultLabel, Counter>::default();
+        registry.register("git_fetches", "Git fetches by result", fetches.clone());
+        let queue_depth = Gauge::default();
+        registry.register(
+            "queue_depth",
+            "Tenants waiting for a sync",
+            queue_depth.clone(),
+        );
+        let fetch_age = Gauge::default();
+        registry.register(
+            "git_last_fetch_age_seconds",
+            "Seconds since the last successful git fetch",
+            fetch_age.clone(),
+        );
+        let api_requests = Family::<VerbLabel, Gauge>::default();
+        registry.register(
+            "api_requests",
+            "Kubernetes API requests sent, by verb",
+            api_requests.clone(),
+        );
+        Metrics {
+            registry,
+            syncs,
+            applied,
+            pruned,
+            drift,
+            batch_seconds,
+            fetches,
+            queue_depth,
+            fetch_age,
+            api_requests,
+            last_fetch_unix: AtomicI64::new(0),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl Metrics {
+    /// Count a sync result.
+    pub fn sync_result(&self, ok: bool) {
+        let result = if ok { "success" } else { "failure" }.to_string();
+        self.syncs.get_or_create(&ResultLabel { result }).inc();
+    }
+
+    /// Count a fetch result.
+    pub fn fetch_result(&self, ok: bool) {
+        let result = if ok { "success" } else { "failure" }.to_string();
+        self.fetches.get_or_create(&ResultLabel { result }).inc();
+        if ok {
+            self.last_fetch_unix.store(unix_now(), Ordering::Relaxed);
+        }
+    }
+
+    /// The text exposition, with scrape-time gauges refreshed.
+    pub fn encode(&self, requests: RequestStats) -> String {
+        let last = self.last_fetch_unix.load(Ordering::Relaxed);
+        self.fetch_age
+            .set(if last == 0 { -1 } else { unix_now() - last });
+        for (verb, n) in [
+            ("GET", requests.get),
+            ("POST", requests.post),
+            ("PUT", requests.put),
+            ("PATCH", requests.patch),
+            ("DELETE", requests.delete),
+        ] {
+            self.api_requests
+                .get_or_create(&VerbLabel {
+                    verb: verb.to_string(),
+                })
+                .set(n as i64);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
