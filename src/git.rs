@@ -378,7 +378,11 @@ impl GitSource {
 
         if let Err(e) = result {
             let url = redact_url(&self.url);
-            let detail = self.clean(e.message());
+            let mut detail = self.clean(e.message());
+            if let Some(path) = local_path(&self.url).filter(|p| !p.exists()) {
+                // libgit2 says "unsupported URL protocol" for a path that does not exist.
+                detail = format!("{} does not exist ({detail})", path.display());
+            }
             return Err(
                 if host_refused.get() || e.code() == ErrorCode::Certificate {
                     GitError::HostKey { url, detail }
@@ -547,6 +551,17 @@ pub fn redact_url(url: &str) -> String {
         }
     }
     url.to_string()
+}
+
+/// The directory a local URL (a path or `file://`) names; None for network URLs.
+fn local_path(url: &str) -> Option<PathBuf> {
+    if let Some(path) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(path));
+    }
+    if url.contains("://") || ssh_host_port(url).is_some() {
+        return None;
+    }
+    Some(PathBuf::from(url))
 }
 
 /// Host and explicit port of an SSH URL (`ssh://[user@]host[:port]/path` or scp-like

@@ -1,0 +1,638 @@
+//! `fief::git` against real repositories made with the `git` CLI: clone into the cache,
+//! fetch, snapshot from git objects (compared with `Snapshot::read_dir` of a checkout),
+//! symlinks, submodules, bad branches, `git daemon` on loopback and token authentication
+//! against a loopback HTTP server. No traffic leaves 127.0.0.1.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fief::Problem;
+use fief::git::{GitAuth, GitError, GitSource};
+use fief::snapshot::{Entry, MAX_FILE_BYTES, Snapshot, TOP_LEVEL};
+
+/// Runs `git` in `dir` with no user or system configuration; panics with its output on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "fief test")
+        .env("GIT_AUTHOR_EMAIL", "test@fief.invalid")
+        .env("GIT_COMMITTER_NAME", "fief test")
+        .env("GIT_COMMITTER_EMAIL", "test@fief.invalid")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the git CLI (is git installed?): {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn write(root: &Path, path: &str, body: impl AsRef<[u8]>) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, body).unwrap();
+}
+
+fn symlink(root: &Path, path: &str, target: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, p).unwrap();
+}
+
+/// A working repository on branch `main` with one commit of a small tenants repo.
+fn work_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    write(dir.path(), "fief.yaml", "agentNamespace: fief-system\n");
+    write(
+        dir.path(),
+        "tenants/acme.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\n",
+    );
+    write(
+        dir.path(),
+        "components/web/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\n",
+    );
+    write(dir.path(), "environments/prod.yaml", "values: {}\n");
+    commit_all(dir.path(), "first");
+    dir
+}
+
+fn commit_all(dir: &Path, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+fn url_of(dir: &Path) -> String {
+    dir.to_str().unwrap().to_string()
+}
+
+/// Every entry of a snapshot, for comparisons.
+fn entries(snapshot: &Snapshot) -> BTreeMap<String, Entry> {
+    let mut all = BTreeMap::new();
+    for name in TOP_LEVEL {
+        if let Some(entry) = snapshot.get(name) {
+            all.insert(name.to_string(), entry.clone());
+        }
+        for (path, entry) in snapshot.under(name) {
+            all.insert(path.clone(), entry.clone());
+        }
+    }
+    all
+}
+
+fn content<'a>(snapshot: &'a Snapshot, path: &str) -> &'a str {
+    match snapshot.get(path) {
+        Some(Ok(text)) => text,
+        other => panic!("{path}: expected content, got {other:?}"),
+    }
+}
+
+#[test]
+fn git_cli_is_installed() {
+    let version = git(Path::new("."), &["--version"]);
+    assert!(version.starts_with("git version"), "{version}");
+}
+
+#[test]
+fn snapshot_of_a_clone_equals_read_dir_of_a_checkout() {
+    let work = work_repo();
+    let root = work.path();
+    // Everything read_dir has a rule for, with the same outcome on disk and in git.
+    write(root, "tenants/.hidden.yaml", "hidden: true\n");
+    write(root, "README.md", "not read\n");
+    write(root, "docs/guide.md", "not read\n");
+    write(root, "baseline/ns.yaml", "kind: Namespace\n");
+    write(root, "components/web/varz.yaml", "replicas: 2\n");
+    write(
+        root,
+        "components/web/templates/_helpers.tpl",
+        "{% macro x() %}{% endmacro %}",
+    );
+    write(root, "components/bin/blob.yaml", [0xffu8, 0xfe, 0x00, 0x41]);
+    write(
+        root,
+        "components/big/huge.yaml",
+        vec![b'a'; MAX_FILE_BYTES as usize + 1],
+    );
+    std::fs::create_dir_all(root.join("tenants")).unwrap();
+    std::fs::write(
+        root.join("tenants").join(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"bad\xffname.yaml"),
+        ),
+        "x: 1\n",
+    )
+    .unwrap();
+    symlink(root, "tenants/alias.yaml", "acme.yaml");
+    symlink(root, "environments/web", "../components/web");
+    symlink(root, "tenants/abs.yaml", "/etc/passwd");
+    symlink(
+        root,
+        "tenants/up.yaml",
+        "../../../../../../../../../../../../../../etc/passwd",
+    );
+    let head = commit_all(root, "everything");
+
+    let cache = tempfile::tempdir().unwrap();
+    let source =
+        GitSource::open_or_clone(&url_of(root), "main", cache.path(), GitAuth::default()).unwrap();
+    assert_eq!(source.fetch().unwrap(), head);
+    let from_git = entries(&source.snapshot(&head).unwrap());
+    let from_disk = entries(&Snapshot::read_dir(root).unwrap());
+    assert_eq!(from_git, from_disk);
+
+    // And the rules did what they say.
+    assert!(from_git.contains_key("tenants/acme.yaml"));
+    assert!(!from_git.contains_key("tenants/.hidden.yaml"));
+    assert!(
+        !from_git
+            .keys()
+            .any(|k| k.starts_with("docs") || k == "README.md")
+    );
+    assert_eq!(
+        from_git["tenants/alias.yaml"],
+        from_git["tenants/acme.yaml"]
+    );
+    assert!(from_git.contains_key("environments/web/templates/cm.yaml"));
+    for path in ["components/bin/blob.yaml", "components/big/huge.yaml"] {
+        assert!(
+            matches!(from_git[path], Err(Problem::Unreadable { .. })),
+            "{path}: {:?}",
+            from_git[path]
+        );
+    }
+    assert!(matches!(
+        from_git["tenants/bad\u{fffd}name.yaml"],
+        Err(Problem::Unreadable { .. })
+    ));
+}
+
+#[test]
+fn new_commit_is_seen_by_fetch_and_snapshot() {
+    let work = work_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(work.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let first = source.fetch().unwrap();
+    assert_eq!(first, git(work.path(), &["rev-parse", "HEAD"]));
+    assert!(
+        source
+            .snapshot(&first)
+            .unwrap()
+            .get("tenants/beta.yaml")
+            .is_none()
+    );
+
+    write(
+        work.path(),
+        "tenants/beta.yaml",
+        "metadata:\n  name: beta\n",
+    );
+    write(work.path(), "fief.yaml", "agentNamespace: other\n");
+    let second = commit_all(work.path(), "add beta");
+    assert_ne!(first, second);
+    assert_eq!(source.fetch().unwrap(), second);
+
+    let new = source.snapshot(&second).unwrap();
+    assert_eq!(
+        content(&new, "tenants/beta.yaml"),
+        "metadata:\n  name: beta\n"
+    );
+    assert_eq!(content(&new, "fief.yaml"), "agentNamespace: other\n");
+    // The old commit is still readable, unchanged.
+    let old = source.snapshot(&first).unwrap();
+    assert_eq!(content(&old, "fief.yaml"), "agentNamespace: fief-system\n");
+    assert!(old.get("tenants/beta.yaml").is_none());
+}
+
+#[test]
+fn symlink_leaving_the_repo_escapes_while_one_inside_resolves() {
+    let work = work_repo();
+    let root = work.path();
+    write(root, "shared/common.yaml", "shared: true\n");
+    symlink(root, "tenants/inside.yaml", "../shared/common.yaml");
+    symlink(root, "tenants/chain.yaml", "inside.yaml");
+    symlink(
+        root,
+        "tenants/via-dir.yaml",
+        "../components/web/templates/cm.yaml",
+    );
+    symlink(root, "components/linked", "web/templates");
+    symlink(root, "tenants/parent.yaml", "../../outside.yaml");
+    symlink(root, "tenants/deep.yaml", "../tenants/../../x.yaml");
+    symlink(root, "tenants/absolute.yaml", "/etc/passwd");
+    symlink(root, "baseline", "/tmp");
+    symlink(root, "tenants/missing.yaml", "nope.yaml");
+    symlink(root, "tenants/loop.yaml", "loop.yaml");
+    let head = commit_all(root, "links");
+
+    let cache = tempfile::tempdir().unwrap();
+    let source =
+        GitSource::open_or_clone(&url_of(root), "main", cache.path(), GitAuth::default()).unwrap();
+    let snapshot = source.snapshot(&source.fetch().unwrap()).unwrap();
+    assert_eq!(source.fetch().unwrap(), head);
+
+    assert_eq!(content(&snapshot, "tenants/inside.yaml"), "shared: true\n");
+    assert_eq!(content(&snapshot, "tenants/chain.yaml"), "shared: true\n");
+    assert_eq!(
+        content(&snapshot, "tenants/via-dir.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\n"
+    );
+    assert_eq!(
+        content(&snapshot, "components/linked/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\n"
+    );
+    for path in [
+        "tenants/parent.yaml",
+        "tenants/deep.yaml",
+        "tenants/absolute.yaml",
+        "baseline",
+    ] {
+        assert_eq!(
+            snapshot.get(path),
+            Some(&Err(Problem::EscapesRepo {
+                path: path.to_string()
+            })),
+            "{path}"
+        );
+    }
+    for path in ["tenants/missing.yaml", "tenants/loop.yaml"] {
+        assert!(
+            matches!(snapshot.get(path), Some(Err(Problem::Unreadable { .. }))),
+            "{path}: {:?}",
+            snapshot.get(path)
+        );
+    }
+}
+
+#[test]
+fn submodule_becomes_an_unreadable_entry() {
+    let work = work_repo();
+    let head = git(work.path(), &["rev-parse", "HEAD"]);
+    git(
+        work.path(),
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{head},components/vendored"),
+        ],
+    );
+    git(work.path(), &["commit", "-q", "-m", "submodule"]);
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(work.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let snapshot = source.snapshot(&source.fetch().unwrap()).unwrap();
+    assert!(matches!(
+        snapshot.get("components/vendored"),
+        Some(Err(Problem::Unreadable { .. }))
+    ));
+    assert!(snapshot.get("tenants/acme.yaml").is_some());
+}
+
+#[test]
+fn unknown_branch_is_a_bad_branch_error() {
+    let work = work_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let url = url_of(work.path());
+    let err = GitSource::open_or_clone(&url, "nope", cache.path(), GitAuth::default()).unwrap_err();
+    assert!(
+        matches!(&err, GitError::BadBranch { branch, .. } if branch == "nope"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("nope"), "{err}");
+    // Nothing half-cloned is left behind to be reopened.
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+
+    let err = GitSource::open_or_clone(&url, "a..b", cache.path(), GitAuth::default()).unwrap_err();
+    assert!(matches!(err, GitError::BadBranch { .. }), "{err:?}");
+
+    // A branch deleted after the clone: the fetch says so.
+    git(work.path(), &["branch", "-q", "feature"]);
+    let source =
+        GitSource::open_or_clone(&url, "feature", cache.path(), GitAuth::default()).unwrap();
+    source.fetch().unwrap();
+    git(work.path(), &["branch", "-q", "-D", "feature"]);
+    let err = source.fetch().unwrap_err();
+    assert!(
+        matches!(&err, GitError::BadBranch { branch, .. } if branch == "feature"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn bad_commit_is_a_clear_error() {
+    let work = work_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(work.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let head = source.fetch().unwrap();
+    for commit in [
+        &head[..7],
+        "main",
+        "0000000000000000000000000000000000000000",
+    ] {
+        let err = source.snapshot(commit).unwrap_err();
+        assert!(
+            matches!(&err, GitError::BadCommit { commit: c, .. } if c == commit),
+            "{commit}: {err:?}"
+        );
+    }
+    // A tree id is not a commit.
+    let tree = git(work.path(), &["rev-parse", "HEAD^{tree}"]);
+    assert!(matches!(
+        source.snapshot(&tree),
+        Err(GitError::BadCommit { .. })
+    ));
+}
+
+#[test]
+fn reopening_the_cache_does_not_clone_again() {
+    let work = work_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let url = url_of(work.path());
+    let source = GitSource::open_or_clone(&url, "main", cache.path(), GitAuth::default()).unwrap();
+    let head = source.fetch().unwrap();
+    let cached = source.cache_path().to_path_buf();
+    assert!(cached.starts_with(cache.path()));
+    let marker = cached.join("fief-test-marker");
+    std::fs::write(&marker, "still here").unwrap();
+
+    // With the origin gone, a clone would fail: reopening must not need it.
+    let moved = work.path().with_extension("moved");
+    std::fs::rename(work.path(), &moved).unwrap();
+    let reopened =
+        GitSource::open_or_clone(&url, "main", cache.path(), GitAuth::default()).unwrap();
+    assert_eq!(reopened.cache_path(), cached);
+    assert!(marker.exists(), "the cached repository was replaced");
+    assert_eq!(
+        content(&reopened.snapshot(&head).unwrap(), "tenants/acme.yaml"),
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\n"
+    );
+    let err = reopened.fetch().unwrap_err();
+    assert!(matches!(err, GitError::Fetch { .. }), "{err:?}");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    std::fs::rename(&moved, work.path()).unwrap();
+    assert_eq!(reopened.fetch().unwrap(), head);
+}
+
+/// `git daemon` on 127.0.0.1, killed when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path) -> Daemon {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // The `git-daemon` program itself, not the `git daemon` wrapper: killing the wrapper
+        // would leave the daemon running.
+        let exec_path = git(base, &["--exec-path"]);
+        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
+            .arg("--export-all")
+            .arg(format!("--base-path={}", base.display()))
+            .arg(format!("--port={port}"))
+            .arg("--listen=127.0.0.1")
+            .arg("--reuseaddr")
+            .arg("--informative-errors")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `git daemon` (is git installed?): {e}"));
+        let mut daemon = Daemon { child, port };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = daemon.child.try_wait() {
+                panic!("git daemon exited with {status} before listening on port {port}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "git daemon is not listening on 127.0.0.1:{port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        daemon
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[test]
+fn clone_and_fetch_through_git_daemon_on_loopback() {
+    let work = work_repo();
+    let served = tempfile::tempdir().unwrap();
+    let bare = served.path().join("tenants.git");
+    git(
+        served.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.path().to_str().unwrap(),
+            "tenants.git",
+        ],
+    );
+    let mut daemon = Daemon::start(served.path());
+    let url = format!("git://127.0.0.1:{}/tenants.git", daemon.port);
+
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(&url, "main", cache.path(), GitAuth::default()).unwrap();
+    let first = source.fetch().unwrap();
+    assert_eq!(first, git(work.path(), &["rev-parse", "HEAD"]));
+    assert!(
+        source
+            .snapshot(&first)
+            .unwrap()
+            .get("tenants/acme.yaml")
+            .is_some()
+    );
+
+    write(
+        work.path(),
+        "tenants/beta.yaml",
+        "metadata:\n  name: beta\n",
+    );
+    let second = commit_all(work.path(), "beta");
+    git(
+        work.path(),
+        &["push", "-q", bare.to_str().unwrap(), "main:main"],
+    );
+    assert_eq!(source.fetch().unwrap(), second);
+    assert!(
+        source
+            .snapshot(&second)
+            .unwrap()
+            .get("tenants/beta.yaml")
+            .is_some()
+    );
+
+    daemon.stop();
+    let err = source.fetch().unwrap_err();
+    assert!(matches!(err, GitError::Fetch { .. }), "{err:?}");
+    assert!(err.to_string().contains(&url), "{err}");
+
+    // A clone from a stopped daemon fails too, naming the URL.
+    let other = tempfile::tempdir().unwrap();
+    let err = GitSource::open_or_clone(&url, "main", other.path(), GitAuth::default()).unwrap_err();
+    assert!(matches!(err, GitError::Clone { .. }), "{err:?}");
+    assert!(err.to_string().contains(&url), "{err}");
+}
+
+/// An HTTP server on 127.0.0.1 that answers every request with 401 and records the
+/// `Authorization` headers it was sent.
+fn refusing_http_server() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("authorization") {
+                        record.lock().unwrap().push(value.trim().to_string());
+                    }
+                }
+                line.clear();
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"fief\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn token_is_sent_as_basic_auth_and_never_shown_in_errors() {
+    use base64::Engine as _;
+    let (port, seen) = refusing_http_server();
+    let url = format!("http://127.0.0.1:{port}/org/tenants.git");
+    let token = "ghp_s3cretT0kenValue";
+    let cache = tempfile::tempdir().unwrap();
+    let auth = GitAuth {
+        token: Some(token.to_string()),
+        ..GitAuth::default()
+    };
+    let err = GitSource::open_or_clone(&url, "main", cache.path(), auth).unwrap_err();
+    assert!(matches!(err, GitError::Auth { .. }), "{err:?}");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains(token), "{shown}");
+    assert!(shown.contains(&url), "{shown}");
+
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
+    );
+    let sent = seen.lock().unwrap().clone();
+    assert!(sent.contains(&expected), "sent: {} headers", sent.len());
+    // The refused token is offered once, not in a loop.
+    assert!(sent.len() <= 2, "sent {} Authorization headers", sent.len());
+}
+
+#[test]
+fn password_in_the_url_is_not_shown_in_errors() {
+    let (port, _seen) = refusing_http_server();
+    let url = format!("http://user:pa55word-in-url@127.0.0.1:{port}/tenants.git");
+    let cache = tempfile::tempdir().unwrap();
+    let err = GitSource::open_or_clone(&url, "main", cache.path(), GitAuth::default()).unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("pa55word-in-url"), "{shown}");
+    assert!(
+        shown.contains(&format!("http://127.0.0.1:{port}/tenants.git")),
+        "{shown}"
+    );
+}
+
+#[test]
+fn cache_folder_holding_another_repository_is_replaced() {
+    let first = work_repo();
+    let second = work_repo();
+    write(second.path(), "tenants/only-in-second.yaml", "x: 1\n");
+    commit_all(second.path(), "second");
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(second.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let path: PathBuf = source.cache_path().to_path_buf();
+    // Put a clone of another URL where this URL's cache lives.
+    std::fs::remove_dir_all(&path).unwrap();
+    git(
+        cache.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            first.path().to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+    );
+    let source = GitSource::open_or_clone(
+        &url_of(second.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let head = source.fetch().unwrap();
+    assert!(
+        source
+            .snapshot(&head)
+            .unwrap()
+            .get("tenants/only-in-second.yaml")
+            .is_some()
+    );
+}
