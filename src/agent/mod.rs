@@ -22,7 +22,9 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::cluster::counter::RequestCounter;
-use crate::cluster::sync::{ClusterState, SyncOptions, load_inventories, sync_with};
+use crate::cluster::sync::{
+    ClusterState, SyncOptions, ensure_namespace, load_inventories, sync_with,
+};
 use crate::cluster::{self, ClusterError, Resources};
 use crate::git::{GitAuth, GitSource};
 use crate::model::Repo;
@@ -163,6 +165,8 @@ struct LoopState {
     known: BTreeSet<String>,
     /// Tenant files removed since the last orphan report.
     check_orphans: bool,
+    /// The agent namespace exists.
+    namespace_ready: bool,
 }
 
 fn jitter(interval: Duration) -> Duration {
@@ -450,6 +454,12 @@ async fn batch(
         cluster: options.cluster.clone(),
         commit: state.commit.clone(),
     };
+    if !state.namespace_ready {
+        match ensure_namespace(resources.client(), &agent_namespace).await {
+            Ok(()) => state.namespace_ready = true,
+            Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
+        }
+    }
     let inventories = match load_inventories(resources.client(), &agent_namespace).await {
         Ok(i) => i,
         Err(ClusterError::Unreachable {

@@ -31,7 +31,7 @@ pub enum ClusterError {
     #[error("cannot load kubeconfig: {0}")]
     Kubeconfig(String),
     /// The API server could not be reached or refused a request fief cannot do without.
-    #[error("cannot reach the cluster ({what}): {source}")]
+    #[error("cannot reach the cluster ({what}): {}", brief(.source))]
     Unreachable {
         /// What fief was doing.
         what: String,
@@ -39,7 +39,7 @@ pub enum ClusterError {
         source: kube::Error,
     },
     /// A request about one object failed.
-    #[error("{id}: {what}: {source}")]
+    #[error("{id}: {what}: {}", brief(.source))]
     Object {
         /// The object.
         id: ObjectId,
@@ -74,6 +74,14 @@ pub enum ClusterError {
         /// How long fief waited.
         seconds: u64,
     },
+}
+
+/// A client error in one line: for API errors the code, reason and message only.
+pub fn brief(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
+        other => other.to_string(),
+    }
 }
 
 /// Build a client from `--kubeconfig` / `--context`, `KUBECONFIG`, `~/.kube/config` or the

@@ -255,7 +255,8 @@ fn api_version(object: &Value) -> String {
         .to_string()
 }
 
-async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
+/// Create the agent namespace if it does not exist (one read when it does).
+pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
     let api: Api<Namespace> = Api::all(client.clone());
     let unreachable = |source| ClusterError::Unreachable {
         what: format!("reading namespace {name}"),
