@@ -429,28 +429,28 @@ impl GitSource {
             tried.insert(CredentialType::USERNAME);
             return Cred::username(user_from_url.unwrap_or("git"));
         }
-        if allowed.contains(CredentialType::SSH_KEY) {
-            if let Some(key) = &auth.ssh_key {
-                if tried.contains(CredentialType::SSH_KEY) {
-                    return Err(git2::Error::from_str("the server refused the SSH key"));
-                }
-                tried.insert(CredentialType::SSH_KEY);
-                return Cred::ssh_key(user_from_url.unwrap_or("git"), None, key, None)
-                    .map_err(|e| git2::Error::from_str(&format!("SSH key: {}", e.message())));
+        if allowed.contains(CredentialType::SSH_KEY)
+            && let Some(key) = &auth.ssh_key
+        {
+            if tried.contains(CredentialType::SSH_KEY) {
+                return Err(git2::Error::from_str("the server refused the SSH key"));
             }
+            tried.insert(CredentialType::SSH_KEY);
+            return Cred::ssh_key(user_from_url.unwrap_or("git"), None, key, None)
+                .map_err(|e| git2::Error::from_str(&format!("SSH key: {}", e.message())));
         }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
-            if let Some(token) = &auth.token {
-                if tried.contains(CredentialType::USER_PASS_PLAINTEXT) {
-                    return Err(git2::Error::from_str("the server refused the token"));
-                }
-                tried.insert(CredentialType::USER_PASS_PLAINTEXT);
-                let user = match user_from_url {
-                    Some(user) if !user.is_empty() => user,
-                    _ => token_user(&self.url),
-                };
-                return Cred::userpass_plaintext(user, token);
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
+            && let Some(token) = &auth.token
+        {
+            if tried.contains(CredentialType::USER_PASS_PLAINTEXT) {
+                return Err(git2::Error::from_str("the server refused the token"));
             }
+            tried.insert(CredentialType::USER_PASS_PLAINTEXT);
+            let user = match user_from_url {
+                Some(user) if !user.is_empty() => user,
+                _ => token_user(&self.url),
+            };
+            return Cred::userpass_plaintext(user, token);
         }
         Err(git2::Error::from_str(
             "the server asks for credentials and none fitting were given (a token for https, an SSH key for ssh)",
@@ -543,12 +543,11 @@ pub fn redact_url(url: &str) -> String {
         return format!("{scheme}://{host}{path}");
     }
     // scp-like `user@host:path`: the part before the first `:` has no `/`.
-    if let Some((before, after)) = url.split_once(':') {
-        if !before.contains('/') {
-            if let Some((_, host)) = before.rsplit_once('@') {
-                return format!("{host}:{after}");
-            }
-        }
+    if let Some((before, after)) = url.split_once(':')
+        && !before.contains('/')
+        && let Some((_, host)) = before.rsplit_once('@')
+    {
+        return format!("{host}:{after}");
     }
     url.to_string()
 }

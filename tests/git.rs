@@ -537,10 +537,10 @@ fn refusing_http_server() -> (u16, Arc<Mutex<Vec<String>>>) {
                 if line == "\r\n" {
                     break;
                 }
-                if let Some((name, value)) = line.split_once(':') {
-                    if name.eq_ignore_ascii_case("authorization") {
-                        record.lock().unwrap().push(value.trim().to_string());
-                    }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("authorization")
+                {
+                    record.lock().unwrap().push(value.trim().to_string());
                 }
                 line.clear();
             }

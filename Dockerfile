@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# The fief image: the `fief` binary on Debian slim, run as an unprivileged user.
+#   docker build -t registry.example.com/fief:0.1.0 .
+# Used by deploy/agent.yaml (`fief agent ...`); the default command only prints the agent's
+# flags.
+
+FROM rust:1.95-bookworm AS builder
+# libgit2 and libssh2 are built vendored; git2's https transport links the system OpenSSL.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        libssl-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY templates ./templates
+COPY benches ./benches
+# The registry and target caches survive between builds (BuildKit); the binary is copied out
+# of the cached target folder so the next stage can take it.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin fief \
+    && install -m 0755 target/release/fief /usr/local/bin/fief
+
+FROM debian:bookworm-slim
+# ca-certificates: https to the git host; libssl3 and zlib1g: what the binary links.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        ca-certificates libssl3 zlib1g \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=builder /usr/local/bin/fief /usr/local/bin/fief
+# Same user as the Deployment's securityContext; HOME on the writable /tmp (libgit2 looks
+# for a global git config there).
+USER 65532:65532
+ENV HOME=/tmp
+ENTRYPOINT ["/usr/local/bin/fief"]
+CMD ["agent", "--help"]
