@@ -198,6 +198,11 @@ fn read_secret(path: &std::path::Path) -> Result<String, CliError> {
 pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
     init_logs(args.log_format);
     let token = match (&args.git_token_file, &args.git_token_env) {
+        // The credential Secret is optional (public repos): a missing file is no token.
+        (Some(f), _) if !f.exists() => {
+            tracing::warn!(file = %f.display(), "git token file not found; fetching without a token");
+            None
+        }
         (Some(f), _) => Some(read_secret(f)?),
         (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
             CliError::Usage(format!(

@@ -140,7 +140,6 @@ fn every_deploy_manifest_passes_a_server_dry_run() {
         ("RoleBinding", "fief-agent"),
         ("Deployment", "fief-agent"),
         ("Service", "fief-agent"),
-        ("PodDisruptionBudget", "fief-agent"),
     ] {
         find(&objects, kind, name);
     }
@@ -332,18 +331,14 @@ fn agent_args_are_flags_fief_agent_accepts() {
 }
 
 #[test]
-fn service_and_disruption_budget_select_the_agent_pods() {
+fn service_selects_the_agent_pods() {
     let objects = dry_run_all();
     let deployment = agent_deployment(&objects);
     let labels = &deployment["spec"]["template"]["metadata"]["labels"];
     let service = find(&objects, "Service", "fief-agent");
     assert_eq!(service["spec"]["ports"][0]["port"], 8080);
     assert_eq!(service["spec"]["ports"][0]["name"], "http");
-    let pdb = find(&objects, "PodDisruptionBudget", "fief-agent");
-    for selector in [
-        &service["spec"]["selector"],
-        &pdb["spec"]["selector"]["matchLabels"],
-    ] {
+    for selector in [&service["spec"]["selector"]] {
         let selector = selector.as_object().expect("selector");
         assert!(!selector.is_empty());
         for (key, value) in selector {
