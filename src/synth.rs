@@ -7,8 +7,13 @@
 
 use std::path::Path;
 
-/// Files of a synthetic repo with `tenants` tenants.
+/// Files of a synthetic repo with `tenants` tenants named `tenant-NNNNN`.
 pub fn repo_files(tenants: usize) -> Vec<(String, String)> {
+    repo_files_named(tenants, "tenant")
+}
+
+/// Files of a synthetic repo with `tenants` tenants named `<prefix>-NNNNN`.
+pub fn repo_files_named(tenants: usize, prefix: &str) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = vec![
         ("fief.yaml".into(), "baseDomain: bench.example\n".into()),
         (
@@ -51,7 +56,7 @@ pub fn repo_files(tenants: usize) -> Vec<(String, String)> {
         ),
     ];
     for i in 0..tenants {
-        let name = tenant_name(i);
+        let name = format!("{prefix}-{i:05}");
         let envs = if i % 10 == 0 { "[dev, prod]" } else { "[prod]" };
         files.push((
             format!("tenants/{name}.yaml"),
@@ -71,7 +76,12 @@ pub fn tenant_name(i: usize) -> String {
 
 /// Write a synthetic repo under `dir`.
 pub fn write_repo(dir: &Path, tenants: usize) -> std::io::Result<()> {
-    for (path, text) in repo_files(tenants) {
+    write_files(dir, &repo_files(tenants))
+}
+
+/// Write repo files under `dir`.
+pub fn write_files(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
+    for (path, text) in files {
         let p = dir.join(path);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)?;

@@ -1,0 +1,706 @@
+//! Cluster benchmark: fief against the real test control plane, side by side with kubectl.
+//!
+//! `cargo bench --bench cluster -- [TENANTS] [RUNS] [KUBECTL_TENANTS]` (defaults 1000 3 100).
+//! Prints a table: render, cold apply, no-op pass (with the API server's own request counts),
+//! a one-tenant change through the webhook, a shared-component change, the agent's peak RSS,
+//! and the same manifests applied by `kubectl apply --server-side --prune --applyset` for the
+//! cold, no-op and shared-change passes (ratios measured in the same run), plus the API
+//! server's raw write rate from a plain parallel client.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hmac::{Hmac, Mac};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+const CONCURRENCY: &str = "8";
+const SECRET: &str = "bench-secret";
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn fief() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.email=b@fief.dev", "-c", "user.name=bench"])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "git {args:?}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Sum of the API server's `apiserver_request_total` by verb (leases and events excluded:
+/// the controller-manager's own background traffic).
+async fn apiserver_requests(client: &kube::Client) -> BTreeMap<String, f64> {
+    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(req).await.unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
+        if line.contains("resource=\"leases\"") || line.contains("resource=\"events\"") {
+            continue;
+        }
+        let Some(verb) = line
+            .split("verb=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+        else {
+            continue;
+        };
+        let Some(n) = line.rsplit(' ').next().and_then(|n| n.parse::<f64>().ok()) else {
+            continue;
+        };
+        *out.entry(verb.to_string()).or_insert(0.0) += n;
+    }
+    out
+}
+
+fn delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect()
+}
+
+fn mutating(d: &BTreeMap<String, f64>) -> f64 {
+    [
+        "POST",
+        "PUT",
+        "PATCH",
+        "APPLY",
+        "DELETE",
+        "DELETECOLLECTION",
+        "CREATE",
+        "UPDATE",
+    ]
+    .iter()
+    .map(|v| d.get(*v).copied().unwrap_or(0.0))
+    .sum()
+}
+
+/// `fief apply` on a repo; (seconds, objects created+configured).
+fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64) {
+    let start = Instant::now();
+    let out = fief()
+        .args([
+            "apply",
+            repo.to_str().unwrap(),
+            "--output",
+            "json",
+            "--concurrency",
+            CONCURRENCY,
+        ])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "fief apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let objects = v["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["counts"]["created"].as_u64().unwrap_or(0)
+                + t["counts"]["configured"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    (secs, objects)
+}
+
+/// The same manifests through kubectl: one `apply --server-side --prune --applyset` per tenant,
+/// CONCURRENCY at a time. Returns seconds.
+fn kubectl_apply(rendered: &Path, tenants: &[String], kubectl: &Path, kubeconfig: &Path) -> f64 {
+    let start = Instant::now();
+    let parallel: usize = CONCURRENCY.parse().unwrap();
+    for chunk in tenants.chunks(parallel) {
+        let children: Vec<(String, Child)> = chunk
+            .iter()
+            .map(|t| {
+                let child = Command::new(kubectl)
+                    .env("KUBECTL_APPLYSET", "true")
+                    .arg("--kubeconfig")
+                    .arg(kubeconfig)
+                    .args([
+                        "apply",
+                        "--server-side",
+                        "--force-conflicts",
+                        "--prune",
+                        "-R",
+                        "-n",
+                        "kubectl-sets",
+                    ])
+                    .arg(format!("--applyset=configmaps/{t}"))
+                    .arg("-f")
+                    .arg(rendered.join(t))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (t.clone(), child)
+            })
+            .collect();
+        for (t, child) in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "kubectl apply {t}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn render_out(repo: &Path, out: &Path) {
+    let _ = std::fs::remove_dir_all(out);
+    let ok = fief()
+        .args([
+            "render",
+            repo.to_str().unwrap(),
+            "--show-secrets",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+struct Daemon(Child);
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn git_daemon(base: &Path, port: u16) -> Daemon {
+    let exec = Command::new("git").arg("--exec-path").output().unwrap();
+    let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
+    let child = Command::new(Path::new(&exec).join("git-daemon"))
+        .args([
+            "--export-all",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+            &format!("--base-path={}", base.display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err()
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Daemon(child)
+}
+
+struct AgentProc {
+    child: Child,
+    port: u16,
+}
+impl Drop for AgentProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> (u16, String) {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return (0, String::new());
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    if s.write_all(req.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        code,
+        out.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default(),
+    )
+}
+
+impl AgentProc {
+    fn start(url: &str, kubeconfig: &Path, cache: &Path, secret: &Path) -> AgentProc {
+        let port = free_port();
+        let child = fief()
+            .args([
+                "agent",
+                "--repo",
+                url,
+                "--no-leader-election",
+                "--interval",
+                "600s",
+                "--concurrency",
+                CONCURRENCY,
+            ])
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--webhook-secret-file")
+            .arg(secret)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let agent = AgentProc { child, port };
+        let start = Instant::now();
+        while http(port, "GET", "/readyz", &[], "").0 != 200 {
+            assert!(
+                start.elapsed() < Duration::from_secs(900),
+                "agent not ready"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        agent
+    }
+
+    fn metric(&self, name: &str) -> f64 {
+        let (_, text) = http(self.port, "GET", "/metrics", &[], "");
+        text.lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    fn requests(&self) -> BTreeMap<String, f64> {
+        let (_, text) = http(self.port, "GET", "/metrics", &[], "");
+        text.lines()
+            .filter(|l| l.starts_with("fief_api_requests{"))
+            .filter_map(|l| {
+                let verb = l.split("verb=\"").nth(1)?.split('"').next()?.to_string();
+                Some((verb, l.rsplit(' ').next()?.parse().ok()?))
+            })
+            .collect()
+    }
+
+    fn push(&self) {
+        let body = r#"{"ref":"refs/heads/main"}"#;
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+        mac.update(body.as_bytes());
+        let sig: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let (code, _) = http(
+            self.port,
+            "POST",
+            "/hooks/git",
+            &[("X-Hub-Signature-256", format!("sha256={sig}"))],
+            body,
+        );
+        assert_eq!(code, 202);
+    }
+
+    /// Peak resident set size (VmHWM), MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    }
+}
+
+async fn wait_value(
+    api: &Api<k8s_openapi::api::core::v1::ConfigMap>,
+    name: &str,
+    key: &str,
+    want: &str,
+) {
+    loop {
+        if let Ok(cm) = api.get(name).await
+            && cm
+                .data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(String::as_str)
+                == Some(want)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A plain parallel client: server-side apply `n` ConfigMaps, 32 at a time. Objects/s.
+async fn raw_write_rate(client: &kube::Client, n: usize, ns: &str) -> f64 {
+    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = nsapi
+        .patch(
+            ns,
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            ),
+        )
+        .await;
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let name = format!("raw-{i}");
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"bench": "raw"}}, "data": {"k": "v", "i": i.to_string()}});
+                let _ = api.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(cm)).await;
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    // `cargo test --all-targets` builds and runs bench targets too; only `cargo bench` (which
+    // passes --bench) measures.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark compiled; run it with `cargo bench`");
+        return;
+    }
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let tenants: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let small: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let cp = common::control_plane();
+    let kubeconfig = cp.admin_kubeconfig().to_path_buf();
+    let kubectl = cp.kubectl_path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(cp.admin_client());
+    let _ = cp
+        .kubectl_admin()
+        .args(["create", "namespace", "kubectl-sets"])
+        .output();
+    let work = tempfile::tempdir().unwrap();
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| {
+        println!("{k:<58} {v}");
+        rows.push((k.to_string(), v));
+    };
+    println!(
+        "cluster benchmark: {tenants} tenants (kubectl comparison at {small}), {runs} runs, concurrency {CONCURRENCY}"
+    );
+
+    // 1. Render + validate.
+    let files = fief::synth::repo_files_named(tenants, "big0");
+    let mut t = Vec::new();
+    for _ in 0..runs {
+        let repo = fief::model::Repo::load(Arc::new(fief::snapshot::Snapshot::from_files(
+            files.clone(),
+        )));
+        let start = Instant::now();
+        let renders = fief::render::render_all(&repo, &[]);
+        t.push(start.elapsed().as_secs_f64());
+        assert!(renders.iter().all(|r| r.is_ok()));
+    }
+    row(
+        &format!("1. render + validate, {tenants} tenants"),
+        format!("{:.0} ms", median(t) * 1000.0),
+    );
+
+    // Raw API server write rate, for reference.
+    let mut raw = Vec::new();
+    for r in 0..runs {
+        raw.push(rt.block_on(raw_write_rate(&client, 2000, &format!("bench-raw-{r}"))));
+    }
+    let raw = median(raw);
+    row(
+        "   API server raw SSA write rate (32 parallel ConfigMaps)",
+        format!("{raw:.0} objects/s"),
+    );
+
+    // 2 + 3. Cold apply and no-op pass, fief at N; fief and kubectl at the small size.
+    let (mut cold, mut cold_rate, mut noop, mut noop_mut, mut noop_reads) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut fs_cold, mut fs_noop, mut k_cold, mut k_noop, mut fs_change, mut k_change) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut last_big = PathBuf::new();
+    for r in 0..runs {
+        let dir = work.path().join(format!("big{r}"));
+        fief::synth::write_files(
+            &dir,
+            &fief::synth::repo_files_named(tenants, &format!("big{r}")),
+        )
+        .unwrap();
+        let (secs, objects) = fief_apply(&dir, &kubeconfig);
+        cold.push(secs);
+        cold_rate.push(objects as f64 / secs);
+        let before = rt.block_on(apiserver_requests(&client));
+        let (secs, objects) = fief_apply(&dir, &kubeconfig);
+        let d = delta(&before, &rt.block_on(apiserver_requests(&client)));
+        assert_eq!(objects, 0);
+        noop.push(secs);
+        noop_mut.push(mutating(&d));
+        noop_reads
+            .push(d.get("LIST").copied().unwrap_or(0.0) + d.get("GET").copied().unwrap_or(0.0));
+        last_big = dir;
+
+        // Side by side at the small size: fief apply vs kubectl, same manifests.
+        let fdir = work.path().join(format!("fs{r}"));
+        let kfiles = fief::synth::repo_files_named(small, &format!("fs{r}"));
+        fief::synth::write_files(&fdir, &kfiles).unwrap();
+        fs_cold.push(fief_apply(&fdir, &kubeconfig).0);
+        fs_noop.push(fief_apply(&fdir, &kubeconfig).0);
+        let kdir = work.path().join(format!("ks{r}"));
+        let kfiles = fief::synth::repo_files_named(small, &format!("ks{r}"));
+        fief::synth::write_files(&kdir, &kfiles).unwrap();
+        let out = work.path().join(format!("ks{r}-out"));
+        render_out(&kdir, &out);
+        let names: Vec<String> = (0..small).map(|i| format!("ks{r}-{i:05}")).collect();
+        k_cold.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
+        k_noop.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
+        // 5 (side by side): a shared component changes for every tenant.
+        let change = (
+            "components/worker/varz.yaml".to_string(),
+            format!("image: registry.example/worker\nqueues: [default, mail, run{r}]\n"),
+        );
+        fief::synth::write_files(&fdir, std::slice::from_ref(&change)).unwrap();
+        fs_change.push(fief_apply(&fdir, &kubeconfig).0);
+        fief::synth::write_files(&kdir, std::slice::from_ref(&change)).unwrap();
+        render_out(&kdir, &out);
+        k_change.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
+    }
+    let objects_per_tenant = 26.4;
+    row(
+        &format!("2. cold apply, {tenants} tenants (fief apply)"),
+        format!(
+            "{:.1} s, {:.0} objects/s",
+            median(cold.clone()),
+            median(cold_rate.clone())
+        ),
+    );
+    row(
+        "   fief cold-apply rate / API server raw rate",
+        format!("{:.0} %", 100.0 * median(cold_rate) / raw),
+    );
+    row(
+        &format!("3. no-op pass, {tenants} unchanged tenants"),
+        format!("{:.0} ms", median(noop) * 1000.0),
+    );
+    row(
+        "   API requests in the no-op pass (apiserver_request_total)",
+        format!(
+            "{:.0} mutating, {:.0} reads",
+            median(noop_mut),
+            median(noop_reads)
+        ),
+    );
+    let ratio = |f: &Vec<f64>, k: &Vec<f64>| median(k.clone()) / median(f.clone());
+    row(
+        &format!("2'. cold apply, {small} tenants: fief / kubectl"),
+        format!(
+            "{:.1} s / {:.1} s = {:.1}x faster ({:.0} vs {:.0} objects/s)",
+            median(fs_cold.clone()),
+            median(k_cold.clone()),
+            ratio(&fs_cold, &k_cold),
+            small as f64 * objects_per_tenant / median(fs_cold.clone()),
+            small as f64 * objects_per_tenant / median(k_cold.clone())
+        ),
+    );
+    row(
+        &format!("3'. no-op pass, {small} tenants: fief / kubectl"),
+        format!(
+            "{:.2} s / {:.1} s = {:.0}x faster",
+            median(fs_noop.clone()),
+            median(k_noop.clone()),
+            ratio(&fs_noop, &k_noop)
+        ),
+    );
+    row(
+        &format!("5'. shared component change, {small} tenants: fief / kubectl"),
+        format!(
+            "{:.2} s / {:.1} s = {:.1}x faster",
+            median(fs_change.clone()),
+            median(k_change.clone()),
+            ratio(&fs_change, &k_change)
+        ),
+    );
+
+    // 4, 5, 6: the agent on the last N-tenant repo, served by git daemon.
+    let base = work.path().join("git");
+    std::fs::create_dir_all(base.join("repo")).unwrap();
+    let repo_dir = base.join("repo");
+    for entry in ["fief.yaml", "tenants", "components", "environments"] {
+        let _ = Command::new("cp")
+            .arg("-r")
+            .arg(last_big.join(entry))
+            .arg(&repo_dir)
+            .status();
+    }
+    git(&repo_dir, &["init", "-q", "-b", "main"]);
+    git(&repo_dir, &["add", "-A"]);
+    git(&repo_dir, &["commit", "-q", "-m", "init"]);
+    let port = free_port();
+    let _daemon = git_daemon(&base, port);
+    let url = format!("git://127.0.0.1:{port}/repo");
+    let secret = work.path().join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let start = Instant::now();
+    let agent = AgentProc::start(&url, &kubeconfig, &work.path().join("cache"), &secret);
+    row(
+        &format!("   agent start to ready over {tenants} applied tenants"),
+        format!("{:.1} s", start.elapsed().as_secs_f64()),
+    );
+    let prefix = last_big.file_name().unwrap().to_string_lossy().to_string();
+    let tenant0 = format!("{prefix}-00001");
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &format!("{tenant0}-prod"));
+    let mut one = Vec::new();
+    let mut one_requests = BTreeMap::new();
+    let tenant_file = repo_dir.join(format!("tenants/{tenant0}.yaml"));
+    let original = std::fs::read_to_string(&tenant_file).unwrap();
+    for i in 0..runs.max(5) {
+        let value = format!("run-{i}");
+        let text = original.replace(
+            "    - name: worker\n",
+            &format!("    - name: worker\n      values: {{queues: [{value}]}}\n"),
+        );
+        std::fs::write(&tenant_file, text).unwrap();
+        git(&repo_dir, &["commit", "-q", "-am", &value]);
+        let before = agent.requests();
+        let start = Instant::now();
+        agent.push();
+        rt.block_on(wait_value(&api, "worker", "QUEUES", &value));
+        one.push(start.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(300));
+        one_requests = delta(&before, &agent.requests());
+    }
+    row(
+        "4. one tenant's value changed: webhook to applied",
+        format!("{:.0} ms", median(one) * 1000.0),
+    );
+    row(
+        "   requests the agent sent for it",
+        format!("{one_requests:?}"),
+    );
+
+    let syncs_before = agent.metric("fief_tenant_syncs_total");
+    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    std::fs::write(repo_dir.join("components/worker/varz.yaml"), change).unwrap();
+    git(&repo_dir, &["commit", "-q", "-am", "shared"]);
+    let start = Instant::now();
+    agent.push();
+    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    row(
+        &format!("5. shared component changed, {tenants} tenants: converged"),
+        format!("{:.1} s", start.elapsed().as_secs_f64()),
+    );
+    row(
+        &format!("6. agent peak RSS, {tenants} tenants"),
+        format!("{:.0} MiB", agent.peak_rss_mib()),
+    );
+    drop(agent);
+
+    // 6 at the small size: an agent over the small fief repo.
+    let sbase = work.path().join("git-small");
+    let srepo = sbase.join("repo");
+    std::fs::create_dir_all(&srepo).unwrap();
+    let sdir = work.path().join("fs0");
+    for entry in ["fief.yaml", "tenants", "components", "environments"] {
+        let _ = Command::new("cp")
+            .arg("-r")
+            .arg(sdir.join(entry))
+            .arg(&srepo)
+            .status();
+    }
+    git(&srepo, &["init", "-q", "-b", "main"]);
+    git(&srepo, &["add", "-A"]);
+    git(&srepo, &["commit", "-q", "-m", "init"]);
+    let sport = free_port();
+    let _sdaemon = git_daemon(&sbase, sport);
+    let small_agent = AgentProc::start(
+        &format!("git://127.0.0.1:{sport}/repo"),
+        &kubeconfig,
+        &work.path().join("cache-small"),
+        &secret,
+    );
+    row(
+        &format!("6. agent peak RSS, {small} tenants"),
+        format!("{:.0} MiB", small_agent.peak_rss_mib()),
+    );
+    drop(small_agent);
+    let _ = rows;
+}
