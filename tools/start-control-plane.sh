@@ -373,7 +373,7 @@ try_start() {
     --service-account-key-file="${pki}/sa.pub" \
     --service-account-signing-key-file="${pki}/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range=10.0.0.0/24 \
+    --service-cluster-ip-range=10.0.0.0/16 \
     --authorization-mode=Node,RBAC \
     --endpoint-reconciler-type=none \
     --enable-priority-and-fairness=true \
