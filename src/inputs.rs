@@ -49,10 +49,10 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
         }
     }
     let shared = hex(shared);
-    let components: BTreeMap<&String, String> = repo
+    let components: BTreeMap<&str, String> = repo
         .components
         .keys()
-        .map(|c| (c, dir_hash(&format!("components/{c}"))))
+        .map(|c| (c.as_str(), dir_hash(&format!("components/{c}"))))
         .collect();
     let mut out = BTreeMap::new();
     for (name, tenant) in &repo.tenants {
@@ -91,8 +91,8 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
             }
             for c in seen {
                 h.update(c.as_bytes());
-                match components.iter().find(|(k, _)| k.as_str() == c) {
-                    Some((_, hash)) => h.update(hash.as_bytes()),
+                match components.get(c) {
+                    Some(hash) => h.update(hash.as_bytes()),
                     None => h.update(b"<missing>"),
                 }
             }

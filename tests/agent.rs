@@ -471,6 +471,17 @@ fn a_broken_template_stalls_only_that_tenant_and_the_fix_recovers_it() {
         .is_some(),
         "nothing of the bad tenant is pruned"
     );
+    // The failure is also a Kubernetes Event on the tenant's inventory.
+    wait_until("a RenderFailed event", Duration::from_secs(10), || {
+        kubectl_json(&["get", "events.events.k8s.io", "-n", &agent_ns])
+            .and_then(|v| v["items"].as_array().cloned())
+            .is_some_and(|items| {
+                items.iter().any(|e| {
+                    e["reason"] == "RenderFailed"
+                        && e["regarding"]["name"] == format!("fief-tenant-{bad}").as_str()
+                })
+            })
+    });
     wait_until("good tenant applied", Duration::from_secs(10), || {
         configmap_value(&format!("{good}-prod"), "app-config", "greeting").as_deref() == Some("hey")
     });

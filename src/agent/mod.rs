@@ -386,8 +386,34 @@ async fn fetch(shared: &Arc<Shared>, git: &Arc<Mutex<GitSource>>, state: &mut Lo
     state.known = known;
 }
 
-/// Render and sync the due tenants.
+/// Tenants rendered and synced together; bounds the agent's memory at thousands of tenants.
+const BATCH_TENANTS: usize = 50;
+
+/// Render and sync the due tenants, a bounded batch at a time.
 async fn batch(
+    shared: &Arc<Shared>,
+    resources: &Resources,
+    options: &AgentOptions,
+    state: &mut LoopState,
+    due: Vec<String>,
+) {
+    if due.is_empty() {
+        return sync_batch(shared, resources, options, state, due).await;
+    }
+    let started = Instant::now();
+    for chunk in due.chunks(BATCH_TENANTS) {
+        sync_batch(shared, resources, options, state, chunk.to_vec()).await;
+    }
+    if !shared.ready.swap(true, Ordering::SeqCst) {
+        tracing::info!(
+            tenants = state.known.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "first full sync done; ready"
+        );
+    }
+}
+
+async fn sync_batch(
     shared: &Arc<Shared>,
     resources: &Resources,
     options: &AgentOptions,
@@ -558,15 +584,79 @@ async fn batch(
             );
         }
     }
+    publish_events(shared, &agent_namespace, &result.reports).await;
     shared
         .metrics
         .batch_seconds
         .observe(started.elapsed().as_secs_f64());
-    if !shared.ready.swap(true, Ordering::SeqCst) {
-        tracing::info!(
-            tenants = state.known.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "first full sync done; ready"
-        );
+}
+
+/// Status as Kubernetes Events on each tenant's inventory ConfigMap: one when a sync changed
+/// something, one when it failed. An unchanged tenant gets none (steady state writes nothing).
+async fn publish_events(
+    shared: &Shared,
+    agent_namespace: &str,
+    reports: &[crate::cluster::sync::TenantReport],
+) {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let reporter = Reporter {
+        controller: "fief-agent".to_string(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let recorder = Recorder::new(shared.client.clone(), reporter);
+    for r in reports {
+        let c = &r.counts;
+        let event = if !r.is_ok() {
+            let note = r
+                .errors
+                .first()
+                .cloned()
+                .or_else(|| r.prune_held.clone())
+                .unwrap_or_else(|| r.outcome.clone());
+            Event {
+                type_: EventType::Warning,
+                reason: if r.outcome == "invalid" {
+                    "RenderFailed"
+                } else {
+                    "SyncFailed"
+                }
+                .to_string(),
+                note: Some(note.chars().take(1000).collect()),
+                action: "Sync".to_string(),
+                secondary: None,
+            }
+        } else if c.created + c.configured + c.pruned > 0 || r.prune_held.is_some() {
+            let mut note = format!(
+                "{} created, {} configured, {} pruned, {} unchanged",
+                c.created, c.configured, c.pruned, c.unchanged
+            );
+            if let Some(hold) = &r.prune_held {
+                note = format!("{note}; {hold}");
+            }
+            Event {
+                type_: EventType::Normal,
+                reason: if r.outcome == "purged" {
+                    "Purged"
+                } else {
+                    "Applied"
+                }
+                .to_string(),
+                note: Some(note.chars().take(1000).collect()),
+                action: "Sync".to_string(),
+                secondary: None,
+            }
+        } else {
+            continue;
+        };
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("v1".to_string()),
+            kind: Some("ConfigMap".to_string()),
+            name: Some(crate::objects::inventory_name(&r.tenant)),
+            namespace: Some(agent_namespace.to_string()),
+            ..Default::default()
+        };
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(tenant = r.tenant, error = %e, "cannot publish an event");
+        }
     }
 }

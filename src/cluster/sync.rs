@@ -147,7 +147,9 @@ pub async fn observe(
             }
         }
     }
-    let selector = if all_tenants {
+    // Name the tenants when they are few (the cluster may hold many more of other repos);
+    // past that, one selector for all fief members keeps the URL short.
+    let selector = if all_tenants && renders.len() > 200 {
         objects::LABEL_TENANT.to_string()
     } else {
         let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
