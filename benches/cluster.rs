@@ -108,8 +108,8 @@ fn mutating(d: &BTreeMap<String, f64>) -> f64 {
     .sum()
 }
 
-/// `fief apply` on a repo; (seconds, objects created+configured).
-fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64) {
+/// `fief apply` on a repo; (seconds, objects created+configured, mutating requests fief sent).
+fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64) {
     let start = Instant::now();
     let out = fief()
         .args([
@@ -140,7 +140,12 @@ fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64) {
                 + t["counts"]["configured"].as_u64().unwrap_or(0)
         })
         .sum();
-    (secs, objects)
+    let r = &v["requests"];
+    let sent = ["post", "put", "patch", "delete"]
+        .iter()
+        .map(|k| r[*k].as_u64().unwrap_or(0))
+        .sum();
+    (secs, objects, sent)
 }
 
 /// The same manifests through kubectl, as a kubectl pipeline would run them: per tenant, the
@@ -542,11 +547,12 @@ fn main() {
             &fief::synth::repo_files_named(tenants, &format!("big{r}")),
         )
         .unwrap();
-        let (secs, objects) = fief_apply(&dir, &kubeconfig);
+        let (secs, objects, _) = fief_apply(&dir, &kubeconfig);
         cold.push(secs);
         cold_rate.push(objects as f64 / secs);
         let before = rt.block_on(apiserver_requests(&client));
-        let (secs, objects) = fief_apply(&dir, &kubeconfig);
+        let (secs, objects, sent) = fief_apply(&dir, &kubeconfig);
+        fief_sent.push(sent as f64);
         let d = delta(&before, &rt.block_on(apiserver_requests(&client)));
         assert_eq!(objects, 0);
         noop.push(secs);
