@@ -27,6 +27,7 @@ use crate::cluster::sync::{
 };
 use crate::cluster::{self, ClusterError, Resources};
 use crate::git::{GitAuth, GitSource};
+use crate::inventory::{Inventory, InventoryError};
 use crate::model::Repo;
 use crate::objects::ObjectId;
 use crate::render::TenantRender;
@@ -167,6 +168,8 @@ struct LoopState {
     check_orphans: bool,
     /// The agent namespace exists.
     namespace_ready: bool,
+    /// Inventories read at the start of the current batch, updated chunk by chunk.
+    inventories: Option<BTreeMap<String, Result<Inventory, InventoryError>>>,
 }
 
 fn jitter(interval: Duration) -> Duration {
@@ -401,6 +404,7 @@ async fn batch(
         return sync_batch(shared, resources, options, state, due).await;
     }
     let started = Instant::now();
+    state.inventories = None;
     for chunk in due.chunks(BATCH_TENANTS) {
         sync_batch(shared, resources, options, state, chunk.to_vec()).await;
     }
@@ -486,21 +490,25 @@ async fn sync_batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
-    let inventories = match load_inventories(resources.client(), &agent_namespace).await {
-        Ok(i) => i,
-        Err(ClusterError::Unreachable {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 404 => BTreeMap::new(),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read inventories; retrying later");
-            let now = Instant::now();
-            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-            for t in &due {
-                q.failed(t, now);
+    // Inventories are read once per batch and kept up to date from each chunk's results.
+    let inventories = match state.inventories.take() {
+        Some(i) => i,
+        None => match load_inventories(resources.client(), &agent_namespace).await {
+            Ok(i) => i,
+            Err(ClusterError::Unreachable {
+                source: kube::Error::Api(s),
+                ..
+            }) if s.code == 404 => BTreeMap::new(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read inventories; retrying later");
+                let now = Instant::now();
+                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                for t in &due {
+                    q.failed(t, now);
+                }
+                return;
             }
-            return;
-        }
+        },
     };
     let live = {
         let live = read(&shared.live);
@@ -525,6 +533,14 @@ async fn sync_batch(
     )
     .await;
     state.check_orphans = false;
+    let mut inventories = cluster_state.inventories;
+    for (tenant, inv) in &result.inventories {
+        match inv {
+            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
+            None => inventories.remove(tenant),
+        };
+    }
+    state.inventories = Some(inventories);
     // What was applied is the new baseline for drift detection.
     {
         let mut recorded = write(&shared.recorded);

@@ -4,14 +4,14 @@
 //! live object against the dry-run result (Secrets redacted), and the objects that would be
 //! pruned. Read-only: dry-run requests persist nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 use similar::TextDiff;
 
-use super::sync::load_inventories;
-use super::{ClusterError, FIELD_MANAGER, Resources, list_all, live_id};
+use super::sync::{load_inventories, load_live};
+use super::{ClusterError, FIELD_MANAGER, Resources};
 use crate::inventory::Inventory;
 use crate::objects::{self, ObjectId};
 use crate::output::redact;
@@ -86,20 +86,7 @@ pub async fn diff(
     }
     let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
     let selector = format!("{} in ({})", objects::LABEL_TENANT, names.join(","));
-    let mut live: HashMap<ObjectId, Value> = HashMap::new();
-    for (api_version, kind) in &kinds {
-        if let Some(resource) = resources.resolve(api_version, kind).await {
-            let items = list_all(resources, &resource, &selector)
-                .await
-                .map_err(|source| ClusterError::Unreachable {
-                    what: format!("listing {kind}"),
-                    source,
-                })?;
-            for item in items {
-                live.insert(live_id(&resource, &item), item);
-            }
-        }
-    }
+    let live = load_live(resources, &kinds, &selector).await?;
     let mut diffs = Vec::new();
     let mut errors = Vec::new();
     for r in renders.iter().filter(|r| r.is_ok()) {

@@ -313,7 +313,8 @@ pub async fn load_inventories(
     Ok(out)
 }
 
-async fn load_live(
+/// Every object of these kinds matching `selector`, by identity (one LIST per kind).
+pub async fn load_live(
     resources: &Resources,
     kinds: &BTreeSet<(String, String)>,
     selector: &str,
