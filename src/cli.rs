@@ -158,6 +158,9 @@ pub struct ClusterArgs {
     /// Kubeconfig context (default: the current context).
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Client-side limit on API requests per second (429 answers are retried with backoff).
+    #[arg(long, default_value_t = 500)]
+    pub api_qps: u32,
 }
 
 /// `fief apply`.

@@ -25,8 +25,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 async fn resources(args: &ClusterArgs) -> Result<(Resources, RequestCounter), CliError> {
-    let (client, counter) =
-        cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+    let (client, counter) = cluster::connect(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.api_qps,
+    )
+    .await?;
     Ok((Resources::discover(client).await?, counter))
 }
 
@@ -233,6 +237,7 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         lease_namespace: args.lease_namespace.clone(),
         kubeconfig: args.cluster_args.kubeconfig.clone(),
         context: args.cluster_args.context.clone(),
+        api_qps: args.cluster_args.api_qps,
     };
     match runtime()?.block_on(agent::run(options)) {
         Ok(()) => Ok(EXIT_OK),
@@ -249,6 +254,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         let (client, _) = cluster::connect(
             args.cluster.kubeconfig.as_deref(),
             args.cluster.context.as_deref(),
+            args.cluster.api_qps,
         )
         .await?;
         Ok::<_, CliError>(cluster::sync::load_inventories(&client, &args.namespace).await?)

@@ -63,6 +63,8 @@ pub struct AgentOptions {
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context.
     pub context: Option<String>,
+    /// Client-side limit on API requests per second.
+    pub api_qps: u32,
 }
 
 /// Why the agent stopped.
@@ -182,10 +184,13 @@ fn jitter(interval: Duration) -> Duration {
 
 /// Run the agent until SIGTERM/SIGINT.
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
-    let (client, counter) =
-        cluster::connect(options.kubeconfig.as_deref(), options.context.as_deref())
-            .await
-            .map_err(|e| AgentError::Cluster(Box::new(e)))?;
+    let (client, counter) = cluster::connect(
+        options.kubeconfig.as_deref(),
+        options.context.as_deref(),
+        options.api_qps,
+    )
+    .await
+    .map_err(|e| AgentError::Cluster(Box::new(e)))?;
     let resources = Resources::discover(client.clone())
         .await
         .map_err(|e| AgentError::Cluster(Box::new(e)))?;

@@ -86,9 +86,11 @@ pub fn brief(e: &kube::Error) -> String {
 
 /// Build a client from `--kubeconfig` / `--context`, `KUBECONFIG`, `~/.kube/config` or the
 /// in-cluster service account, as kubectl does. Every request it sends is counted.
+/// Requests are limited to `qps` per second on the client side.
 pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
+    qps: u32,
 ) -> Result<(Client, counter::RequestCounter), ClusterError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
@@ -116,6 +118,10 @@ pub async fn connect(
             source,
         })?
         .with_layer(&counter)
+        .with_layer(&tower::limit::RateLimitLayer::new(
+            u64::from(qps.max(1)),
+            std::time::Duration::from_secs(1),
+        ))
         .build();
     Ok((client, counter))
 }

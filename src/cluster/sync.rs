@@ -625,6 +625,11 @@ async fn apply_one(
                 attempt += 1;
                 tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
             }
+            // The API server is shedding load: back off exponentially and try again.
+            Err(kube::Error::Api(s)) if s.code == 429 && attempt < 8 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
             Err(source) => {
                 return Err(ClusterError::Object {
                     id: o.id.clone(),
