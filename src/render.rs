@@ -150,6 +150,17 @@ fn load_template(snapshot: &Snapshot, name: &str) -> Result<Option<String>, mini
     }
 }
 
+/// A template's source text, borrowed (for mapping rendered documents to template lines).
+fn template_source<'a>(snapshot: &'a Snapshot, name: &str) -> &'a str {
+    if let Some((_, text)) = BUILTIN_BASELINE.iter().find(|(n, _)| *n == name) {
+        return text;
+    }
+    match snapshot.get(name) {
+        Some(Ok(text)) => text,
+        _ => "",
+    }
+}
+
 /// A minijinja error as a diagnostic at the innermost template and line it names.
 fn template_diagnostic(name: &str, err: &minijinja::Error) -> Diagnostic {
     // The innermost error in the chain carries the include's own file and line.
@@ -331,12 +342,9 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
                         continue;
                     }
                 };
-                let src_text = load_template(&repo.snapshot, template)
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
+                let src_text = template_source(&repo.snapshot, template);
                 let (objs, errs) =
-                    parse_rendered(template, &src_text, &rendered, component, env, &namespace);
+                    parse_rendered(template, src_text, &rendered, component, env, &namespace);
                 errors.extend(errs);
                 for mut o in objs {
                     if keep_for_state(tenant.spec.state, &o) {

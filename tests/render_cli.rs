@@ -54,6 +54,14 @@ impl Repo {
         std::fs::write(p, text).unwrap();
     }
 
+    /// Beta stops using `app`, so a broken `app` template fails only alpha.
+    fn beta_without_components(&self) {
+        self.write(
+            "tenants/beta.yaml",
+            &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
+        );
+    }
+
     fn path(&self) -> &str {
         self.dir.path().to_str().unwrap()
     }
@@ -263,10 +271,7 @@ fn undefined_template_variable_names_template_line() {
         "components/app/templates/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  x: {{ values.nope.deeper }}\n",
     );
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let out = repo.render();
     assert_alpha_fails_at(&out, "components/app/templates/extra.yaml:6", "undefined");
 }
@@ -278,10 +283,7 @@ fn template_syntax_error_names_template_line() {
         "components/app/templates/extra.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n{% if %}\n",
     );
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let out = repo.render();
     assert_alpha_fails_at(
         &out,
@@ -294,10 +296,7 @@ fn template_syntax_error_names_template_line() {
 fn duplicate_object_names_both_places() {
     let repo = Repo::new();
     repo.write("components/app/templates/again.yaml", CONFIGMAP);
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let out = repo.render();
     assert_alpha_fails_at(
         &out,
@@ -313,10 +312,7 @@ fn cluster_scoped_component_object_is_refused() {
         "components/app/templates/clusterrole.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: grab-everything\nrules: []\n",
     );
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let out = repo.render();
     assert_alpha_fails_at(
         &out,
@@ -462,10 +458,7 @@ fn yaml_alias_bomb_is_refused_within_seconds() {
         ));
     }
     repo.write("components/app/varz.yaml", &bomb);
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let start = Instant::now();
     let out = repo.render();
     assert!(start.elapsed() < Duration::from_secs(10));
@@ -482,10 +475,7 @@ fn runaway_template_loop_is_stopped_within_seconds() {
         "components/app/templates/loop.yaml",
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n",
     );
-    repo.write(
-        "tenants/beta.yaml",
-        &tenant("beta", "").replace("components:\n    - name: app\n", "components: []\n"),
-    );
+    repo.beta_without_components();
     let start = Instant::now();
     let out = repo.render();
     assert!(

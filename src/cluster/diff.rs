@@ -137,14 +137,7 @@ async fn object_diff(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let resource = resources
-        .resolve(&version, &o.id.kind)
-        .await
-        .ok_or_else(|| ClusterError::UnknownKind {
-            id: o.id.clone(),
-            api_version: version.clone(),
-            kind: o.id.kind.clone(),
-        })?;
+    let resource = resources.require(&o.id, &version).await?;
     let api = resources.api(&resource, &o.id.namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
     let after = match api

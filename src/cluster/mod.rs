@@ -197,6 +197,21 @@ impl Resources {
         self.discovery.read().await.get(&key).cloned()
     }
 
+    /// The resource of an object, or [`ClusterError::UnknownKind`] naming it.
+    pub async fn require(
+        &self,
+        id: &ObjectId,
+        api_version: &str,
+    ) -> Result<Resource, ClusterError> {
+        self.resolve(api_version, &id.kind)
+            .await
+            .ok_or_else(|| ClusterError::UnknownKind {
+                id: id.clone(),
+                api_version: api_version.to_string(),
+                kind: id.kind.clone(),
+            })
+    }
+
     /// The client.
     pub fn client(&self) -> &Client {
         &self.client

@@ -14,7 +14,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{ClusterError, FIELD_MANAGER, Resource, Resources, list_all, live_id, send_as};
+use super::{ClusterError, FIELD_MANAGER, Resources, list_all, live_id, send_as};
 use crate::inventory::{Counts, Entry, Inventory, InventoryError, LABEL_APPLYSET_ID};
 use crate::model::{BASELINE, TenantState};
 use crate::objects::{self, ObjectId};
@@ -589,15 +589,7 @@ async fn apply_one(
 ) -> Result<Value, ClusterError> {
     let o = a.object;
     let version = api_version(&o.object);
-    let resource = ctx
-        .resources
-        .resolve(&version, &o.id.kind)
-        .await
-        .ok_or_else(|| ClusterError::UnknownKind {
-            id: o.id.clone(),
-            api_version: version.clone(),
-            kind: o.id.kind.clone(),
-        })?;
+    let resource = ctx.resources.require(&o.id, &version).await?;
     if !resource.namespaced && o.component != BASELINE {
         return Err(ClusterError::Refused {
             id: o.id.clone(),
@@ -680,15 +672,7 @@ async fn prune_one(
     tenant: &str,
     applyset: &str,
 ) -> Result<Pruned, ClusterError> {
-    let resource: Resource = ctx
-        .resources
-        .resolve(&entry.api_version, &entry.id.kind)
-        .await
-        .ok_or_else(|| ClusterError::UnknownKind {
-            id: entry.id.clone(),
-            api_version: entry.api_version.clone(),
-            kind: entry.id.kind.clone(),
-        })?;
+    let resource = ctx.resources.require(&entry.id, &entry.api_version).await?;
     let api = ctx.resources.api(&resource, &entry.id.namespace);
     let object_err = |what, source| ClusterError::Object {
         id: entry.id.clone(),
