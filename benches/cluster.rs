@@ -10,6 +10,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use common::synth;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -507,14 +509,14 @@ fn main() {
     );
 
     // 1. Render + validate.
-    let files = fief::synth::repo_files_named(tenants, "big0");
+    let files = synth::repo_files_named(tenants, "big0");
     let mut t = Vec::new();
     for _ in 0..runs {
-        let repo = fief::model::Repo::load(Arc::new(fief::snapshot::Snapshot::from_files(
-            files.clone(),
-        )));
+        let repo = fief::core::model::Repo::load(Arc::new(
+            fief::core::snapshot::Snapshot::from_files(files.clone()),
+        ));
         let start = Instant::now();
-        let renders = fief::render::render_all(&repo, &[]);
+        let renders = fief::core::pipeline::render_all(&repo, &[]);
         t.push(start.elapsed().as_secs_f64());
         assert!(renders.iter().all(|r| r.is_ok()));
     }
@@ -543,11 +545,7 @@ fn main() {
     let mut fief_sent = Vec::new();
     for r in 0..runs {
         let dir = work.path().join(format!("big{r}"));
-        fief::synth::write_files(
-            &dir,
-            &fief::synth::repo_files_named(tenants, &format!("big{r}")),
-        )
-        .unwrap();
+        synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("big{r}"))).unwrap();
         let (secs, objects, _) = fief_apply(&dir, &kubeconfig);
         cold.push(secs);
         cold_rate.push(objects as f64 / secs);
@@ -564,13 +562,13 @@ fn main() {
 
         // Side by side at the small size: fief apply vs kubectl, same manifests.
         let fdir = work.path().join(format!("fs{r}"));
-        let kfiles = fief::synth::repo_files_named(small, &format!("fs{r}"));
-        fief::synth::write_files(&fdir, &kfiles).unwrap();
+        let kfiles = synth::repo_files_named(small, &format!("fs{r}"));
+        synth::write_files(&fdir, &kfiles).unwrap();
         fs_cold.push(fief_apply(&fdir, &kubeconfig).0);
         fs_noop.push(fief_apply(&fdir, &kubeconfig).0);
         let kdir = work.path().join(format!("ks{r}"));
-        let kfiles = fief::synth::repo_files_named(small, &format!("ks{r}"));
-        fief::synth::write_files(&kdir, &kfiles).unwrap();
+        let kfiles = synth::repo_files_named(small, &format!("ks{r}"));
+        synth::write_files(&kdir, &kfiles).unwrap();
         let out = work.path().join(format!("ks{r}-out"));
         render_out(&kdir, &out);
         let names: Vec<String> = (0..small).map(|i| format!("ks{r}-{i:05}")).collect();
@@ -581,9 +579,9 @@ fn main() {
             "components/worker/varz.yaml".to_string(),
             format!("image: registry.example/worker\nqueues: [default, mail, run{r}]\n"),
         );
-        fief::synth::write_files(&fdir, std::slice::from_ref(&change)).unwrap();
+        synth::write_files(&fdir, std::slice::from_ref(&change)).unwrap();
         fs_change.push(fief_apply(&fdir, &kubeconfig).0);
-        fief::synth::write_files(&kdir, std::slice::from_ref(&change)).unwrap();
+        synth::write_files(&kdir, std::slice::from_ref(&change)).unwrap();
         render_out(&kdir, &out);
         k_change.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
     }

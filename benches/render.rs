@@ -4,11 +4,15 @@
 //!
 //! `cargo bench --bench render [-- TENANTS RUNS]`
 
+#[path = "../tests/common/synth.rs"]
+#[allow(dead_code)] // shared with the tests; each bench uses part of it
+mod synth;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fief::model::Repo;
-use fief::snapshot::Snapshot;
+use fief::core::model::Repo;
+use fief::core::snapshot::Snapshot;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -33,7 +37,7 @@ fn main() {
     let tenants: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(7);
     let dir = tempfile::tempdir().expect("temp dir");
-    fief::synth::write_repo(dir.path(), tenants).expect("write synthetic repo");
+    synth::write_repo(dir.path(), tenants).expect("write synthetic repo");
 
     let (mut read, mut render, mut stream, mut total) = (vec![], vec![], vec![], vec![]);
     let mut objects = 0;
@@ -42,9 +46,9 @@ fn main() {
         let snapshot = Snapshot::read_dir(dir.path()).expect("read repo");
         let repo = Repo::load(Arc::new(snapshot));
         let t1 = Instant::now();
-        let renders = fief::render::render_all(&repo, &[]);
+        let renders = fief::core::pipeline::render_all(&repo, &[]);
         let t2 = Instant::now();
-        let text = fief::output::stream(&renders, false).expect("serialize");
+        let text = fief::cli::output::stream(&renders, false).expect("serialize");
         let t3 = Instant::now();
         assert!(renders.iter().all(|r| r.is_ok()));
         objects = renders.iter().map(|r| r.objects.len()).sum();

@@ -544,7 +544,7 @@ fn a_stopped_git_server_is_reported_and_the_agent_recovers_when_it_is_back() {
 #[test]
 fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphaned() {
     let agent_ns = common::unique("fief-ag4");
-    let mut files = fief::synth::repo_files(50);
+    let mut files = common::synth::repo_files(50);
     files.retain(|(p, _)| p != "fief.yaml");
     files.push((
         "fief.yaml".into(),
@@ -597,14 +597,15 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
 
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
     wait_until("every tenant Ready", Duration::from_secs(120), || {
-        (0..50)
-            .all(|i| condition(&status(&agent_ns, &fief::synth::tenant_name(i)), "Ready") == "True")
+        (0..50).all(|i| {
+            condition(&status(&agent_ns, &common::synth::tenant_name(i)), "Ready") == "True"
+        })
     });
     // No object lost: everything rendered exists. None orphaned: everything labelled as a
     // tenant's member is in that tenant's inventory.
-    let snapshot = fief::snapshot::Snapshot::from_files(files.clone());
-    let repo = fief::model::Repo::load(std::sync::Arc::new(snapshot));
-    let renders = fief::render::render_all(&repo, &[]);
+    let snapshot = fief::core::snapshot::Snapshot::from_files(files.clone());
+    let repo = fief::core::model::Repo::load(std::sync::Arc::new(snapshot));
+    let renders = fief::core::pipeline::render_all(&repo, &[]);
     let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses";
     let live = kubectl_json(&[
         "get",

@@ -172,10 +172,10 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     );
 
     // Every rendered object exists, with fief's labels.
-    let repo = fief::model::Repo::load(std::sync::Arc::new(
-        fief::snapshot::Snapshot::read_dir(&example()).unwrap(),
+    let repo = fief::core::model::Repo::load(std::sync::Arc::new(
+        fief::core::snapshot::Snapshot::read_dir(&example()).unwrap(),
     ));
-    let renders = fief::render::render_all(&repo, &[]);
+    let renders = fief::core::pipeline::render_all(&repo, &[]);
     let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses,cronjobs";
     let live = kubectl_json(&[
         "get",
@@ -247,7 +247,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
             "{names:?}"
         );
     }
-    let acme_id = fief::objects::tenant_applyset_id("acme", "fief-system");
+    let acme_id = fief::core::objects::tenant_applyset_id("acme", "fief-system");
     let members = kubectl_json(&[
         "get",
         kinds,

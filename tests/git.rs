@@ -1,4 +1,4 @@
-//! `fief::git` against real repositories made with the `git` CLI: clone into the cache,
+//! `fief::source::git` against real repositories made with the `git` CLI: clone into the cache,
 //! fetch, snapshot from git objects (compared with `Snapshot::read_dir` of a checkout),
 //! symlinks, submodules, bad branches, `git daemon` on loopback and token authentication
 //! against a loopback HTTP server. No traffic leaves 127.0.0.1.
@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fief::Problem;
-use fief::git::{GitAuth, GitError, GitSource};
-use fief::snapshot::{Entry, MAX_FILE_BYTES, Snapshot, TOP_LEVEL};
+use fief::core::snapshot::{Entry, MAX_FILE_BYTES, Snapshot, TOP_LEVEL};
+use fief::source::git::{GitAuth, GitError, GitSource};
 
 /// Runs `git` in `dir` with no user or system configuration; panics with its output on failure.
 fn git(dir: &Path, args: &[&str]) -> String {

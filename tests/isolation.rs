@@ -9,10 +9,10 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fief::cluster::Resources;
-use fief::cluster::sync::{SyncOptions, sync};
-use fief::objects::ObjectId;
-use fief::render::{RenderedObject, Source};
+use fief::core::objects::ObjectId;
+use fief::core::render::{RenderedObject, Source};
+use fief::kube::Resources;
+use fief::kube::sync::{SyncOptions, sync};
 use serde_json::json;
 
 fn text(b: &[u8]) -> String {
@@ -175,10 +175,10 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
 
     // Render tenant A, then smuggle objects past the render check (test-only: there is no
     // switch for this in fief), and sync it with admin credentials.
-    let snapshot = fief::snapshot::Snapshot::read_dir(dir.path()).unwrap();
-    let model = fief::model::Repo::load(Arc::new(snapshot));
-    let mut renders = fief::render::render_all(&model, std::slice::from_ref(&a));
-    let applyset = fief::objects::tenant_applyset_id(&a, &agent_ns);
+    let snapshot = fief::core::snapshot::Snapshot::read_dir(dir.path()).unwrap();
+    let model = fief::core::model::Repo::load(Arc::new(snapshot));
+    let mut renders = fief::core::pipeline::render_all(&model, std::slice::from_ref(&a));
+    let applyset = fief::core::objects::tenant_applyset_id(&a, &agent_ns);
     let smuggle = |kind: &str, api_version: &str, group: &str, namespace: &str, name: &str| {
         let mut object = json!({"apiVersion": api_version, "kind": kind,
             "metadata": {"name": name}, "data": {"stolen": "yes"}, "rules": []});
@@ -190,7 +190,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
         } else {
             object.as_object_mut().unwrap().remove("rules");
         }
-        fief::objects::add_labels(&mut object, &a, "app", &applyset);
+        fief::core::objects::add_labels(&mut object, &a, "app", &applyset);
         RenderedObject {
             component: "app".into(),
             env: "prod".into(),
@@ -269,7 +269,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
     assert_eq!(names(&before), names(&after));
 
     // A cluster-scoped kind from a component never leaves fief (discovery knows its scope)...
-    let mut renders = fief::render::render_all(&model, std::slice::from_ref(&a));
+    let mut renders = fief::core::pipeline::render_all(&model, std::slice::from_ref(&a));
     renders[0].objects.push(smuggle(
         "ClusterRole",
         "rbac.authorization.k8s.io/v1",

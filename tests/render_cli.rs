@@ -1,5 +1,7 @@
 //! `fief render` / `fief validate` as a user runs them: exit codes, stdout, stderr.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -556,4 +558,22 @@ fn image_from_a_registry_not_allowed_fails_with_file_and_line() {
         "components/app/templates/deploy.yaml:1",
         "image `evil.io/miner:1` is not from an allowed registry",
     );
+}
+
+#[test]
+fn synthetic_repo_renders_cleanly_with_about_twenty_objects_per_tenant() {
+    use fief::core::model::Repo;
+    use fief::core::snapshot::Snapshot;
+    use std::sync::Arc;
+    let repo = Repo::load(Arc::new(Snapshot::from_files(common::synth::repo_files(
+        20,
+    ))));
+    let renders = fief::core::pipeline::render_all(&repo, &[]);
+    assert_eq!(renders.len(), 20);
+    for r in &renders {
+        assert!(r.is_ok(), "{:?}", r.errors);
+    }
+    let objects: usize = renders.iter().map(|r| r.objects.len()).sum();
+    let per_tenant = objects / renders.len();
+    assert!((20..=30).contains(&per_tenant), "{per_tenant}");
 }

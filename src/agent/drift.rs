@@ -15,9 +15,9 @@ use kube::runtime::watcher;
 use serde_json::Value;
 
 use super::Shared;
-use crate::cluster::{Resource, live_id};
-use crate::objects;
-use crate::plan;
+use crate::core::objects;
+use crate::core::plan;
+use crate::kube::{Resource, live_id};
 
 /// Start a watch per resource not watched yet.
 pub fn ensure_watches(shared: &Arc<Shared>, resources: Vec<Resource>) {
@@ -43,7 +43,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource) {
     let config = watcher::Config::default().labels(objects::LABEL_TENANT);
     let mut stream = watcher(api, config).boxed();
     let mut initialised = false;
-    let mut seen_in_init: HashSet<crate::objects::ObjectId> = HashSet::new();
+    let mut seen_in_init: HashSet<crate::core::objects::ObjectId> = HashSet::new();
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Init) => seen_in_init.clear(),

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 
 use super::Shared;
-use crate::webhook;
+use crate::agent::webhook;
 
 /// The agent's routes.
 pub fn router(shared: Arc<Shared>) -> Router {

@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::cluster::counter::RequestStats;
+use crate::kube::counter::RequestStats;
 
 /// A result label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

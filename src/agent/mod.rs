@@ -7,9 +7,19 @@
 //! batch in flight finish, so a prune is never left half done.
 
 pub mod drift;
+mod events;
 pub mod http;
+mod leader;
 pub mod metrics;
 pub mod queue;
+mod reconciler;
+mod source_loop;
+pub mod webhook;
+
+use events::publish_events;
+use leader::lead;
+use reconciler::batch;
+use source_loop::fetch;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -21,16 +31,16 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::cluster::counter::RequestCounter;
-use crate::cluster::sync::{
-    ClusterState, SyncOptions, ensure_namespace, load_inventories, sync_with,
-};
-use crate::cluster::{self, ClusterError, Resources};
-use crate::git::{GitAuth, GitSource};
-use crate::inventory::{Inventory, InventoryError};
-use crate::model::Repo;
-use crate::objects::ObjectId;
-use crate::render::TenantRender;
+use crate::core::inventory::{Inventory, InventoryError};
+use crate::core::model::Repo;
+use crate::core::objects::ObjectId;
+use crate::core::render::TenantRender;
+use crate::kube::counter::RequestCounter;
+use crate::kube::inventory_store::load_inventories;
+use crate::kube::observe::ensure_namespace;
+use crate::kube::sync::{ClusterState, SyncOptions, sync_with};
+use crate::kube::{ClusterError, Resources};
+use crate::source::git::{GitAuth, GitSource};
 use metrics::Metrics;
 use queue::Queue;
 
@@ -184,7 +194,7 @@ fn jitter(interval: Duration) -> Duration {
 
 /// Run the agent until SIGTERM/SIGINT.
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
-    let (client, counter) = cluster::connect(
+    let (client, counter) = crate::kube::connect(
         options.kubeconfig.as_deref(),
         options.context.as_deref(),
         options.api_qps,
@@ -288,396 +298,4 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     }
     tracing::info!("shutting down: no sync in flight");
     Ok(())
-}
-
-/// Wait until this replica holds the Lease; returns the channel that says if it still does.
-async fn lead(
-    client: &kube::Client,
-    options: &AgentOptions,
-) -> Result<tokio::sync::watch::Receiver<bool>, AgentError> {
-    let identity = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| format!("fief-{}", std::process::id()));
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), "fief-agent")
-        .with_namespace(options.lease_namespace.clone())
-        .with_identity(identity.clone())
-        .with_duration(15)
-        .with_grace(5)
-        .build()
-        .await
-        .map_err(|e| AgentError::Leadership(e.to_string()))?;
-    let (mut rx, _task) = manager.watch().await;
-    tracing::info!(identity, "waiting to become the leader");
-    while !*rx.borrow_and_update() {
-        rx.changed()
-            .await
-            .map_err(|e| AgentError::Leadership(e.to_string()))?;
-    }
-    tracing::info!(identity, "leading");
-    Ok(rx)
-}
-
-/// Fetch; on a new commit, read it and queue the tenants whose inputs changed. A failed fetch
-/// keeps the last good revision and prunes nothing.
-async fn fetch(shared: &Arc<Shared>, git: &Arc<Mutex<GitSource>>, state: &mut LoopState) {
-    let g = git.clone();
-    let fetched =
-        tokio::task::spawn_blocking(move || g.lock().unwrap_or_else(|e| e.into_inner()).fetch())
-            .await;
-    let commit = match fetched {
-        Ok(Ok(commit)) => {
-            shared.metrics.fetch_result(true);
-            commit
-        }
-        Ok(Err(e)) => {
-            shared.metrics.fetch_result(false);
-            tracing::error!(error = %e, commit = ?state.commit, "git fetch failed; keeping the last good revision");
-            return;
-        }
-        Err(e) => {
-            shared.metrics.fetch_result(false);
-            tracing::error!(error = %e, "git fetch task failed");
-            return;
-        }
-    };
-    if state.commit.as_deref() == Some(commit.as_str()) {
-        return;
-    }
-    let g = git.clone();
-    let c = commit.clone();
-    let snapshot = tokio::task::spawn_blocking(move || {
-        g.lock().unwrap_or_else(|e| e.into_inner()).snapshot(&c)
-    })
-    .await;
-    let snapshot = match snapshot {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");
-            return;
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "snapshot task failed");
-            return;
-        }
-    };
-    let repo = Repo::load(Arc::new(snapshot));
-    let hashes = crate::inputs::tenant_hashes(&repo);
-    let known: BTreeSet<String> = hashes.keys().cloned().collect();
-    let now = Instant::now();
-    let mut changed = 0;
-    for (tenant, hash) in &hashes {
-        if state.synced.get(tenant) != Some(hash) {
-            shared
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(tenant, now);
-            changed += 1;
-        }
-    }
-    let removed: Vec<&String> = state.known.difference(&known).collect();
-    if !removed.is_empty() || state.commit.is_none() {
-        state.check_orphans = true;
-    }
-    for t in &removed {
-        shared
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .forget(t);
-        state.synced.remove(*t);
-    }
-    tracing::info!(commit, changed, removed = removed.len(), "new commit");
-    state.commit = Some(commit);
-    state.repo = Some(Arc::new(repo));
-    state.hashes = hashes;
-    state.known = known;
-}
-
-/// Tenants rendered and synced together; bounds the agent's memory at thousands of tenants.
-const BATCH_TENANTS: usize = 50;
-
-/// Render and sync the due tenants, a bounded batch at a time.
-async fn batch(
-    shared: &Arc<Shared>,
-    resources: &Resources,
-    options: &AgentOptions,
-    state: &mut LoopState,
-    due: Vec<String>,
-) {
-    if due.is_empty() {
-        return sync_batch(shared, resources, options, state, due).await;
-    }
-    let started = Instant::now();
-    state.inventories = None;
-    for chunk in due.chunks(BATCH_TENANTS) {
-        sync_batch(shared, resources, options, state, chunk.to_vec()).await;
-    }
-    if !shared.ready.swap(true, Ordering::SeqCst) {
-        tracing::info!(
-            tenants = state.known.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "first full sync done; ready"
-        );
-    }
-}
-
-async fn sync_batch(
-    shared: &Arc<Shared>,
-    resources: &Resources,
-    options: &AgentOptions,
-    state: &mut LoopState,
-    due: Vec<String>,
-) {
-    let Some(repo) = state.repo.clone() else {
-        return;
-    };
-    let started = Instant::now();
-    let due: Vec<String> = due
-        .into_iter()
-        .filter(|t| state.known.contains(t))
-        .collect();
-    let renders: Vec<TenantRender> = if due.is_empty() {
-        Vec::new()
-    } else {
-        crate::render::render_all(&repo, &due)
-    };
-    // The desired objects of these tenants replace their previous ones.
-    {
-        let mut desired = write(&shared.desired);
-        let synced: HashSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-        desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
-        for r in renders.iter().filter(|r| r.is_ok()) {
-            for o in &r.objects {
-                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
-                desired.insert(o.id.clone(), (r.tenant.clone(), json));
-            }
-        }
-    }
-    // Watch every kind the tenants use; the first batch waits for the initial lists.
-    let mut kinds = BTreeSet::new();
-    for r in &renders {
-        for o in &r.objects {
-            let v = o.object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            kinds.insert((v, o.id.kind.clone()));
-        }
-    }
-    let mut to_watch = Vec::new();
-    for (v, k) in &kinds {
-        if let Some(resource) = resources.resolve(v, k).await {
-            to_watch.push(resource);
-        }
-    }
-    drift::ensure_watches(shared, to_watch);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while shared.watches_pending.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let config = repo.config.as_ref().ok();
-    let agent_namespace = config
-        .map(|c| c.agent_namespace.clone())
-        .unwrap_or_else(|| options.lease_namespace.clone());
-    let sync_options = SyncOptions {
-        agent_namespace: agent_namespace.clone(),
-        concurrency: options.concurrency,
-        object_concurrency: 8,
-        allow_mass_prune: false,
-        guard: config.map(|c| c.prune_guard).unwrap_or_default(),
-        cluster: options.cluster.clone(),
-        commit: state.commit.clone(),
-    };
-    if !state.namespace_ready {
-        match ensure_namespace(resources.client(), &agent_namespace).await {
-            Ok(()) => state.namespace_ready = true,
-            Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
-        }
-    }
-    // Inventories are read once per batch and kept up to date from each chunk's results.
-    let inventories = match state.inventories.take() {
-        Some(i) => i,
-        None => match load_inventories(resources.client(), &agent_namespace).await {
-            Ok(i) => i,
-            Err(ClusterError::Unreachable {
-                source: kube::Error::Api(s),
-                ..
-            }) if s.code == 404 => BTreeMap::new(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read inventories; retrying later");
-                let now = Instant::now();
-                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                for t in &due {
-                    q.failed(t, now);
-                }
-                return;
-            }
-        },
-    };
-    let live = {
-        let live = read(&shared.live);
-        let mut mine = HashMap::new();
-        for r in &renders {
-            for o in &r.objects {
-                if let Some(h) = live.get(&o.id) {
-                    mine.insert(o.id.clone(), h.clone());
-                }
-            }
-        }
-        mine
-    };
-    let cluster_state = ClusterState { inventories, live };
-    let result = sync_with(
-        resources,
-        &renders,
-        &cluster_state,
-        &state.known,
-        state.check_orphans,
-        &sync_options,
-    )
-    .await;
-    state.check_orphans = false;
-    let mut inventories = cluster_state.inventories;
-    for (tenant, inv) in &result.inventories {
-        match inv {
-            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
-            None => inventories.remove(tenant),
-        };
-    }
-    state.inventories = Some(inventories);
-    // What was applied is the new baseline for drift detection.
-    {
-        let mut recorded = write(&shared.recorded);
-        let mut live = write(&shared.live);
-        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t));
-        for (tenant, inv) in &result.inventories {
-            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
-                recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
-                live.insert(id.clone(), entry.live.clone());
-            }
-        }
-    }
-    let now = Instant::now();
-    for report in &result.reports {
-        let ok = report.is_ok();
-        shared.metrics.sync_result(ok);
-        shared
-            .metrics
-            .applied
-            .inc_by((report.counts.created + report.counts.configured) as u64);
-        shared.metrics.pruned.inc_by(report.counts.pruned as u64);
-        let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let hash = state.hashes.get(&report.tenant).cloned();
-        match report.outcome.as_str() {
-            "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
-                q.succeeded(&report.tenant);
-                if let Some(h) = hash {
-                    state.synced.insert(report.tenant.clone(), h);
-                }
-            }
-            "orphaned" => {}
-            _ => q.failed(&report.tenant, now),
-        }
-        drop(q);
-        let c = &report.counts;
-        if ok && c.created + c.configured + c.pruned == 0 {
-            tracing::debug!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                "unchanged"
-            );
-        } else if ok {
-            tracing::info!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                created = c.created,
-                configured = c.configured,
-                pruned = c.pruned,
-                "synced"
-            );
-        } else {
-            tracing::warn!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                errors = ?report.errors,
-                "sync failed"
-            );
-        }
-    }
-    publish_events(shared, &agent_namespace, &result.reports).await;
-    shared
-        .metrics
-        .batch_seconds
-        .observe(started.elapsed().as_secs_f64());
-}
-
-/// Status as Kubernetes Events on each tenant's inventory ConfigMap: one when a sync changed
-/// something, one when it failed. An unchanged tenant gets none (steady state writes nothing).
-async fn publish_events(
-    shared: &Shared,
-    agent_namespace: &str,
-    reports: &[crate::cluster::sync::TenantReport],
-) {
-    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-    let reporter = Reporter {
-        controller: "fief-agent".to_string(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let recorder = Recorder::new(shared.client.clone(), reporter);
-    for r in reports {
-        let c = &r.counts;
-        let event = if !r.is_ok() {
-            let note = r
-                .errors
-                .first()
-                .cloned()
-                .or_else(|| r.prune_held.clone())
-                .unwrap_or_else(|| r.outcome.clone());
-            Event {
-                type_: EventType::Warning,
-                reason: if r.outcome == "invalid" {
-                    "RenderFailed"
-                } else {
-                    "SyncFailed"
-                }
-                .to_string(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Sync".to_string(),
-                secondary: None,
-            }
-        } else if c.created + c.configured + c.pruned > 0 || r.prune_held.is_some() {
-            let mut note = format!(
-                "{} created, {} configured, {} pruned, {} unchanged",
-                c.created, c.configured, c.pruned, c.unchanged
-            );
-            if let Some(hold) = &r.prune_held {
-                note = format!("{note}; {hold}");
-            }
-            Event {
-                type_: EventType::Normal,
-                reason: if r.outcome == "purged" {
-                    "Purged"
-                } else {
-                    "Applied"
-                }
-                .to_string(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Sync".to_string(),
-                secondary: None,
-            }
-        } else {
-            continue;
-        };
-        let reference = k8s_openapi::api::core::v1::ObjectReference {
-            api_version: Some("v1".to_string()),
-            kind: Some("ConfigMap".to_string()),
-            name: Some(crate::objects::inventory_name(&r.tenant)),
-            namespace: Some(agent_namespace.to_string()),
-            ..Default::default()
-        };
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(tenant = r.tenant, error = %e, "cannot publish an event");
-        }
-    }
 }

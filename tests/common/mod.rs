@@ -18,6 +18,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
+pub mod synth;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;

@@ -10,13 +10,15 @@ use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 use similar::TextDiff;
 
-use super::sync::{load_inventories, load_live};
+use super::inventory_store::load_inventories;
+use super::observe::load_live;
 use super::{ClusterError, FIELD_MANAGER, Resources};
-use crate::inventory::Inventory;
-use crate::objects::{self, ObjectId};
-use crate::output::redact;
-use crate::plan::{self, PruneGuard};
-use crate::render::TenantRender;
+use crate::core::inventory::Inventory;
+use crate::core::model::PruneGuard;
+use crate::core::objects::{self, ObjectId};
+use crate::core::plan;
+use crate::core::redact::redact;
+use crate::core::render::TenantRender;
 
 /// One object's difference.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +56,7 @@ fn normalise(mut object: Value) -> Value {
 }
 
 fn to_yaml(object: &Value) -> String {
-    crate::yaml::to_string(&redact(object)).unwrap_or_default()
+    crate::core::yaml::to_string(&redact(object)).unwrap_or_default()
 }
 
 /// Compute the differences for every tenant that rendered cleanly.
@@ -130,7 +132,7 @@ pub async fn diff(
 async fn object_diff(
     resources: &Resources,
     render: &TenantRender,
-    o: &crate::render::RenderedObject,
+    o: &crate::core::render::RenderedObject,
     live: Option<&Value>,
 ) -> Result<Option<ObjectDiff>, ClusterError> {
     let version = o.object["apiVersion"]

@@ -32,7 +32,7 @@ fn text(value: &Value) -> String {
 /// YAML of a value, without the trailing newline (combine with `indent`).
 fn to_yaml(value: Value) -> Result<String, Error> {
     let json = serde_json::to_value(&value).map_err(|e| bad(format!("to_yaml: {e}")))?;
-    let out = crate::yaml::to_string(&json).map_err(|e| bad(format!("to_yaml: {e}")))?;
+    let out = crate::core::yaml::to_string(&json).map_err(|e| bad(format!("to_yaml: {e}")))?;
     Ok(out.trim_end_matches('\n').to_string())
 }
 
@@ -53,7 +53,7 @@ fn b64decode(value: Value) -> Result<String, Error> {
 }
 
 fn sha256(value: Value) -> String {
-    crate::objects::sha256_hex(text(&value).as_bytes())
+    crate::core::objects::sha256_hex(text(&value).as_bytes())
 }
 
 /// Fail the render with `message` when the value is undefined, none or an empty string.

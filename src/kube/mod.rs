@@ -4,8 +4,12 @@
 //! inventory ConfigMaps, and the live state fief reads to plan (`sync`, `diff`). Discovery
 //! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
 
+pub mod apply;
 pub mod counter;
 pub mod diff;
+pub mod inventory_store;
+pub mod observe;
+pub mod prune;
 pub mod sync;
 
 use std::collections::HashMap;
@@ -19,7 +23,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 use tokio::sync::RwLock;
 
-use crate::objects::ObjectId;
+use crate::core::objects::ObjectId;
 
 /// Field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "fief";

@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::error::{Diagnostic, Problem};
+use crate::core::diagnostic::{Diagnostic, Problem};
 use serde_json::Value;
 
-use crate::model::{BASELINE, Policy, Repo};
-use crate::objects::{Scope, scope_of};
-use crate::render::{RenderedObject, TenantRender};
+use crate::core::model::{BASELINE, Policy, Repo};
+use crate::core::objects::{Scope, scope_of};
+use crate::core::render::{RenderedObject, TenantRender};
 
 /// Scope, namespace and uniqueness rules for one tenant's objects.
 pub fn validate_objects(
@@ -20,7 +20,7 @@ pub fn validate_objects(
 ) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
     let allowed = || namespaces.values().cloned().collect::<Vec<_>>().join(", ");
-    let mut seen: HashMap<&crate::objects::ObjectId, &RenderedObject> = HashMap::new();
+    let mut seen: HashMap<&crate::core::objects::ObjectId, &RenderedObject> = HashMap::new();
     for o in objects {
         let at = |problem| Diagnostic::new(o.source.file.clone(), Some(o.source.line), problem);
         let cluster = scope_of(&o.id.group, &o.id.kind) == Scope::Cluster;
@@ -185,7 +185,7 @@ pub fn check_namespace_collisions(
             .snapshot
             .get(&file)
             .and_then(|e| e.as_ref().ok())
-            .and_then(|t| crate::model::line_of_key(t, "name"));
+            .and_then(|t| crate::core::model::line_of_key(t, "name"));
         for ns in namespaces.values() {
             for other in owners.get(ns.as_str()).into_iter().flatten() {
                 if *other != render.tenant {

@@ -3,7 +3,8 @@
 //! In: a tenant count. Out: the files of a repo (path → text) with three components
 //! (web: 4 objects, postgres: 4, worker: 2) and dev/prod environment files, every tenant in
 //! `prod` (every tenth also in `dev`), so each tenant renders about 24 objects with the
-//! built-in baseline. Pure; [`write_repo`] puts the files on disk.
+//! built-in baseline. Pure; [`write_repo`] puts the files on disk. Shared by the test
+//! binaries (`common::synth`) and the benchmarks (`#[path]`); not library API.
 
 use std::path::Path;
 
@@ -204,24 +205,3 @@ spec:
           image: "{{ values.image }}:{{ component.version }}"
           envFrom: [{configMapRef: {name: worker}}]
 "#;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Repo;
-    use crate::snapshot::Snapshot;
-    use std::sync::Arc;
-
-    #[test]
-    fn synthetic_repo_renders_cleanly_with_about_twenty_objects_per_tenant() {
-        let repo = Repo::load(Arc::new(Snapshot::from_files(repo_files(20))));
-        let renders = crate::render::render_all(&repo, &[]);
-        assert_eq!(renders.len(), 20);
-        for r in &renders {
-            assert!(r.is_ok(), "{:?}", r.errors);
-        }
-        let objects: usize = renders.iter().map(|r| r.objects.len()).sum();
-        let per_tenant = objects / renders.len();
-        assert!((20..=30).contains(&per_tenant), "{per_tenant}");
-    }
-}

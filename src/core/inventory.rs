@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::objects::{self, ObjectId};
+use crate::core::objects::{self, ObjectId};
 
 /// Label on the parent: the ApplySet id.
 pub const LABEL_APPLYSET_ID: &str = "applyset.kubernetes.io/id";

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::model::{BUILTIN_BASELINE, Repo};
-use crate::snapshot::Entry;
+use crate::core::model::{BUILTIN_BASELINE, Repo};
+use crate::core::snapshot::Entry;
 
 fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     h.update(path.as_bytes());
@@ -105,7 +105,7 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Snapshot;
+    use crate::core::snapshot::Snapshot;
     use std::sync::Arc;
 
     fn tenant(name: &str, components: &[&str]) -> (String, String) {

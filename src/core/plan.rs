@@ -6,44 +6,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::inventory::{Entry, Inventory};
-use crate::model::TenantState;
-use crate::objects::{self, ObjectId};
-use crate::render::{RenderedObject, TenantRender};
-
-/// Limits on how much one sync may delete (fief.yaml `pruneGuard`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct PruneGuard {
-    /// Refuse to prune more objects than this in one sync.
-    pub max_objects: usize,
-    /// Refuse to prune more than this percentage of a tenant's inventory in one sync
-    /// (only when more than `min_objects` objects would go).
-    pub max_percent: usize,
-    /// Prunes of at most this many objects never trip the percentage rule.
-    pub min_objects: usize,
-}
-
-impl Default for PruneGuard {
-    fn default() -> Self {
-        PruneGuard {
-            max_objects: 100,
-            max_percent: 50,
-            min_objects: 5,
-        }
-    }
-}
-
-impl PruneGuard {
-    /// Whether pruning `count` of `total` inventory objects is too many.
-    pub fn trips(&self, count: usize, total: usize) -> bool {
-        count > self.max_objects
-            || (count > self.min_objects && count * 100 > self.max_percent * total.max(1))
-    }
-}
+use crate::core::inventory::{Entry, Inventory};
+use crate::core::model::PruneGuard;
+use crate::core::model::TenantState;
+use crate::core::objects::{self, ObjectId};
+use crate::core::render::{RenderedObject, TenantRender};
 
 /// Why nothing is pruned this time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +183,7 @@ pub fn plan<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::Source;
+    use crate::core::render::Source;
     use serde_json::json;
 
     fn object(kind: &str, name: &str, data: &str) -> RenderedObject {

@@ -1,13 +1,9 @@
-//! Output: rendered objects as a multi-document YAML stream or as one file per object.
+//! Redaction: a Secret's values hidden before anything is shown to a person.
 //!
-//! In: [`TenantRender`]s. Out: text (stdout) and relative paths for `--out`; Secrets' values
-//! redacted unless asked otherwise. Pure: the CLI does the writing.
-
-use std::path::PathBuf;
+//! In: an object. Out: the same object with every Secret value replaced. Pure; used by
+//! `render`, `diff` and anything else that prints objects.
 
 use serde_json::{Map, Value};
-
-use crate::render::{RenderedObject, TenantRender};
 
 /// What Secret values are replaced with.
 pub const REDACTED: &str = "<redacted>";
@@ -36,43 +32,6 @@ pub fn redact(object: &Value) -> Value {
         map.insert("stringData".to_string(), Value::Object(hidden));
     }
     out
-}
-
-/// One object as a YAML document with a `# Source:` comment, starting with `---`.
-pub fn document(tenant: &str, o: &RenderedObject, show_secrets: bool) -> Result<String, String> {
-    let body = if show_secrets {
-        crate::yaml::to_string(&o.object)?
-    } else {
-        crate::yaml::to_string(&redact(&o.object))?
-    };
-    Ok(format!(
-        "---\n# Source: {} (tenant {}, env {})\n{}",
-        o.source, tenant, o.env, body
-    ))
-}
-
-/// The whole stream for the tenants that rendered cleanly.
-pub fn stream(renders: &[TenantRender], show_secrets: bool) -> Result<String, String> {
-    let mut out = String::new();
-    for r in renders.iter().filter(|r| r.is_ok()) {
-        for o in &r.objects {
-            out.push_str(&document(&r.tenant, o, show_secrets)?);
-        }
-    }
-    Ok(out)
-}
-
-/// `<tenant>/<namespace or _cluster>/<kind>.<name>.yaml`.
-pub fn out_path(tenant: &str, o: &RenderedObject) -> PathBuf {
-    let ns = if o.id.namespace.is_empty() {
-        "_cluster"
-    } else {
-        o.id.namespace.as_str()
-    };
-    let kind = o.id.kind.to_lowercase();
-    PathBuf::from(tenant)
-        .join(ns)
-        .join(format!("{kind}.{}.yaml", o.id.name))
 }
 
 #[cfg(test)]

@@ -1,0 +1,75 @@
+//! `fief agent`: start the in-cluster reconciler with the command line's settings.
+//!
+//! In: [`AgentArgs`]. Out: runs until SIGTERM; exit code 3 when it cannot start.
+
+use super::{AgentArgs, CliError, EXIT_EXTERNAL, EXIT_OK, LogFormat, runtime};
+use crate::agent::{self, AgentOptions};
+use crate::source::git::GitAuth;
+
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+fn read_secret(path: &std::path::Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", path.display())))
+}
+
+/// `fief agent`.
+pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
+    init_logs(args.log_format);
+    let token = match (&args.git_token_file, &args.git_token_env) {
+        // The credential Secret is optional (public repos): a missing file is no token.
+        (Some(f), _) if !f.exists() => {
+            tracing::warn!(file = %f.display(), "git token file not found; fetching without a token");
+            None
+        }
+        (Some(f), _) => Some(read_secret(f)?),
+        (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
+            CliError::Usage(format!(
+                "--git-token-env: environment variable {var} is not set"
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let webhook_secret = match &args.webhook_secret_file {
+        Some(f) => Some(read_secret(f)?.into_bytes()),
+        None => None,
+    };
+    let options = AgentOptions {
+        repo: args.repo.clone(),
+        branch: args.branch.clone(),
+        cluster: args.cluster.clone(),
+        interval: args.interval,
+        cache_dir: args.cache_dir.clone(),
+        listen: args.listen,
+        webhook_secret,
+        auth: GitAuth {
+            token,
+            ssh_key: args.ssh_key_file.clone(),
+            known_hosts: args.known_hosts_file.clone(),
+        },
+        concurrency: args.concurrency,
+        leader_election: !args.no_leader_election,
+        lease_namespace: args.lease_namespace.clone(),
+        kubeconfig: args.cluster_args.kubeconfig.clone(),
+        context: args.cluster_args.context.clone(),
+        api_qps: args.cluster_args.api_qps,
+    };
+    match runtime()?.block_on(agent::run(options)) {
+        Ok(()) => Ok(EXIT_OK),
+        Err(e) => {
+            tracing::error!(error = %e, "agent stopped");
+            Ok(EXIT_EXTERNAL)
+        }
+    }
+}

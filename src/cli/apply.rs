@@ -1,0 +1,123 @@
+//! `fief apply`: one-shot sync of the repo's tenants into the cluster.
+//!
+//! In: [`ApplyArgs`]. Out: a progress line per tenant and a summary on stdout (or JSON),
+//! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use super::{
+    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, Format, load_and_render,
+    report_errors, resources, runtime,
+};
+use crate::kube::counter::RequestStats;
+use crate::kube::sync::{SyncOptions, TenantReport};
+
+fn progress_line(r: &TenantReport) -> String {
+    let c = &r.counts;
+    let mut line = format!(
+        "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
+        r.tenant, r.outcome, c.created, c.configured, c.unchanged, c.pruned, c.failed
+    );
+    if r.outcome == "orphaned" {
+        line = format!(
+            "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
+            r.tenant, c.objects
+        );
+    }
+    if let Some(hold) = &r.prune_held {
+        line.push_str(&format!("\n  prune held: {hold}"));
+    }
+    for k in &r.kept {
+        line.push_str(&format!("\n  kept: {k}"));
+    }
+    line
+}
+
+/// `fief apply`.
+pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
+    let (repo, renders) = load_and_render(&args.repo)?;
+    let config = repo.config.as_ref().map_err(|_| CliError::Config);
+    if config.is_err() {
+        report_errors(&renders);
+    }
+    let config = config?;
+    let options = SyncOptions {
+        agent_namespace: config.agent_namespace.clone(),
+        concurrency: args.concurrency,
+        object_concurrency: 8,
+        allow_mass_prune: args.allow_mass_prune,
+        guard: config.prune_guard,
+        cluster: args.cluster_name.clone(),
+        commit: None,
+    };
+    let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
+    let (reports, stats) = runtime()?.block_on(async {
+        let (resources, counter) = resources(&args.cluster).await?;
+        let reports = crate::kube::sync::sync(
+            &resources,
+            &renders,
+            &known,
+            args.repo.tenants.is_empty(),
+            &options,
+        )
+        .await?;
+        Ok::<_, CliError>((reports, counter.stats()))
+    })?;
+    let mut out = String::new();
+    let mut stderr = std::io::stderr().lock();
+    for r in &reports {
+        for e in &r.errors {
+            let _ = writeln!(stderr, "error: tenant `{}`: {e}", r.tenant);
+        }
+    }
+    match args.output {
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Summary<'a> {
+                tenants: &'a [TenantReport],
+                requests: RequestStats,
+            }
+            let summary = Summary {
+                tenants: &reports,
+                requests: stats,
+            };
+            out = serde_json::to_string_pretty(&summary).unwrap_or_default();
+            out.push('\n');
+        }
+        Format::Text => {
+            for r in &reports {
+                out.push_str(&progress_line(r));
+                out.push('\n');
+            }
+            let failed = reports.iter().filter(|r| !r.is_ok()).count();
+            let total = |f: fn(&TenantReport) -> usize| reports.iter().map(f).sum::<usize>();
+            out.push_str(&format!(
+                "{} tenants: {} ok, {} failed; objects: {} created, {} configured, {} unchanged, {} pruned, {} failed\n",
+                reports.len(),
+                reports.len() - failed,
+                failed,
+                total(|r| r.counts.created),
+                total(|r| r.counts.configured),
+                total(|r| r.counts.unchanged),
+                total(|r| r.counts.pruned),
+                total(|r| r.counts.failed),
+            ));
+            out.push_str(&format!(
+                "API requests: {} reads, {} mutating\n",
+                stats.get,
+                stats.mutating()
+            ));
+        }
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let invalid = reports.iter().any(|r| r.outcome == "invalid");
+    let failed = reports.iter().any(|r| !r.is_ok() && r.outcome != "invalid");
+    Ok(if failed {
+        EXIT_EXTERNAL
+    } else if invalid {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}

@@ -1,0 +1,158 @@
+//! The command line: one module per command, the arguments, and the output formats.
+//!
+//! In: arguments and a repo path (and a cluster, for the cluster commands). Out: YAML, diffs
+//! or summaries on stdout, diagnostics on stderr, and an exit code (0 ok, 1 invalid input or
+//! differences, 2 usage, 3 cluster or git failure).
+
+mod agent;
+mod apply;
+mod args;
+mod diff;
+pub mod output;
+mod render;
+mod status;
+mod validate;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use args::*;
+
+use crate::core::model::Repo;
+use crate::core::pipeline;
+use crate::core::render::TenantRender;
+use crate::core::snapshot::{Snapshot, SnapshotError};
+use crate::kube::Resources;
+use crate::kube::counter::RequestCounter;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: invalid input (or, for `diff`, differences found).
+pub const EXIT_INVALID: u8 = 1;
+/// Exit code: usage error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: cluster or git failure.
+pub const EXIT_EXTERNAL: u8 = 3;
+
+/// Failures of a command that are not diagnostics of the repo.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// The repo could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// Output could not be written.
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        /// The file or stream.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An object could not be serialized.
+    #[error("cannot serialize output: {0}")]
+    Serialize(String),
+    /// The cluster could not be reached or used.
+    #[error(transparent)]
+    Cluster(Box<crate::kube::ClusterError>),
+    /// fief.yaml is invalid, so no tenant can be synced.
+    #[error("fief.yaml is invalid; nothing applied")]
+    Config,
+}
+
+impl From<crate::kube::ClusterError> for CliError {
+    fn from(e: crate::kube::ClusterError) -> Self {
+        CliError::Cluster(Box::new(e))
+    }
+}
+
+impl CliError {
+    /// The exit code for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) | CliError::Snapshot(SnapshotError::Root { .. }) => EXIT_USAGE,
+            CliError::Cluster(_) => EXIT_EXTERNAL,
+            _ => EXIT_INVALID,
+        }
+    }
+}
+
+/// Run a parsed command; returns the exit code.
+pub fn run(cli: Cli) -> Result<u8, CliError> {
+    match cli.command {
+        Command::Render(args) => render::render_cmd(&args),
+        Command::Validate(args) => validate::validate_cmd(&args),
+        Command::Apply(args) => apply::apply_cmd(&args),
+        Command::Diff(args) => diff::diff_cmd(&args),
+        Command::Agent(args) => agent::agent_cmd(&args),
+        Command::Status(args) => status::status_cmd(&args),
+    }
+}
+
+/// Read, parse and render the repo; unknown `--tenant` names are a usage error.
+pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
+    load_and_render(args).map(|(_, renders)| renders)
+}
+
+/// Like [`render_repo`], also returning the parsed repo.
+pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), CliError> {
+    let snapshot = Arc::new(Snapshot::read_dir(&args.repo)?);
+    let repo = Repo::load(snapshot);
+    let unknown: Vec<&String> = args
+        .tenants
+        .iter()
+        .filter(|t| !repo.tenants.contains_key(*t))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "no tenant named {} in {}/tenants/ (known: {})",
+            names.join(", "),
+            args.repo.display(),
+            repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let renders = pipeline::render_all(&repo, &args.tenants);
+    Ok((repo, renders))
+}
+
+/// Print every diagnostic on stderr; whether there were any.
+pub fn report_errors(renders: &[TenantRender]) -> bool {
+    let mut stderr = std::io::stderr().lock();
+    let mut any = false;
+    for r in renders {
+        for d in &r.errors {
+            any = true;
+            let _ = writeln!(stderr, "error: {d}");
+        }
+    }
+    any
+}
+
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
+    move |source| CliError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A tokio runtime for the cluster commands.
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))
+}
+
+async fn resources(args: &ClusterArgs) -> Result<(Resources, RequestCounter), CliError> {
+    let (client, counter) = crate::kube::connect(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.api_qps,
+    )
+    .await?;
+    Ok((Resources::discover(client).await?, counter))
+}

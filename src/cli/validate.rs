@@ -1,0 +1,70 @@
+//! `fief validate`: render and check every tenant; a summary per tenant.
+//!
+//! In: [`ValidateArgs`]. Out: a summary (text or JSON) on stdout; diagnostics on stderr;
+//! exit code 0 or 1.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{
+    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, render_repo, report_errors, write_err,
+};
+
+/// `fief validate`.
+pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
+    let renders = render_repo(&args.repo)?;
+    let failed = report_errors(&renders);
+    let mut out = String::new();
+    match args.output {
+        Format::Json => {
+            let summary: Vec<_> = renders
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "tenant": r.tenant,
+                        "ok": r.is_ok(),
+                        "state": r.state,
+                        "namespaces": r.namespaces.values().collect::<Vec<_>>(),
+                        "objects": r.objects.len(),
+                        "errors": r.errors.iter().map(|d| serde_json::json!({
+                            "file": d.file, "line": d.line, "message": d.problem.to_string(),
+                            "hint": d.problem.hint(),
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            out.push_str(&serde_json::to_string_pretty(&summary).unwrap_or_default());
+            out.push('\n');
+        }
+        Format::Text => {
+            for r in &renders {
+                if r.is_ok() {
+                    out.push_str(&format!(
+                        "{}: ok ({} namespaces, {} objects)\n",
+                        r.tenant,
+                        r.namespaces.len(),
+                        r.objects.len()
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "{}: INVALID ({} errors)\n",
+                        r.tenant,
+                        r.errors.len()
+                    ));
+                }
+            }
+            let bad = renders.iter().filter(|r| !r.is_ok()).count();
+            out.push_str(&format!(
+                "{} tenants, {} valid, {} invalid\n",
+                renders.len(),
+                renders.len() - bad,
+                bad
+            ));
+        }
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(write_err(Path::new("<stdout>")))?;
+    Ok(if failed { EXIT_INVALID } else { EXIT_OK })
+}

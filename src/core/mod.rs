@@ -1,0 +1,15 @@
+//! The pure core: repo files in, rendered and validated objects, inventories and plans out.
+
+pub mod diagnostic;
+pub mod inputs;
+pub mod inventory;
+pub mod model;
+pub mod objects;
+pub mod pipeline;
+pub mod plan;
+pub mod redact;
+pub mod render;
+pub mod snapshot;
+pub mod status;
+pub mod validate;
+pub mod yaml;

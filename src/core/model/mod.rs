@@ -1,0 +1,76 @@
+//! The tenants repo model (format v1): fief.yaml, tenants, components, environments, baseline.
+//!
+//! In: a [`Snapshot`]. Out: a [`Repo`] whose parts are each either parsed or a list of
+//! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
+//! errors everywhere.
+
+mod component;
+mod config;
+mod load;
+mod tenant;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use component::{Component, ComponentMeta, Environment, Health};
+pub use config::{Config, Policy, PruneGuard};
+pub use load::{is_dns_label, line_of_key};
+pub use tenant::{
+    Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
+};
+
+use crate::core::diagnostic::Diagnostic;
+use crate::core::snapshot::Snapshot;
+
+/// The component name reserved for the per-tenant baseline.
+pub const BASELINE: &str = "baseline";
+/// API version of tenant files.
+pub const API_VERSION: &str = "fief.dev/v1alpha1";
+
+/// Parsed, or the diagnostics of the file(s) behind it.
+pub type Parsed<T> = Result<T, Vec<Diagnostic>>;
+
+/// The whole repo, part by part.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The files.
+    pub snapshot: Arc<Snapshot>,
+    /// fief.yaml.
+    pub config: Parsed<Config>,
+    /// Tenants by file stem.
+    pub tenants: BTreeMap<String, Parsed<Tenant>>,
+    /// Components by directory name.
+    pub components: BTreeMap<String, Parsed<Component>>,
+    /// Environments by file stem.
+    pub environments: BTreeMap<String, Parsed<Environment>>,
+    /// Baseline templates: the repo's `baseline/` if it has one, else the built-in ones.
+    pub baseline: Vec<String>,
+}
+
+/// The built-in baseline templates, keyed by the name they are rendered under.
+pub const BUILTIN_BASELINE: [(&str, &str); 6] = [
+    (
+        "<builtin>/templates/namespace.yaml",
+        include_str!("../../../templates/namespace.yaml"),
+    ),
+    (
+        "<builtin>/templates/rbac.yaml",
+        include_str!("../../../templates/rbac.yaml"),
+    ),
+    (
+        "<builtin>/templates/quota.yaml",
+        include_str!("../../../templates/quota.yaml"),
+    ),
+    (
+        "<builtin>/templates/networkpolicy.yaml",
+        include_str!("../../../templates/networkpolicy.yaml"),
+    ),
+    (
+        "<builtin>/templates/serviceaccount.yaml",
+        include_str!("../../../templates/serviceaccount.yaml"),
+    ),
+    (
+        "<builtin>/templates/deployer.yaml",
+        include_str!("../../../templates/deployer.yaml"),
+    ),
+];

@@ -1,0 +1,208 @@
+//! Render: tenant × environment × component templates → Kubernetes objects.
+//!
+//! In: a [`Repo`] (parsed model over an in-memory snapshot). Out: per tenant a
+//! [`TenantRender`] holding labelled objects (each with the template file and line it came
+//! from) and every diagnostic found while rendering. Validation is a separate step
+//! ([`crate::core::validate`]); [`crate::core::pipeline`] runs both. Pure: templates load only
+//! from the snapshot; execution is bounded by minijinja fuel and recursion limits.
+
+pub mod filters;
+mod order;
+mod parse;
+mod state;
+mod tenant;
+pub mod values;
+
+pub use tenant::render_tenant;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value as JValue};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::diagnostic::{Diagnostic, Problem};
+use crate::core::model::{BUILTIN_BASELINE, Config, Tenant, TenantState};
+use crate::core::objects::ObjectId;
+use crate::core::snapshot::{Snapshot, safe_relative};
+
+/// Instructions one template render may execute before it is stopped.
+pub const TEMPLATE_FUEL: u64 = 5_000_000;
+/// Largest rendered output of one template.
+pub const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where an object was rendered from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// Repo-relative template path (or `<builtin>/templates/...`).
+    pub file: String,
+    /// 1-based template line of the object's document.
+    pub line: usize,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One rendered, labelled object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedObject {
+    /// Component name, or `baseline`.
+    pub component: String,
+    /// Environment it was rendered for.
+    pub env: String,
+    /// Identity (namespace defaulted).
+    pub id: ObjectId,
+    /// Where it came from.
+    pub source: Source,
+    /// The object.
+    pub object: Value,
+}
+
+/// Everything rendered for one tenant.
+#[derive(Debug, Clone, Default)]
+pub struct TenantRender {
+    /// Tenant name (tenant file stem).
+    pub tenant: String,
+    /// Lifecycle state, when the tenant file parsed.
+    pub state: Option<TenantState>,
+    /// The cluster whose agent owns the tenant, when the tenant file parsed.
+    pub cluster: Option<String>,
+    /// The tenant's namespaces, by environment.
+    pub namespaces: BTreeMap<String, String>,
+    /// Objects in apply order within the tenant (baseline, then components by dependency).
+    pub objects: Vec<RenderedObject>,
+    /// Every problem found; a tenant with any is neither applied nor pruned.
+    pub errors: Vec<Diagnostic>,
+}
+
+impl TenantRender {
+    /// Whether the tenant rendered and validated cleanly.
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// A minijinja environment over one snapshot; shared by every tenant of a render.
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+impl Renderer {
+    /// Set up minijinja: loader over the snapshot, strict undefined, fuel, fief's filters.
+    pub fn new(snapshot: Arc<Snapshot>) -> Renderer {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(TEMPLATE_FUEL));
+        env.set_recursion_limit(100);
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build()
+        {
+            env.set_syntax(syntax);
+        }
+        env.set_path_join_callback(|name, parent| {
+            if name.contains('/') {
+                name.into()
+            } else {
+                match parent.rsplit_once('/') {
+                    Some((dir, _)) => format!("{dir}/{name}").into(),
+                    None => name.into(),
+                }
+            }
+        });
+        env.set_loader(move |name| load_template(&snapshot, name));
+        filters::register(&mut env);
+        Renderer { env }
+    }
+
+    fn render_template(&self, name: &str, ctx: &JValue) -> Result<String, Diagnostic> {
+        let result = self.env.get_template(name).and_then(|t| t.render(ctx));
+        match result {
+            Ok(out) if out.len() > MAX_RENDERED_BYTES => Err(Diagnostic::new(
+                name,
+                None,
+                Problem::Template {
+                    detail: format!("rendered output is larger than {MAX_RENDERED_BYTES} bytes"),
+                },
+            )),
+            Ok(out) => Ok(out),
+            Err(e) => Err(template_diagnostic(name, &e)),
+        }
+    }
+}
+
+fn load_template(snapshot: &Snapshot, name: &str) -> Result<Option<String>, minijinja::Error> {
+    if let Some((_, text)) = BUILTIN_BASELINE.iter().find(|(n, _)| *n == name) {
+        return Ok(Some(text.to_string()));
+    }
+    let path = safe_relative(name)
+        .map_err(|p| minijinja::Error::new(ErrorKind::InvalidOperation, p.to_string()))?;
+    match snapshot.get(&path) {
+        None => Ok(None),
+        Some(Ok(text)) => Ok(Some(text.to_string())),
+        Some(Err(problem)) => Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{path}: {problem}"),
+        )),
+    }
+}
+
+/// A template's source text, borrowed (for mapping rendered documents to template lines).
+fn template_source<'a>(snapshot: &'a Snapshot, name: &str) -> &'a str {
+    if let Some((_, text)) = BUILTIN_BASELINE.iter().find(|(n, _)| *n == name) {
+        return text;
+    }
+    match snapshot.get(name) {
+        Some(Ok(text)) => text,
+        _ => "",
+    }
+}
+
+/// A minijinja error as a diagnostic at the innermost template and line it names.
+fn template_diagnostic(name: &str, err: &minijinja::Error) -> Diagnostic {
+    // The innermost error in the chain carries the include's own file and line.
+    let mut innermost: &minijinja::Error = err;
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(me) = e.downcast_ref::<minijinja::Error>()
+            && me.line().is_some()
+        {
+            innermost = me;
+        }
+        cur = e.source();
+    }
+    let file = innermost.name().unwrap_or(name).to_string();
+    let mut detail = innermost.kind().to_string();
+    if let Some(d) = innermost.detail() {
+        detail = format!("{detail}: {d}");
+    }
+    if innermost.kind() == ErrorKind::OutOfFuel {
+        detail = format!(
+            "{detail} (the template ran more than {TEMPLATE_FUEL} instructions; look for a runaway loop)"
+        );
+    }
+    Diagnostic::new(file, innermost.line(), Problem::Template { detail })
+}
+
+/// The namespaces of a tenant, by environment.
+pub fn namespaces(config: &Config, tenant: &Tenant) -> BTreeMap<String, String> {
+    environments(config, tenant)
+        .iter()
+        .map(|e| (e.clone(), config.namespace(&tenant.metadata.name, e)))
+        .collect()
+}
+
+fn environments(config: &Config, tenant: &Tenant) -> Vec<String> {
+    if tenant.spec.environments.is_empty() {
+        config.default_environments.clone()
+    } else {
+        tenant.spec.environments.clone()
+    }
+}

@@ -1,0 +1,180 @@
+//! Rendered template output → objects, each with the template line it most likely came from.
+//!
+//! In: a template's source and its rendered text. Out: [`RenderedObject`]s with namespaces
+//! defaulted, and a diagnostic for every document that is not a Kubernetes object. Pure.
+
+use serde_json::Value;
+
+use super::{RenderedObject, Source};
+use crate::core::diagnostic::{Diagnostic, Problem};
+use crate::core::objects::{self, ObjectId, Scope, scope_of};
+use crate::core::yaml::{self, Document};
+
+/// Template lines where each rendered document most likely starts.
+fn source_lines(template: &str, docs: &[Document<'_>], kinds: &[Option<String>]) -> Vec<usize> {
+    let chunks = yaml::split_documents(template);
+    if chunks.len() == docs.len() {
+        return chunks
+            .iter()
+            .map(|c| {
+                let skip = c
+                    .text
+                    .lines()
+                    .take_while(|l| is_non_content_line(l))
+                    .count();
+                c.first_line + skip
+            })
+            .collect();
+    }
+    let lines: Vec<&str> = template.lines().collect();
+    let mut from = 0usize;
+    kinds
+        .iter()
+        .map(|kind| {
+            let Some(kind) = kind else { return 1 };
+            let find = |start: usize| {
+                lines[start.min(lines.len())..]
+                    .iter()
+                    .position(|l| {
+                        l.trim_start()
+                            .strip_prefix("kind:")
+                            .map(|v| v.trim() == kind)
+                            .unwrap_or(false)
+                    })
+                    .map(|i| i + start)
+            };
+            match find(from).or_else(|| find(0)) {
+                Some(i) => {
+                    from = i;
+                    i + 1
+                }
+                None => 1,
+            }
+        })
+        .collect()
+}
+
+/// A template line that renders no YAML of its own: blank, a comment, or only a tag.
+fn is_non_content_line(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || t.starts_with('#')
+        || (t.starts_with("{%") && t.ends_with("%}"))
+        || (t.starts_with("{#") && t.ends_with("#}"))
+}
+
+/// Split rendered output into objects, checking each is a Kubernetes object, and default
+/// namespaced objects into the environment's namespace.
+pub(super) fn parse_rendered(
+    template: &str,
+    template_src: &str,
+    rendered: &str,
+    component: &str,
+    env: &str,
+    namespace: &str,
+) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
+    let docs = yaml::split_documents(rendered);
+    let parsed: Vec<Result<Option<Value>, yaml::YamlError>> =
+        docs.iter().map(yaml::parse_value).collect();
+    let kinds: Vec<Option<String>> = parsed
+        .iter()
+        .map(|p| match p {
+            Ok(Some(v)) => v.get("kind").and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    let lines = source_lines(template_src, &docs, &kinds);
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for ((doc, result), line) in docs.iter().zip(parsed).zip(lines) {
+        let not_object =
+            |detail: String| Diagnostic::new(template, Some(line), Problem::NotAnObject { detail });
+        let value = match result {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => {
+                let rendered_line = e.line.unwrap_or(doc.first_line);
+                errors.push(Diagnostic::new(
+                    template,
+                    Some(line + rendered_line.saturating_sub(doc.first_line)),
+                    Problem::Yaml {
+                        detail: format!(
+                            "{} (line {rendered_line} of the rendered output)",
+                            e.message
+                        ),
+                    },
+                ));
+                continue;
+            }
+        };
+        let mut object = value;
+        let Some(map) = object.as_object_mut() else {
+            errors.push(not_object("the document is not a mapping".to_string()));
+            continue;
+        };
+        let text_field = |map: &serde_json::Map<String, Value>, key: &str| {
+            map.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let (Some(api_version), Some(kind)) =
+            (text_field(map, "apiVersion"), text_field(map, "kind"))
+        else {
+            errors.push(not_object(
+                "apiVersion and kind must be non-empty strings".to_string(),
+            ));
+            continue;
+        };
+        let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) else {
+            errors.push(not_object("metadata must be a mapping".to_string()));
+            continue;
+        };
+        let Some(name) = text_field(metadata, "name") else {
+            errors.push(not_object(
+                "metadata.name must be a non-empty string".to_string(),
+            ));
+            continue;
+        };
+        let group = objects::group_of(&api_version).to_string();
+        let ns = match scope_of(&group, &kind) {
+            Scope::Cluster => {
+                metadata.remove("namespace");
+                String::new()
+            }
+            Scope::Namespaced => match metadata.get("namespace") {
+                None | Some(Value::Null) => {
+                    metadata.insert("namespace".into(), Value::String(namespace.to_string()));
+                    namespace.to_string()
+                }
+                Some(Value::String(s)) if !s.is_empty() => s.clone(),
+                Some(Value::String(_)) => {
+                    metadata.insert("namespace".into(), Value::String(namespace.to_string()));
+                    namespace.to_string()
+                }
+                Some(_) => {
+                    errors.push(not_object(
+                        "metadata.namespace must be a string".to_string(),
+                    ));
+                    continue;
+                }
+            },
+        };
+        objects.push(RenderedObject {
+            component: component.to_string(),
+            env: env.to_string(),
+            id: ObjectId {
+                group,
+                kind,
+                namespace: ns,
+                name,
+            },
+            source: Source {
+                file: template.to_string(),
+                line,
+            },
+            object,
+        });
+    }
+    (objects, errors)
+}

@@ -1,0 +1,232 @@
+//! Rendering one tenant: baseline and components × environments, values layered per step.
+//!
+//! In: the shared [`Renderer`], the [`Repo`] and a tenant name. Out: the tenant's
+//! [`TenantRender`] (objects labelled, namespaces defaulted, state applied) with every render
+//! diagnostic tagged with the tenant. Not validated here: see [`crate::core::pipeline`]. Pure.
+
+use std::collections::BTreeMap;
+
+use minijinja::Value as JValue;
+use serde_json::{Value, json};
+
+use super::order::component_order;
+use super::parse::parse_rendered;
+use super::state::{freeze, keep_for_state};
+use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
+use crate::core::diagnostic::{Diagnostic, Problem};
+use crate::core::model::{BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key};
+use crate::core::objects;
+
+/// Render one tenant; a tenant with errors in its own files or its components' keeps the
+/// diagnostics and no objects.
+pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    let mut out = TenantRender {
+        tenant: name.to_string(),
+        ..Default::default()
+    };
+    let (config, tenant) = match resolve(repo, name) {
+        Ok(Some(found)) => found,
+        Ok(None) => return out,
+        Err(ds) => {
+            out.errors = tagged(name, ds);
+            return out;
+        }
+    };
+    out.state = Some(tenant.spec.state);
+    out.cluster = Some(tenant.spec.cluster.clone());
+    out.namespaces = namespaces(config, tenant);
+    let order = match component_order(repo, tenant, &format!("tenants/{name}.yaml")) {
+        Ok(order) => order,
+        Err(ds) => {
+            out.errors = tagged(name, &ds);
+            return out;
+        }
+    };
+    if tenant.spec.state == TenantState::Purged {
+        return out;
+    }
+    let envs = environments(config, tenant);
+    let mut errors = Vec::new();
+    let env_files = environment_files(repo, &envs, &mut errors);
+    check_environment_components(repo, &env_files, &mut errors);
+    let mut emitter = Emitter {
+        renderer,
+        repo,
+        tenant,
+        tenant_ctx: tenant_context(tenant, &envs, &out.namespaces),
+        fief_ctx: json!({"baseDomain": config.base_domain, "agentNamespace": config.agent_namespace}),
+        applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
+        out: &mut out,
+        errors: &mut errors,
+    };
+    for env in &envs {
+        let env_file = env_files.get(env.as_str()).copied().flatten();
+        let vals = values::layered([
+            env_file.and_then(|e| e.values.as_ref()),
+            env_file.and_then(|e| e.components.get(BASELINE)),
+        ]);
+        emitter.emit(BASELINE, None, vals, env, &repo.baseline);
+    }
+    for component in &order {
+        let cref = tenant
+            .spec
+            .components
+            .iter()
+            .find(|c| c.name == component.name);
+        let version = cref
+            .and_then(|c| c.version.as_deref())
+            .or(component.meta.version.as_deref());
+        for env in &envs {
+            let env_file = env_files.get(env.as_str()).copied().flatten();
+            let vals = values::layered([
+                Some(&component.values),
+                env_file.and_then(|e| e.values.as_ref()),
+                env_file.and_then(|e| e.components.get(&component.name)),
+                cref.and_then(|c| c.values.as_ref()),
+            ]);
+            emitter.emit(&component.name, version, vals, env, &component.templates);
+        }
+    }
+    out.errors = tagged(name, &errors);
+    out
+}
+
+/// The repo settings and the tenant file; `Ok(None)` for a tenant the repo does not have.
+fn resolve<'r>(
+    repo: &'r Repo,
+    name: &str,
+) -> Result<Option<(&'r Config, &'r Tenant)>, &'r [Diagnostic]> {
+    let config = repo.config.as_ref().map_err(Vec::as_slice)?;
+    match repo.tenants.get(name) {
+        Some(Ok(t)) => Ok(Some((config, t))),
+        Some(Err(ds)) => Err(ds),
+        None => Ok(None),
+    }
+}
+
+fn tagged(tenant: &str, ds: &[Diagnostic]) -> Vec<Diagnostic> {
+    ds.iter().map(|d| d.clone().for_tenant(tenant)).collect()
+}
+
+/// The environment files of the tenant's environments (absent files are `None`); the
+/// diagnostics of files that do not parse go to `errors`.
+fn environment_files<'r, 'e>(
+    repo: &'r Repo,
+    envs: &'e [String],
+    errors: &mut Vec<Diagnostic>,
+) -> BTreeMap<&'e str, Option<&'r Environment>> {
+    envs.iter()
+        .map(|e| {
+            let parsed = match repo.environments.get(e) {
+                None => None,
+                Some(Ok(env)) => Some(env),
+                Some(Err(ds)) => {
+                    errors.extend(ds.iter().cloned());
+                    None
+                }
+            };
+            (e.as_str(), parsed)
+        })
+        .collect()
+}
+
+/// An environment file's `components:` keys must name components of the repo.
+fn check_environment_components(
+    repo: &Repo,
+    env_files: &BTreeMap<&str, Option<&Environment>>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (env_name, env) in env_files {
+        for key in env.map(|e| e.components.keys()).into_iter().flatten() {
+            if key != BASELINE && !repo.components.contains_key(key) {
+                let file = format!("environments/{env_name}.yaml");
+                let line = repo
+                    .snapshot
+                    .get(&file)
+                    .and_then(|e| e.as_ref().ok())
+                    .and_then(|t| line_of_key(t, key));
+                errors.push(Diagnostic::new(
+                    file,
+                    line,
+                    Problem::UnknownComponent {
+                        component: key.clone(),
+                    },
+                ));
+            }
+        }
+    }
+}
+
+/// Renders one component's templates for one environment into the tenant's output.
+struct Emitter<'a, 'r> {
+    renderer: &'a Renderer,
+    repo: &'r Repo,
+    tenant: &'r Tenant,
+    tenant_ctx: Value,
+    fief_ctx: Value,
+    applyset: String,
+    out: &'a mut TenantRender,
+    errors: &'a mut Vec<Diagnostic>,
+}
+
+impl Emitter<'_, '_> {
+    fn emit(
+        &mut self,
+        component: &str,
+        version: Option<&str>,
+        vals: Value,
+        env: &str,
+        templates: &[String],
+    ) {
+        let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
+        let ctx = JValue::from(minijinja::value::Serde(&json!({
+            "tenant": self.tenant_ctx,
+            "env": env,
+            "namespace": namespace,
+            "component": {"name": component, "version": version},
+            "values": vals,
+            "fief": self.fief_ctx,
+        })));
+        let name = &self.tenant.metadata.name;
+        let state = self.tenant.spec.state;
+        for template in templates {
+            let rendered = match self.renderer.render_template(template, &ctx) {
+                Ok(r) => r,
+                Err(d) => {
+                    self.errors.push(d);
+                    continue;
+                }
+            };
+            let src_text = template_source(&self.repo.snapshot, template);
+            let (objs, errs) =
+                parse_rendered(template, src_text, &rendered, component, env, &namespace);
+            self.errors.extend(errs);
+            for mut o in objs {
+                if keep_for_state(state, &o) {
+                    objects::add_labels(&mut o.object, name, component, &self.applyset);
+                    freeze(state, &mut o.object, &o.id);
+                    self.out.objects.push(o);
+                }
+            }
+        }
+    }
+}
+
+fn tenant_context(
+    tenant: &Tenant,
+    envs: &[String],
+    namespaces: &BTreeMap<String, String>,
+) -> Value {
+    json!({
+        "name": tenant.metadata.name,
+        "labels": tenant.metadata.labels,
+        "annotations": tenant.metadata.annotations,
+        "state": tenant.spec.state,
+        "cluster": tenant.spec.cluster,
+        "owner": tenant.spec.owner,
+        "environments": envs,
+        "namespaces": namespaces,
+        "quota": tenant.spec.quota,
+        "access": tenant.spec.access,
+    })
+}

@@ -1,0 +1,96 @@
+//! Apply: one object by server-side apply, as the tenant's identity for component objects;
+//! waiting for a CRD to be Established.
+//!
+//! In: a planned [`Apply`]. Out: the object as the server returned it, or a [`ClusterError`]
+//! naming it. Retries a fresh RoleBinding's 403 and a 429 with backoff.
+
+use std::time::Duration;
+
+use kube::api::{DynamicObject, Patch, PatchParams};
+use serde_json::Value;
+
+use super::sync::{Ctx, api_version};
+use super::{ClusterError, FIELD_MANAGER, send_as};
+use crate::core::model::BASELINE;
+use crate::core::plan::Apply;
+
+/// Server-side apply one object; component objects go as `identity`.
+pub(super) async fn apply_one(
+    ctx: &Ctx<'_>,
+    a: &Apply<'_>,
+    identity: &str,
+    retry_forbidden: bool,
+) -> Result<Value, ClusterError> {
+    let o = a.object;
+    let version = api_version(&o.object);
+    let resource = ctx.resources.require(&o.id, &version).await?;
+    if !resource.namespaced && o.component != BASELINE {
+        return Err(ClusterError::Refused {
+            id: o.id.clone(),
+            reason: "the cluster says this kind is cluster-scoped; components may only create namespaced objects",
+        });
+    }
+    let api = ctx.resources.api(&resource, &o.id.namespace);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    // Component objects go as the tenant's own ServiceAccount of the environment they were
+    // rendered for, so the API server refuses whatever the render check might have missed.
+    let identity = (o.component != BASELINE).then(|| identity.to_string());
+    let mut attempt = 0;
+    loop {
+        let request = kube::core::Request::new(api.resource_url()).patch(
+            &o.id.name,
+            &params,
+            &Patch::Apply(&o.object),
+        );
+        let result: Result<DynamicObject, kube::Error> =
+            send_as(ctx.resources.client(), request, identity.as_deref()).await;
+        match result {
+            Ok(returned) => return Ok(serde_json::to_value(returned).unwrap_or(Value::Null)),
+            // A RoleBinding created moments ago may not be in the authorizer's cache yet.
+            Err(kube::Error::Api(s)) if s.code == 403 && retry_forbidden && attempt < 10 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+            }
+            // The API server is shedding load: back off exponentially and try again.
+            Err(kube::Error::Api(s)) if s.code == 429 && attempt < 8 => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            Err(source) => {
+                return Err(ClusterError::Object {
+                    id: o.id.clone(),
+                    what: "server-side apply failed",
+                    source,
+                });
+            }
+        }
+    }
+}
+
+/// Wait (up to a minute) until a CRD is Established.
+pub(super) async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(), ClusterError> {
+    let version = api_version(&a.object.object);
+    let Some(resource) = ctx.resources.resolve(&version, &a.object.id.kind).await else {
+        return Ok(());
+    };
+    let api = ctx.resources.api(&resource, "");
+    let seconds = 60;
+    for _ in 0..seconds * 4 {
+        if let Ok(crd) = api.get(&a.object.id.name).await {
+            let crd = serde_json::to_value(crd).unwrap_or(Value::Null);
+            let established = crd["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Established" && c["status"] == "True");
+            if established {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Err(ClusterError::CrdTimeout {
+        id: a.object.id.clone(),
+        seconds,
+    })
+}

@@ -1,0 +1,88 @@
+//! Inventory store: the tenants' ApplySet parent ConfigMaps in the agent namespace.
+//!
+//! In: [`Inventory`] values. Out: reads, server-side-applied writes (skipped when unchanged)
+//! and deletes of the ConfigMaps.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::Value;
+
+use super::sync::Ctx;
+use super::{ClusterError, FIELD_MANAGER};
+use crate::core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
+use crate::core::objects;
+
+/// Every inventory ConfigMap in the agent namespace, by tenant.
+pub async fn load_inventories(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(&format!(
+        "{LABEL_APPLYSET_ID},{}=fief",
+        objects::LABEL_MANAGED_BY
+    ));
+    let list = api
+        .list(&params)
+        .await
+        .map_err(|source| ClusterError::Unreachable {
+            what: format!("listing inventories in {namespace}"),
+            source,
+        })?;
+    let mut out = BTreeMap::new();
+    for cm in list.items {
+        let value = serde_json::to_value(&cm).unwrap_or(Value::Null);
+        let tenant = cm
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(objects::LABEL_TENANT))
+            .cloned()
+            .unwrap_or_default();
+        out.insert(tenant, Inventory::from_configmap(&value));
+    }
+    Ok(out)
+}
+
+/// Write the inventory unless it equals `previous` (steady state writes nothing).
+pub(super) async fn write_inventory(
+    ctx: &Ctx<'_>,
+    inv: &Inventory,
+    previous: Option<&Inventory>,
+) -> Result<(), ClusterError> {
+    if previous == Some(inv) {
+        return Ok(());
+    }
+    let ns = &ctx.options.agent_namespace;
+    let cm = inv.to_configmap(ns);
+    let name = objects::inventory_name(&inv.tenant);
+    let api: Api<ConfigMap> = Api::namespaced(ctx.resources.client().clone(), ns);
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .map_err(|source| ClusterError::Unreachable {
+        what: format!("writing inventory {ns}/{name}"),
+        source,
+    })?;
+    Ok(())
+}
+
+/// Delete a tenant's inventory (after a purge); a missing one is fine.
+pub(super) async fn delete_inventory(ctx: &Ctx<'_>, tenant: &str) -> Result<(), ClusterError> {
+    let ns = &ctx.options.agent_namespace;
+    let name = objects::inventory_name(tenant);
+    let api: Api<ConfigMap> = Api::namespaced(ctx.resources.client().clone(), ns);
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(ClusterError::Unreachable {
+            what: format!("deleting inventory {ns}/{name}"),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,80 @@
+//! Prune: delete one inventory entry that left git, if it is still this tenant's member
+//! and not marked `fief.dev/prune: disabled`.
+//!
+//! In: an inventory [`Entry`]. Out: [`Pruned`] or a [`ClusterError`]. A uid precondition makes
+//! sure the object deleted is the one that was checked.
+
+use kube::api::{DeleteParams, Preconditions};
+
+use super::sync::Ctx;
+use super::{ClusterError, send_as};
+use crate::core::inventory::Entry;
+use crate::core::model::BASELINE;
+use crate::core::objects;
+
+/// What became of an entry to prune.
+pub(super) enum Pruned {
+    /// Deleted now.
+    Deleted,
+    /// Already gone.
+    Gone,
+    /// Left in place, and why.
+    Kept(&'static str),
+}
+
+/// Delete one entry, as the tenant for component objects.
+pub(super) async fn prune_one(
+    ctx: &Ctx<'_>,
+    entry: &Entry,
+    tenant: &str,
+    applyset: &str,
+) -> Result<Pruned, ClusterError> {
+    let resource = ctx.resources.require(&entry.id, &entry.api_version).await?;
+    let api = ctx.resources.api(&resource, &entry.id.namespace);
+    let object_err = |what, source| ClusterError::Object {
+        id: entry.id.clone(),
+        what,
+        source,
+    };
+    let Some(live) = api
+        .get_opt(&entry.id.name)
+        .await
+        .map_err(|e| object_err("reading before prune", e))?
+    else {
+        return Ok(Pruned::Gone);
+    };
+    let labels = live.metadata.labels.clone().unwrap_or_default();
+    if labels.get(objects::LABEL_TENANT).map(String::as_str) != Some(tenant)
+        || labels.get(objects::LABEL_PART_OF).map(String::as_str) != Some(applyset)
+    {
+        return Ok(Pruned::Kept(
+            "no longer labelled as this tenant's; left in place",
+        ));
+    }
+    let annotations = live.metadata.annotations.clone().unwrap_or_default();
+    if annotations
+        .get(objects::ANNOTATION_PRUNE)
+        .map(String::as_str)
+        == Some("disabled")
+    {
+        return Ok(Pruned::Kept("fief.dev/prune: disabled; left in place"));
+    }
+    let params = DeleteParams {
+        preconditions: live.metadata.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    // Component objects are deleted as the tenant's ServiceAccount of their namespace.
+    let identity = (!entry.component.is_empty() && entry.component != BASELINE)
+        .then(|| super::tenant_identity(&entry.id.namespace));
+    let request = kube::core::Request::new(api.resource_url()).delete(&entry.id.name, &params);
+    let result: Result<serde_json::Value, kube::Error> =
+        send_as(ctx.resources.client(), request, identity.as_deref()).await;
+    match result {
+        Ok(_) => Ok(Pruned::Deleted),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Pruned::Gone),
+        Err(e) => Err(object_err("delete failed (kept in the inventory)", e)),
+    }
+}

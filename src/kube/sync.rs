@@ -1,0 +1,389 @@
+//! Sync: apply each tenant's plan to the cluster, record its inventory, prune safely.
+//!
+//! In: rendered tenants, the previous inventories and the live objects (read once per sync).
+//! Out: server-side applies in stage order, inventory writes (union of old and new before any
+//! prune, the new set after), guarded deletes, and a [`TenantReport`] per tenant. A tenant's
+//! failure never stops the others; an unchanged tenant sends no mutating request.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+
+use super::apply::{apply_one, wait_established};
+use super::inventory_store::{delete_inventory, write_inventory};
+use super::prune::{Pruned, prune_one};
+use super::{ClusterError, Resources};
+use crate::core::inventory::{Entry, Inventory, InventoryError};
+use crate::core::model::{PruneGuard, TenantState};
+use crate::core::objects::{self, ObjectId};
+use crate::core::plan::{self, Apply, Plan};
+use crate::core::render::TenantRender;
+use crate::core::status;
+pub use crate::core::status::TenantReport;
+
+pub use super::observe::observe;
+
+/// How a sync runs.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// Namespace of the inventories.
+    pub agent_namespace: String,
+    /// Tenants synced at once.
+    pub concurrency: usize,
+    /// Requests in flight per tenant stage.
+    pub object_concurrency: usize,
+    /// Prune past the mass-prune guard.
+    pub allow_mass_prune: bool,
+    /// The guard from fief.yaml.
+    pub guard: PruneGuard,
+    /// Only tenants whose `spec.cluster` is this.
+    pub cluster: String,
+    /// The git commit being applied, recorded in the status of tenants it changes.
+    pub commit: Option<String>,
+}
+
+/// Current time, RFC 3339, for condition transitions.
+pub fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// What every step of one sync shares.
+pub(super) struct Ctx<'a> {
+    pub(super) resources: &'a Resources,
+    pub(super) live: &'a HashMap<ObjectId, String>,
+    pub(super) options: &'a SyncOptions,
+    pub(super) now: String,
+}
+
+/// What a sync needs to know about the cluster before it starts.
+#[derive(Debug, Default)]
+pub struct ClusterState {
+    /// Every inventory in the agent namespace, by tenant.
+    pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
+    /// For each live object fief manages: the hash of its fields fief sets
+    /// ([`plan::live_hash`] against the desired object).
+    pub live: HashMap<ObjectId, String>,
+}
+
+/// The outcome of a sync.
+#[derive(Debug, Default)]
+pub struct SyncResult {
+    /// One report per tenant (and per orphaned inventory), sorted by tenant.
+    pub reports: Vec<TenantReport>,
+    /// Each synced tenant's inventory as it now stands in the cluster (`None`: deleted).
+    pub inventories: BTreeMap<String, Option<Inventory>>,
+}
+
+/// Sync tenants (one-shot): observe the cluster, then [`sync_with`]. `renders` are the
+/// tenants in scope; `known` is every tenant file in the repo, so inventories of tenants not
+/// in it are reported as orphaned (only when `report_orphans`, i.e. the whole repo is in scope).
+pub async fn sync(
+    resources: &Resources,
+    renders: &[TenantRender],
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError> {
+    let state = observe(resources, renders, report_orphans, options).await?;
+    let result = sync_with(resources, renders, &state, known, report_orphans, options).await;
+    Ok(result.reports)
+}
+
+/// Sync tenants against an observed [`ClusterState`]. A tenant's failure is in its report;
+/// it never stops the others.
+pub async fn sync_with(
+    resources: &Resources,
+    renders: &[TenantRender],
+    state: &ClusterState,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> SyncResult {
+    let ctx = Ctx {
+        resources,
+        live: &state.live,
+        options,
+        now: now_rfc3339(),
+    };
+    let inventories = &state.inventories;
+    let done: Vec<(TenantReport, Option<Option<Inventory>>)> = stream::iter(renders.iter())
+        .map(|r| {
+            let ctx = &ctx;
+            async move {
+                if r.cluster
+                    .as_deref()
+                    .is_some_and(|c| c != ctx.options.cluster)
+                {
+                    return (TenantReport::new(&r.tenant, "skipped"), None);
+                }
+                match inventories.get(&r.tenant) {
+                    Some(Err(e)) => {
+                        let mut rep = TenantReport::new(&r.tenant, "failed");
+                        rep.errors.push(format!(
+                            "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
+                        ));
+                        (rep, None)
+                    }
+                    Some(Ok(inv)) => {
+                        let (rep, inv) = sync_tenant(ctx, r, Some(inv)).await;
+                        (rep, Some(inv))
+                    }
+                    None => {
+                        let (rep, inv) = sync_tenant(ctx, r, None).await;
+                        (rep, Some(inv))
+                    }
+                }
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .collect()
+        .await;
+    let mut result = SyncResult::default();
+    for (report, inv) in done {
+        if let Some(inv) = inv {
+            result.inventories.insert(report.tenant.clone(), inv);
+        }
+        result.reports.push(report);
+    }
+    if report_orphans {
+        for (tenant, inv) in inventories {
+            if known.contains(tenant) {
+                continue;
+            }
+            let mut rep = TenantReport::new(tenant, "orphaned");
+            if let Ok(inv) = inv {
+                rep.counts.objects = inv.entries.len();
+                let mut marked = inv.clone();
+                marked.status.set_condition(
+                    "Orphaned",
+                    true,
+                    "TenantFileRemoved",
+                    "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
+                    &ctx.now,
+                );
+                if let Err(e) = write_inventory(&ctx, &marked, Some(inv)).await {
+                    rep.errors.push(e.to_string());
+                }
+            }
+            result.reports.push(rep);
+        }
+    }
+    result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    result
+}
+
+/// The `apiVersion` of an object.
+pub(super) fn api_version(object: &Value) -> String {
+    object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Sync one tenant; returns its report and its inventory as it now stands in the cluster
+/// (`None`: there is none). Steps: plan, apply stage by stage, record union(old, new), prune,
+/// record the final inventory and status.
+async fn sync_tenant(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    prev: Option<&Inventory>,
+) -> (TenantReport, Option<Inventory>) {
+    let tenant = render.tenant.as_str();
+    let mut report = TenantReport::new(tenant, "applied");
+    let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
+    inv.status.conditions.retain(|c| c.type_ != "Orphaned");
+    let now = ctx.now.as_str();
+    if !render.is_ok() {
+        status::record_invalid(&mut inv, &mut report, render, now);
+        return match write_inventory(ctx, &inv, prev).await {
+            Ok(()) => (report, Some(inv)),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, prev.cloned())
+            }
+        };
+    }
+    let plan = plan::plan(
+        render,
+        prev,
+        ctx.live,
+        &ctx.options.guard,
+        ctx.options.allow_mass_prune,
+    );
+    report.counts.unchanged = plan.unchanged.len();
+    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
+    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
+    if changed {
+        status::mark_reconciling(&mut inv, now);
+    }
+    // Record union(old, new) before anything is pruned: a crash leaves nothing unrecorded.
+    if let Err(e) = write_inventory(ctx, &inv, prev).await {
+        report.outcome = "failed".to_string();
+        report.errors.push(format!("{e}; nothing pruned"));
+        return (report, prev.cloned());
+    }
+    let recorded = inv.clone();
+    report.prune_held = plan.hold.as_ref().map(|h| h.to_string());
+    prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
+    let purged = render.state == Some(TenantState::Purged);
+    if purged && inv.entries.is_empty() && report.errors.is_empty() {
+        report.outcome = "purged".to_string();
+        return match delete_inventory(ctx, tenant).await {
+            Ok(()) => (report, None),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, Some(recorded))
+            }
+        };
+    }
+    if purged && report.prune_held.is_none() {
+        report.prune_held = Some(format!(
+            "purge incomplete: {} objects remain (kept by fief.dev/prune: disabled, or their namespace); delete them or remove the annotation",
+            inv.entries.len()
+        ));
+    }
+    status::finish(
+        &mut inv,
+        &mut report,
+        render,
+        changed,
+        now,
+        ctx.options.commit.as_deref(),
+    );
+    let stands = match write_inventory(ctx, &inv, Some(&recorded)).await {
+        Ok(()) => inv,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            recorded
+        }
+    };
+    if !report.errors.is_empty() {
+        report.outcome = "failed".to_string();
+    }
+    (report, Some(stands))
+}
+
+/// Apply the plan's stages in order (objects of a stage concurrently), recording each applied
+/// object in `inv`; after the first stage, wait for new CRDs and refresh discovery.
+async fn apply_stages(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    plan: &Plan<'_>,
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+) {
+    let mut rbac_changed = false;
+    for (i, stage) in plan.stages.iter().enumerate() {
+        rbac_changed |= i == 2 && !plan.stages[1].is_empty();
+        let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
+            .map(|a| async move {
+                let ns = render
+                    .namespaces
+                    .get(&a.object.env)
+                    .map(String::as_str)
+                    .unwrap_or("");
+                let identity = super::tenant_identity(ns);
+                (a, apply_one(ctx, a, &identity, rbac_changed).await)
+            })
+            .buffer_unordered(ctx.options.object_concurrency.max(1))
+            .collect()
+            .await;
+        let mut crds = Vec::new();
+        for (a, result) in results {
+            match result {
+                Ok(returned) => {
+                    let id = a.object.id.clone();
+                    if id.kind == "CustomResourceDefinition" {
+                        crds.push(a);
+                    }
+                    inv.entries.insert(
+                        id.clone(),
+                        Entry {
+                            id,
+                            component: a.object.component.clone(),
+                            api_version: api_version(&a.object.object),
+                            hash: a.hash.clone(),
+                            live: plan::live_hash(&a.object.object, &returned),
+                        },
+                    );
+                    if a.existed {
+                        report.counts.configured += 1;
+                    } else {
+                        report.counts.created += 1;
+                    }
+                }
+                Err(e) => {
+                    report.counts.failed += 1;
+                    report.errors.push(e.to_string());
+                }
+            }
+        }
+        if i == 0 && !crds.is_empty() {
+            for crd in crds {
+                if let Err(e) = wait_established(ctx, crd).await {
+                    report.errors.push(e.to_string());
+                }
+            }
+            if let Err(e) = ctx.resources.refresh().await {
+                report.errors.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// Prune the plan's entries (workloads first, namespaces last), removing each deleted or gone
+/// entry from `inv`. A namespace holding objects that are kept must stay (deleting it deletes
+/// them), and those objects stay in the inventory so the namespace is held on every later
+/// sync too.
+async fn prune_entries(
+    ctx: &Ctx<'_>,
+    tenant: &str,
+    plan: &Plan<'_>,
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+) {
+    let applyset = objects::tenant_applyset_id(tenant, &ctx.options.agent_namespace);
+    let pruned_namespaces: BTreeSet<&str> = plan
+        .prune
+        .iter()
+        .filter(|e| e.id.group.is_empty() && e.id.kind == "Namespace")
+        .map(|e| e.id.name.as_str())
+        .collect();
+    let mut holding: BTreeSet<String> = BTreeSet::new();
+    for entry in &plan.prune {
+        let is_namespace = entry.id.group.is_empty() && entry.id.kind == "Namespace";
+        if is_namespace && holding.contains(&entry.id.name) {
+            report.kept.push(format!(
+                "{}: holds objects that are kept; left in place",
+                entry.id
+            ));
+            continue;
+        }
+        let held = pruned_namespaces.contains(entry.id.namespace.as_str());
+        match prune_one(ctx, entry, tenant, &applyset).await {
+            Ok(Pruned::Deleted) => {
+                inv.entries.remove(&entry.id);
+                report.counts.pruned += 1;
+            }
+            Ok(Pruned::Gone) => {
+                inv.entries.remove(&entry.id);
+            }
+            Ok(Pruned::Kept(reason)) => {
+                if held {
+                    holding.insert(entry.id.namespace.clone());
+                } else {
+                    inv.entries.remove(&entry.id);
+                }
+                report.kept.push(format!("{}: {reason}", entry.id));
+            }
+            Err(e) => {
+                holding.insert(entry.id.namespace.clone());
+                report.counts.failed += 1;
+                report.errors.push(e.to_string());
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Reading one commit's tree from git objects into a [`Snapshot`], with the same rules as
+//! the filesystem source: only the top-level entries fief knows, hidden names skipped, size
+//! and count limits, symlinks followed only while they stay inside the repo.
+//!
+//! In: a repository and a commit's tree. Out: a [`Snapshot`] or a [`GitError`].
+
+use std::collections::VecDeque;
+
+use git2::{ObjectType, Oid, Repository};
+
+use super::*;
+use crate::core::diagnostic::Problem;
+use crate::core::snapshot::{Entry, MAX_FILE_BYTES, MAX_FILES, Snapshot};
+
+/// A tree entry: what it is and where its object is.
+#[derive(Clone, Copy)]
+pub(super) struct Node {
+    pub(super) oid: Oid,
+    pub(super) mode: i32,
+    pub(super) kind: Option<ObjectType>,
+}
+
+/// Reads one commit's tree into a snapshot, following [`Snapshot::read_dir`]'s rules.
+pub(super) struct TreeReader<'r> {
+    pub(super) repo: &'r Repository,
+    pub(super) root: git2::Tree<'r>,
+    pub(super) snapshot: Snapshot,
+    pub(super) files: usize,
+    pub(super) url: &'r str,
+    pub(super) commit: &'r str,
+}
+
+/// Where a symlink leads: a node and its path from the repo root (empty for the root).
+pub(super) enum Resolved {
+    Found(Vec<String>, Node),
+    Problem(Problem),
+}
+
+impl TreeReader<'_> {
+    /// `parent` is the real (symlink-free) path of the directory holding this entry; `rel` the
+    /// key it gets in the snapshot; `real_name` its own name in `parent`.
+    pub(super) fn walk(
+        &mut self,
+        node: Node,
+        parent: &[String],
+        real_name: String,
+        rel: String,
+        depth: usize,
+    ) -> Result<(), GitError> {
+        if self.files >= MAX_FILES {
+            return Err(GitError::TooManyFiles {
+                url: redact_url(self.url),
+                commit: self.commit.to_string(),
+            });
+        }
+        let (real, node) = if node.mode == MODE_SYMLINK {
+            match self.resolve_link(node, parent.to_vec(), &rel)? {
+                Resolved::Found(real, target) => (real, target),
+                Resolved::Problem(problem) => {
+                    self.insert(rel, Err(problem));
+                    return Ok(());
+                }
+            }
+        } else {
+            let mut real = parent.to_vec();
+            real.push(real_name);
+            (real, node)
+        };
+        match node.kind {
+            Some(ObjectType::Tree) => {
+                if depth > MAX_DEPTH {
+                    self.insert_problem(rel, "directories nested too deeply".to_string());
+                    return Ok(());
+                }
+                let tree = self
+                    .repo
+                    .find_tree(node.oid)
+                    .map_err(|e| self.read_error(&rel, e))?;
+                let mut children: Vec<(Vec<u8>, Node)> = tree
+                    .iter()
+                    .map(|e| {
+                        let node = Node {
+                            oid: e.id(),
+                            mode: e.filemode(),
+                            kind: e.kind(),
+                        };
+                        (e.name_bytes().to_vec(), node)
+                    })
+                    .collect();
+                children.sort_by(|a, b| a.0.cmp(&b.0));
+                for (name, child) in children {
+                    let Ok(name) = String::from_utf8(name.clone()) else {
+                        self.insert_problem(
+                            format!("{rel}/{}", String::from_utf8_lossy(&name)),
+                            "file name is not UTF-8".to_string(),
+                        );
+                        continue;
+                    };
+                    if name.starts_with('.') {
+                        continue;
+                    }
+                    let child_rel = format!("{rel}/{name}");
+                    self.walk(child, &real, name, child_rel, depth + 1)?;
+                }
+            }
+            Some(ObjectType::Blob) => {
+                let entry = self.read_blob(node.oid, &rel)?;
+                self.insert(rel, entry);
+            }
+            Some(ObjectType::Commit) => {
+                self.insert_problem(
+                    rel,
+                    "a git submodule; fief does not read submodules".to_string(),
+                );
+            }
+            _ => self.insert_problem(rel, "not a file or directory".to_string()),
+        }
+        Ok(())
+    }
+
+    fn read_blob(&self, oid: Oid, rel: &str) -> Result<Entry, GitError> {
+        let odb = self.repo.odb().map_err(|e| self.read_error(rel, e))?;
+        let (size, _) = odb.read_header(oid).map_err(|e| self.read_error(rel, e))?;
+        if size as u64 > MAX_FILE_BYTES {
+            return Ok(Err(Problem::Unreadable {
+                reason: format!("file is {size} bytes, more than the limit of {MAX_FILE_BYTES}"),
+            }));
+        }
+        let blob = self
+            .repo
+            .find_blob(oid)
+            .map_err(|e| self.read_error(rel, e))?;
+        Ok(std::str::from_utf8(blob.content())
+            .map(Arc::from)
+            .map_err(|_| Problem::Unreadable {
+                reason: "file is not UTF-8 text".to_string(),
+            }))
+    }
+
+    /// Follow the symlink `link` found in directory `dir` (a real path), component by
+    /// component, through further symlinks, without ever leaving the commit's tree.
+    fn resolve_link(&self, link: Node, dir: Vec<String>, rel: &str) -> Result<Resolved, GitError> {
+        let escapes = || {
+            Resolved::Problem(Problem::EscapesRepo {
+                path: rel.to_string(),
+            })
+        };
+        let broken = |why: &str| {
+            Resolved::Problem(Problem::Unreadable {
+                reason: format!("broken symlink: {why}"),
+            })
+        };
+        let mut current = dir;
+        let mut pending: VecDeque<String> = VecDeque::new();
+        let mut hops = 0;
+        let mut next_link = Some(link);
+        loop {
+            if let Some(link) = next_link.take() {
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return Ok(broken("too many levels of symbolic links"));
+                }
+                let blob = self
+                    .repo
+                    .find_blob(link.oid)
+                    .map_err(|e| self.read_error(rel, e))?;
+                let Ok(target) = std::str::from_utf8(blob.content()) else {
+                    return Ok(broken("target is not UTF-8"));
+                };
+                if target.is_empty() {
+                    return Ok(broken("empty target"));
+                }
+                if target.starts_with('/') {
+                    return Ok(escapes());
+                }
+                for part in target.split('/').rev() {
+                    pending.push_front(part.to_string());
+                }
+            }
+            let Some(part) = pending.pop_front() else {
+                break;
+            };
+            match part.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    if current.pop().is_none() {
+                        return Ok(escapes());
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let mut path = current.clone();
+            path.push(part);
+            let Ok(entry) = self.root.get_path(Path::new(&path.join("/"))) else {
+                return Ok(broken("target not found in the commit"));
+            };
+            let node = Node {
+                oid: entry.id(),
+                mode: entry.filemode(),
+                kind: entry.kind(),
+            };
+            if node.mode == MODE_SYMLINK {
+                // Its target is relative to the directory holding it: `current`.
+                next_link = Some(node);
+                continue;
+            }
+            if !pending.iter().all(|p| p.is_empty() || p == ".")
+                && node.kind != Some(ObjectType::Tree)
+            {
+                return Ok(broken("a path component is not a directory"));
+            }
+            current = path;
+        }
+        if current.is_empty() {
+            let node = Node {
+                oid: self.root.id(),
+                mode: 0o040_000,
+                kind: Some(ObjectType::Tree),
+            };
+            return Ok(Resolved::Found(current, node));
+        }
+        let entry = self
+            .root
+            .get_path(Path::new(&current.join("/")))
+            .map_err(|e| self.read_error(rel, e))?;
+        let node = Node {
+            oid: entry.id(),
+            mode: entry.filemode(),
+            kind: entry.kind(),
+        };
+        Ok(Resolved::Found(current, node))
+    }
+
+    fn insert(&mut self, rel: String, entry: Entry) {
+        self.files += 1;
+        self.snapshot.insert(rel, entry);
+    }
+
+    fn insert_problem(&mut self, rel: String, reason: String) {
+        self.insert(rel, Err(Problem::Unreadable { reason }));
+    }
+
+    fn read_error(&self, rel: &str, e: git2::Error) -> GitError {
+        GitError::Read {
+            url: redact_url(self.url),
+            commit: self.commit.to_string(),
+            path: rel.to_string(),
+            detail: e.message().to_string(),
+        }
+    }
+}
