@@ -5,7 +5,6 @@
 //! missing signature gets 401 and triggers nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -26,15 +25,14 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
-    if shared.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready")
+async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    let (ready, why) = shared.readiness();
+    let code = if ready {
+        StatusCode::OK
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the first full sync",
-        )
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, why)
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {

@@ -1,109 +1,193 @@
-//! The reconciler: render the due tenants and sync them, a bounded batch at a time.
+//! The reconciler: render the due tenants and sync them one by one, stopping between tenants
+//! when told to.
 //!
-//! In: due tenant names and the loop state (repo, inventories, live hashes). Out: applies,
-//! prunes, inventory writes, Events and metrics; failed tenants back on the queue.
+//! In: due tenant names, the loop state (revision, inventories) and the watches' live hashes;
+//! a cancellation token (shutdown or lost Lease). Out: applies, prunes, inventory writes,
+//! Events and metrics; failed and cancelled tenants back on the queue. Rendering runs on a
+//! blocking thread. Every due tenant's desired objects are known before the watches' lists are
+//! used, so a start on an applied cluster finds every live hash and sends nothing. A tenant
+//! using a kind that cannot be watched is degraded (reported on it, nothing applied or
+//! pruned); the others go on. A tenant whose recorded status is unsettled (`Reconciling=True`,
+//! e.g. after SIGKILL) is applied again in full so its sync is finished.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::*;
-use crate::kube::Resources;
+use futures::stream::{self, StreamExt};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-/// Tenants rendered and synced together; bounds the agent's memory at thousands of tenants.
-const BATCH_TENANTS: usize = 50;
+use super::events::publish_events;
+use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, read, write};
+use crate::core::diagnostic::{Diagnostic, Problem};
+use crate::core::render::TenantRender;
+use crate::kube::inventory_store::load_inventories;
+use crate::kube::observe::ensure_namespace;
+use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, TenantReport, observe, sync_with};
+use crate::kube::{ClusterError, Resources};
 
-/// Render and sync the due tenants, a bounded batch at a time.
+/// How long a batch waits for the initial list of a kind before degrading its tenants.
+const LIST_WAIT: Duration = Duration::from_secs(30);
+
+/// Render the due tenants on a blocking thread; record their desired objects.
+async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<TenantRender> {
+    let Some(rev) = state.rev.clone() else {
+        return Vec::new();
+    };
+    let due: Vec<String> = due
+        .into_iter()
+        .filter(|t| rev.hashes.contains_key(t))
+        .collect();
+    if due.is_empty() {
+        return Vec::new();
+    }
+    let repo = rev.repo.clone();
+    let rendered = tokio::task::spawn_blocking(move || {
+        let renders = crate::core::pipeline::render_all(&repo, &due);
+        let mut desired = Vec::new();
+        for r in renders.iter().filter(|r| r.is_ok()) {
+            for o in &r.objects {
+                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
+                desired.push((o.id.clone(), r.tenant.clone(), json));
+            }
+        }
+        (renders, desired)
+    })
+    .await;
+    let (renders, objects) = match rendered {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "render task failed");
+            return Vec::new();
+        }
+    };
+    let mut desired = write(&shared.desired);
+    let synced: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+    desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
+    for (id, tenant, json) in objects {
+        desired.insert(id, (tenant, json));
+    }
+    renders
+}
+
+/// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
+/// tenant, why it cannot be synced now (a kind it uses cannot be watched).
+async fn watch_kinds(
+    shared: &Arc<Shared>,
+    resources: &Resources,
+    renders: &[TenantRender],
+    stop: &CancellationToken,
+) -> BTreeMap<String, String> {
+    let mut kinds: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
+    for r in renders {
+        for o in &r.objects {
+            let v = o.object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            kinds
+                .entry((v, o.id.kind.clone()))
+                .or_default()
+                .push(r.tenant.as_str());
+        }
+    }
+    let mut keys: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut to_watch = Vec::new();
+    for ((v, k), tenants) in kinds {
+        if let Some(resource) = resources.resolve(&v, &k).await {
+            keys.push((drift::kind_key(&resource), tenants));
+            to_watch.push(resource);
+        }
+    }
+    drift::ensure_watches(shared, to_watch);
+    let deadline = Instant::now() + LIST_WAIT;
+    loop {
+        let listing = {
+            let watches = lock(&shared.watches);
+            keys.iter()
+                .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
+        };
+        if !listing || Instant::now() >= deadline || stop.is_cancelled() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watches = lock(&shared.watches);
+    let mut degraded = BTreeMap::new();
+    for (k, tenants) in keys {
+        let why = match watches.get(&k) {
+            Some(WatchState::Failed(why)) => why.clone(),
+            Some(WatchState::Listing) => format!("{k}: the initial list did not finish in time"),
+            _ => continue,
+        };
+        for t in tenants {
+            degraded.entry(t.to_string()).or_insert_with(|| why.clone());
+        }
+    }
+    degraded
+}
+
+/// A degraded tenant's render becomes a failed one: its status says why, and nothing is
+/// applied or pruned.
+fn degrade(render: &mut TenantRender, why: &str) {
+    render.objects.clear();
+    render.errors.push(
+        Diagnostic::new(
+            format!("tenants/{}.yaml", render.tenant),
+            None,
+            Problem::InvalidField {
+                field: "cluster access".to_string(),
+                detail: format!(
+                    "{why}; the agent cannot watch this kind, so this tenant is not synced (grant the agent list and watch on it)"
+                ),
+            },
+        )
+        .for_tenant(&render.tenant),
+    );
+}
+
+/// Render and sync the due tenants; stop between tenants when `stop` is cancelled.
 pub(super) async fn batch(
     shared: &Arc<Shared>,
     resources: &Resources,
     options: &AgentOptions,
     state: &mut LoopState,
     due: Vec<String>,
+    stop: &CancellationToken,
 ) {
-    if due.is_empty() {
-        return sync_batch(shared, resources, options, state, due).await;
-    }
+    let Some(rev) = state.rev.clone() else { return };
     let started = Instant::now();
-    state.inventories = None;
-    for chunk in due.chunks(BATCH_TENANTS) {
-        sync_batch(shared, resources, options, state, chunk.to_vec()).await;
-    }
-    if !shared.ready.swap(true, Ordering::SeqCst) {
-        tracing::info!(
-            tenants = state.known.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "first full sync done; ready"
-        );
-    }
-}
-
-pub(super) async fn sync_batch(
-    shared: &Arc<Shared>,
-    resources: &Resources,
-    options: &AgentOptions,
-    state: &mut LoopState,
-    due: Vec<String>,
-) {
-    let Some(repo) = state.repo.clone() else {
-        return;
+    let triggers: HashMap<String, &'static str> = {
+        let mut q = lock(&shared.queue);
+        due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
-    let started = Instant::now();
-    let due: Vec<String> = due
-        .into_iter()
-        .filter(|t| state.known.contains(t))
-        .collect();
-    let renders: Vec<TenantRender> = if due.is_empty() {
-        Vec::new()
-    } else {
-        crate::core::pipeline::render_all(&repo, &due)
-    };
-    // The desired objects of these tenants replace their previous ones.
+    let mut renders = render(shared, state, due.clone()).await;
+    let degraded = watch_kinds(shared, resources, &renders, stop).await;
+    for r in renders.iter_mut() {
+        if let Some(why) = degraded.get(&r.tenant) {
+            degrade(r, why);
+        }
+    }
     {
-        let mut desired = write(&shared.desired);
-        let synced: HashSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-        desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
-        for r in renders.iter().filter(|r| r.is_ok()) {
-            for o in &r.objects {
-                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
-                desired.insert(o.id.clone(), (r.tenant.clone(), json));
-            }
+        let mut h = lock(&shared.health);
+        for r in &renders {
+            h.degraded.remove(&r.tenant);
         }
+        h.degraded.extend(degraded.clone());
     }
-    // Watch every kind the tenants use; the first batch waits for the initial lists.
-    let mut kinds = BTreeSet::new();
-    for r in &renders {
-        for o in &r.objects {
-            let v = o.object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            kinds.insert((v, o.id.kind.clone()));
-        }
-    }
-    let mut to_watch = Vec::new();
-    for (v, k) in &kinds {
-        if let Some(resource) = resources.resolve(v, k).await {
-            to_watch.push(resource);
-        }
-    }
-    drift::ensure_watches(shared, to_watch);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while shared.watches_pending.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let config = repo.config.as_ref().ok();
+    let config = rev.repo.config.as_ref().ok();
     let agent_namespace = config
         .map(|c| c.agent_namespace.clone())
         .unwrap_or_else(|| options.lease_namespace.clone());
     let sync_options = SyncOptions {
         agent_namespace: agent_namespace.clone(),
-        concurrency: options.concurrency,
+        concurrency: 1,
         object_concurrency: 8,
         allow_mass_prune: false,
         guard: config.map(|c| c.prune_guard).unwrap_or_default(),
         cluster: options.cluster.clone(),
-        commit: state.commit.clone(),
+        commit: Some(rev.commit.clone()),
     };
     if !state.namespace_ready {
         match ensure_namespace(resources.client(), &agent_namespace).await {
@@ -111,50 +195,210 @@ pub(super) async fn sync_batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
-    // Inventories are read once per batch and kept up to date from each chunk's results.
-    let inventories = match state.inventories.take() {
-        Some(i) => i,
-        None => match load_inventories(resources.client(), &agent_namespace).await {
-            Ok(i) => i,
-            Err(ClusterError::Unreachable {
-                source: kube::Error::Api(s),
-                ..
-            }) if s.code == 404 => BTreeMap::new(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read inventories; retrying later");
-                let now = Instant::now();
-                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                for t in &due {
-                    q.failed(t, now);
-                }
-                return;
-            }
-        },
+    let Some(cluster_state) =
+        cluster_state(shared, resources, state, &renders, &sync_options).await
+    else {
+        let now = Instant::now();
+        let mut q = lock(&shared.queue);
+        for t in &due {
+            q.failed(t, now);
+        }
+        return;
     };
-    let live = {
+    let result = sync_each(
+        shared,
+        resources,
+        state,
+        &renders,
+        &cluster_state,
+        &sync_options,
+        options,
+        stop,
+        &triggers,
+    )
+    .await;
+    let cancelled: Vec<String> = renders
+        .iter()
+        .map(|r| r.tenant.clone())
+        .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t))
+        .collect();
+    record(shared, state, cluster_state, &result, &degraded);
+    let now = Instant::now();
+    for t in &cancelled {
+        lock(&shared.queue).push(t, now);
+    }
+    if !cancelled.is_empty() {
+        tracing::info!(
+            left = cancelled.len(),
+            "batch stopped between tenants; the rest is left for the next leader"
+        );
+    }
+    publish_events(shared, &agent_namespace, &result.reports).await;
+    shared
+        .metrics
+        .batch_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let mut h = lock(&shared.health);
+    if !h.first_pass_done && cancelled.is_empty() {
+        h.first_pass_done = true;
+        tracing::info!(
+            tenants = rev.hashes.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "first full sync done; ready"
+        );
+    }
+}
+
+/// Inventories and live hashes for this batch: read afresh on a full resync (one LIST per
+/// kind), else the inventories as the last batch left them and the watches' live hashes.
+/// Unsettled tenants get no live hashes, so their sync is finished in full.
+async fn cluster_state(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    renders: &[TenantRender],
+    sync_options: &SyncOptions,
+) -> Option<ClusterState> {
+    let mut cs = if state.full_resync {
+        match observe(resources, renders, true, sync_options).await {
+            Ok(cs) => {
+                state.full_resync = false;
+                cs
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the cluster; retrying later");
+                return None;
+            }
+        }
+    } else {
+        let inventories = match state.inventories.take() {
+            Some(i) => i,
+            None => match load_inventories(resources.client(), &sync_options.agent_namespace).await
+            {
+                Ok(i) => i,
+                Err(ClusterError::Unreachable {
+                    source: kube::Error::Api(s),
+                    ..
+                }) if s.code == 404 => BTreeMap::new(),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read inventories; retrying later");
+                    return None;
+                }
+            },
+        };
         let live = read(&shared.live);
         let mut mine = HashMap::new();
-        for r in &renders {
+        for r in renders {
             for o in &r.objects {
                 if let Some(h) = live.get(&o.id) {
                     mine.insert(o.id.clone(), h.clone());
                 }
             }
         }
-        mine
+        ClusterState {
+            inventories,
+            live: mine,
+        }
     };
-    let cluster_state = ClusterState { inventories, live };
-    let result = sync_with(
-        resources,
-        &renders,
-        &cluster_state,
-        &state.known,
-        state.check_orphans,
-        &sync_options,
-    )
-    .await;
-    state.check_orphans = false;
-    let mut inventories = cluster_state.inventories;
+    for r in renders {
+        let unsettled = cs.inventories.get(&r.tenant).is_some_and(|i| {
+            i.as_ref().is_ok_and(|i| {
+                i.status
+                    .condition("Reconciling")
+                    .is_some_and(|c| c.status == "True")
+            })
+        });
+        if unsettled {
+            tracing::info!(
+                tenant = r.tenant,
+                "status not settled (interrupted sync); finishing it"
+            );
+            for o in &r.objects {
+                cs.live.remove(&o.id);
+            }
+        }
+    }
+    Some(cs)
+}
+
+/// Sync the renders one tenant at a time (`concurrency` at once), never starting one after
+/// `stop`; then report orphaned inventories when due.
+#[allow(clippy::too_many_arguments)]
+async fn sync_each(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    renders: &[TenantRender],
+    cs: &ClusterState,
+    sync_options: &SyncOptions,
+    options: &AgentOptions,
+    stop: &CancellationToken,
+    triggers: &HashMap<String, &'static str>,
+) -> SyncResult {
+    let known: BTreeSet<String> = state
+        .rev
+        .as_ref()
+        .map(|r| r.hashes.keys().cloned().collect())
+        .unwrap_or_default();
+    let parts: Vec<SyncResult> = stream::iter(renders.iter())
+        .map(|r| {
+            let known = &known;
+            async move {
+                if stop.is_cancelled() {
+                    return None;
+                }
+                lock(&shared.in_flight).insert(r.tenant.clone());
+                let trigger = triggers.get(&r.tenant).copied().unwrap_or("commit");
+                let span = tracing::info_span!(
+                    "sync",
+                    tenant = r.tenant.as_str(),
+                    commit = sync_options.commit.as_deref().unwrap_or(""),
+                    trigger = trigger,
+                );
+                let timer = Instant::now();
+                let out = sync_with(
+                    resources,
+                    std::slice::from_ref(r),
+                    cs,
+                    known,
+                    false,
+                    sync_options,
+                )
+                .instrument(span)
+                .await;
+                shared
+                    .metrics
+                    .observe_tenant(&r.tenant, timer.elapsed().as_secs_f64());
+                Some(out)
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .filter_map(|x| async move { x })
+        .collect()
+        .await;
+    let mut result = SyncResult::default();
+    for p in parts {
+        result.reports.extend(p.reports);
+        result.inventories.extend(p.inventories);
+    }
+    if state.check_orphans && !stop.is_cancelled() {
+        let p = sync_with(resources, &[], cs, &known, true, sync_options).await;
+        result.reports.extend(p.reports);
+        state.check_orphans = false;
+    }
+    result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    result
+}
+
+/// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
+fn record(
+    shared: &Shared,
+    state: &mut LoopState,
+    cs: ClusterState,
+    result: &SyncResult,
+    degraded: &BTreeMap<String, String>,
+) {
+    let mut inventories = cs.inventories;
     for (tenant, inv) in &result.inventories {
         match inv {
             Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
@@ -174,56 +418,102 @@ pub(super) async fn sync_batch(
             }
         }
     }
-    let now = Instant::now();
-    for report in &result.reports {
-        let ok = report.is_ok();
-        shared.metrics.sync_result(ok);
-        shared
-            .metrics
-            .applied
-            .inc_by((report.counts.created + report.counts.configured) as u64);
-        shared.metrics.pruned.inc_by(report.counts.pruned as u64);
-        let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let hash = state.hashes.get(&report.tenant).cloned();
-        match report.outcome.as_str() {
-            "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
-                q.succeeded(&report.tenant);
-                if let Some(h) = hash {
-                    state.synced.insert(report.tenant.clone(), h);
-                }
-            }
-            "orphaned" => {}
-            _ => q.failed(&report.tenant, now),
-        }
-        drop(q);
-        let c = &report.counts;
-        if ok && c.created + c.configured + c.pruned == 0 {
-            tracing::debug!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                "unchanged"
-            );
-        } else if ok {
-            tracing::info!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                created = c.created,
-                configured = c.configured,
-                pruned = c.pruned,
-                "synced"
-            );
-        } else {
-            tracing::warn!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                errors = ?report.errors,
-                "sync failed"
-            );
+    {
+        let mut in_flight = lock(&shared.in_flight);
+        for r in &result.reports {
+            in_flight.remove(&r.tenant);
         }
     }
-    publish_events(shared, &agent_namespace, &result.reports).await;
+    let now = Instant::now();
+    let hashes = state
+        .rev
+        .as_ref()
+        .map(|r| r.hashes.clone())
+        .unwrap_or_default();
+    for report in &result.reports {
+        account(shared, state, report, &hashes, degraded, now);
+    }
+}
+
+fn account(
+    shared: &Shared,
+    state: &mut LoopState,
+    report: &TenantReport,
+    hashes: &BTreeMap<String, String>,
+    degraded: &BTreeMap<String, String>,
+    now: Instant,
+) {
+    let ok = report.is_ok();
+    let is_degraded = degraded.contains_key(&report.tenant);
+    shared.metrics.sync_result(ok && !is_degraded);
+    let c = &report.counts;
     shared
         .metrics
-        .batch_seconds
-        .observe(started.elapsed().as_secs_f64());
+        .applied
+        .inc_by((c.created + c.configured) as u64);
+    shared.metrics.pruned.inc_by(c.pruned as u64);
+    if report.outcome != "orphaned" {
+        shared.metrics.tenant_ready(
+            &report.tenant,
+            ok && !is_degraded && report.outcome != "invalid",
+        );
+    }
+    let mut q = lock(&shared.queue);
+    match report.outcome.as_str() {
+        _ if is_degraded => q.failed(&report.tenant, now),
+        "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
+            q.succeeded(&report.tenant);
+            if let Some(h) = hashes.get(&report.tenant) {
+                state.synced.insert(report.tenant.clone(), h.clone());
+            }
+        }
+        "orphaned" => {}
+        _ => q.failed(&report.tenant, now),
+    }
+    drop(q);
+    if ok && c.created + c.configured + c.pruned == 0 {
+        tracing::debug!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            "unchanged"
+        );
+    } else if ok {
+        tracing::info!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            created = c.created,
+            configured = c.configured,
+            pruned = c.pruned,
+            "synced"
+        );
+    } else {
+        let first = report.errors.first().map(String::as_str).unwrap_or("");
+        shared
+            .metrics
+            .failure(category(first, is_degraded, &report.outcome));
+        tracing::warn!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            errors = report.errors.len(),
+            first_error = first,
+            "sync failed"
+        );
+    }
+}
+
+/// A low-cardinality failure category for metrics.
+fn category(error: &str, degraded: bool, outcome: &str) -> &'static str {
+    if degraded {
+        "watch"
+    } else if outcome == "invalid" {
+        "render"
+    } else if error.contains("forbidden") || error.contains("403") {
+        "forbidden"
+    } else if error.contains("inventory") {
+        "inventory"
+    } else if error.contains("prune") || error.contains("delete") {
+        "prune"
+    } else {
+        "apply"
+    }
 }

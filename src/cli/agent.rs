@@ -50,6 +50,8 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         branch: args.branch.clone(),
         cluster: args.cluster.clone(),
         interval: args.interval,
+        resync_interval: args.resync_interval,
+        git_timeout: args.git_timeout,
         cache_dir: args.cache_dir.clone(),
         listen: args.listen,
         webhook_secret,
@@ -65,7 +67,11 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         context: args.cluster_args.context.clone(),
         api_qps: args.cluster_args.api_qps,
     };
-    match runtime()?.block_on(agent::run(options)) {
+    let rt = runtime()?;
+    let outcome = rt.block_on(agent::run(options));
+    // A git call hanging on a blocking thread must not hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
         Ok(()) => Ok(EXIT_OK),
         Err(e) => {
             tracing::error!(error = %e, "agent stopped");

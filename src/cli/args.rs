@@ -80,6 +80,13 @@ pub struct AgentArgs {
     /// Namespace of the leader-election Lease.
     #[arg(long, default_value = "fief-system")]
     pub lease_namespace: String,
+    /// Full resync period: every tenant is compared with a fresh LIST (10 % jitter added).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub resync_interval: std::time::Duration,
+    /// How long a git clone or fetch may take before it is reported as failed (it goes on in
+    /// the background; syncs, drift repair and shutdown never wait for it).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub git_timeout: std::time::Duration,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster_args: ClusterArgs,
