@@ -200,23 +200,31 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
             "--api-qps",
             "4",
         ],
-        &[("POD_NAME", "me".to_string())],
+        &[
+            ("POD_NAME", "me".to_string()),
+            ("RUST_LOG", "info".to_string()),
+        ],
     );
     let inventories = || {
-        kubectl_json(&[
-            "get",
-            "configmaps",
-            "-n",
-            &agent_ns,
-            "-l",
-            "fief.dev/inventory",
-        ])
-        .and_then(|v| v["items"].as_array().map(Vec::len))
-        .unwrap_or(0)
+        let out = common::control_plane()
+            .kubectl_admin()
+            .args(["get", "configmaps", "-n", &agent_ns, "-o", "name"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("configmap/fief-tenant-"))
+            .count()
     };
-    wait_until("the batch under way", Duration::from_secs(90), || {
-        inventories() >= 1
-    });
+    let start = std::time::Instant::now();
+    while inventories() < 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "no tenant synced; log:\n{}",
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Another replica takes the Lease.
     let now = common::control_plane()
         .kubectl_admin()
@@ -339,6 +347,7 @@ fn fiefs_own_applies_are_not_drift_and_a_deletion_is() {
     let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
     let ns = format!("{t}-prod");
+    let before = agent.log().matches(" synced ").count();
     server.commit(&[tenant(&t, "changed")], "change");
     assert_eq!(agent.signed_push(), 202);
     wait_until("applied", Duration::from_secs(20), || {
@@ -346,7 +355,7 @@ fn fiefs_own_applies_are_not_drift_and_a_deletion_is() {
     });
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(agent.metric("fief_drift_detected_total", ""), 0.0);
-    let syncs = agent.log().matches("synced").count();
+    let syncs = agent.log().matches(" synced ").count() - before;
     assert_eq!(syncs, 1, "one sync for one change: {}", agent.log());
     assert!(kubectl(&["delete", "configmap", "-n", &ns, "app-extra"]));
     wait_until("the deletion repaired", Duration::from_secs(10), || {

@@ -147,9 +147,10 @@ impl Agent {
         if !extra.contains(&"--lease-namespace") {
             cmd.arg("--no-leader-election");
         }
-        cmd.arg("--kubeconfig")
-            .arg(cp.admin_kubeconfig())
-            .arg("--cache-dir")
+        if !extra.contains(&"--kubeconfig") {
+            cmd.arg("--kubeconfig").arg(cp.admin_kubeconfig());
+        }
+        cmd.arg("--cache-dir")
             .arg(dir.path().join("cache"))
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
