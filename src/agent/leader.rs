@@ -65,35 +65,59 @@ pub(super) async fn lead(
 ) -> Result<Option<Term>, AgentError> {
     let identity = identity();
     let client = shared.client.clone();
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEASE)
-        .with_namespace(options.lease_namespace.clone())
-        .with_identity(identity.clone())
-        .with_duration(15)
-        .with_grace(5)
-        .build()
-        .await
-        .map_err(|e| AgentError::Leadership(e.to_string()))?;
-    let (mut rx, task) = manager.watch().await;
+    let lease_api: Api<Lease> = Api::namespaced(client.clone(), &options.lease_namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
+    // A standby also watches the Lease: when the leader releases it (SIGTERM), the standby
+    // starts a fresh campaign at once instead of waiting out the old term.
+    let mut released = watcher(lease_api.clone(), config.clone())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
     tracing::info!(identity, "standby: waiting to become the leader");
-    while !*rx.borrow_and_update() {
-        tokio::select! {
-            changed = rx.changed() => changed.map_err(|e| AgentError::Leadership(e.to_string()))?,
-            _ = shared.shutdown.cancelled() => {
-                drop(rx);
-                let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
-                return Ok(None);
+    let (mut rx, task) = 'campaign: loop {
+        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEASE)
+            .with_namespace(options.lease_namespace.clone())
+            .with_identity(identity.clone())
+            .with_duration(15)
+            .with_grace(5)
+            .build()
+            .await
+            .map_err(|e| AgentError::Leadership(e.to_string()))?;
+        let (mut rx, task) = manager.watch().await;
+        loop {
+            if *rx.borrow_and_update() {
+                break 'campaign (rx, task);
+            }
+            tokio::select! {
+                changed = rx.changed() => changed.map_err(|e| AgentError::Leadership(e.to_string()))?,
+                next = released.next() => {
+                    let free = matches!(&next, Some(Ok(lease)) if lease
+                        .spec
+                        .as_ref()
+                        .is_none_or(|s| s.holder_identity.as_deref().unwrap_or("").is_empty()));
+                    if free {
+                        tracing::info!(identity, "the Lease was released; campaigning now");
+                        drop(rx);
+                        let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+                        continue 'campaign;
+                    }
+                }
+                _ = shared.shutdown.cancelled() => {
+                    drop(rx);
+                    let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
+                    return Ok(None);
+                }
             }
         }
-    }
+    };
+    drop(released);
     tracing::info!(identity, "leading");
     let lost = shared.shutdown.child_token();
     // The manager notices a takeover only at its next renewal; a watch on the Lease sees it
     // at once.
-    let lease_api: Api<Lease> = Api::namespaced(client.clone(), &options.lease_namespace);
     let (l, me) = (lost.clone(), identity.clone());
     let mut manager_rx = rx.clone();
     tokio::spawn(async move {
-        let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
         let mut leases = watcher(lease_api, config)
             .default_backoff()
             .applied_objects()
