@@ -393,3 +393,38 @@ fn a_change_to_a_file_included_from_another_component_is_applied() {
         || configmap_value(&ns, "app-config", "greeting").as_deref() == Some("two"),
     );
 }
+
+#[test]
+fn the_periodic_full_resync_applies_what_no_watch_or_hash_saw() {
+    let agent_ns = common::unique("fief-af9");
+    let t = common::unique("resync");
+    let mut files = small_repo(&agent_ns, &[(&t, "hi")]);
+    files.retain(|(p, _)| !p.starts_with("components/app/templates"));
+    // A template name computed at render time: not in the tenant's input hash.
+    files.push((
+        "components/app/templates/app.yaml".into(),
+        "{% set part = \"components/lib/templates/_\" ~ \"snippet.tpl\" %}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {% include part %}\n".into(),
+    ));
+    files.push(("components/lib/templates/_snippet.tpl".into(), "one".into()));
+    let server = GitServer::new(&files);
+    let agent = Agent::start(
+        &server.url(),
+        &["--interval", "300s", "--resync-interval", "4s"],
+    );
+    let ns = format!("{t}-prod");
+    assert_eq!(
+        configmap_value(&ns, "app-config", "greeting").as_deref(),
+        Some("one")
+    );
+    server.commit(
+        &[("components/lib/templates/_snippet.tpl".into(), "two".into())],
+        "dynamic include",
+    );
+    assert_eq!(agent.signed_push(), 202);
+    wait_until(
+        "applied by the periodic resync",
+        Duration::from_secs(20),
+        || configmap_value(&ns, "app-config", "greeting").as_deref() == Some("two"),
+    );
+    assert!(agent.log().contains("periodic full resync"));
+}
