@@ -181,6 +181,28 @@ pub struct DiffArgs {
     /// Colour the diff: auto (when stdout is a terminal), always, never.
     #[arg(long, value_enum, default_value_t = Colour::Auto)]
     pub color: Colour,
+    /// No cluster: compare the repo as it is at this git revision of its checkout (branch,
+    /// tag, commit, `origin/main`) with the new one (`--to`, default the files in REPO).
+    #[arg(long, value_name = "REF")]
+    pub from: Option<String>,
+    /// With `--from`: the new revision (default: the files as they are in REPO).
+    #[arg(long, value_name = "REF", requires = "from")]
+    pub to: Option<String>,
+    /// Output with `--from`: a summary then unified diffs (text), JSON, or Markdown for a
+    /// pull-request comment.
+    #[arg(short = 'o', long, value_enum, default_value_t = DiffFormat::Text)]
+    pub output: DiffFormat,
+}
+
+/// Output of `fief diff --from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Summary, then unified diffs.
+    Text,
+    /// One JSON document.
+    Json,
+    /// Markdown for a pull-request comment.
+    Markdown,
 }
 
 /// When to colour output.

@@ -7,6 +7,7 @@
 mod agent;
 mod apply;
 mod args;
+mod compare;
 mod diff;
 pub mod output;
 mod render;
@@ -44,6 +45,9 @@ pub enum CliError {
     /// The repo could not be read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// A git revision of the checkout could not be read.
+    #[error(transparent)]
+    Git(#[from] crate::source::git::GitError),
     /// Output could not be written.
     #[error("{path}: cannot write: {source}")]
     Write {
@@ -75,6 +79,11 @@ impl CliError {
         match self {
             CliError::Usage(_) | CliError::Snapshot(SnapshotError::Root { .. }) => EXIT_USAGE,
             CliError::Cluster(_) => EXIT_EXTERNAL,
+            CliError::Git(
+                crate::source::git::GitError::NotACheckout { .. }
+                | crate::source::git::GitError::BadRevision { .. },
+            ) => EXIT_USAGE,
+            CliError::Git(_) => EXIT_EXTERNAL,
             _ => EXIT_INVALID,
         }
     }
