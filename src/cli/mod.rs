@@ -8,6 +8,7 @@ mod agent;
 mod apply;
 mod args;
 mod compare;
+mod completion;
 mod diff;
 pub mod output;
 mod render;
@@ -98,6 +99,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Diff(args) => diff::diff_cmd(&args),
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
+        Command::Completion(args) => completion::completion_cmd(&args),
+        Command::Man => completion::man_cmd(),
     }
 }
 
