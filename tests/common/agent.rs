@@ -11,29 +11,9 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
+pub use super::util::{free_port, git, wait_until};
+
 pub const SECRET: &str = "s3cret-webhook";
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-pub fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=test@fief.dev", "-c", "user.name=test"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A tenants repo in a work tree, served by `git daemon` on loopback.
 pub struct GitServer {
@@ -289,17 +269,6 @@ impl Drop for Agent {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-pub fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if check() {
-            return start.elapsed();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
 }
 
 pub fn kubectl_json(args: &[&str]) -> Option<Value> {

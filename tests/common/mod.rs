@@ -20,6 +20,7 @@
 
 pub mod agent;
 pub mod synth;
+pub mod util;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
