@@ -53,64 +53,80 @@ fn set_state(shared: &Shared, key: &str, state: WatchState) {
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), &resource.api);
     let config = watcher::Config::default().labels(objects::LABEL_TENANT);
-    let mut stream = watcher(api, config).default_backoff().boxed();
+    let mut relist = shared.relist.subscribe();
     let mut synced_once = false;
     // Objects of this kind the watch knows, and those seen in the list under way.
     let mut known: HashSet<ObjectId> = HashSet::new();
     let mut seen: HashSet<ObjectId> = HashSet::new();
     loop {
-        let event = tokio::select! {
-            e = stream.next() => e,
-            _ = shared.shutdown.cancelled() => return,
-        };
-        let Some(event) = event else { return };
-        match event {
-            Ok(watcher::Event::Init) => seen.clear(),
-            Ok(watcher::Event::InitApply(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                let id = live_id(&resource, &value);
-                seen.insert(id.clone());
-                observe(&shared, &id, &value, synced_once);
-            }
-            Ok(watcher::Event::InitDone) => {
-                if synced_once {
-                    // A relist: what is gone was deleted during the gap.
-                    for id in known.difference(&seen) {
-                        deleted(&shared, id);
+        let mut stream = watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed();
+        loop {
+            let event = tokio::select! {
+                e = stream.next() => e,
+                changed = relist.changed() => {
+                    if changed.is_err() {
+                        return;
                     }
-                } else {
-                    tracing::debug!(kind = key, "initial list done");
+                    // Periodic resync: list afresh; the InitDone below diffs the two.
+                    set_state(&shared, &key, WatchState::Listing);
+                    break;
                 }
-                known = std::mem::take(&mut seen);
-                synced_once = true;
-                set_state(&shared, &key, WatchState::Synced);
-            }
-            Ok(watcher::Event::Apply(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                let id = live_id(&resource, &value);
-                known.insert(id.clone());
-                observe(&shared, &id, &value, true);
-            }
-            Ok(watcher::Event::Delete(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                let id = live_id(&resource, &value);
-                known.remove(&id);
-                deleted(&shared, &id);
-            }
-            Err(e) => {
-                if synced_once {
-                    tracing::warn!(kind = key, error = %e, "watch error; relisting with backoff");
-                } else {
-                    let reason = format!("cannot list/watch {}: {e}", resource.api.kind);
-                    if lock(&shared.watches).get(&key) != Some(&WatchState::Failed(reason.clone()))
-                    {
-                        tracing::error!(kind = key, error = %e, "cannot list/watch this kind; tenants using it are degraded; retrying with backoff");
+                _ = shared.shutdown.cancelled() => return,
+            };
+            let Some(event) = event else { return };
+            match event {
+                Ok(watcher::Event::Init) => seen.clear(),
+                Ok(watcher::Event::InitApply(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    seen.insert(id.clone());
+                    observe(&shared, &id, &value, synced_once);
+                }
+                Ok(watcher::Event::InitDone) => {
+                    if synced_once {
+                        // A relist: what is gone was deleted during the gap.
+                        for id in known.difference(&seen) {
+                            deleted(&shared, id);
+                        }
+                    } else {
+                        tracing::debug!(kind = key, "initial list done");
                     }
-                    set_state(&shared, &key, WatchState::Failed(reason));
+                    known = std::mem::take(&mut seen);
+                    synced_once = true;
+                    set_state(&shared, &key, WatchState::Synced);
                 }
+                Ok(watcher::Event::Apply(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    known.insert(id.clone());
+                    observe(&shared, &id, &value, true);
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    known.remove(&id);
+                    deleted(&shared, &id);
+                }
+                Err(e) => failed(&shared, &resource, &key, synced_once, &e),
             }
         }
     }
+}
+
+/// A watch error: before the first list it degrades the kind; after, the watcher relists with
+/// backoff (and the relist diff repairs the gap).
+fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e: &watcher::Error) {
+    if synced_once {
+        tracing::warn!(kind = key, error = %e, "watch error; relisting with backoff");
+        return;
+    }
+    let reason = format!("cannot list/watch {}: {e}", resource.api.kind);
+    if lock(&shared.watches).get(key) != Some(&WatchState::Failed(reason.clone())) {
+        tracing::error!(kind = key, error = %e, "cannot list/watch this kind; tenants using it are degraded; retrying with backoff");
+    }
+    set_state(shared, key, WatchState::Failed(reason));
 }
 
 /// A managed object is gone: forget its live hash; if it is desired and its tenant is not

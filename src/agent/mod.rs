@@ -144,6 +144,8 @@ pub struct Shared {
     branch: String,
     /// Cancelled on SIGTERM/SIGINT.
     shutdown: CancellationToken,
+    /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
+    relist: tokio::sync::watch::Sender<u64>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -236,8 +238,6 @@ struct LoopState {
     synced: BTreeMap<String, String>,
     /// Tenant files removed since the last orphan report.
     check_orphans: bool,
-    /// The next batch reads the cluster afresh (start, periodic resync).
-    full_resync: bool,
     /// The agent namespace exists.
     namespace_ready: bool,
     /// Inventories as they stand after the last batch (`None`: read them afresh).
@@ -296,6 +296,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         webhook_secret: options.webhook_secret.clone(),
         branch: options.branch.clone(),
         shutdown: CancellationToken::new(),
+        relist: tokio::sync::watch::Sender::new(0),
     });
     on_signals(shared.shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -353,10 +354,7 @@ async fn main_loop(
     mut rev_rx: tokio::sync::watch::Receiver<Option<Arc<Revision>>>,
     stop: &CancellationToken,
 ) {
-    let mut state = LoopState {
-        full_resync: true,
-        ..LoopState::default()
-    };
+    let mut state = LoopState::default();
     let mut next_resync =
         Instant::now() + options.resync_interval + jitter(options.resync_interval);
     loop {
@@ -365,7 +363,7 @@ async fn main_loop(
         }
         if Instant::now() >= next_resync && state.rev.is_some() {
             tracing::info!("periodic full resync");
-            state.full_resync = true;
+            shared.relist.send_modify(|epoch| *epoch += 1);
             state.inventories = None;
             if let Some(rev) = &state.rev {
                 let now = Instant::now();

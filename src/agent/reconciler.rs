@@ -24,7 +24,7 @@ use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::render::TenantRender;
 use crate::kube::inventory_store::load_inventories;
 use crate::kube::observe::ensure_namespace;
-use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, TenantReport, observe, sync_with};
+use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, TenantReport, sync_with};
 use crate::kube::{ClusterError, Resources};
 
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
@@ -249,8 +249,8 @@ pub(super) async fn batch(
     }
 }
 
-/// Inventories and live hashes for this batch: read afresh on a full resync (one LIST per
-/// kind), else the inventories as the last batch left them and the watches' live hashes.
+/// Inventories and live hashes for this batch: the inventories as the last batch left them
+/// (read afresh at start and on a periodic resync) and the watches' live hashes.
 /// Unsettled tenants get no live hashes, so their sync is finished in full.
 async fn cluster_state(
     shared: &Shared,
@@ -259,33 +259,21 @@ async fn cluster_state(
     renders: &[TenantRender],
     sync_options: &SyncOptions,
 ) -> Option<ClusterState> {
-    let mut cs = if state.full_resync {
-        match observe(resources, renders, true, sync_options).await {
-            Ok(cs) => {
-                state.full_resync = false;
-                cs
-            }
+    let inventories = match state.inventories.take() {
+        Some(i) => i,
+        None => match load_inventories(resources.client(), &sync_options.agent_namespace).await {
+            Ok(i) => i,
+            Err(ClusterError::Unreachable {
+                source: kube::Error::Api(s),
+                ..
+            }) if s.code == 404 => BTreeMap::new(),
             Err(e) => {
-                tracing::error!(error = %e, "cannot read the cluster; retrying later");
+                tracing::error!(error = %e, "cannot read inventories; retrying later");
                 return None;
             }
-        }
-    } else {
-        let inventories = match state.inventories.take() {
-            Some(i) => i,
-            None => match load_inventories(resources.client(), &sync_options.agent_namespace).await
-            {
-                Ok(i) => i,
-                Err(ClusterError::Unreachable {
-                    source: kube::Error::Api(s),
-                    ..
-                }) if s.code == 404 => BTreeMap::new(),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read inventories; retrying later");
-                    return None;
-                }
-            },
-        };
+        },
+    };
+    let mut cs = {
         let live = read(&shared.live);
         let mut mine = HashMap::new();
         for r in renders {
