@@ -12,6 +12,7 @@ mod events;
 pub mod http;
 mod leader;
 pub mod metrics;
+mod outcome;
 pub mod queue;
 mod reconciler;
 mod source_loop;

@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::publish_events;
-use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, read, write};
+use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::render::TenantRender;
 use crate::kube::inventory_store::load_inventories;
 use crate::kube::observe::ensure_namespace;
-use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, TenantReport, sync_with};
+use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
 use crate::kube::{ClusterError, Resources};
 
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
@@ -76,26 +76,13 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
 async fn watch_kinds(
     shared: &Arc<Shared>,
     resources: &Resources,
-    renders: &[TenantRender],
+    kinds: &BTreeMap<(String, String), BTreeSet<String>>,
     stop: &CancellationToken,
 ) -> BTreeMap<String, String> {
-    let mut kinds: BTreeMap<(String, String), Vec<&str>> = BTreeMap::new();
-    for r in renders {
-        for o in &r.objects {
-            let v = o.object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            kinds
-                .entry((v, o.id.kind.clone()))
-                .or_default()
-                .push(r.tenant.as_str());
-        }
-    }
-    let mut keys: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut keys: Vec<(String, &BTreeSet<String>)> = Vec::new();
     let mut to_watch = Vec::new();
     for ((v, k), tenants) in kinds {
-        if let Some(resource) = resources.resolve(&v, &k).await {
+        if let Some(resource) = resources.resolve(v, k).await {
             keys.push((drift::kind_key(&resource), tenants));
             to_watch.push(resource);
         }
@@ -122,7 +109,7 @@ async fn watch_kinds(
             _ => continue,
         };
         for t in tenants {
-            degraded.entry(t.to_string()).or_insert_with(|| why.clone());
+            degraded.entry(t.clone()).or_insert_with(|| why.clone());
         }
     }
     degraded
@@ -147,7 +134,27 @@ fn degrade(render: &mut TenantRender, why: &str) {
     );
 }
 
-/// Render and sync the due tenants; stop between tenants when `stop` is cancelled.
+/// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants.
+const CHUNK: usize = 200;
+
+/// The kinds (apiVersion, kind) the renders use, with the tenants using each.
+fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
+    for r in renders {
+        for o in &r.objects {
+            let v = o.object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            into.entry((v, o.id.kind.clone()))
+                .or_default()
+                .insert(r.tenant.clone());
+        }
+    }
+}
+
+/// Render and sync the due tenants, a chunk at a time; stop between tenants when `stop` is
+/// cancelled. Every due tenant's desired objects are recorded before the watches' first
+/// lists are used, so their live hashes are all known (no re-apply on start).
 pub(super) async fn batch(
     shared: &Arc<Shared>,
     resources: &Resources,
@@ -162,17 +169,21 @@ pub(super) async fn batch(
         let mut q = lock(&shared.queue);
         due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
-    let mut renders = render(shared, state, due.clone()).await;
-    let degraded = watch_kinds(shared, resources, &renders, stop).await;
-    for r in renders.iter_mut() {
-        if let Some(why) = degraded.get(&r.tenant) {
-            degrade(r, why);
+    let chunks: Vec<Vec<String>> = due.chunks(CHUNK).map(<[String]>::to_vec).collect();
+    let mut kinds = BTreeMap::new();
+    let mut first = None;
+    for chunk in &chunks {
+        let renders = render(shared, state, chunk.clone()).await;
+        kinds_of(&renders, &mut kinds);
+        if chunks.len() == 1 {
+            first = Some(renders);
         }
     }
+    let degraded = watch_kinds(shared, resources, &kinds, stop).await;
     {
         let mut h = lock(&shared.health);
-        for r in &renders {
-            h.degraded.remove(&r.tenant);
+        for t in &due {
+            h.degraded.remove(t);
         }
         h.degraded.extend(degraded.clone());
     }
@@ -195,34 +206,49 @@ pub(super) async fn batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
-    let Some(cluster_state) =
-        cluster_state(shared, resources, state, &renders, &sync_options).await
-    else {
-        let now = Instant::now();
-        let mut q = lock(&shared.queue);
-        for t in &due {
-            q.failed(t, now);
+    let mut cancelled: Vec<String> = Vec::new();
+    for chunk in &chunks {
+        if stop.is_cancelled() {
+            cancelled.extend(chunk.iter().cloned());
+            continue;
         }
-        return;
-    };
-    let result = sync_each(
-        shared,
-        resources,
-        state,
-        &renders,
-        &cluster_state,
-        &sync_options,
-        options,
-        stop,
-        &triggers,
-    )
-    .await;
-    let cancelled: Vec<String> = renders
-        .iter()
-        .map(|r| r.tenant.clone())
-        .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t))
-        .collect();
-    record(shared, state, cluster_state, &result, &degraded);
+        let mut renders = match first.take() {
+            Some(r) => r,
+            None => render(shared, state, chunk.clone()).await,
+        };
+        for r in renders.iter_mut() {
+            if let Some(why) = degraded.get(&r.tenant) {
+                degrade(r, why);
+            }
+        }
+        let Some(cs) = cluster_state(shared, resources, state, &renders, &sync_options).await
+        else {
+            let now = Instant::now();
+            let mut q = lock(&shared.queue);
+            for t in chunk {
+                q.failed(t, now);
+            }
+            continue;
+        };
+        let ctx = Each {
+            shared,
+            resources,
+            cs: &cs,
+            sync_options: &sync_options,
+            concurrency: options.concurrency,
+            stop,
+            triggers: &triggers,
+        };
+        let result = sync_each(&ctx, state, &renders).await;
+        cancelled.extend(
+            renders
+                .iter()
+                .map(|r| r.tenant.clone())
+                .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t)),
+        );
+        outcome::record(shared, state, cs, &result, &degraded);
+        publish_events(shared, &agent_namespace, &result.reports).await;
+    }
     let now = Instant::now();
     for t in &cancelled {
         lock(&shared.queue).push(t, now);
@@ -230,10 +256,9 @@ pub(super) async fn batch(
     if !cancelled.is_empty() {
         tracing::info!(
             left = cancelled.len(),
-            "batch stopped between tenants; the rest is left for the next leader"
+            "batch stopped between tenants; the rest is left for the next run"
         );
     }
-    publish_events(shared, &agent_namespace, &result.reports).await;
     shared
         .metrics
         .batch_seconds
@@ -309,20 +334,20 @@ async fn cluster_state(
     Some(cs)
 }
 
+/// What [`sync_each`] runs with.
+struct Each<'a> {
+    shared: &'a Shared,
+    resources: &'a Resources,
+    cs: &'a ClusterState,
+    sync_options: &'a SyncOptions,
+    concurrency: usize,
+    stop: &'a CancellationToken,
+    triggers: &'a HashMap<String, &'static str>,
+}
+
 /// Sync the renders one tenant at a time (`concurrency` at once), never starting one after
 /// `stop`; then report orphaned inventories when due.
-#[allow(clippy::too_many_arguments)]
-async fn sync_each(
-    shared: &Shared,
-    resources: &Resources,
-    state: &mut LoopState,
-    renders: &[TenantRender],
-    cs: &ClusterState,
-    sync_options: &SyncOptions,
-    options: &AgentOptions,
-    stop: &CancellationToken,
-    triggers: &HashMap<String, &'static str>,
-) -> SyncResult {
+async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRender]) -> SyncResult {
     let known: BTreeSet<String> = state
         .rev
         .as_ref()
@@ -332,35 +357,29 @@ async fn sync_each(
         .map(|r| {
             let known = &known;
             async move {
-                if stop.is_cancelled() {
+                if ctx.stop.is_cancelled() {
                     return None;
                 }
-                lock(&shared.in_flight).insert(r.tenant.clone());
-                let trigger = triggers.get(&r.tenant).copied().unwrap_or("commit");
+                lock(&ctx.shared.in_flight).insert(r.tenant.clone());
+                let trigger = ctx.triggers.get(&r.tenant).copied().unwrap_or("commit");
                 let span = tracing::info_span!(
                     "sync",
                     tenant = r.tenant.as_str(),
-                    commit = sync_options.commit.as_deref().unwrap_or(""),
+                    commit = ctx.sync_options.commit.as_deref().unwrap_or(""),
                     trigger = trigger,
                 );
                 let timer = Instant::now();
-                let out = sync_with(
-                    resources,
-                    std::slice::from_ref(r),
-                    cs,
-                    known,
-                    false,
-                    sync_options,
-                )
-                .instrument(span)
-                .await;
-                shared
+                let one = std::slice::from_ref(r);
+                let out = sync_with(ctx.resources, one, ctx.cs, known, false, ctx.sync_options)
+                    .instrument(span)
+                    .await;
+                ctx.shared
                     .metrics
                     .observe_tenant(&r.tenant, timer.elapsed().as_secs_f64());
                 Some(out)
             }
         })
-        .buffer_unordered(options.concurrency.max(1))
+        .buffer_unordered(ctx.concurrency.max(1))
         .filter_map(|x| async move { x })
         .collect()
         .await;
@@ -369,139 +388,11 @@ async fn sync_each(
         result.reports.extend(p.reports);
         result.inventories.extend(p.inventories);
     }
-    if state.check_orphans && !stop.is_cancelled() {
-        let p = sync_with(resources, &[], cs, &known, true, sync_options).await;
+    if state.check_orphans && !ctx.stop.is_cancelled() {
+        let p = sync_with(ctx.resources, &[], ctx.cs, &known, true, ctx.sync_options).await;
         result.reports.extend(p.reports);
         state.check_orphans = false;
     }
     result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     result
-}
-
-/// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
-fn record(
-    shared: &Shared,
-    state: &mut LoopState,
-    cs: ClusterState,
-    result: &SyncResult,
-    degraded: &BTreeMap<String, String>,
-) {
-    let mut inventories = cs.inventories;
-    for (tenant, inv) in &result.inventories {
-        match inv {
-            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
-            None => inventories.remove(tenant),
-        };
-    }
-    state.inventories = Some(inventories);
-    // What was applied is the new baseline for drift detection.
-    {
-        let mut recorded = write(&shared.recorded);
-        let mut live = write(&shared.live);
-        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t));
-        for (tenant, inv) in &result.inventories {
-            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
-                recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
-                live.insert(id.clone(), entry.live.clone());
-            }
-        }
-    }
-    {
-        let mut in_flight = lock(&shared.in_flight);
-        for r in &result.reports {
-            in_flight.remove(&r.tenant);
-        }
-    }
-    let now = Instant::now();
-    let hashes = state
-        .rev
-        .as_ref()
-        .map(|r| r.hashes.clone())
-        .unwrap_or_default();
-    for report in &result.reports {
-        account(shared, state, report, &hashes, degraded, now);
-    }
-}
-
-fn account(
-    shared: &Shared,
-    state: &mut LoopState,
-    report: &TenantReport,
-    hashes: &BTreeMap<String, String>,
-    degraded: &BTreeMap<String, String>,
-    now: Instant,
-) {
-    let ok = report.is_ok();
-    let is_degraded = degraded.contains_key(&report.tenant);
-    shared.metrics.sync_result(ok && !is_degraded);
-    let c = &report.counts;
-    shared
-        .metrics
-        .applied
-        .inc_by((c.created + c.configured) as u64);
-    shared.metrics.pruned.inc_by(c.pruned as u64);
-    if report.outcome != "orphaned" {
-        shared.metrics.tenant_ready(
-            &report.tenant,
-            ok && !is_degraded && report.outcome != "invalid",
-        );
-    }
-    let mut q = lock(&shared.queue);
-    match report.outcome.as_str() {
-        _ if is_degraded => q.failed(&report.tenant, now),
-        "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
-            q.succeeded(&report.tenant);
-            if let Some(h) = hashes.get(&report.tenant) {
-                state.synced.insert(report.tenant.clone(), h.clone());
-            }
-        }
-        "orphaned" => {}
-        _ => q.failed(&report.tenant, now),
-    }
-    drop(q);
-    if ok && c.created + c.configured + c.pruned == 0 {
-        tracing::debug!(
-            tenant = report.tenant,
-            outcome = report.outcome,
-            "unchanged"
-        );
-    } else if ok {
-        tracing::info!(
-            tenant = report.tenant,
-            outcome = report.outcome,
-            created = c.created,
-            configured = c.configured,
-            pruned = c.pruned,
-            "synced"
-        );
-    } else {
-        let first = report.errors.first().map(String::as_str).unwrap_or("");
-        shared
-            .metrics
-            .failure(category(first, is_degraded, &report.outcome));
-        tracing::warn!(
-            tenant = report.tenant,
-            outcome = report.outcome,
-            errors = report.errors.len(),
-            first_error = first,
-            "sync failed"
-        );
-    }
-}
-
-/// A low-cardinality failure category for metrics.
-fn category(error: &str, degraded: bool, outcome: &str) -> &'static str {
-    if degraded {
-        "watch"
-    } else if outcome == "invalid" {
-        "render"
-    } else if error.contains("forbidden") || error.contains("403") {
-        "forbidden"
-    } else if error.contains("inventory") {
-        "inventory"
-    } else if error.contains("prune") || error.contains("delete") {
-        "prune"
-    } else {
-        "apply"
-    }
 }
