@@ -428,3 +428,39 @@ fn the_periodic_full_resync_applies_what_no_watch_or_hash_saw() {
     );
     assert!(agent.log().contains("periodic full resync"));
 }
+
+#[test]
+fn fief_status_shows_the_agents_last_fetch_and_each_tenants_last_attempt() {
+    let agent_ns = common::unique("fief-af10");
+    let t = common::unique("view");
+    let mut server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    let agent = Agent::start(&server.url(), &["--interval", "1s"]);
+    let head = git(&server.repo(), &["rev-parse", "HEAD"]);
+    let status_text = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+            .args(["status", "--namespace", &agent_ns, "--agent"])
+            .arg(format!("http://127.0.0.1:{}", agent.port))
+            .arg("--kubeconfig")
+            .arg(common::control_plane().admin_kubeconfig())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = status_text();
+    assert!(
+        text.contains(&format!("last fetched commit {head}")),
+        "{text}"
+    );
+    assert!(text.contains("last fetch error: none"), "{text}");
+    let row = text.lines().find(|l| l.starts_with(&t)).unwrap_or("");
+    assert!(
+        row.contains(&format!("{} applied", &head[..8])),
+        "the attempted commit beside the applied one: {text}"
+    );
+    server.stop();
+    wait_until("a failed fetch", Duration::from_secs(20), || {
+        agent.metric("fief_git_fetches_total", "failure") >= 1.0
+    });
+    let text = status_text();
+    assert!(!text.contains("last fetch error: none"), "{text}");
+}

@@ -120,6 +120,22 @@ struct Health {
     last_fetch_error: Option<String>,
     /// Tenants not synced because a kind they use cannot be watched: tenant → reason.
     degraded: BTreeMap<String, String>,
+    /// Each tenant's last sync attempt.
+    attempts: BTreeMap<String, Attempt>,
+}
+
+/// A tenant's last sync attempt, as `/status` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Attempt {
+    /// The commit attempted.
+    pub commit: String,
+    /// `applied`, `failed`, `invalid`, `skipped`, `purged`.
+    pub outcome: String,
+    /// Unix time of the attempt.
+    pub at: i64,
+    /// The first error, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// State shared by the loop, the source task, the watches and the HTTP handlers.
@@ -192,6 +208,23 @@ impl Shared {
 
     fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<ObjectId, String>> {
         write(&self.live)
+    }
+
+    /// The agent's view for `fief status` (`GET /status`): last fetched commit, last fetch
+    /// error, and each tenant's last attempt.
+    pub fn status_json(&self) -> Value {
+        let h = lock(&self.health);
+        let fetched_at = self
+            .metrics
+            .last_fetch_unix
+            .load(std::sync::atomic::Ordering::Relaxed);
+        serde_json::json!({
+            "leading": h.leading,
+            "fetchedCommit": h.last_commit,
+            "fetchedAt": fetched_at,
+            "fetchError": h.last_fetch_error,
+            "tenants": h.attempts,
+        })
     }
 
     /// Readiness and its reason: ready once a revision is loaded and, on the leader, the first

@@ -66,6 +66,21 @@ fn account(
 ) {
     let ok = report.is_ok();
     let is_degraded = degraded.contains_key(&report.tenant);
+    if report.outcome != "orphaned" {
+        let attempt = super::Attempt {
+            commit: state
+                .rev
+                .as_ref()
+                .map(|r| r.commit.clone())
+                .unwrap_or_default(),
+            outcome: report.outcome.clone(),
+            at: super::metrics::unix_now(),
+            error: report.errors.first().cloned(),
+        };
+        lock(&shared.health)
+            .attempts
+            .insert(report.tenant.clone(), attempt);
+    }
     shared.metrics.sync_result(ok && !is_degraded);
     let c = &report.counts;
     shared

@@ -133,6 +133,10 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// The agent's HTTP address for its view (`http://HOST:PORT`); default: through the API
+    /// server's proxy to the Service `fief-agent` in `--namespace`.
+    #[arg(long, value_name = "URL")]
+    pub agent: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
