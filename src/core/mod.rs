@@ -7,6 +7,7 @@ pub mod inputs;
 pub mod inventory;
 pub mod model;
 pub mod objects;
+pub mod pins;
 pub mod pipeline;
 pub mod plan;
 pub mod redact;
