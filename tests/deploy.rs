@@ -375,9 +375,7 @@ fn service_selects_the_agent_pods() {
     assert_eq!(service["spec"]["ports"][0]["name"], "http");
     // The Service selects the agent's pods, and of them only the leader: its agent labels its
     // own Pod `fief.dev/leader: "true"` (the template does not carry the label).
-    let selector = service["spec"]["selector"]
-        .as_object()
-        .expect("selector");
+    let selector = service["spec"]["selector"].as_object().expect("selector");
     assert_eq!(selector.get("fief.dev/leader"), Some(&json!("true")));
     assert!(labels.get("fief.dev/leader").is_none());
     for (key, value) in selector {

@@ -88,7 +88,10 @@ fn readme_block(first_line: &str) -> String {
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         if line.starts_with("```") {
-            let block: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+            let block: Vec<&str> = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .collect();
             if block.first().map(|l| l.trim()) == Some(first_line) {
                 return block.join("\n") + "\n";
             }
@@ -126,11 +129,13 @@ fn run_guide_line(base: &Path, line: &str) -> std::process::Output {
 
 /// The guide's install commands (section 3), one line at a time.
 fn guide_install_lines() -> Vec<String> {
-    readme_block("openssl rand -hex 32 > fief-install/webhook-secret.txt   # the webhook secret (step 4)")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
+    readme_block(
+        "openssl rand -hex 32 > fief-install/webhook-secret.txt   # the webhook secret (step 4)",
+    )
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .map(str::to_string)
+    .collect()
 }
 
 fn install() -> Install {
@@ -199,7 +204,10 @@ fn install() -> Install {
             for t in &tenants {
                 let greeting = configmap_value(&format!("{t}-prod"), "app-config", "greeting");
                 if greeting.as_deref() != Some("hello") {
-                    return Err(format!("{t}: greeting {greeting:?}; {}", agent_diagnostics()));
+                    return Err(format!(
+                        "{t}: greeting {greeting:?}; {}",
+                        agent_diagnostics()
+                    ));
                 }
             }
             Ok(())
@@ -209,7 +217,7 @@ fn install() -> Install {
     eprintln!(
         "install guide: agent pods {:?} Running and {} tenants applied {:.1}s after the first \
          step",
-        pods.iter().map(|p| pod_name(p)).collect::<Vec<_>>(),
+        pods.iter().map(pod_name).collect::<Vec<_>>(),
         tenants.len(),
         took.as_secs_f64()
     );
@@ -256,7 +264,10 @@ fn configmap_value(ns: &str, name: &str, key: &str) -> Option<String> {
 }
 
 fn pod_name(pod: &Value) -> String {
-    pod["metadata"]["name"].as_str().unwrap_or_default().to_string()
+    pod["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn agent_pods() -> Vec<Value> {
@@ -378,7 +389,10 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
 
     for pod in &pods {
         let name = pod_name(pod);
-        assert_eq!(pod["spec"]["nodeName"], NODE_NAME, "{name} is not on the node");
+        assert_eq!(
+            pod["spec"]["nodeName"], NODE_NAME,
+            "{name} is not on the node"
+        );
         let container = &pod["spec"]["containers"][0];
         // The only credentials are the ServiceAccount token the kubelet mounts: no kubeconfig
         // flag, variable or file.
@@ -390,7 +404,9 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
             .filter_map(Value::as_str)
             .collect();
         assert!(
-            !args.iter().any(|a| a.contains("kubeconfig") || a.contains("--context")),
+            !args
+                .iter()
+                .any(|a| a.contains("kubeconfig") || a.contains("--context")),
             "{name} runs with {args:?}"
         );
         let env = container["env"].as_array().cloned().unwrap_or_default();
@@ -405,7 +421,8 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
             .any(|m| m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount");
         assert!(token_mount, "{name} has no ServiceAccount token mounted");
         assert_eq!(
-            pod["status"]["containerStatuses"][0]["restartCount"], 0,
+            pod["status"]["containerStatuses"][0]["restartCount"],
+            0,
             "{name} restarted: {}",
             agent_diagnostics()
         );
@@ -504,14 +521,24 @@ fn rollout_status_succeeds_and_an_image_update_rolls_through() {
         assert_eq!(pod["spec"]["containers"][0]["image"], FIEF_IMAGE_NEXT);
         assert!(is_ready(pod), "{} is not Ready", pod_name(pod));
     }
-    let (holder, _) = wait_for("a leader among the new pods", Duration::from_secs(60), || {
-        leader()
-            .filter(|h| pods.iter().any(|p| &pod_name(p) == h))
-            .ok_or_else(agent_diagnostics)
-    });
+    let (holder, _) = wait_for(
+        "a leader among the new pods",
+        Duration::from_secs(60),
+        || {
+            leader()
+                .filter(|h| pods.iter().any(|p| &pod_name(p) == h))
+                .ok_or_else(agent_diagnostics)
+        },
+    );
     // The new leader reconciles: a hand-deleted object comes back (drift repair).
     let t = &install.tenants[0];
-    kubectl_ok(&["delete", "configmap", "-n", &format!("{t}-prod"), "app-config"]);
+    kubectl_ok(&[
+        "delete",
+        "configmap",
+        "-n",
+        &format!("{t}-prod"),
+        "app-config",
+    ]);
     wait_for(
         &format!("the new leader {holder} to repair {t}'s ConfigMap"),
         Duration::from_secs(60),
@@ -562,7 +589,12 @@ fn a_signed_push_webhook_sent_to_the_service_is_applied() {
     let leader_pod = kubectl_json(&["get", "pod", "-n", NS, &holder]).expect("leader pod");
     assert_eq!(
         endpoints,
-        vec![leader_pod["status"]["podIP"].as_str().unwrap_or_default().to_string()],
+        vec![
+            leader_pod["status"]["podIP"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        ],
         "Service fief-agent does not select the leader {holder} alone"
     );
 
@@ -592,16 +624,12 @@ fn a_signed_push_webhook_sent_to_the_service_is_applied() {
         Some(202),
         "a signed webhook through the Service: {signed:?}"
     );
-    let (_, _) = wait_for(
-        "the pushed change applied",
-        Duration::from_secs(20),
-        || {
-            let greeting = configmap_value(&format!("{t}-prod"), "app-config", "greeting");
-            (greeting.as_deref() == Some("pushed"))
-                .then_some(())
-                .ok_or_else(|| format!("greeting {greeting:?}"))
-        },
-    );
+    let (_, _) = wait_for("the pushed change applied", Duration::from_secs(20), || {
+        let greeting = configmap_value(&format!("{t}-prod"), "app-config", "greeting");
+        (greeting.as_deref() == Some("pushed"))
+            .then_some(())
+            .ok_or_else(|| format!("greeting {greeting:?}"))
+    });
     eprintln!(
         "webhook through the Service: change applied {:.1}s after the push",
         started.elapsed().as_secs_f64()
@@ -646,7 +674,13 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
 
     // The new leader reconciles: a hand-deleted object comes back.
     let t = &install.tenants[0];
-    kubectl_ok(&["delete", "configmap", "-n", &format!("{t}-prod"), "app-config"]);
+    kubectl_ok(&[
+        "delete",
+        "configmap",
+        "-n",
+        &format!("{t}-prod"),
+        "app-config",
+    ]);
     let (_, repaired) = wait_for(
         &format!("the new leader {standby} to repair {t}'s ConfigMap"),
         Duration::from_secs(60),
@@ -679,7 +713,9 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
 
     // The Service follows the leader: only the new leader's Pod carries the label.
     wait_for(
-        &format!("{standby} labelled fief.dev/leader=true, and no other pod ({NEEDS_LEADER_LABEL})"),
+        &format!(
+            "{standby} labelled fief.dev/leader=true, and no other pod ({NEEDS_LEADER_LABEL})"
+        ),
         Duration::from_secs(30),
         || {
             let labelled: Vec<String> = agent_pods()
@@ -739,7 +775,10 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
     kubectl_ok(&["create", "namespace", &agent_ns]);
     let repo = tempfile::tempdir().expect("tempdir");
     let files = [
-        ("fief.yaml".to_string(), format!("agentNamespace: {agent_ns}\n")),
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {agent_ns}\n"),
+        ),
         (
             "components/web/varz.yaml".to_string(),
             format!(
@@ -778,39 +817,35 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let (pods, ready_after) = wait_for(
-        "both web pods Ready",
-        Duration::from_secs(120),
-        || {
-            let list = kubectl_json(&["get", "pods", "-n", &ns, "-l", "app=web"])
-                .ok_or("cannot list pods")?;
-            let pods = list["items"].as_array().cloned().unwrap_or_default();
-            let ready = pods.iter().filter(|p| is_ready(p)).count();
-            if ready == 2 {
-                Ok(pods)
-            } else {
-                let states: Vec<String> = pods
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{} {} {}",
-                            pod_name(p),
-                            p["status"]["phase"],
-                            p["status"]["containerStatuses"][0]["state"]
-                        )
-                    })
-                    .collect();
-                let events = kubectl(
-                    &["get", "events", "-n", &ns, "--sort-by=.lastTimestamp"],
-                    None,
-                );
-                Err(format!(
-                    "{ready} of 2 Ready: {states:?}\n{}",
-                    String::from_utf8_lossy(&events.stdout)
-                ))
-            }
-        },
-    );
+    let (pods, ready_after) = wait_for("both web pods Ready", Duration::from_secs(120), || {
+        let list =
+            kubectl_json(&["get", "pods", "-n", &ns, "-l", "app=web"]).ok_or("cannot list pods")?;
+        let pods = list["items"].as_array().cloned().unwrap_or_default();
+        let ready = pods.iter().filter(|p| is_ready(p)).count();
+        if ready == 2 {
+            Ok(pods)
+        } else {
+            let states: Vec<String> = pods
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {} {}",
+                        pod_name(p),
+                        p["status"]["phase"],
+                        p["status"]["containerStatuses"][0]["state"]
+                    )
+                })
+                .collect();
+            let events = kubectl(
+                &["get", "events", "-n", &ns, "--sort-by=.lastTimestamp"],
+                None,
+            );
+            Err(format!(
+                "{ready} of 2 Ready: {states:?}\n{}",
+                String::from_utf8_lossy(&events.stdout)
+            ))
+        }
+    });
     eprintln!(
         "tenant component: 2 busybox httpd pods Ready {:.1}s after fief apply started \
          ({:.1}s after it returned)",
@@ -819,7 +854,10 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
     );
     let deployment = kubectl_json(&["get", "deployment", "-n", &ns, "web"]).expect("deployment");
     assert_eq!(deployment["status"]["readyReplicas"], 2);
-    assert_eq!(deployment["metadata"]["labels"]["fief.dev/tenant"], tenant.as_str());
+    assert_eq!(
+        deployment["metadata"]["labels"]["fief.dev/tenant"],
+        tenant.as_str()
+    );
 
     // The pods really serve: from the host, over the bridge, to each pod's IP.
     let subnet_prefix = cluster
@@ -836,7 +874,8 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
         );
         let got = http_request((ip, 8080), "GET", "/index.html", &[], "");
         assert_eq!(
-            got.as_ref().map(|(code, body)| (*code, body.trim().to_string())),
+            got.as_ref()
+                .map(|(code, body)| (*code, body.trim().to_string())),
             Some((200, "served-by-busybox".to_string())),
             "GET http://{ip}:8080/index.html"
         );

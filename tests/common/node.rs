@@ -39,7 +39,7 @@ pub const PAUSE_IMAGE: &str = "fief.test/pause:1";
 /// ReplicaSets, the node-lifecycle controller (lifts the not-ready taint of a new node) and
 /// the endpoints controllers (Services: the API server's service proxy reads them).
 pub const NODE_CONTROLLERS: &str = "deployment-controller,replicaset-controller,\
-node-lifecycle-controller,endpoints-controller,endpointslice-controller,podgc-controller";
+node-lifecycle-controller,endpoints-controller,endpointslice-controller,pod-garbage-collector-controller";
 
 /// How long the node may take once its binaries exist: waiting for another node on this
 /// machine to go (the lock in tools/start-node.sh), then containerd, kubelet, Ready.
@@ -375,7 +375,9 @@ impl GitDaemon {
             .arg("--exec-path")
             .output()
             .expect("git --exec-path");
-        let exec_path = String::from_utf8_lossy(&exec_path.stdout).trim().to_string();
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
+            .trim()
+            .to_string();
         let daemon = Command::new(Path::new(&exec_path).join("git-daemon"))
             .arg("--export-all")
             .arg("--reuseaddr")
