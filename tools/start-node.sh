@@ -166,7 +166,7 @@ pod_pids() {
 shim_pids() {
   local p cmd
   for p in /proc/[0-9]*; do
-    cmd="$(tr '\0' ' ' <"${p}/cmdline" 2>/dev/null)" || continue
+    cmd="$({ tr '\0' ' ' <"${p}/cmdline"; } 2>/dev/null)" || continue
     [[ "${cmd}" == *containerd-shim* && "${cmd}" == *"-address ${sock}"* ]] && printf '%s\n' "${p#/proc/}"
   done
   return 0
@@ -231,11 +231,20 @@ teardown_host() {
       iptables -t nat -D "${rule[@]}" || break
     done
   fi
-  # Chains kubelet creates (KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY): removed
-  # when they were not there before.
+  # Chains kubelet creates (KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY, and
+  # KUBE-FIREWALL with jumps from INPUT and OUTPUT): removed, with the rules
+  # that jump to them, when they were not there before.
+  local -a words
   for tool in iptables ip6tables; do
     command -v "${tool}" >/dev/null 2>&1 || continue
     for table in mangle nat filter; do
+      while read -r -a words; do
+        chain="${words[${#words[@]} - 1]}"
+        grep -qxF "${tool} ${table} ${chain}" "${state}/chains-before" 2>/dev/null && continue
+        "${tool}" -t "${table}" -D "${words[@]:1}" 2>/dev/null ||
+          log "warning: cannot delete ${tool} -t ${table} rule ${words[*]}"
+      done < <("${tool}" -t "${table}" -S 2>/dev/null |
+        awk '$1 == "-A" && $2 !~ /^KUBE-/ && $(NF-1) == "-j" && $NF ~ /^KUBE-/')
       while read -r chain; do
         grep -qxF "${tool} ${table} ${chain}" "${state}/chains-before" 2>/dev/null && continue
         "${tool}" -t "${table}" -F "${chain}" 2>/dev/null || true
@@ -243,6 +252,19 @@ teardown_host() {
       done < <("${tool}" -t "${table}" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}')
     done
   done
+
+  # Tables iptables-nft made on first use (ip/ip6 nat, mangle, filter): removed
+  # when they were not there before and hold no rule any more.
+  if command -v nft >/dev/null 2>&1 && [[ -f "${state}/nft-tables-before" ]]; then
+    while read -r _ family table; do
+      grep -qxF "table ${family} ${table}" "${state}/nft-tables-before" && continue
+      if ! nft list table "${family}" "${table}" 2>/dev/null |
+        grep -vqE '^[[:space:]]*(table .*|chain .*|type .*|\}|)$'; then
+        nft delete table "${family}" "${table}" 2>/dev/null ||
+          log "warning: cannot delete nft table ${family} ${table}"
+      fi
+    done < <(nft list tables 2>/dev/null)
+  fi
 
   if [[ -f "${state}/sysctls" ]]; then
     while read -r name value; do
@@ -353,6 +375,9 @@ for tool in iptables ip6tables; do
     "${tool}" -t "${table}" -S 2>/dev/null | awk -v t="${tool} ${table}" '$1 == "-N" {print t, $2}'
   done
 done >"${state}/chains-before"
+if command -v nft >/dev/null 2>&1; then
+  nft list tables >"${state}/nft-tables-before" 2>/dev/null || true
+fi
 dnat_rule "${FIEF_CP_APISERVER_PORT}" >"${state}/dnat"
 
 # --- network --------------------------------------------------------------------
@@ -590,7 +615,12 @@ evictionHard:
   imagefs.available: 1%
 EOF
 
+# A Node object left by an earlier node of the same name would look Ready.
+"${kubectl}" --kubeconfig="${admin_kubeconfig}" --request-timeout=10s delete node "${node_name}" \
+  --ignore-not-found >/dev/null 2>&1 || log "warning: cannot delete an old Node ${node_name}"
+
 log "starting kubelet (node ${node_name}, ${node_ip}:${kubelet_port})"
+kubelet_started="${EPOCHREALTIME}"
 "${bound[@]}" "${bin_dir}/kubelet" \
   --config="${node_dir}/kubelet.yaml" \
   --kubeconfig="${node_dir}/kubelet.kubeconfig" \
@@ -608,7 +638,6 @@ node_state() {
   "${kubectl}" --kubeconfig="${admin_kubeconfig}" --request-timeout=5s get node "${node_name}" \
     -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}' 2>/dev/null
 }
-t0="${SECONDS}"
 log "waiting for node ${node_name} to be Ready"
 while :; do
   st="$(node_state)" || st=""
@@ -620,7 +649,8 @@ while :; do
   fi
   sleep 0.2
 done
-node_ready_seconds=$((SECONDS - t0))
+# Seconds with a millisecond fraction (EPOCHREALTIME: bash 5).
+node_ready_seconds="$(awk -v a="${kubelet_started}" -v b="${EPOCHREALTIME}" 'BEGIN { printf "%.3f", b - a }')"
 
 env_tmp="${node_dir}/env.tmp"
 {

@@ -182,7 +182,9 @@ impl NodeCluster {
         let cp_time = t1.elapsed();
 
         let t2 = Instant::now();
-        let node_dir = dir.join("node");
+        // The script's work folder is this one, so its teardown also removes the images
+        // and its own log.
+        let node_dir = dir.clone();
         let log_path = dir.join("start-node.log");
         let log = fs::File::create(&log_path)
             .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
@@ -241,7 +243,7 @@ impl NodeCluster {
         let node_ready = env
             .get("FIEF_NODE_READY_SECONDS")
             .and_then(|s| s.parse().ok())
-            .map(Duration::from_secs)
+            .and_then(|s: f64| Duration::try_from_secs_f64(s).ok())
             .unwrap_or_default();
         let times = StartTimes {
             images: images_time,
@@ -251,11 +253,11 @@ impl NodeCluster {
         };
         eprintln!(
             "node cluster: images built in {:.1}s, control plane in {:.1}s, node in {:.1}s \
-             (Ready {}s after kubelet started)",
+             (Ready {:.2}s after kubelet started)",
             times.images.as_secs_f64(),
             times.control_plane.as_secs_f64(),
             times.node.as_secs_f64(),
-            times.node_ready.as_secs()
+            times.node_ready.as_secs_f64()
         );
         Ok(NodeCluster {
             cp,
