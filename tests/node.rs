@@ -668,16 +668,24 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
 
     let started = Instant::now();
     kubectl_ok(&["delete", "pod", "-n", NS, &old_leader, "--wait=false"]);
-    let (_, takeover) = wait_for(
-        &format!("{standby} to take the Lease over from {old_leader}"),
+    // Another replica takes the Lease over: the standby, or the replacement pod when it
+    // starts before the old Lease has expired and wins the race for it.
+    let (new_leader, takeover) = wait_for(
+        &format!("another replica to take the Lease over from {old_leader}"),
         Duration::from_secs(90),
         || match leader() {
-            Some(h) if h == standby => Ok(()),
+            Some(h) if h != old_leader => Ok(h),
             other => Err(format!("holder {other:?}")),
         },
     );
+    let which = if new_leader == standby {
+        "the standby"
+    } else {
+        "the replacement pod"
+    };
     eprintln!(
-        "leader failover: {standby} holds the Lease {:.1}s after {old_leader} was deleted",
+        "leader failover: {which} {new_leader} holds the Lease {:.1}s after {old_leader} was \
+         deleted",
         takeover.as_secs_f64()
     );
 
@@ -691,7 +699,7 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
         "app-config",
     ]);
     let (_, repaired) = wait_for(
-        &format!("the new leader {standby} to repair {t}'s ConfigMap"),
+        &format!("the new leader {new_leader} to repair {t}'s ConfigMap"),
         Duration::from_secs(60),
         || {
             configmap_value(&format!("{t}-prod"), "app-config", "greeting")
@@ -723,7 +731,7 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
     // The Service follows the leader: only the new leader's Pod carries the label.
     wait_for(
         &format!(
-            "{standby} labelled fief.dev/leader=true, and no other pod ({NEEDS_LEADER_LABEL})"
+            "{new_leader} labelled fief.dev/leader=true, and no other pod ({NEEDS_LEADER_LABEL})"
         ),
         Duration::from_secs(30),
         || {
@@ -732,7 +740,7 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
                 .filter(|p| p["metadata"]["labels"]["fief.dev/leader"] == "true")
                 .map(pod_name)
                 .collect();
-            (labelled == vec![standby.clone()])
+            (labelled == vec![new_leader.clone()])
                 .then_some(())
                 .ok_or_else(|| format!("labelled: {labelled:?}"))
         },
