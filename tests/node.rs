@@ -511,8 +511,12 @@ fn rollout_status_succeeds_and_an_image_update_rolls_through() {
     );
     let out = run_guide_line(install.base.path(), &bounded);
     let took = started.elapsed();
-    // Put the overlay back for the other tests, whatever happened.
+    // Put the overlay back for the other tests, whatever happened; a stuck update is rolled
+    // back, so the other tests find two pods of one ReplicaSet.
     fs::write(&kustomization_path, &kustomization).expect("restore overlay");
+    if !out.status.success() {
+        let _ = run_guide_line(install.base.path(), "kubectl apply -k fief-install/");
+    }
     assert!(
         out.status.success(),
         "the rolling update to {FIEF_IMAGE_NEXT} did not complete ({NEEDS_READY_REPLICAS}):\n{}{}\n{}",
@@ -651,7 +655,7 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
     let install = installed();
     let (pods, _) = wait_for("two agent pods Running", Duration::from_secs(120), || {
         let pods = running_agent_pods();
-        (pods.len() == 2)
+        (pods.len() >= 2)
             .then_some(pods)
             .ok_or_else(agent_diagnostics)
     });
