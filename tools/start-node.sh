@@ -26,16 +26,18 @@
 #
 # Teardown, on every exit path: kubelet, the pods' processes, containerd and
 # its shims stopped; mounts under the node's folders and the pods' network
-# namespaces removed; the bridge and the DNAT rule deleted; the sysctls kubelet
-# changes (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, ...)
-# restored; the kubepods cgroups removed; the host paths used despite the
+# namespaces removed; the bridge, the DNAT rule and the iptables chains (and
+# nft tables) kubelet made deleted; the sysctls kubelet changes
+# (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, ...) restored;
+# the kubepods cgroups removed; the host paths used despite the
 # configuration (/run/containerd, /var/lib/kubelet, /var/log/containers,
 # /var/log/pods, /var/lib/cni, /run/netns) removed when this script made them.
 # A node killed before it could tear down (SIGKILL) is cleaned up by the next
 # start, from the record kept in /run/fief-node/state.
 #
 # One node per machine at a time (those host paths are shared): a second
-# start waits for the first one's lock (/run/fief-node.lock).
+# start waits for the first one's lock (/run/fief-node.lock, an empty file
+# that stays).
 #
 # Environment:
 #   FIEF_NODE_NAME          node name (default: fief-node)
@@ -51,8 +53,6 @@
 #   FIEF_NODE_LOCK_TIMEOUT  seconds to wait for another node on this machine
 #                           to go (default 900)
 set -euo pipefail
-
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 log() { printf 'start-node: %s\n' "$*" >&2; }
 die() {
