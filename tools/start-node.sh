@@ -302,6 +302,8 @@ locked=0
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  # A node that failed to start keeps its folder (logs) for inspection.
+  [[ "${ready}" == 1 || "${locked}" != 1 ]] || rm -f "${state}/node-dir-cleanup"
   if [[ "${locked}" == 1 ]]; then
     stop_pid "${kubelet_pid}" 100
     kubelet_pid=""
@@ -309,8 +311,8 @@ cleanup() {
     containerd_pid=""
     teardown_host
   fi
-  if [[ "${ready}" -ne 1 && -d "${logs}" ]]; then
-    log "node did not become ready; logs in ${logs}"
+  if [[ "${ready}" -ne 1 ]]; then
+    [[ ! -d "${logs}" ]] || log "node did not become ready; logs in ${logs}"
     cleanup_dir=0
   fi
   if [[ "${cleanup_dir}" == 1 ]]; then
