@@ -227,8 +227,8 @@ teardown_host() {
   fi
   if [[ -f "${state}/dnat" ]]; then
     mapfile -t rule <"${state}/dnat"
-    while iptables -t nat -C "${rule[@]}" 2>/dev/null; do
-      iptables -t nat -D "${rule[@]}" || break
+    while iptables -w 10 -t nat -C "${rule[@]}" 2>/dev/null; do
+      iptables -w 10 -t nat -D "${rule[@]}" || break
     done
   fi
   # Chains kubelet creates (KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY, and
@@ -241,15 +241,15 @@ teardown_host() {
       while read -r -a words; do
         chain="${words[${#words[@]} - 1]}"
         grep -qxF "${tool} ${table} ${chain}" "${state}/chains-before" 2>/dev/null && continue
-        "${tool}" -t "${table}" -D "${words[@]:1}" 2>/dev/null ||
+        "${tool}" -w 10 -t "${table}" -D "${words[@]:1}" 2>/dev/null ||
           log "warning: cannot delete ${tool} -t ${table} rule ${words[*]}"
-      done < <("${tool}" -t "${table}" -S 2>/dev/null |
+      done < <("${tool}" -w 10 -t "${table}" -S 2>/dev/null |
         awk '$1 == "-A" && $2 !~ /^KUBE-/ && $(NF-1) == "-j" && $NF ~ /^KUBE-/')
       while read -r chain; do
         grep -qxF "${tool} ${table} ${chain}" "${state}/chains-before" 2>/dev/null && continue
-        "${tool}" -t "${table}" -F "${chain}" 2>/dev/null || true
-        "${tool}" -t "${table}" -X "${chain}" 2>/dev/null || log "warning: cannot delete ${tool} -t ${table} chain ${chain}"
-      done < <("${tool}" -t "${table}" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}')
+        "${tool}" -w 10 -t "${table}" -F "${chain}" 2>/dev/null || true
+        "${tool}" -w 10 -t "${table}" -X "${chain}" 2>/dev/null || log "warning: cannot delete ${tool} -t ${table} chain ${chain}"
+      done < <("${tool}" -w 10 -t "${table}" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}')
     done
   done
 
@@ -284,6 +284,8 @@ teardown_host() {
     unmount_under "${path}"
     rm -rf "${path}"
   done
+
+  ! ip link show "${bridge}" >/dev/null 2>&1 || log "warning: the bridge ${bridge} is still there"
 
   if [[ -f "${state}/node-dir" && -f "${state}/node-dir-cleanup" ]]; then
     rm -rf "$(cat "${state}/node-dir")"
@@ -353,6 +355,12 @@ if [[ -d "${state}" ]]; then
   teardown_host
 fi
 
+# A bridge of ours left by a node whose teardown failed (no record of it).
+if ip link show "${bridge}" >/dev/null 2>&1; then
+  log "deleting the bridge ${bridge} an earlier node left"
+  ip link delete "${bridge}" || die "cannot delete the bridge ${bridge} an earlier node left"
+fi
+
 # A subnet that is routed already (or overlaps a local address) is refused.
 if ip -4 route show to match "${node_ip}" | grep -v '^default' | grep -q .; then
   die "FIEF_NODE_SUBNET ${subnet} overlaps a route of this machine: $(ip -4 route show to match "${node_ip}" | grep -v '^default')"
@@ -374,7 +382,7 @@ find /run/netns -maxdepth 1 -name 'cni-*' 2>/dev/null >"${state}/netns-before" |
 for tool in iptables ip6tables; do
   command -v "${tool}" >/dev/null 2>&1 || continue
   for table in mangle nat filter; do
-    "${tool}" -t "${table}" -S 2>/dev/null | awk -v t="${tool} ${table}" '$1 == "-N" {print t, $2}'
+    "${tool}" -w 10 -t "${table}" -S 2>/dev/null | awk -v t="${tool} ${table}" '$1 == "-N" {print t, $2}'
   done
 done >"${state}/chains-before"
 if command -v nft >/dev/null 2>&1; then
@@ -390,7 +398,7 @@ ip addr add "${node_ip}/24" dev "${bridge}"
 ip link set "${bridge}" up
 sysctl -q -w "net.ipv4.conf.${bridge}.route_localnet=1" >/dev/null
 mapfile -t rule <"${state}/dnat"
-iptables -t nat -A "${rule[@]}"
+iptables -w 10 -t nat -A "${rule[@]}"
 [[ "$(sysctl -n net.ipv4.ip_forward)" == 0 ]] || log "warning: net.ipv4.ip_forward is on (not by this script)"
 
 mkdir -p "${node_dir}/cni/net.d" "${node_dir}/cni/networks"
