@@ -52,13 +52,15 @@
 #   FIEF_NODE_START_TIMEOUT seconds to wait for the node to be Ready (default 120)
 #   FIEF_NODE_LOCK_TIMEOUT  seconds to wait for another node on this machine
 #                           to go (default 900)
-set -euo pipefail
+set -Eeuo pipefail
 
 log() { printf 'start-node: %s\n' "$*" >&2; }
 die() {
   log "error: $*"
   exit 1
 }
+# set -e stops at a failing command without a word: name it.
+trap 'log "error: line ${LINENO}: \`${BASH_COMMAND}\` failed (status $?)"' ERR
 
 [[ $# -ge 1 && $# -le 2 ]] || die "usage: $0 CP_DIR [NODE_DIR]"
 [[ "$(id -u)" == 0 ]] || die "must run as root (containerd, kubelet, bridge, iptables)"
@@ -158,7 +160,8 @@ pod_pids() {
   local f
   for f in /sys/fs/cgroup/*/"${cgroup_name}" /sys/fs/cgroup/"${cgroup_name}"; do
     [[ -d "${f}" ]] || continue
-    find "${f}" -name cgroup.procs -exec cat {} + 2>/dev/null
+    # A cgroup may go while it is read.
+    find "${f}" -name cgroup.procs -exec cat {} + 2>/dev/null || true
   done | sort -un
 }
 
@@ -175,7 +178,7 @@ shim_pids() {
 kill_all() {
   local i pids
   for ((i = 0; i < 50; i++)); do
-    pids="$("$@")"
+    pids="$("$@" || true)"
     [[ -n "${pids}" ]] || return 0
     # shellcheck disable=SC2086
     kill -KILL ${pids} 2>/dev/null || true
@@ -382,7 +385,9 @@ find /run/netns -maxdepth 1 -name 'cni-*' 2>/dev/null >"${state}/netns-before" |
 for tool in iptables ip6tables; do
   command -v "${tool}" >/dev/null 2>&1 || continue
   for table in mangle nat filter; do
-    "${tool}" -w 10 -t "${table}" -S 2>/dev/null | awk -v t="${tool} ${table}" '$1 == "-N" {print t, $2}'
+    # A table this kernel lacks has no chains (and must not stop the script).
+    { "${tool}" -w 10 -t "${table}" -S 2>/dev/null || true; } |
+      awk -v t="${tool} ${table}" '$1 == "-N" {print t, $2}'
   done
 done >"${state}/chains-before"
 if command -v nft >/dev/null 2>&1; then
