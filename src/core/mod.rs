@@ -3,6 +3,7 @@
 pub mod bump;
 pub mod compare;
 pub mod diagnostic;
+pub mod health;
 pub mod inputs;
 pub mod inventory;
 pub mod model;
