@@ -55,8 +55,9 @@ pub enum CliError {
     /// An object could not be serialized.
     #[error("cannot serialize output: {0}")]
     Serialize(String),
-    /// The cluster could not be reached or used.
-    #[error(transparent)]
+    /// The cluster could not be reached or used. Printed as its one line, without the
+    /// client error chain behind it (which repeats it).
+    #[error("{0}")]
     Cluster(Box<crate::kube::ClusterError>),
     /// fief.yaml is invalid, so no tenant can be synced.
     #[error("fief.yaml is invalid; nothing applied")]

@@ -57,11 +57,11 @@ pub(super) async fn apply_one(
                 tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
             }
             Err(source) => {
-                return Err(ClusterError::Object {
-                    id: o.id.clone(),
-                    what: "server-side apply failed",
+                let who = identity.as_deref().unwrap_or("the agent");
+                return Err(ClusterError::request(
+                    format!("apply {} (as {who})", o.id),
                     source,
-                });
+                ));
             }
         }
     }

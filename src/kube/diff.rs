@@ -68,10 +68,7 @@ pub async fn diff(
     let client = resources.client().clone();
     let inventories = match load_inventories(&client, agent_namespace).await {
         Ok(i) => i,
-        Err(ClusterError::Unreachable {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 404 => Default::default(),
+        Err(e) if e.status_code() == Some(404) => Default::default(),
         Err(e) => return Err(e),
     };
     let mut kinds = BTreeSet::new();
@@ -150,11 +147,10 @@ async fn object_diff(
         // The namespace does not exist yet (a new tenant): the object will be created as is.
         Err(kube::Error::Api(s)) if s.code == 404 && live.is_none() => normalise(o.object.clone()),
         Err(source) => {
-            return Err(ClusterError::Object {
-                id: o.id.clone(),
-                what: "server-side dry-run failed",
+            return Err(ClusterError::request(
+                format!("dry-run apply {}", o.id),
                 source,
-            });
+            ));
         }
     };
     // List items carry no apiVersion/kind; take them from the rendered object.

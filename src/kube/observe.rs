@@ -62,10 +62,7 @@ pub async fn observe(
 /// Create the agent namespace if it does not exist (one read when it does).
 pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let unreachable = |source| ClusterError::Unreachable {
-        what: format!("reading namespace {name}"),
-        source,
-    };
+    let unreachable = |source| ClusterError::request(format!("get Namespace/{name}"), source);
     if api.get_opt(name).await.map_err(unreachable)?.is_some() {
         return Ok(());
     }
@@ -76,10 +73,7 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), C
         &Patch::Apply(&ns),
     )
     .await
-    .map_err(|source| ClusterError::Unreachable {
-        what: format!("creating namespace {name}"),
-        source,
-    })?;
+    .map_err(|source| ClusterError::request(format!("create Namespace/{name}"), source))?;
     Ok(())
 }
 
@@ -96,9 +90,11 @@ pub async fn load_live(
         };
         let items = list_all(resources, &resource, selector)
             .await
-            .map_err(|source| ClusterError::Unreachable {
-                what: format!("listing {kind} ({api_version})"),
-                source,
+            .map_err(|source| {
+                ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                )
             })?;
         for item in items {
             live.insert(live_id(&resource, &item), item);

@@ -31,15 +31,12 @@ pub(super) async fn prune_one(
 ) -> Result<Pruned, ClusterError> {
     let resource = ctx.resources.require(&entry.id, &entry.api_version).await?;
     let api = ctx.resources.api(&resource, &entry.id.namespace);
-    let object_err = |what, source| ClusterError::Object {
-        id: entry.id.clone(),
-        what,
-        source,
-    };
+    let object_err =
+        |what: &str, source| ClusterError::request(format!("{what} {}", entry.id), source);
     let Some(live) = api
         .get_opt(&entry.id.name)
         .await
-        .map_err(|e| object_err("reading before prune", e))?
+        .map_err(|e| object_err("get (before prune)", e))?
     else {
         return Ok(Pruned::Gone);
     };
@@ -75,6 +72,6 @@ pub(super) async fn prune_one(
     match result {
         Ok(_) => Ok(Pruned::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Pruned::Gone),
-        Err(e) => Err(object_err("delete failed (kept in the inventory)", e)),
+        Err(e) => Err(object_err("delete (kept in the inventory)", e)),
     }
 }
