@@ -34,6 +34,9 @@ pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: cluster or git failure.
 pub const EXIT_EXTERNAL: u8 = 3;
+/// Exit code (`apply`): everything applied, but a prune git asks for was held (mass-prune
+/// guard, empty render); the objects that left git still run until a person acts.
+pub const EXIT_PRUNE_HELD: u8 = 4;
 
 /// Failures of a command that are not diagnostics of the repo.
 #[derive(Debug, thiserror::Error)]

@@ -21,6 +21,12 @@ pub enum PruneHold {
     RenderFailed,
     /// The render is empty and the tenant is not `purged`.
     EmptyRender,
+    /// An apply of this sync failed: the new objects may not be there, so the old ones stay
+    /// (as Flux does); the next sync retries.
+    ApplyFailed {
+        /// Applies that failed.
+        failed: usize,
+    },
     /// The mass-prune guard tripped.
     MassPrune {
         /// Objects that would be pruned.
@@ -37,6 +43,10 @@ impl std::fmt::Display for PruneHold {
             PruneHold::EmptyRender => write!(
                 f,
                 "the tenant rendered no objects; nothing pruned (set state: purged to delete a tenant)"
+            ),
+            PruneHold::ApplyFailed { failed } => write!(
+                f,
+                "{failed} apply(s) failed; nothing pruned (the objects they replace stay until an apply succeeds; retried next sync)"
             ),
             PruneHold::MassPrune { count, total } => write!(
                 f,
@@ -237,6 +247,7 @@ mod tests {
                     api_version: "v1".into(),
                     hash: content_hash(&o.object),
                     live: l,
+                    created: None,
                 },
             );
         }

@@ -83,8 +83,7 @@ pub async fn diff(
             ));
         }
     }
-    let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-    let selector = format!("{} in ({})", objects::LABEL_TENANT, names.join(","));
+    let selector = super::observe::tenant_selector(renders);
     let live = load_live(resources, &kinds, &selector).await?;
     let mut diffs = Vec::new();
     let mut errors = Vec::new();

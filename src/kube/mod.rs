@@ -4,6 +4,7 @@
 //! inventory ConfigMaps, and the live state fief reads to plan (`sync`, `diff`). Discovery
 //! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
 
+pub mod adopt;
 pub mod apply;
 pub mod counter;
 pub mod diff;

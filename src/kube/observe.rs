@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
 use super::{ClusterError, FIELD_MANAGER, Resources, list_all, live_id};
+use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
 use crate::core::render::TenantRender;
@@ -44,8 +45,7 @@ pub async fn observe(
     let selector = if all_tenants && renders.len() > 200 {
         objects::LABEL_TENANT.to_string()
     } else {
-        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-        format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
+        tenant_selector(renders)
     };
     let objects = load_live(resources, &kinds, &selector).await?;
     let mut live = HashMap::new();
@@ -57,6 +57,18 @@ pub async fn observe(
         }
     }
     Ok(ClusterState { inventories, live })
+}
+
+/// `fief.dev/tenant in (...)` over the tenants whose names are valid label values. A tenant
+/// file with an invalid name is that file's error (reported by validate); its name never
+/// reaches a selector, where it would make the LIST fail for every tenant.
+pub fn tenant_selector(renders: &[TenantRender]) -> String {
+    let names: Vec<&str> = renders
+        .iter()
+        .map(|r| r.tenant.as_str())
+        .filter(|t| is_dns_label(t))
+        .collect();
+    format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
 }
 
 /// Create the agent namespace if it does not exist (one read when it does).

@@ -56,6 +56,25 @@ pub(super) async fn prune_one(
     {
         return Ok(Pruned::Kept("fief.dev/prune: disabled; left in place"));
     }
+    if super::adopt::is_namespace(&entry.id.group, &entry.id.kind) {
+        let created = match entry.created {
+            Some(created) => created,
+            // Recorded by a version without the flag: created by fief only if fief is the
+            // only field manager (a namespace made by anyone else names its maker).
+            None => live
+                .metadata
+                .managed_fields
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .all(|m| m.manager.as_deref() == Some(super::FIELD_MANAGER)),
+        };
+        if !created {
+            return Ok(Pruned::Kept(
+                "namespace not created by fief (it existed before the tenant took it); left in place",
+            ));
+        }
+    }
     let params = DeleteParams {
         preconditions: live.metadata.uid.clone().map(|uid| Preconditions {
             uid: Some(uid),
