@@ -375,7 +375,10 @@ async fn apply_stages(
 ) {
     let mut rbac_changed = false;
     for (i, stage) in plan.stages.iter().enumerate() {
-        rbac_changed |= i == 2 && !plan.stages[1].is_empty();
+        // Component objects after a baseline RBAC change: the tenant identity's new rights
+        // may take a moment to reach the authorizer, so their 403s are retried (bounded).
+        rbac_changed |= i > plan::STAGE_BASELINE_RBAC
+            && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
             .map(|a| async move {
                 let ns = render
