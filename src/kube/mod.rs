@@ -51,7 +51,7 @@ pub enum ClusterError {
         source: kube::Error,
     },
     /// The API server answered with an error status.
-    #[error("{what}: the API server answered {code} {reason}: {message}; {}", hint(*.code))]
+    #[error("{what}: the API server answered {code}{}: {message}; {}", reason_part(.reason), hint(*.code, .message))]
     Api {
         /// What fief was doing (verb and target).
         what: String,
@@ -134,8 +134,21 @@ impl ClusterError {
     }
 }
 
+fn reason_part(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" {reason}")
+    }
+}
+
 /// What to do about an API error status.
-fn hint(code: u16) -> &'static str {
+fn hint(code: u16, message: &str) -> &'static str {
+    // Server-side apply reports an object that does not fit its kind's schema as a 500.
+    let schema = ["failed to create typed patch object", "failed to convert", "unable to convert"];
+    if code == 500 && schema.iter().any(|s| message.contains(s)) {
+        return "the object does not fit its kind's schema; fix it in the tenants repo";
+    }
     match code {
         401 => "the credentials were refused; check the kubeconfig's user",
         403 => {
