@@ -24,7 +24,8 @@ struct TestRepo {
     agent_ns: String,
 }
 
-const CONFIG: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  k: v\n";
+const CONFIG: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  k: v\n";
 
 impl TestRepo {
     /// A repo with component `app` (one ConfigMap) and the given extra fief.yaml lines.
@@ -214,7 +215,10 @@ fn an_existing_namespace_fief_did_not_create_is_never_adopted() {
         .lines()
         .find(|l| l.contains("refusing to adopt"))
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(line.starts_with(&format!("error: tenant `{tenant}`: ")), "{line}");
+    assert!(
+        line.starts_with(&format!("error: tenant `{tenant}`: ")),
+        "{line}"
+    );
     // The namespace is untouched: no labels, no RoleBindings, no NetworkPolicies, no objects.
     let live = kubectl_json(&["get", "namespace", &ns]);
     assert!(
@@ -227,7 +231,10 @@ fn an_existing_namespace_fief_did_not_create_is_never_adopted() {
     // The other tenant is applied.
     assert_eq!(tenant_report(&out, &other)["outcome"], "applied", "{out}");
     // And a purge of the refused tenant deletes nothing.
-    repo.tenant(&tenant, &format!("  state: purged\n  environments: [manager]\n{APP}"));
+    repo.tenant(
+        &tenant,
+        &format!("  state: purged\n  environments: [manager]\n{APP}"),
+    );
     apply_json(repo.path(), &["--tenant", &tenant], 0);
     assert!(exists("namespace", "", &ns));
 }
@@ -271,13 +278,22 @@ fn purge_deletes_only_the_namespaces_fief_created_for_the_tenant() {
     assert_eq!(flag(&created), Value::Bool(true), "{entries}");
     assert_eq!(flag(&handed), Value::Bool(false), "{entries}");
 
-    repo.tenant(&tenant, &format!("  state: purged\n  environments: [prod, dev]\n{APP}"));
+    repo.tenant(
+        &tenant,
+        &format!("  state: purged\n  environments: [prod, dev]\n{APP}"),
+    );
     let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
     let r = tenant_report(&out, &tenant);
     assert_eq!(r["outcome"], "purged", "{out}");
-    assert!(r["kept"].to_string().contains("not created by fief"), "{out}");
+    assert!(
+        r["kept"].to_string().contains("not created by fief"),
+        "{out}"
+    );
     wait_gone("namespace", &created);
-    assert!(exists("namespace", "", &handed), "the handed-over namespace stays");
+    assert!(
+        exists("namespace", "", &handed),
+        "the handed-over namespace stays"
+    );
     assert!(
         !exists("configmap", &handed, "app-config"),
         "its objects are pruned"
@@ -305,7 +321,10 @@ fn a_rename_whose_new_object_is_refused_keeps_the_old_object() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new-name\ndata:\n  bad key: v\n",
     );
     let (out, stderr) = apply_json(repo.path(), &["--tenant", &tenant], 3);
-    assert!(exists("configmap", &ns, "old-name"), "old-name must survive");
+    assert!(
+        exists("configmap", &ns, "old-name"),
+        "old-name must survive"
+    );
     assert!(!exists("configmap", &ns, "new-name"));
     let r = tenant_report(&out, &tenant);
     assert_eq!(r["counts"]["pruned"], 0, "{out}");
@@ -415,11 +434,19 @@ fn a_tenant_file_with_an_invalid_name_fails_alone() {
     );
     let (out, stderr) = apply_json(repo.path(), &[], 1);
     assert_eq!(tenant_report(&out, &good)["outcome"], "applied", "{out}");
-    assert_eq!(tenant_report(&out, "bad name")["outcome"], "invalid", "{out}");
+    assert_eq!(
+        tenant_report(&out, "bad name")["outcome"],
+        "invalid",
+        "{out}"
+    );
     assert!(exists("configmap", &format!("{good}-prod"), "app-config"));
     assert!(!stderr.contains("cannot reach"), "{stderr}");
     let diff = fief("diff", repo.path(), &[]);
-    assert!(!text(&diff.stderr).contains("cannot reach"), "{}", text(&diff.stderr));
+    assert!(
+        !text(&diff.stderr).contains("cannot reach"),
+        "{}",
+        text(&diff.stderr)
+    );
 }
 
 // ---- hole 12: a held prune exits non-zero ----
@@ -444,7 +471,9 @@ fn a_prune_held_by_the_mass_prune_guard_exits_4_and_says_why_on_stderr() {
         "{out}"
     );
     assert!(
-        stderr.contains(&format!("error: tenant `{tenant}`: prune held: refusing to prune 3")),
+        stderr.contains(&format!(
+            "error: tenant `{tenant}`: prune held: refusing to prune 3"
+        )),
         "{stderr}"
     );
     assert!(exists("configmap", &format!("{tenant}-prod"), "app-config"));
@@ -453,7 +482,12 @@ fn a_prune_held_by_the_mass_prune_guard_exits_4_and_says_why_on_stderr() {
 // ---- hole 14: errors in one line that tell the truth ----
 
 fn assert_one_line_error(stderr: &str) {
-    for bad in ["Status {", "ErrorResponse", "ServiceError", "cannot reach the cluster"] {
+    for bad in [
+        "Status {",
+        "ErrorResponse",
+        "ServiceError",
+        "cannot reach the cluster",
+    ] {
         assert!(!stderr.contains(bad), "{bad:?} in: {stderr}");
     }
 }
@@ -523,4 +557,162 @@ fn an_unreachable_server_is_named_with_the_connection_failure() {
         "{stderr}"
     );
     assert!(!stderr.contains("ServiceError"), "{stderr}");
+}
+
+// ---- hole 8: diff is honest ----
+
+#[test]
+fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {
+    let repo = TestRepo::new("");
+    repo.write(
+        "components/app/templates/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\nstringData:\n  token: s3cret\n",
+    );
+    let tenant = common::unique("dsec");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    repo.remove("components/app/templates/secret.yaml");
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let shown = text(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{shown}{}", text(&diff.stderr));
+    assert!(
+        shown.contains(&format!(
+            "# tenant {tenant}: delete Secret/{tenant}-prod/token"
+        )),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("s3cret"),
+        "secrets are never printed: {shown}"
+    );
+    let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
+    assert_eq!(tenant_report(&out, &tenant)["counts"]["pruned"], 1, "{out}");
+}
+
+/// Give `user` read-only rights (get, list, watch) on every resource of the cluster.
+fn grant_read_only(user: &str) {
+    let role = format!("fief-test-read-{user}");
+    let _ = kubectl(&[
+        "create",
+        "clusterrole",
+        &role,
+        "--verb=get,list,watch",
+        "--resource=*.*",
+    ]);
+    let _ = kubectl(&[
+        "create",
+        "clusterrolebinding",
+        &role,
+        &format!("--clusterrole={role}"),
+        &format!("--user={user}"),
+    ]);
+}
+
+#[test]
+fn diff_as_a_read_only_user_compares_client_side_with_a_note() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dro");
+    let ns = format!("{tenant}-prod");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    grant_read_only("dave");
+    let dave = common::control_plane().kubeconfig_for("dave");
+
+    // Nothing changed: the read-only diff says so.
+    let clean = fief_with("diff", repo.path(), &dave, &["--tenant", &tenant], &[]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}{}",
+        text(&clean.stdout),
+        text(&clean.stderr)
+    );
+
+    // A hand edit of a field fief sets is shown, with the fallback note.
+    kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "app-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"k":"hacked"}}"#,
+    ]);
+    let diff = fief_with("diff", repo.path(), &dave, &["--tenant", &tenant], &[]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    assert_eq!(diff.status.code(), Some(1), "{shown}{stderr}");
+    assert!(
+        shown.contains("-  k: hacked") && shown.contains("+  k: v"),
+        "{shown}"
+    );
+    let note = stderr
+        .lines()
+        .find(|l| l.starts_with("note: ") && l.contains("compared client-side"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(note.contains("may not impersonate"), "{note}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}
+
+#[test]
+fn diff_dry_runs_as_the_tenant_identity_and_predicts_the_403_apply_hits() {
+    let repo = TestRepo::new("");
+    // The repo's own baseline: fief's built-in one, copied.
+    let builtin = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
+    for f in std::fs::read_dir(&builtin).unwrap() {
+        let f = f.unwrap();
+        let body = std::fs::read_to_string(f.path()).unwrap();
+        repo.write(
+            &format!("baseline/{}", f.file_name().to_string_lossy()),
+            &body,
+        );
+    }
+    let tenant = common::unique("d403");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    // The baseline no longer lets the tenant identity write ConfigMaps.
+    let deployer = std::fs::read_to_string(builtin.join("deployer.yaml")).unwrap();
+    let narrowed = deployer.replace("\"configmaps\", ", "");
+    assert_ne!(narrowed, deployer, "deployer.yaml lists configmaps");
+    repo.write("baseline/deployer.yaml", &narrowed);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    // Now a changed ConfigMap: diff must predict the refusal, as the tenant identity.
+    repo.write(
+        "components/app/templates/config.yaml",
+        &CONFIG.replace("k: v", "k: changed"),
+    );
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let stderr = text(&diff.stderr);
+    assert_eq!(
+        diff.status.code(),
+        Some(3),
+        "{}{stderr}",
+        text(&diff.stdout)
+    );
+    assert!(
+        stderr.contains(&format!(
+            "dry-run apply ConfigMap/{tenant}-prod/app-config (as system:serviceaccount:{tenant}-prod:fief-tenant)"
+        )) && stderr.contains("403 Forbidden"),
+        "{stderr}"
+    );
+    let (_, applied) = apply_json(repo.path(), &["--tenant", &tenant], 3);
+    assert!(applied.contains("403 Forbidden"), "{applied}");
+}
+
+#[test]
+fn diff_skips_tenants_of_another_cluster_as_apply_does() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dcl");
+    repo.tenant(&tenant, &format!("  cluster: elsewhere\n{APP}"));
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    assert_eq!(diff.status.code(), Some(0), "{shown}{stderr}");
+    assert!(shown.is_empty(), "{shown}");
+    assert!(
+        stderr.contains("skipped") && stderr.contains(&tenant),
+        "{stderr}"
+    );
+    let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
+    assert_eq!(tenant_report(&out, &tenant)["outcome"], "skipped", "{out}");
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use super::{
-    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, Format, load_and_render,
-    report_errors, resources, runtime,
+    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, Format,
+    load_and_render, report_errors, resources, runtime,
 };
 use crate::kube::counter::RequestStats;
 use crate::kube::sync::{SyncOptions, TenantReport};

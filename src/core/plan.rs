@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::core::inventory::{Entry, Inventory};
-use crate::core::model::{BASELINE, PruneGuard};
 use crate::core::model::TenantState;
+use crate::core::model::{BASELINE, PruneGuard};
 use crate::core::objects::{self, ObjectId};
 use crate::core::render::{RenderedObject, TenantRender};
 
@@ -286,7 +286,10 @@ mod tests {
         binding.component = BASELINE.into();
         let r = render(vec![object("ServiceAccount", "web", "1"), binding]);
         let p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
-        assert_eq!(p.stages[STAGE_BASELINE_RBAC][0].object.id.name, "fief-deployer");
+        assert_eq!(
+            p.stages[STAGE_BASELINE_RBAC][0].object.id.name,
+            "fief-deployer"
+        );
         assert_eq!(p.stages[2][0].object.id.name, "web");
     }
 

@@ -14,8 +14,8 @@ use similar::TextDiff;
 use super::inventory_store::load_inventories;
 use super::observe::load_live;
 use super::{ClusterError, FIELD_MANAGER, Resources, send_as};
-use crate::core::model::BASELINE;
 use crate::core::inventory::Inventory;
+use crate::core::model::BASELINE;
 use crate::core::model::PruneGuard;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
@@ -268,8 +268,11 @@ async fn object_diff(
     let identity = component.then(|| super::tenant_identity(ns));
     let api = ctx.resources.api(&resource, &o.id.namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
-    let request =
-        kube::core::Request::new(api.resource_url()).patch(&o.id.name, &params, &Patch::Apply(&o.object));
+    let request = kube::core::Request::new(api.resource_url()).patch(
+        &o.id.name,
+        &params,
+        &Patch::Apply(&o.object),
+    );
     let result: Result<DynamicObject, kube::Error> =
         send_as(ctx.resources.client(), request, identity.as_deref()).await;
     let after = match result {
@@ -289,7 +292,10 @@ async fn object_diff(
         Err(source) => {
             let who = identity.as_deref().unwrap_or("the caller");
             return Err(ClusterError::request(
-                format!("dry-run apply {} (as {who}); apply would fail the same way", o.id),
+                format!(
+                    "dry-run apply {} (as {who}); apply would fail the same way",
+                    o.id
+                ),
                 source,
             ));
         }
@@ -298,7 +304,12 @@ async fn object_diff(
     if before.as_ref() == Some(&after) {
         return Ok(Compared::Server(None));
     }
-    Ok(Compared::Server(Some(text_diff(render, o, before.as_ref(), &after))))
+    Ok(Compared::Server(Some(text_diff(
+        render,
+        o,
+        before.as_ref(),
+        &after,
+    ))))
 }
 
 /// The rendered object against the live object projected on the fields fief sets.

@@ -145,7 +145,11 @@ fn reason_part(reason: &str) -> String {
 /// What to do about an API error status.
 fn hint(code: u16, message: &str) -> &'static str {
     // Server-side apply reports an object that does not fit its kind's schema as a 500.
-    let schema = ["failed to create typed patch object", "failed to convert", "unable to convert"];
+    let schema = [
+        "failed to create typed patch object",
+        "failed to convert",
+        "unable to convert",
+    ];
     if code == 500 && schema.iter().any(|s| message.contains(s)) {
         return "the object does not fit its kind's schema; fix it in the tenants repo";
     }

@@ -300,7 +300,9 @@ async fn sync_tenant(
     }
     if let Err(e) = write_inventory(ctx, &inv, prev).await {
         report.outcome = "failed".to_string();
-        report.errors.push(format!("{e}; nothing applied or pruned"));
+        report
+            .errors
+            .push(format!("{e}; nothing applied or pruned"));
         return (report, prev.cloned());
     }
     crash_point("after-union");
@@ -377,8 +379,8 @@ async fn apply_stages(
     for (i, stage) in plan.stages.iter().enumerate() {
         // Component objects after a baseline RBAC change: the tenant identity's new rights
         // may take a moment to reach the authorizer, so their 403s are retried (bounded).
-        rbac_changed |= i > plan::STAGE_BASELINE_RBAC
-            && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
+        rbac_changed |=
+            i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
             .map(|a| async move {
                 let ns = render
