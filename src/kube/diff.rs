@@ -1,8 +1,11 @@
-//! Diff: what `fief apply` would change, from a server-side dry-run, without changing anything.
+//! Diff: what `fief apply` would change, without changing anything.
 //!
-//! In: rendered tenants, inventories and live objects. Out: per object a unified diff of the
-//! live object against the dry-run result (Secrets redacted), and the objects that would be
-//! pruned. Read-only: dry-run requests persist nothing.
+//! In: rendered tenants (those of this cluster), inventories and live objects. Out: per
+//! object a unified diff of the live object against a server-side dry-run sent as apply
+//! sends the write (component objects as the tenant identity), or — when the caller cannot
+//! dry-run (read-only rights) — against the rendered object, comparing the live object's
+//! fields fief sets; every prune apply would do; errors (a refusal apply would hit) and
+//! notes. Secrets redacted. Dry-run requests persist nothing.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -1,9 +1,11 @@
 //! Sync: apply each tenant's plan to the cluster, record its inventory, prune safely.
 //!
 //! In: rendered tenants, the previous inventories and the live objects (read once per sync).
-//! Out: server-side applies in stage order, inventory writes (union of old and new before any
-//! prune, the new set after), guarded deletes, and a [`TenantReport`] per tenant. A tenant's
-//! failure never stops the others; an unchanged tenant sends no mutating request.
+//! Out: per tenant, in KEP-3659 order: a refusal of namespaces it would adopt, the inventory
+//! recorded as union(old, desired) before any apply, server-side applies in stage order,
+//! guarded deletes (held when an apply failed or a guard trips), the final inventory, and a
+//! [`TenantReport`]. A tenant's failure never stops the others; an unchanged tenant sends no
+//! mutating request. Debug builds carry a test-only crash hook (`FIEF_TEST_CRASH_AT`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
