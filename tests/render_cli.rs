@@ -567,10 +567,17 @@ fn an_undeclared_environment_is_an_error_with_a_did_you_mean_hint() {
     let repo = Repo::new();
     repo.write("environments/prod.yaml", "values: {}\n");
     repo.write("environments/dev.yaml", "values: {}\n");
-    repo.write("tenants/alpha.yaml", &tenant("alpha", "  environments: [prd]\n"));
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "  environments: [prd]\n"),
+    );
     let out = repo.render();
     assert_alpha_fails_at(&out, "tenants/alpha.yaml:6", "undeclared environment `prd`");
-    assert!(stderr(&out).contains("did you mean `prod`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `prod`"),
+        "{}",
+        stderr(&out)
+    );
     // Declared in fief.yaml, the same name is accepted.
     repo.write("fief.yaml", "environments: [prd]\n");
     let out = repo.render();

@@ -13,11 +13,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::util::text;
 use serde_json::Value;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 struct TestRepo {
     dir: tempfile::TempDir,
@@ -477,6 +474,14 @@ fn a_prune_held_by_the_mass_prune_guard_exits_4_and_says_why_on_stderr() {
         "{stderr}"
     );
     assert!(exists("configmap", &format!("{tenant}-prod"), "app-config"));
+    // diff shows the prunes and says that apply would hold them.
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    assert_eq!(diff.status.code(), Some(1));
+    assert!(
+        text(&diff.stderr).contains("apply would hold the prunes shown: refusing to prune 3"),
+        "{}",
+        text(&diff.stderr)
+    );
 }
 
 // ---- hole 14: errors in one line that tell the truth ----

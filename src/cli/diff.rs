@@ -26,6 +26,7 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
                 &renders,
                 &config.agent_namespace,
                 &args.cluster_name,
+                &config.prune_guard,
             )
             .await?,
         )

@@ -95,13 +95,15 @@ struct DiffCtx<'a> {
 
 /// Compute the differences for every tenant in scope (rendered cleanly, `spec.cluster` is
 /// `cluster` or unset): updates and creates from a server-side dry-run (component objects as
-/// the tenant identity, as apply sends them), and every prune apply would do. Objects the
-/// caller cannot dry-run (read-only rights) are compared client-side, with a note.
+/// the tenant identity, as apply sends them), and every prune apply would do (with a note
+/// when `guard`, fief.yaml's mass-prune guard, would hold them). Objects the caller cannot
+/// dry-run (read-only rights) are compared client-side, with a note.
 pub async fn diff(
     resources: &Resources,
     renders: &[TenantRender],
     agent_namespace: &str,
     cluster: &str,
+    guard: &PruneGuard,
 ) -> Result<DiffOutcome, ClusterError> {
     let mut outcome = DiffOutcome::default();
     let client = resources.client().clone();
@@ -154,6 +156,14 @@ pub async fn diff(
             })
             .collect();
         let p = plan::plan(r, prev, &live_hashes, &PruneGuard::default(), true);
+        // What apply (without --allow-mass-prune) would do about these prunes.
+        let guarded = plan::plan(r, prev, &live_hashes, guard, false);
+        if let Some(hold) = guarded.hold.filter(|_| !p.prune.is_empty()) {
+            outcome.notes.push(format!(
+                "tenant `{}`: apply would hold the prunes shown: {hold}",
+                r.tenant
+            ));
+        }
         let mut ctx = DiffCtx {
             resources,
             pending: pending_namespaces(&p),
