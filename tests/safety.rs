@@ -721,3 +721,43 @@ fn diff_skips_tenants_of_another_cluster_as_apply_does() {
     let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
     assert_eq!(tenant_report(&out, &tenant)["outcome"], "skipped", "{out}");
 }
+
+#[test]
+fn diff_with_the_builtin_view_role_shows_what_it_can_read_and_names_what_it_cannot() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dview");
+    let ns = format!("{tenant}-prod");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    let _ = kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "fief-test-view-bob",
+        "--clusterrole=view",
+        "--user=bob",
+    ]);
+    kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "app-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"k":"hacked"}}"#,
+    ]);
+    let bob = common::control_plane().kubeconfig_for("bob");
+    let diff = fief_with("diff", repo.path(), &bob, &["--tenant", &tenant], &[]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    // `view` may not list Roles or RoleBindings: named, and the exit code says incomplete.
+    assert_eq!(diff.status.code(), Some(3), "{shown}{stderr}");
+    assert!(shown.contains("-  k: hacked"), "{shown}");
+    assert!(
+        stderr.contains("error: cannot compare Role objects: list Role")
+            && stderr.contains("403 Forbidden"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("compared client-side"), "{stderr}");
+    assert_one_line_error(&stderr);
+}

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 
 use super::inventory_store::load_inventories;
-use super::observe::load_live;
 use super::{ClusterError, FIELD_MANAGER, Resources, send_as};
 use crate::core::inventory::Inventory;
 use crate::core::model::BASELINE;
@@ -142,7 +141,7 @@ pub async fn diff(
         }
     }
     let selector = super::observe::tenant_selector(renders);
-    let live = load_live(resources, &kinds, &selector).await?;
+    let (live, unreadable) = read_live(resources, &kinds, &selector, &mut outcome).await?;
     let mut client_side = 0;
     let mut reasons = BTreeSet::new();
     for r in scope {
@@ -170,6 +169,9 @@ pub async fn diff(
             impersonate: HashMap::new(),
         };
         for a in p.stages.iter().flatten() {
+            if unreadable.contains(&a.object.id.kind) {
+                continue;
+            }
             match object_diff(&mut ctx, r, a.object, live.get(&a.object.id)).await {
                 Ok(Compared::Server(d)) => outcome.diffs.extend(d),
                 Ok(Compared::Client(d, why)) => {
@@ -205,6 +207,46 @@ pub async fn diff(
         ));
     }
     Ok(outcome)
+}
+
+/// The live objects of these kinds matching `selector`, by identity (one LIST per kind). A
+/// kind the caller may not list (403) is an error line of the outcome, and its objects are
+/// left out of the diff (the kinds returned); other failures end the diff.
+async fn read_live(
+    resources: &Resources,
+    kinds: &BTreeSet<(String, String)>,
+    selector: &str,
+    outcome: &mut DiffOutcome,
+) -> Result<(HashMap<ObjectId, Value>, BTreeSet<String>), ClusterError> {
+    let mut live = HashMap::new();
+    let mut unreadable = BTreeSet::new();
+    for (api_version, kind) in kinds {
+        let Some(resource) = resources.resolve(api_version, kind).await else {
+            continue;
+        };
+        match super::list_all(resources, &resource, selector).await {
+            Ok(items) => {
+                for item in items {
+                    live.insert(super::live_id(&resource, &item), item);
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                unreadable.insert(kind.clone());
+                outcome.errors.push(format!(
+                    "cannot compare {kind} objects: list {kind} ({api_version}): the API server answered 403 Forbidden: {}; \
+                     diff needs get/list on every kind fief applies",
+                    s.message
+                ));
+            }
+            Err(source) => {
+                return Err(ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                ));
+            }
+        }
+    }
+    Ok((live, unreadable))
 }
 
 /// Namespaces whose Namespace or baseline RBAC the plan applies.
