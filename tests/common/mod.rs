@@ -18,6 +18,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
+pub mod cluster_cli;
 pub mod synth;
 pub mod util;
 
