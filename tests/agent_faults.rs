@@ -464,3 +464,29 @@ fn fief_status_shows_the_agents_last_fetch_and_each_tenants_last_attempt() {
     let text = status_text();
     assert!(!text.contains("last fetch error: none"), "{text}");
 }
+
+#[test]
+fn logs_carry_no_colour_off_a_terminal_and_json_logs_have_flat_plain_fields() {
+    let agent_ns = common::unique("fief-af11");
+    let t = common::unique("logs");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    let text = Agent::start(&server.url(), &["--interval", "300s"]);
+    assert!(!text.log().contains('\u{1b}'), "{}", text.log());
+    drop(text);
+    let json = Agent::start(
+        &server.url(),
+        &["--interval", "300s", "--log-format", "json"],
+    );
+    let log = json.log();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let commit = lines
+        .iter()
+        .find(|l| l["message"] == "new commit")
+        .unwrap_or_else(|| panic!("{log}"));
+    let head = git(&server.repo(), &["rev-parse", "HEAD"]);
+    assert_eq!(commit["commit"], head.as_str(), "flat, plain: {commit}");
+    assert!(!log.contains("Some("), "{log}");
+}
