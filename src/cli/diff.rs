@@ -6,14 +6,15 @@
 use std::io::{IsTerminal, Write};
 
 use super::{
-    CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render,
+    CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render_with,
     report_errors, resources, runtime,
 };
+use super::secrets::WithoutKey;
 use crate::kube::diff;
 
 /// `fief diff`.
 pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
-    let (repo, renders) = load_and_render(&args.repo)?;
+    let (repo, renders) = load_and_render_with(&args.repo, WithoutKey::Redact)?;
     let invalid = report_errors(&renders);
     let config = repo.config.as_ref().map_err(|_| CliError::Config)?;
     let (diffs, errors) = runtime()?.block_on(async {
