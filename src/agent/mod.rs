@@ -75,6 +75,8 @@ pub struct AgentOptions {
     pub context: Option<String>,
     /// Client-side limit on API requests per second.
     pub api_qps: u32,
+    /// age identities that decrypt the repo's SOPS secrets (none: tenants reading them fail).
+    pub age_keys: Option<Arc<crate::core::secrets::Keys>>,
 }
 
 /// Why the agent stopped.
@@ -118,6 +120,7 @@ pub struct Shared {
     watches_pending: AtomicUsize,
     webhook_secret: Option<Vec<u8>>,
     branch: String,
+    age_keys: Option<Arc<crate::core::secrets::Keys>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -219,6 +222,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         watches_pending: AtomicUsize::new(0),
         webhook_secret: options.webhook_secret.clone(),
         branch: options.branch.clone(),
+        age_keys: options.age_keys.clone(),
     });
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await

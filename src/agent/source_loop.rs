@@ -55,7 +55,11 @@ pub(super) async fn fetch(
             return;
         }
     };
-    let repo = Repo::load(Arc::new(snapshot));
+    let mut repo = Repo::load(Arc::new(snapshot));
+    if let Some(keys) = &shared.age_keys {
+        repo.secrets
+            .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
+    }
     let hashes = crate::core::inputs::tenant_hashes(&repo);
     let known: BTreeSet<String> = hashes.keys().cloned().collect();
     let now = Instant::now();
