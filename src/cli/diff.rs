@@ -5,11 +5,11 @@
 
 use std::io::{IsTerminal, Write};
 
+use super::secrets::WithoutKey;
 use super::{
     CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render_with,
     report_errors, resources, runtime,
 };
-use super::secrets::WithoutKey;
 use crate::kube::diff;
 
 /// `fief diff`.

@@ -30,7 +30,10 @@ pub fn load_keys(args: &RepoArgs) -> Result<Option<Keys>, CliError> {
         (path.display().to_string(), read(path)?)
     } else if let Some(path) = std::env::var_os("SOPS_AGE_KEY_FILE").filter(|p| !p.is_empty()) {
         let path = std::path::PathBuf::from(path);
-        (format!("{} (SOPS_AGE_KEY_FILE)", path.display()), read(&path)?)
+        (
+            format!("{} (SOPS_AGE_KEY_FILE)", path.display()),
+            read(&path)?,
+        )
     } else if let Ok(text) = std::env::var("SOPS_AGE_KEY")
         && !text.trim().is_empty()
     {

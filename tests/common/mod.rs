@@ -18,6 +18,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
+pub mod sops;
 pub mod synth;
 
 use std::collections::BTreeMap;

@@ -55,7 +55,9 @@ impl fmt::Debug for Keys {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// A line is not an age X25519 identity.
-    #[error("line {line}: not an age identity (expected AGE-SECRET-KEY-1..., as `age-keygen` writes)")]
+    #[error(
+        "line {line}: not an age identity (expected AGE-SECRET-KEY-1..., as `age-keygen` writes)"
+    )]
     BadLine {
         /// 1-based line.
         line: usize,
@@ -243,19 +245,17 @@ impl Secrets {
         let mut out = TenantSecrets::default();
         let mut shared = json!({});
         match self.one(&shared_paths) {
-            Ok(Some((path, file))) => {
-                match self.shared.get_or_init(|| self.open(path, file)) {
-                    Ok(d) => {
-                        shared = d.value.clone();
-                        out.leaves.extend(
-                            d.leaves
-                                .iter()
-                                .map(|(k, v)| (format!("secrets.shared.{k}"), v.clone())),
-                        );
-                    }
-                    Err(e) => errors.push(e.clone()),
+            Ok(Some((path, file))) => match self.shared.get_or_init(|| self.open(path, file)) {
+                Ok(d) => {
+                    shared = d.value.clone();
+                    out.leaves.extend(
+                        d.leaves
+                            .iter()
+                            .map(|(k, v)| (format!("secrets.shared.{k}"), v.clone())),
+                    );
                 }
-            }
+                Err(e) => errors.push(e.clone()),
+            },
             Ok(None) => {}
             Err(ds) => errors.extend(ds),
         }
@@ -318,8 +318,9 @@ pub fn scrub(diagnostics: &mut [Diagnostic], leaves: &[(String, String)]) {
             Problem::InvalidField { field, detail } => vec![field, detail],
             Problem::HostNotAllowed { name, host, .. } => vec![name, host],
             Problem::RegistryNotAllowed { name, image, .. } => vec![name, image],
-            Problem::ClusterScoped { name, .. }
-            | Problem::ForeignNamespace { name, .. } => vec![name],
+            Problem::ClusterScoped { name, .. } | Problem::ForeignNamespace { name, .. } => {
+                vec![name]
+            }
             Problem::DuplicateObject { id, .. } => vec![id],
             _ => Vec::new(),
         };

@@ -38,6 +38,8 @@ const MAC_ONLY_ENCRYPTED_INIT: [u8; 32] = [
 ];
 
 type Cipher = AesGcm<Aes256, U32>;
+/// A function of a leaf (its key path and node) used while rebuilding a document.
+type LeafFn<'f> = dyn FnMut(&[&str], &Node) -> Result<serde_json::Value, SopsError> + 'f;
 
 /// Why a SOPS file cannot be used. Messages name key paths, never values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,7 +55,9 @@ pub enum SopsError {
         line: Option<usize>,
     },
     /// No `sops` metadata: a plaintext file where an encrypted one belongs.
-    #[error("not a SOPS-encrypted file (no `sops` metadata block); plaintext secrets must not be committed")]
+    #[error(
+        "not a SOPS-encrypted file (no `sops` metadata block); plaintext secrets must not be committed"
+    )]
     NotEncrypted,
     /// The metadata block is malformed.
     #[error("invalid `sops` metadata: {0}")]
@@ -318,18 +322,22 @@ impl SopsFile {
             mac_only_encrypted: meta.mac_only_encrypted.unwrap_or(false),
         };
         parse_enc(&file.mac, &["sops", "mac"])?;
-        file.walk(&mut |path, node, encrypted| {
-            if let (true, Node::Str(s)) = (encrypted, node)
-                && !s.is_empty()
-            {
-                parse_enc(s, path)?;
-            } else if encrypted && !matches!(node, Node::Str(_)) {
-                return Err(SopsError::BadValue {
-                    path: path.join(":"),
-                    detail: "expected an encrypted string",
-                });
+        file.transform(&mut |path, node| {
+            let encrypted = file.should_encrypt(path);
+            match node {
+                Node::Str(s) if encrypted && !s.is_empty() => {
+                    parse_enc(s, path)?;
+                }
+                Node::Str(_) => {}
+                _ if encrypted => {
+                    return Err(SopsError::BadValue {
+                        path: path.join(":"),
+                        detail: "expected an encrypted string",
+                    });
+                }
+                _ => {}
             }
-            Ok(())
+            Ok(serde_json::Value::Null)
         })?;
         Ok(file)
     }
@@ -342,40 +350,6 @@ impl SopsFile {
             Some(suffix) => !path.iter().any(|p| p.ends_with(suffix)),
             None => true,
         }
-    }
-
-    /// Visit every leaf in document order with its key path and whether it is encrypted.
-    fn walk<'a>(
-        &'a self,
-        f: &mut dyn FnMut(&[&'a str], &'a Node, bool) -> Result<(), SopsError>,
-    ) -> Result<(), SopsError> {
-        fn go<'a>(
-            file: &SopsFile,
-            path: &mut Vec<&'a str>,
-            node: &'a Node,
-            f: &mut dyn FnMut(&[&'a str], &'a Node, bool) -> Result<(), SopsError>,
-        ) -> Result<(), SopsError> {
-            match node {
-                Node::Map(entries) => {
-                    for (k, v) in entries {
-                        path.push(k);
-                        go(file, path, v, f)?;
-                        path.pop();
-                    }
-                    Ok(())
-                }
-                Node::List(items) => items.iter().try_for_each(|i| go(file, path, i, f)),
-                Node::Null => Ok(()),
-                leaf => f(path, leaf, file.should_encrypt(path)),
-            }
-        }
-        let mut path = Vec::new();
-        for (k, v) in &self.data {
-            path.push(k.as_str());
-            go(self, &mut path, v, f)?;
-            path.pop();
-        }
-        Ok(())
     }
 
     /// The document with every encrypted value replaced by [`ENCRYPTED`]; no key needed.
@@ -392,14 +366,11 @@ impl SopsFile {
     }
 
     /// Rebuild the document as JSON, leaves mapped by `f`.
-    fn transform(
-        &self,
-        f: &mut dyn FnMut(&[&str], &Node) -> Result<serde_json::Value, SopsError>,
-    ) -> Result<serde_json::Value, SopsError> {
+    fn transform(&self, f: &mut LeafFn<'_>) -> Result<serde_json::Value, SopsError> {
         fn go<'a>(
             path: &mut Vec<&'a str>,
             node: &'a Node,
-            f: &mut dyn FnMut(&[&str], &Node) -> Result<serde_json::Value, SopsError>,
+            f: &mut LeafFn<'_>,
         ) -> Result<serde_json::Value, SopsError> {
             Ok(match node {
                 Node::Map(entries) => {
@@ -475,7 +446,8 @@ impl SopsFile {
                 Node::Str(s) if encrypted => {
                     let v = parse_enc(s, path)?;
                     let aad = format!("{}:", path.join(":"));
-                    let bytes = open(&key, &v, &aad).ok_or_else(|| SopsError::Decrypt(path.join(":")))?;
+                    let bytes =
+                        open(&key, &v, &aad).ok_or_else(|| SopsError::Decrypt(path.join(":")))?;
                     hash.update(&bytes);
                     let text = String::from_utf8_lossy(&bytes).into_owned();
                     leaves.push((path.join("."), text.clone()));
@@ -488,11 +460,7 @@ impl SopsFile {
             }
             Ok(node.to_json())
         })?;
-        let computed: String = hash
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect();
+        let computed: String = hash.finalize().iter().map(|b| format!("{b:02X}")).collect();
         let mac = parse_enc(&self.mac, &["sops", "mac"])?;
         let stored = open(&key, &mac, &self.lastmodified).ok_or(SopsError::MacMismatch)?;
         if stored != computed.as_bytes() {
@@ -518,8 +486,14 @@ fn present(map: &serde_json::Map<String, serde_json::Value>) -> Vec<&'static str
 fn typed(kind: &str, text: String) -> serde_json::Value {
     use serde_json::Value;
     match kind {
-        "int" => text.parse::<i64>().map(Value::from).unwrap_or(Value::String(text)),
-        "float" => text.parse::<f64>().map(Value::from).unwrap_or(Value::String(text)),
+        "int" => text
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or(Value::String(text)),
+        "float" => text
+            .parse::<f64>()
+            .map(Value::from)
+            .unwrap_or(Value::String(text)),
         "bool" => match text.as_str() {
             "True" | "true" => Value::Bool(true),
             "False" | "false" => Value::Bool(false),

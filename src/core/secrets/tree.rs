@@ -122,8 +122,8 @@ mod tests {
 
     #[test]
     fn maps_keep_document_order() {
-        let n: Node = serde_json::from_str(r#"{"z": 1, "a": {"y": true, "b": [1.5, "s"]}}"#)
-            .expect("json");
+        let n: Node =
+            serde_json::from_str(r#"{"z": 1, "a": {"y": true, "b": [1.5, "s"]}}"#).expect("json");
         let Node::Map(entries) = &n else {
             panic!("not a map")
         };
