@@ -173,7 +173,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     // The example repo's tenants (acme, globex, ...) are used by this test only.
     let first = apply_json(&example(), &[], 0);
     assert!(
-        first["requests"]["patch"].as_u64().unwrap() >= 160,
+        first["requests"]["patch"].as_u64().unwrap() >= 167,
         "{first}"
     );
 
@@ -227,7 +227,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
             assert!(live_ids.contains(&id), "{:?} was not applied", o.id);
         }
     }
-    assert_eq!(count, 160);
+    assert_eq!(count, 167);
 
     // Second apply: nothing to do, and not one mutating request.
     let second = apply_json(&example(), &[], 0);
@@ -235,7 +235,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     assert_eq!(second["requests"]["put"], 0, "{second}");
     assert_eq!(second["requests"]["patch"], 0, "{second}");
     assert_eq!(second["requests"]["delete"], 0, "{second}");
-    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 52);
+    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 54);
 
     // kubectl sees one ApplySet parent per tenant, and every member through part-of.
     let parents = kubectl_json(&[
@@ -266,7 +266,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         "-l",
         &format!("applyset.kubernetes.io/part-of={acme_id}"),
     ]);
-    assert_eq!(members["items"].as_array().unwrap().len(), 52);
+    assert_eq!(members["items"].as_array().unwrap().len(), 54);
     let acme = parents["items"]
         .as_array()
         .unwrap()

@@ -220,6 +220,23 @@ fn a_file_whose_mac_was_tampered_with_is_refused_and_only_its_tenant_fails() {
     assert!(!sops_out.status.success());
     assert!(text(&sops_out.stderr).contains("MAC mismatch"));
     assert_no_plaintext("validate stderr", &stderr);
+
+    // A MAC copied from another file (well-formed, wrong) is refused as well.
+    let mac_of = |text: &str| {
+        let at = text.find("mac: ENC[").expect("mac");
+        (at, at + text[at..].find(']').expect("]") + 1)
+    };
+    let shared = repo.read("secrets/shared.sops.yaml");
+    let own = repo.read("secrets/tenants/tma.sops.yaml");
+    let ((s0, s1), (o0, o1)) = (mac_of(&shared), mac_of(&own));
+    let swapped = format!("{}{}{}", &own[..o0], &shared[s0..s1], &own[o1..]);
+    repo.write("secrets/tenants/tma.sops.yaml", &swapped);
+    let out = repo.fief("validate", &[key[0], key[1]]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("secrets/tenants/tma.sops.yaml") && stderr.contains("MAC mismatch"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -399,7 +416,20 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     let out = run("apply", &[key[0], key[1], "--output", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(summary["requests"]["patch"], 1, "{summary}");
+    let counts = |t: &str| {
+        summary["tenants"]
+            .as_array()
+            .and_then(|ts| ts.iter().find(|r| r["tenant"] == t))
+            .map(|r| r["counts"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(counts("e2ea")["configured"], 1, "{summary}");
+    assert_eq!(counts("e2eb")["configured"], 0, "{summary}");
+    assert_eq!(
+        counts("e2eb")["unchanged"],
+        counts("e2eb")["objects"],
+        "{summary}"
+    );
     assert_eq!(
         decoded(&live_secret("e2ea-prod"), "db-password"),
         ALPHA_ROTATED

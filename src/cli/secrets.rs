@@ -74,7 +74,7 @@ pub fn unlock(repo: &mut Repo, args: &RepoArgs, without: WithoutKey) -> Result<(
                 let why = if mode == WithoutKey::Never {
                     "render decrypts only with --show-secrets"
                 } else {
-                    "no age key given (--age-key-file or SOPS_AGE_KEY_FILE)"
+                    "no age key: --age-key-file or SOPS_AGE_KEY_FILE"
                 };
                 let _ = writeln!(
                     std::io::stderr().lock(),
