@@ -6,10 +6,14 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{CliError, RepoArgs};
 use crate::core::model::Repo;
 use crate::core::secrets::{Keys, Unlock};
+
+/// Whether the `<encrypted>` note was printed.
+static NOTED: AtomicBool = AtomicBool::new(false);
 
 /// What a command does without a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +74,8 @@ pub fn unlock(repo: &mut Repo, args: &RepoArgs, without: WithoutKey) -> Result<(
         }
         (None, WithoutKey::Fail) => Unlock::Required,
         (None, mode) => {
-            if !repo.secrets.is_empty() {
+            // Once per process, however many revisions a command renders.
+            if !repo.secrets.is_empty() && !NOTED.swap(true, Ordering::Relaxed) {
                 let why = if mode == WithoutKey::Never {
                     "render decrypts only with --show-secrets"
                 } else {

@@ -14,7 +14,9 @@ use crate::core::validate;
 pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
     let mut out = render::render_tenant(renderer, repo, name);
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
-        let mut errors = validate::validate_objects(&out.objects, &out.namespaces);
+        let envs: Vec<String> = out.namespaces.keys().cloned().collect();
+        let mut errors = validate::check_declared(repo, name, &envs);
+        errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
         errors.extend(validate::check_policy(
             &out.objects,
             &config.policy,

@@ -20,6 +20,7 @@
 
 pub mod sops;
 pub mod synth;
+pub mod util;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

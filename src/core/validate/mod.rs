@@ -4,6 +4,10 @@
 //! namespaces). Out: diagnostics naming the template file and line of each offending object.
 //! Pure.
 
+mod environments;
+
+pub use environments::{check_declared, declared};
+
 use std::collections::{BTreeMap, HashMap};
 
 use crate::core::diagnostic::{Diagnostic, Problem};
