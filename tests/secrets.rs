@@ -489,3 +489,21 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     assert_no_plaintext("inventories", &inventories);
     assert_no_plaintext("events", &events);
 }
+
+#[test]
+fn agent_refuses_a_bad_age_key_file_naming_the_line_not_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("keys.txt");
+    std::fs::write(&file, "# created: now\nAGE-SECRET-KEY-1NOTAREALKEY\n").unwrap();
+    let out = Command::new(fief_bin())
+        .args(["agent", "--repo", "file:///nonexistent", "--no-leader-election"])
+        .arg("--age-key-file")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("keys.txt") && stderr.contains("line 2"), "{stderr}");
+    assert!(!stderr.contains("NOTAREALKEY"), "{stderr}");
+}
