@@ -496,7 +496,12 @@ fn agent_refuses_a_bad_age_key_file_naming_the_line_not_the_key() {
     let file = dir.path().join("keys.txt");
     std::fs::write(&file, "# created: now\nAGE-SECRET-KEY-1NOTAREALKEY\n").unwrap();
     let out = Command::new(fief_bin())
-        .args(["agent", "--repo", "file:///nonexistent", "--no-leader-election"])
+        .args([
+            "agent",
+            "--repo",
+            "file:///nonexistent",
+            "--no-leader-election",
+        ])
         .arg("--age-key-file")
         .arg(&file)
         .stdin(Stdio::null())
@@ -504,6 +509,35 @@ fn agent_refuses_a_bad_age_key_file_naming_the_line_not_the_key() {
         .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("keys.txt") && stderr.contains("line 2"), "{stderr}");
+    assert!(
+        stderr.contains("keys.txt") && stderr.contains("line 2"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("NOTAREALKEY"), "{stderr}");
+}
+
+#[test]
+fn a_pull_request_diff_reports_a_rotated_secret_as_changed_without_showing_it() {
+    let repo = TestRepo::new("pr");
+    let g = |args: &[&str]| common::util::git(repo.path(), args);
+    g(&["init", "-q", "-b", "main"]);
+    g(&["add", "-A"]);
+    g(&["commit", "-q", "-m", "secrets"]);
+    sops::set(
+        repo.path(),
+        "secrets/tenants/pra.sops.yaml",
+        &repo.key,
+        "[\"dbPassword\"]",
+        &format!("\"{ALPHA_ROTATED}\""),
+    );
+    let key = repo.key_arg();
+    for format in ["text", "json", "markdown"] {
+        let out = repo.fief("diff", &["--from", "HEAD", "-o", format, key[0], key[1]]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+        assert!(stdout.contains("pra"), "{stdout}");
+        assert!(!stdout.contains("prb"), "only pra changed: {stdout}");
+        assert_no_plaintext("diff --from", &stdout);
+        assert_no_plaintext("diff --from stderr", &text(&out.stderr));
+    }
 }
