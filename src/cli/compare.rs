@@ -8,7 +8,6 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 
 use super::secrets::WithoutKey;
 use super::{
@@ -16,7 +15,6 @@ use super::{
     report_errors,
 };
 use crate::core::compare::{Action, Comparison, Group, compare};
-use crate::core::model::Repo;
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
 use crate::kube::diff::colourise;
@@ -63,7 +61,7 @@ pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
 /// Render the repo as it is at `rev` (only the tenants asked for, if any).
 fn render_at(args: &DiffArgs, rev: &str) -> Result<Vec<TenantRender>, CliError> {
     let (snapshot, _commit) = snapshot_at(&args.repo.repo, rev)?;
-    let mut repo = Repo::load(Arc::new(snapshot));
+    let mut repo = super::load_with_pins(&args.repo.repo, snapshot);
     super::secrets::unlock(&mut repo, &args.repo, WithoutKey::Redact)?;
     let only: Vec<String> = args
         .repo
