@@ -12,7 +12,7 @@ mod tenant;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use component::{Component, ComponentMeta, Environment, Health};
+pub use component::{Component, ComponentMeta, Environment, Health, parse_duration};
 pub use config::{Config, Policy, PruneGuard};
 pub use load::{is_dns_label, line_of_key};
 pub use tenant::{
