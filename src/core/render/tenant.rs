@@ -46,6 +46,13 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         return out;
     }
     let envs = environments(config, tenant);
+    let secrets = match repo.secrets.for_tenant(name) {
+        Ok(s) => s,
+        Err(ds) => {
+            out.errors = tagged(name, &ds);
+            return out;
+        }
+    };
     let mut errors = Vec::new();
     let env_files = environment_files(repo, &envs, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
@@ -55,6 +62,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         tenant,
         tenant_ctx: tenant_context(tenant, &envs, &out.namespaces),
         fief_ctx: json!({"baseDomain": config.base_domain, "agentNamespace": config.agent_namespace}),
+        secrets_ctx: secrets.context,
         applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
         out: &mut out,
         errors: &mut errors,
@@ -87,6 +95,8 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             emitter.emit(&component.name, version, vals, env, &component.templates);
         }
     }
+    // A template error inside a secret value names the key, never the value.
+    crate::core::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
     out
 }
@@ -164,6 +174,7 @@ struct Emitter<'a, 'r> {
     tenant: &'r Tenant,
     tenant_ctx: Value,
     fief_ctx: Value,
+    secrets_ctx: Value,
     applyset: String,
     out: &'a mut TenantRender,
     errors: &'a mut Vec<Diagnostic>,
@@ -186,6 +197,7 @@ impl Emitter<'_, '_> {
             "component": {"name": component, "version": version},
             "values": vals,
             "fief": self.fief_ctx,
+            "secrets": self.secrets_ctx,
         })));
         let name = &self.tenant.metadata.name;
         let state = self.tenant.spec.state;
