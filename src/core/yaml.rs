@@ -3,6 +3,11 @@
 //! In: text of a file or of a rendered template. Out: documents with the line each starts
 //! on, typed values or `serde_json::Value`s, and parse errors with absolute line numbers.
 //! Alias expansion, nesting and size are bounded so no input can exhaust the process.
+//!
+//! Scalars are read as kubectl and Helm read them (YAML 1.1 via `sigs.k8s.io/yaml`), not by
+//! the YAML 1.2 core schema: `0644` is octal (420), `yes`/`no`/`on`/`off`/`y`/`n` are
+//! booleans, `1_000` is 1000. A document may start on its `---` line (`--- {a: 1}`,
+//! `--- # note`); it is never dropped.
 
 use std::collections::HashMap;
 
@@ -31,6 +36,10 @@ pub struct YamlError {
 }
 
 /// Split a multi-document stream on `---` lines (as kubectl does), keeping line numbers.
+///
+/// Text after `--- ` on the separator line belongs to the next document (which then starts on
+/// that line): a comment is ignored as usual, content is parsed (or refused with its line),
+/// never dropped.
 pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut docs = Vec::new();
     let mut start = 0usize;
@@ -38,15 +47,22 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut offset = 0usize;
     for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
         let trimmed = line.trim_end();
-        let is_separator = trimmed == "---" || trimmed.starts_with("--- ");
+        let is_separator =
+            trimmed == "---" || trimmed.starts_with("--- ") || trimmed.starts_with("---\t");
         let is_end = trimmed == "...";
         if is_separator || is_end {
             docs.push(Document {
                 text: &text[start..offset],
                 first_line: start_line,
             });
-            start = offset + line.len();
-            start_line = line_no + 1;
+            let rest = &trimmed[3..];
+            if is_separator && !is_blank(rest) {
+                start = offset + 3;
+                start_line = line_no;
+            } else {
+                start = offset + line.len();
+                start_line = line_no + 1;
+            }
         }
         offset += line.len();
     }
@@ -82,6 +98,8 @@ fn options() -> Options {
     options.alias_limits = alias_limits;
     options.duplicate_keys = DuplicateKeyPolicy::Error;
     options.with_snippet = false;
+    // As kubectl reads YAML (1.1): `0644` is octal. YAML 1.1 booleans are the default.
+    options.legacy_octal_numbers = true;
     options
 }
 
@@ -130,7 +148,8 @@ pub const MAX_NODES: usize = 200_000;
 ///
 /// Faster than the serde path (the render hot path parses every rendered object) and just as
 /// bounded: depth, node count and alias expansion are limited, duplicate keys are errors.
-/// Scalars resolve by the YAML 1.2 core schema; `<<` merge keys are honoured.
+/// Scalars resolve as kubectl reads them (see the module docs); mapping keys are kept as
+/// written; `<<` merge keys are honoured.
 pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
     if is_blank(doc.text) {
         return Ok(None);
@@ -138,7 +157,7 @@ pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
     let mut b = ValueBuilder::default();
     for item in granit_parser::Parser::new_from_str(doc.text) {
         let (event, span) = item.map_err(|e| YamlError {
-            message: e.info(),
+            message: on_separator_line_hint(doc, e.info()),
             line: Some(doc.first_line + e.marker().line().max(1) - 1),
         })?;
         let line = doc.first_line + span.start.line().max(1) - 1;
@@ -148,6 +167,17 @@ pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
         })?;
     }
     Ok(b.root)
+}
+
+/// A parse error of a document that starts on its `---` line says so, since a block mapping
+/// cannot start there.
+fn on_separator_line_hint(doc: &Document<'_>, message: String) -> String {
+    let first = doc.text.lines().next().unwrap_or("");
+    if first.starts_with([' ', '\t']) && !is_blank(first) {
+        format!("{message} (the document starts on its `---` line: move it to the next line)")
+    } else {
+        message
+    }
 }
 
 enum Frame {
@@ -180,7 +210,14 @@ impl ValueBuilder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let value = resolve_scalar(&text, style, tag.as_deref());
+                let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _, _)));
+                let value = if is_key && style == ScalarStyle::Plain && text != "<<" {
+                    // Keys as written: `y:` or `on:` stay `y` and `on` (kubectl would turn
+                    // them into `true`), `0644:` stays `0644`.
+                    Value::String(text.to_string())
+                } else {
+                    resolve_scalar(&text, style, tag.as_deref())
+                };
                 self.push(value, anchor)?;
             }
             Event::SequenceStart(_, anchor, _) => self.open(Frame::Seq(Vec::new(), anchor))?,
@@ -298,7 +335,8 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> Result<(), String> 
     Ok(())
 }
 
-/// YAML 1.2 core schema resolution of a scalar.
+/// Resolution of an untagged plain scalar as kubectl's YAML reader (go-yaml v2, YAML 1.1)
+/// does it; quoted scalars and `!!str` stay strings.
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
     let as_string = || Value::String(text.to_string());
     if let Some(tag) = tag {
@@ -310,8 +348,12 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
     }
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
+        "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y" => {
+            return Value::Bool(true);
+        }
+        "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "n" | "N" => {
+            return Value::Bool(false);
+        }
         _ => {}
     }
     if let Some(n) = parse_int(text) {
@@ -328,7 +370,16 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
     as_string()
 }
 
+/// Integers as go-yaml v2 reads them: `_` ignored, `0x`/`0o`/`0b` prefixes, and a leading
+/// `0` means octal (`0644` is 420); `08` (not octal) is 8, as kubectl sends it.
 fn parse_int(text: &str) -> Option<Value> {
+    let cleaned;
+    let text = if text.contains('_') && text.bytes().any(|b| b.is_ascii_digit()) {
+        cleaned = text.replace('_', "");
+        cleaned.as_str()
+    } else {
+        text
+    };
     let (negative, digits) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
         b'+' => (false, &text[1..]),
@@ -338,6 +389,13 @@ fn parse_int(text: &str) -> Option<Value> {
         (16, hex)
     } else if let Some(oct) = digits.strip_prefix("0o") {
         (8, oct)
+    } else if let Some(bin) = digits.strip_prefix("0b") {
+        (2, bin)
+    } else if digits.len() > 1
+        && digits.starts_with('0')
+        && digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        (8, &digits[1..])
     } else {
         (10, digits)
     };
@@ -418,6 +476,52 @@ mod tests {
             json!({"a": 1, "b": -2, "c": 1.5, "d": true, "e": null, "f": "1", "g": 31,
                    "h": 1000.0, "i": ".inf", "j": "08:00", "k": "true", "l": "7"})
         );
+    }
+
+    #[test]
+    fn scalars_are_read_as_kubectl_reads_yaml_1_1() {
+        let v = value("mode: 0644\nzero: 0\nnine: 09\nneg: -010\nbin: 0b101\nbig: 1_000\nq: '0644'\non: yes\noff: Off\nyn: n\nname: norway\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            v,
+            json!({"mode": 420, "zero": 0, "nine": 9, "neg": -8, "bin": 5, "big": 1000,
+                   "q": "0644", "on": true, "off": false, "yn": false, "name": "norway"})
+        );
+    }
+
+    #[test]
+    fn strings_written_by_fief_read_back_as_the_same_strings() {
+        let v = json!({"a": "yes", "b": "0644", "c": "on", "d": "1_000", "e": "y", "f": "N",
+                       "g": "0b11", "h": "08", "i": "Off"});
+        let text = to_string(&v).unwrap();
+        assert_eq!(value(&text).unwrap().unwrap(), v, "{text}");
+    }
+
+    #[test]
+    fn fief_files_read_octal_as_kubectl_does() {
+        let docs = split_documents("mode: 0644\nflag: yes\n");
+        assert_eq!(
+            parse::<Value>(&docs[0]).unwrap().unwrap(),
+            json!({"mode": 420, "flag": true})
+        );
+    }
+
+    #[test]
+    fn a_document_on_its_separator_line_is_kept() {
+        let text = "a: 1\n--- {b: 2}\n--- # note\nc: 3\n---   d: 4\n";
+        let docs = split_documents(text);
+        let values: Vec<Value> = docs
+            .iter()
+            .map(|d| parse_value(d).unwrap().unwrap())
+            .collect();
+        assert_eq!(values, [json!({"a": 1}), json!({"b": 2}), json!({"c": 3}), json!({"d": 4})]);
+        assert_eq!(docs[1].first_line, 2);
+        let docs = split_documents("a: 1\n--- apiVersion: v1\nkind: ConfigMap\n");
+        assert_eq!(docs.len(), 2);
+        let err = parse_value(&docs[1]).unwrap_err();
+        assert!(err.message.contains("move it to the next line"), "{err:?}");
+        assert!(matches!(err.line, Some(2 | 3)), "{err:?}");
     }
 
     #[test]
