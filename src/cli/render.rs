@@ -67,8 +67,7 @@ fn write_tree(dir: &Path, renders: &[TenantRender], show_secrets: bool) -> Resul
                     rel.display()
                 )));
             }
-            let text =
-                output::document(&r.tenant, o, show_secrets).map_err(CliError::Serialize)?;
+            let text = output::document(&r.tenant, o, show_secrets).map_err(CliError::Serialize)?;
             files.push((rel, text));
         }
     }
@@ -99,6 +98,7 @@ fn write_tree(dir: &Path, renders: &[TenantRender], show_secrets: bool) -> Resul
         .filter_map(|(p, _)| p.to_str())
         .map(|p| format!("{p}\n"))
         .collect();
+    std::fs::create_dir_all(dir).map_err(write_err(dir))?;
     let manifest = dir.join(OUT_MANIFEST);
     std::fs::write(&manifest, list).map_err(write_err(&manifest))
 }

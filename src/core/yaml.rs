@@ -515,7 +515,15 @@ mod tests {
             .iter()
             .map(|d| parse_value(d).unwrap().unwrap())
             .collect();
-        assert_eq!(values, [json!({"a": 1}), json!({"b": 2}), json!({"c": 3}), json!({"d": 4})]);
+        assert_eq!(
+            values,
+            [
+                json!({"a": 1}),
+                json!({"b": 2}),
+                json!({"c": 3}),
+                json!({"d": 4})
+            ]
+        );
         assert_eq!(docs[1].first_line, 2);
         let docs = split_documents("a: 1\n--- apiVersion: v1\nkind: ConfigMap\n");
         assert_eq!(docs.len(), 2);
