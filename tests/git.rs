@@ -3,6 +3,8 @@
 //! symlinks, submodules, bad branches, `git daemon` on loopback and token authentication
 //! against a loopback HTTP server. No traffic leaves 127.0.0.1.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -15,33 +17,7 @@ use fief::Problem;
 use fief::core::snapshot::{Entry, MAX_FILE_BYTES, Snapshot, TOP_LEVEL};
 use fief::source::git::{GitAuth, GitError, GitSource};
 
-/// Runs `git` in `dir` with no user or system configuration; panics with its output on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "fief test")
-        .env("GIT_AUTHOR_EMAIL", "test@fief.invalid")
-        .env("GIT_COMMITTER_NAME", "fief test")
-        .env("GIT_COMMITTER_EMAIL", "test@fief.invalid")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run the git CLI (is git installed?): {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn write(root: &Path, path: &str, body: impl AsRef<[u8]>) {
-    let p = root.join(path);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, body).unwrap();
-}
+use common::util::{git, write};
 
 fn symlink(root: &Path, path: &str, target: &str) {
     let p = root.join(path);

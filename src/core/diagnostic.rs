@@ -49,6 +49,16 @@ pub enum Problem {
         /// The component name as written.
         component: String,
     },
+    /// A tenant names an environment the repo does not declare.
+    #[error("undeclared environment `{env}`{suggestion}; declared: {declared}")]
+    UndeclaredEnvironment {
+        /// The name as written.
+        env: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
+        /// The declared environments, comma-separated.
+        declared: String,
+    },
     /// A component needs another component the tenant does not enable.
     #[error("component `{component}` depends on `{needs}`, which this tenant does not enable")]
     MissingDependency {
@@ -204,6 +214,9 @@ impl Problem {
             }
             Problem::UnknownComponent { .. } => {
                 "add components/<name>/ to the repo or correct the name"
+            }
+            Problem::UndeclaredEnvironment { .. } => {
+                "correct the name, or declare the environment: add environments/<env>.yaml or list it in fief.yaml `environments`"
             }
             Problem::MissingDependency { .. } => {
                 "add the needed component to the tenant's spec.components"

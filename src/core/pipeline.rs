@@ -23,7 +23,14 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     }
     let mut out = render::render_tenant(renderer, repo, name);
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
-        let mut errors = validate::check_reserved_namespaces(repo, config, tenant, &out.namespaces);
+        let envs: Vec<String> = out.namespaces.keys().cloned().collect();
+        let mut errors = validate::check_declared(repo, name, &envs);
+        errors.extend(validate::check_reserved_namespaces(
+            repo,
+            config,
+            tenant,
+            &out.namespaces,
+        ));
         errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
         errors.extend(validate::check_names(&out.objects));
         errors.extend(validate::check_component_kinds(&out.objects, config));

@@ -19,6 +19,7 @@
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
 pub mod synth;
+pub mod util;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -14,6 +14,9 @@ pub struct Config {
     pub agent_namespace: String,
     /// Environments of a tenant that lists none.
     pub default_environments: Vec<String>,
+    /// Environments tenants may name, besides those with an `environments/<env>.yaml` file.
+    /// When the repo declares none at all (no list, no file), any name is accepted.
+    pub environments: Vec<String>,
     /// Base domain, given to templates as `fief.baseDomain`.
     pub base_domain: String,
     /// How much one sync may prune before it needs `--allow-mass-prune`.
@@ -163,6 +166,7 @@ impl Default for Config {
             namespace_pattern: "{tenant}-{env}".to_string(),
             agent_namespace: "fief-system".to_string(),
             default_environments: vec!["prod".to_string()],
+            environments: Vec::new(),
             base_domain: "example.com".to_string(),
             prune_guard: PruneGuard::default(),
             policy: Policy::default(),

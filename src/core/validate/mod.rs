@@ -11,6 +11,10 @@ pub mod tenancy;
 pub use names::check_names;
 pub use tenancy::{check_component_kinds, check_host_suffixes, check_reserved_namespaces};
 
+mod environments;
+
+pub use environments::{check_declared, declared};
+
 use std::collections::{BTreeMap, HashMap};
 
 use crate::core::diagnostic::{Diagnostic, Problem};

@@ -490,6 +490,7 @@ impl GitSource {
 }
 
 /// Sets libgit2's network timeouts, once per process, before the first network operation.
+#[allow(unsafe_code)] // the one unsafe block of the crate; see SAFETY below
 fn set_timeouts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

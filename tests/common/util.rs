@@ -1,0 +1,63 @@
+//! Small helpers every test binary repeats: process output as text, files, the git CLI, free
+//! loopback ports and polling.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Process output as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Write `body` to `root/path`, creating folders.
+pub fn write(root: &Path, path: &str, body: impl AsRef<[u8]>) {
+    let p = root.join(path);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).expect("create test folder");
+    }
+    std::fs::write(&p, body).unwrap_or_else(|e| panic!("write {}: {e}", p.display()));
+}
+
+/// Run `git` in `dir` with no user or system configuration and a fixed identity; panics with
+/// its output on failure; returns its trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "fief test")
+        .env("GIT_AUTHOR_EMAIL", "test@fief.invalid")
+        .env("GIT_COMMITTER_NAME", "fief test")
+        .env("GIT_COMMITTER_EMAIL", "test@fief.invalid")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the git CLI (is git installed?): {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout).trim().to_string()
+}
+
+/// A TCP port free on loopback right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind a loopback port")
+}
+
+/// Poll `check` every 50 ms until it holds; returns how long it took, panics after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if check() {
+            return start.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
