@@ -191,6 +191,14 @@ pub enum Problem {
         /// What rule it breaks.
         detail: String,
     },
+    /// A component RoleBinding whose subject is not a ServiceAccount of the tenant.
+    #[error("RoleBinding `{name}` binds {subject}, which is not a ServiceAccount of this tenant")]
+    ForeignSubject {
+        /// The RoleBinding name.
+        name: String,
+        /// The subject, e.g. `Group system:authenticated`.
+        subject: String,
+    },
     /// A render thread panicked; the tenants it rendered are reported failed.
     #[error("rendering this tenant crashed: {message}")]
     RenderPanicked {
@@ -253,6 +261,9 @@ impl Problem {
             }
             Problem::InvalidName { .. } => {
                 "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
+            }
+            Problem::ForeignSubject { .. } => {
+                "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
             }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
