@@ -11,7 +11,10 @@ RUN apt-get update \
         libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
+# No .git in the build context: pass the commit for `fief --version` (--build-arg).
+ARG FIEF_GIT_COMMIT=unknown
+ENV FIEF_GIT_COMMIT=${FIEF_GIT_COMMIT}
 COPY src ./src
 COPY templates ./templates
 COPY benches ./benches

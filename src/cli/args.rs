@@ -6,9 +6,17 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `fief --version`: the crate version and the git commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("FIEF_GIT_COMMIT"),
+    ")"
+);
+
 /// fief: GitOps for multi-tenant Kubernetes, one tenant at a time.
 #[derive(Debug, Parser)]
-#[command(name = "fief", version, about)]
+#[command(name = "fief", version = VERSION, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -30,6 +38,18 @@ pub enum Command {
     Agent(Box<AgentArgs>),
     /// Print every tenant's status from its inventory in the cluster.
     Status(StatusArgs),
+    /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
+    Completion(CompletionArgs),
+    /// Print the man page (roff) of fief and its commands.
+    Man,
+}
+
+/// `fief completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `fief agent`.
@@ -104,7 +124,7 @@ pub struct StatusArgs {
     #[arg(long, default_value = "fief-system")]
     pub namespace: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
     /// Cluster connection.
     #[command(flatten)]
@@ -165,7 +185,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub allow_mass_prune: bool,
     /// Output format of the summary.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 }
 
@@ -181,6 +201,28 @@ pub struct DiffArgs {
     /// Colour the diff: auto (when stdout is a terminal), always, never.
     #[arg(long, value_enum, default_value_t = Colour::Auto)]
     pub color: Colour,
+    /// No cluster: compare the repo as it is at this git revision of its checkout (branch,
+    /// tag, commit, `origin/main`) with the new one (`--to`, default the files in REPO).
+    #[arg(long, value_name = "REF")]
+    pub from: Option<String>,
+    /// With `--from`: the new revision (default: the files as they are in REPO).
+    #[arg(long, value_name = "REF", requires = "from")]
+    pub to: Option<String>,
+    /// Output with `--from`: a summary then unified diffs (text), JSON, or Markdown for a
+    /// pull-request comment.
+    #[arg(short = 'o', long, value_enum, default_value_t = DiffFormat::Text)]
+    pub output: DiffFormat,
+}
+
+/// Output of `fief diff --from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Summary, then unified diffs.
+    Text,
+    /// One JSON document.
+    Json,
+    /// Markdown for a pull-request comment.
+    Markdown,
 }
 
 /// When to colour output.
@@ -225,7 +267,7 @@ pub struct ValidateArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
     /// Output format of the summary.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 }
 

@@ -13,6 +13,15 @@ use crate::kube::diff;
 
 /// `fief diff`.
 pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
+    if let Some(from) = &args.from {
+        return super::compare::compare_cmd(args, from);
+    }
+    if args.output != super::DiffFormat::Text {
+        return Err(CliError::Usage(
+            "--output json|markdown needs --from (a diff against the cluster prints text)"
+                .to_string(),
+        ));
+    }
     let (repo, renders) = load_and_render(&args.repo)?;
     let invalid = report_errors(&renders);
     let config = repo.config.as_ref().map_err(|_| CliError::Config)?;

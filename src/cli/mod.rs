@@ -7,6 +7,8 @@
 mod agent;
 mod apply;
 mod args;
+mod compare;
+mod completion;
 mod diff;
 pub mod output;
 mod render;
@@ -44,6 +46,9 @@ pub enum CliError {
     /// The repo could not be read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// A git revision of the checkout could not be read.
+    #[error(transparent)]
+    Git(#[from] crate::source::git::GitError),
     /// Output could not be written.
     #[error("{path}: cannot write: {source}")]
     Write {
@@ -75,6 +80,11 @@ impl CliError {
         match self {
             CliError::Usage(_) | CliError::Snapshot(SnapshotError::Root { .. }) => EXIT_USAGE,
             CliError::Cluster(_) => EXIT_EXTERNAL,
+            CliError::Git(
+                crate::source::git::GitError::NotACheckout { .. }
+                | crate::source::git::GitError::BadRevision { .. },
+            ) => EXIT_USAGE,
+            CliError::Git(_) => EXIT_EXTERNAL,
             _ => EXIT_INVALID,
         }
     }
@@ -89,6 +99,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Diff(args) => diff::diff_cmd(&args),
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
+        Command::Completion(args) => completion::completion_cmd(&args),
+        Command::Man => completion::man_cmd(),
     }
 }
 

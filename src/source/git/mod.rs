@@ -25,7 +25,10 @@ use sha2::{Digest, Sha256};
 use crate::core::snapshot::{MAX_FILES, Snapshot, TOP_LEVEL};
 
 mod auth;
+mod local;
 mod tree;
+
+pub use local::snapshot_at;
 
 use auth::*;
 use tree::*;
@@ -73,6 +76,24 @@ pub enum GitError {
     Clone {
         /// The repository URL, without userinfo.
         url: String,
+        /// What libgit2 reported.
+        detail: String,
+    },
+    /// `fief diff --from` (or a pinned ref) on a folder that is not inside a git work tree.
+    #[error("{path}: not inside a git checkout: {detail}")]
+    NotACheckout {
+        /// The folder given.
+        path: PathBuf,
+        /// What libgit2 reported.
+        detail: String,
+    },
+    /// A revision (branch, tag, commit) that the checkout's repository does not have.
+    #[error("{path}: unknown revision `{rev}`: {detail}")]
+    BadRevision {
+        /// The checkout.
+        path: PathBuf,
+        /// The revision asked for.
+        rev: String,
         /// What libgit2 reported.
         detail: String,
     },

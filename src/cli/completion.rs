@@ -1,0 +1,43 @@
+//! `fief completion SHELL` and `fief man`: shell completions and a man page generated from
+//! the same clap definitions the parser uses, so they never drift from `--help`.
+//!
+//! In: a shell name. Out: a script or roff on stdout.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+
+use super::{Cli, CliError, CompletionArgs, EXIT_OK, write_err};
+
+/// `fief completion SHELL`.
+pub fn completion_cmd(args: &CompletionArgs) -> Result<u8, CliError> {
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "fief", &mut out);
+    std::io::stdout()
+        .lock()
+        .write_all(&out)
+        .map_err(write_err(std::path::Path::new("<stdout>")))?;
+    Ok(EXIT_OK)
+}
+
+/// `fief man`: the top-level page followed by one section per command.
+pub fn man_cmd() -> Result<u8, CliError> {
+    let command = Cli::command();
+    let mut out = Vec::new();
+    let stdout = std::path::Path::new("<stdout>");
+    clap_mangen::Man::new(command.clone())
+        .render(&mut out)
+        .map_err(write_err(stdout))?;
+    for sub in command.get_subcommands() {
+        let title = format!("fief-{}", sub.get_name());
+        clap_mangen::Man::new(sub.clone())
+            .title(title)
+            .render(&mut out)
+            .map_err(write_err(stdout))?;
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(&out)
+        .map_err(write_err(stdout))?;
+    Ok(EXIT_OK)
+}
