@@ -7,6 +7,7 @@
 mod agent;
 mod apply;
 mod args;
+mod bump;
 mod compare;
 mod completion;
 mod diff;
@@ -99,6 +100,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Diff(args) => diff::diff_cmd(&args),
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
+        Command::Bump(args) => bump::bump_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
     }

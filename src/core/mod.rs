@@ -1,5 +1,6 @@
 //! The pure core: repo files in, rendered and validated objects, inventories and plans out.
 
+pub mod bump;
 pub mod compare;
 pub mod diagnostic;
 pub mod inputs;

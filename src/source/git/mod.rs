@@ -28,7 +28,7 @@ mod auth;
 mod local;
 mod tree;
 
-pub use local::snapshot_at;
+pub use local::{commit_files, snapshot_at};
 
 use auth::*;
 use tree::*;

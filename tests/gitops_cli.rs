@@ -1,5 +1,5 @@
-//! `fief diff REPO --from REF [--to REF]`: the pull-request workflow with no cluster, on a git
-//! repo with two commits.
+//! The GitOps CLI on real git repos: `fief diff REPO --from REF [--to REF]` (pull-request diffs
+//! without a cluster) and `fief bump` (version changes across tenants, committed).
 
 mod common;
 
@@ -186,5 +186,124 @@ fn a_folder_outside_git_or_an_unknown_revision_is_a_usage_error() {
         text(&out.stderr).contains("unknown revision `nope`"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+const COMMENTED: &str = "# Tenant acme: owned by the payments team.\napiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: NAME\n  labels: {tier: TIER}\nspec:\n  components:\n    - name: app   # the storefront\n      version: 1.4.2   # bumped by fief\n      values: {replicas: 2}\n";
+
+fn bump_repo(root: &Path) {
+    git(root, &["init", "-q", "-b", "main"]);
+    write(root, "components/app/varz.yaml", "greeting: hello\n");
+    write(
+        root,
+        "components/app/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: {{ component.version }}\n",
+    );
+    for (name, tier) in [
+        ("acme", "canary"),
+        ("beta", "standard"),
+        ("gamma", "standard"),
+    ] {
+        write(
+            root,
+            &format!("tenants/{name}.yaml"),
+            COMMENTED.replace("NAME", name).replace("TIER", tier),
+        );
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "one"]);
+}
+
+#[test]
+fn bump_changes_one_line_per_chosen_tenant_keeps_comments_and_commits_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    bump_repo(root);
+    // An unrelated staged change stays staged, not committed.
+    write(root, "components/app/varz.yaml", "greeting: hi\n");
+    git(root, &["add", "components/app/varz.yaml"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args([
+            "bump",
+            root.to_str().expect("utf-8"),
+            "app",
+            "--version",
+            "1.5.0",
+        ])
+        .args(["--selector", "tier=standard", "--commit"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "fief test")
+        .env("GIT_AUTHOR_EMAIL", "test@fief.invalid")
+        .env("GIT_COMMITTER_NAME", "fief test")
+        .env("GIT_COMMITTER_EMAIL", "test@fief.invalid")
+        .current_dir(root)
+        .output()
+        .expect("run fief");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let diff = text(&out.stdout);
+    assert!(
+        diff.contains("-      version: 1.4.2   # bumped by fief"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+      version: 1.5.0   # bumped by fief"),
+        "{diff}"
+    );
+    assert!(
+        !diff.contains("acme"),
+        "acme is a canary, not chosen: {diff}"
+    );
+    // One commit, naming the tenants, holding exactly one changed line per tenant file.
+    assert_eq!(git(root, &["rev-list", "--count", "HEAD"]), "2");
+    let message = git(root, &["log", "-1", "--format=%s"]);
+    assert_eq!(message, "bump app to 1.5.0 for 2 tenants: beta, gamma");
+    let stat = git(root, &["show", "--numstat", "--format=", "HEAD"]);
+    assert_eq!(
+        stat, "1\t1\ttenants/beta.yaml\n1\t1\ttenants/gamma.yaml",
+        "{stat}"
+    );
+    assert_eq!(
+        git(root, &["diff", "--cached", "--name-only"]),
+        "components/app/varz.yaml"
+    );
+    // The edited files still render, with the new version.
+    let render = fief(&["render", root.to_str().expect("utf-8"), "--tenant", "beta"]);
+    assert!(text(&render.stdout).contains("version: \"1.5.0\""), "{}", text(&render.stdout));
+}
+
+#[test]
+fn bump_of_a_tenant_without_the_component_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    bump_repo(root);
+    let out = fief(&[
+        "bump",
+        root.to_str().expect("utf-8"),
+        "web",
+        "--version",
+        "2",
+        "--all",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no tenant uses component web"));
+    let out = fief(&[
+        "bump",
+        root.to_str().expect("utf-8"),
+        "app",
+        "--version",
+        "2",
+        "--percent",
+        "34",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).matches("+      version: \"2\"").count(),
+        2,
+        "34% of 3 is 2 tenants"
+    );
+    assert_eq!(
+        git(root, &["rev-list", "--count", "HEAD"]),
+        "1",
+        "no --commit, no commit"
     );
 }
