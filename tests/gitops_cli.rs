@@ -268,7 +268,11 @@ fn bump_changes_one_line_per_chosen_tenant_keeps_comments_and_commits_once() {
     );
     // The edited files still render, with the new version.
     let render = fief(&["render", root.to_str().expect("utf-8"), "--tenant", "beta"]);
-    assert!(text(&render.stdout).contains("version: \"1.5.0\""), "{}", text(&render.stdout));
+    assert!(
+        text(&render.stdout).contains("version: \"1.5.0\""),
+        "{}",
+        text(&render.stdout)
+    );
 }
 
 #[test]
@@ -305,5 +309,68 @@ fn bump_of_a_tenant_without_the_component_is_refused_and_writes_nothing() {
         git(root, &["rev-list", "--count", "HEAD"]),
         "1",
         "no --commit, no commit"
+    );
+}
+
+#[test]
+fn a_component_pinned_to_a_tag_renders_as_it_is_at_that_tag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    write(root, "components/app/varz.yaml", "greeting: one\n");
+    write(
+        root,
+        "components/app/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  greeting: {{ values.greeting }}\n",
+    );
+    write(root, "tenants/beta.yaml", tenant("beta"));
+    write(
+        root,
+        "tenants/acme.yaml",
+        tenant("acme").replace("- name: app\n", "- name: app\n      ref: app-1.0\n"),
+    );
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "one"]);
+    git(root, &["tag", "app-1.0"]);
+    write(root, "components/app/varz.yaml", "greeting: two\n");
+    git(root, &["commit", "-q", "-am", "two"]);
+    let path = root.to_str().expect("utf-8");
+    let greeting = |tenant: &str| {
+        let out = fief(&["render", path, "--tenant", tenant]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let yaml = text(&out.stdout);
+        let line = yaml
+            .lines()
+            .find(|l| l.contains("greeting:"))
+            .map(str::to_string);
+        line.unwrap_or_default()
+    };
+    assert_eq!(
+        greeting("acme").trim(),
+        "greeting: one",
+        "pinned to app-1.0"
+    );
+    assert_eq!(greeting("beta").trim(), "greeting: two", "at the head");
+    // Moving the tag moves exactly the tenant pinned to it.
+    git(root, &["tag", "-f", "app-1.0", "HEAD"]);
+    assert_eq!(greeting("acme").trim(), "greeting: two");
+
+    // A pin to a ref that does not exist fails that tenant only, with a clear message.
+    write(
+        root,
+        "tenants/acme.yaml",
+        tenant("acme").replace("- name: app\n", "- name: app\n      ref: app-9.9\n"),
+    );
+    let out = fief(&["validate", path]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pinned to ref `app-9.9`") && err.contains("tenant `acme`"),
+        "{err}"
+    );
+    assert!(
+        text(&out.stdout).contains("beta: ok"),
+        "{}",
+        text(&out.stdout)
     );
 }

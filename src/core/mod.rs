@@ -3,10 +3,12 @@
 pub mod bump;
 pub mod compare;
 pub mod diagnostic;
+pub mod health;
 pub mod inputs;
 pub mod inventory;
 pub mod model;
 pub mod objects;
+pub mod pins;
 pub mod pipeline;
 pub mod plan;
 pub mod redact;
