@@ -39,6 +39,13 @@ fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {
         !shown.contains("s3cret"),
         "secrets are never printed: {shown}"
     );
+    assert!(
+        shown.starts_with("1 tenants changed"),
+        "summary first: {shown}"
+    );
+    let json = fief("diff", repo.path(), &["--tenant", &tenant, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("diff -o json");
+    assert_eq!(v["tenants"][0]["objects"][0]["action"], "removed", "{v}");
     let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
     assert_eq!(tenant_report(&out, &tenant)["counts"]["pruned"], 1, "{out}");
 }
