@@ -132,6 +132,13 @@ pub struct AgentArgs {
     /// Namespace of the leader-election Lease.
     #[arg(long, default_value = "fief-system")]
     pub lease_namespace: String,
+    /// Full resync period: every tenant is compared with a fresh LIST (10 % jitter added).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub resync_interval: std::time::Duration,
+    /// How long a git clone or fetch may take before it is reported as failed (it goes on in
+    /// the background; syncs, drift repair and shutdown never wait for it).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub git_timeout: std::time::Duration,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster_args: ClusterArgs,
@@ -158,6 +165,10 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// The agent's HTTP address for its view (`http://HOST:PORT`); default: through the API
+    /// server's proxy to the Service `fief-agent` in `--namespace`.
+    #[arg(long, value_name = "URL")]
+    pub agent: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
