@@ -6,6 +6,7 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use base64::Engine;
 use common::sops::{self, AgeKey};
@@ -540,4 +541,95 @@ fn a_pull_request_diff_reports_a_rotated_secret_as_changed_without_showing_it() 
         assert_no_plaintext("diff --from", &stdout);
         assert_no_plaintext("diff --from stderr", &text(&out.stderr));
     }
+}
+
+/// Every file of the test repo, as (path, text), for the agent's git server.
+fn repo_files(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read test repo") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                let rel = path.strip_prefix(root).expect("inside the repo");
+                let rel = rel.to_string_lossy().into_owned();
+                if rel.starts_with("fief.yaml")
+                    || ["tenants/", "components/", "secrets/"]
+                        .iter()
+                        .any(|p| rel.starts_with(p))
+                {
+                    out.push((rel, text));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn live_secret(ns: &str) -> Option<Value> {
+    common::agent::kubectl_json(&["get", "secret", "app-secrets", "-n", ns])
+}
+
+#[test]
+fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_secret() {
+    let repo = TestRepo::new("sag");
+    let (a, b) = repo.names("sag");
+    let mut git = common::agent::GitServer::new(&repo_files(repo.path()));
+    git.start();
+    let key = repo.key.file.to_str().expect("utf-8 path").to_string();
+    let agent = common::agent::Agent::start(
+        &git.url(),
+        &[
+            "--interval",
+            "1s",
+            "--age-key-file",
+            &key,
+            "--log-format",
+            "json",
+        ],
+    );
+    let (ns_a, ns_b) = (format!("{a}-prod"), format!("{b}-prod"));
+    common::util::wait_until("both tenants' Secrets", Duration::from_secs(60), || {
+        live_secret(&ns_a).is_some() && live_secret(&ns_b).is_some()
+    });
+    let secret_a = live_secret(&ns_a).expect("secret a");
+    assert_eq!(decoded(&secret_a, "db-password"), ALPHA_DB);
+    assert_eq!(decoded(&secret_a, "analytics-key"), SHARED_KEY);
+    let rv_b = live_secret(&ns_b).expect("secret b")["metadata"]["resourceVersion"].clone();
+
+    // Rotate tenant a's password with `sops set`, push, and trigger the webhook.
+    let file = format!("secrets/tenants/{a}.sops.yaml");
+    sops::set(
+        repo.path(),
+        &file,
+        &repo.key,
+        "[\"dbPassword\"]",
+        &format!("\"{ALPHA_ROTATED}\""),
+    );
+    git.commit(&[(file.clone(), repo.read(&file))], "rotate a");
+    assert_eq!(agent.signed_push(), 200);
+    common::util::wait_until("the rotated password", Duration::from_secs(60), || {
+        live_secret(&ns_a).is_some_and(|s| decoded(&s, "db-password") == ALPHA_ROTATED)
+    });
+    assert_eq!(
+        live_secret(&ns_b).expect("secret b")["metadata"]["resourceVersion"],
+        rv_b,
+        "the other tenant's Secret is not written"
+    );
+    let inventories = common::agent::kubectl_json(&["get", "configmaps", "-n", &repo.agent_ns])
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let events = common::agent::kubectl_json(&["get", "events", "-n", &repo.agent_ns])
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let metrics = agent
+        .get("/metrics")
+        .map(|(_, body)| body)
+        .unwrap_or_default();
+    assert_no_plaintext("the agent's JSON log", &agent.log());
+    assert_no_plaintext("the inventories", &inventories);
+    assert_no_plaintext("the Events", &events);
+    assert_no_plaintext("the metrics", &metrics);
 }
