@@ -140,6 +140,8 @@ fn every_deploy_manifest_passes_a_server_dry_run() {
         ("RoleBinding", "fief-agent"),
         ("Deployment", "fief-agent"),
         ("Service", "fief-agent"),
+        ("ValidatingAdmissionPolicy", "fief-agent-scope"),
+        ("ValidatingAdmissionPolicyBinding", "fief-agent-scope"),
     ] {
         find(&objects, kind, name);
     }
@@ -147,6 +149,8 @@ fn every_deploy_manifest_passes_a_server_dry_run() {
         if object["kind"] != "Namespace"
             && object["kind"] != "ClusterRole"
             && object["kind"] != "ClusterRoleBinding"
+            && object["kind"] != "ValidatingAdmissionPolicy"
+            && object["kind"] != "ValidatingAdmissionPolicyBinding"
         {
             assert_eq!(
                 object["metadata"]["namespace"], NAMESPACE,

@@ -149,6 +149,54 @@ pub enum Problem {
         /// The other tenant.
         other: String,
     },
+    /// A tenant namespace that is reserved for the platform.
+    #[error("namespace `{namespace}` is reserved (matches `{pattern}`); no tenant may have it")]
+    ReservedNamespace {
+        /// The namespace.
+        namespace: String,
+        /// The reserved pattern it matches.
+        pattern: String,
+    },
+    /// A component object of a kind components may not create.
+    #[error(
+        "{kind} `{name}` (group `{group}`) is not a kind components may create (allowed: {allowed})"
+    )]
+    KindNotAllowed {
+        /// The API group (empty for core).
+        group: String,
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The allowed kinds, comma separated.
+        allowed: String,
+    },
+    /// A host suffix claimed by two tenants, or under another tenant's.
+    #[error("host suffix `{suffix}` overlaps `{theirs}`, a host suffix of tenant `{other}`")]
+    HostSuffixTaken {
+        /// This tenant's suffix.
+        suffix: String,
+        /// The other tenant's suffix it equals or lies under (or above).
+        theirs: String,
+        /// The other tenant.
+        other: String,
+    },
+    /// An object name (or kind) the API server would refuse, or that is unsafe as a path.
+    #[error("{kind} `{name}`: {detail}")]
+    InvalidName {
+        /// The kind.
+        kind: String,
+        /// The name as rendered.
+        name: String,
+        /// What rule it breaks.
+        detail: String,
+    },
+    /// A render thread panicked; the tenants it rendered are reported failed.
+    #[error("rendering this tenant crashed: {message}")]
+    RenderPanicked {
+        /// The panic message.
+        message: String,
+    },
 }
 
 impl Problem {
@@ -193,6 +241,21 @@ impl Problem {
             }
             Problem::NamespaceCollision { .. } => {
                 "rename a tenant or an environment, or change namespacePattern in fief.yaml"
+            }
+            Problem::ReservedNamespace { .. } => {
+                "rename the tenant or the environment; reserved are kube-*, default, the agent namespace and fief.yaml reservedNamespaces"
+            }
+            Problem::KindNotAllowed { .. } => {
+                "use an allowed kind, or add `group/Kind` to fief.yaml componentKinds (the fief-deployer Role then grants it)"
+            }
+            Problem::HostSuffixTaken { .. } => {
+                "a host suffix belongs to one tenant: remove it from spec.hostSuffixes or pick one under this tenant's own domain"
+            }
+            Problem::InvalidName { .. } => {
+                "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
+            }
+            Problem::RenderPanicked { .. } => {
+                "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
             }
         }
     }

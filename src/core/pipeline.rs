@@ -2,9 +2,14 @@
 //!
 //! In: a [`Repo`] (loaded from a snapshot). Out: one [`TenantRender`] per tenant, rendered
 //! and validated, with every diagnostic tagged with its tenant and sorted by file and line.
-//! A tenant with any diagnostic is neither applied nor pruned. Pure (threads, no I/O).
+//! A tenant with any diagnostic is neither applied nor pruned. A tenant whose render panics
+//! (a bug) is reported failed with the panic message; the others go on. Pure (threads, no
+//! I/O).
 
 use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::core::diagnostic::{Diagnostic, Problem};
 
 use crate::core::model::Repo;
 use crate::core::render::{self, Renderer, TenantRender};
@@ -12,11 +17,23 @@ use crate::core::validate;
 
 /// Render and validate one tenant.
 pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    #[cfg(test)]
+    if name == tests::PANIC_TENANT {
+        panic!("test hook: render of `{name}` panics");
+    }
     let mut out = render::render_tenant(renderer, repo, name);
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
         let envs: Vec<String> = out.namespaces.keys().cloned().collect();
         let mut errors = validate::check_declared(repo, name, &envs);
+        errors.extend(validate::check_reserved_namespaces(
+            repo,
+            config,
+            tenant,
+            &out.namespaces,
+        ));
         errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
+        errors.extend(validate::check_names(&out.objects));
+        errors.extend(validate::check_component_kinds(&out.objects, config));
         errors.extend(validate::check_policy(
             &out.objects,
             &config.policy,
@@ -54,16 +71,23 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
             .chunks(chunk)
             .map(|part| {
                 let renderer = &renderer;
-                s.spawn(move || {
+                let handle = s.spawn(move || {
                     part.iter()
-                        .map(|n| render_tenant(renderer, repo, n))
+                        .map(|n| {
+                            catch_unwind(AssertUnwindSafe(|| render_tenant(renderer, repo, n)))
+                                .unwrap_or_else(|p| panicked(n, p.as_ref()))
+                        })
                         .collect::<Vec<_>>()
-                })
+                });
+                (part, handle)
             })
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|(part, h)| {
+                h.join()
+                    .unwrap_or_else(|p| part.iter().map(|n| panicked(n, p.as_ref())).collect())
+            })
             .collect()
     });
     // Namespace collisions need every tenant's namespaces, filtered or not.
@@ -80,5 +104,64 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
         Err(_) => BTreeMap::new(),
     };
     validate::check_namespace_collisions(&mut out, &all_namespaces, repo);
+    if let Ok(config) = &repo.config {
+        validate::check_host_suffixes(&mut out, repo, config);
+    }
     out
+}
+
+/// A failed render for `tenant` whose thread panicked with `payload`.
+fn panicked(tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    TenantRender {
+        tenant: tenant.to_string(),
+        errors: vec![
+            Diagnostic::new(
+                format!("tenants/{tenant}.yaml"),
+                None,
+                Problem::RenderPanicked { message },
+            )
+            .for_tenant(tenant),
+        ],
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::core::snapshot::Snapshot;
+
+    /// Rendering a tenant of this name panics (test builds only).
+    pub(super) const PANIC_TENANT: &str = "panics-in-render";
+
+    fn tenant(name: &str) -> (String, String) {
+        (
+            format!("tenants/{name}.yaml"),
+            format!("apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n"),
+        )
+    }
+
+    #[test]
+    fn a_panicking_render_fails_only_its_tenant_with_the_message() {
+        let files = [tenant("acme"), tenant(PANIC_TENANT), tenant("zeta")];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let renders = render_all(&repo, &[]);
+        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+        assert_eq!(names, ["acme", PANIC_TENANT, "zeta"]);
+        let bad = &renders[1];
+        assert!(!bad.is_ok());
+        let text = bad.errors[0].to_string();
+        assert!(text.contains("panics-in-render` panics"), "{text}");
+        assert!(text.contains("tenant `panics-in-render`"), "{text}");
+        assert!(renders[0].is_ok() && renders[2].is_ok(), "{renders:?}");
+        assert!(!renders[0].objects.is_empty());
+    }
 }

@@ -3,12 +3,20 @@
 //! In: text of a file or of a rendered template. Out: documents with the line each starts
 //! on, typed values or `serde_json::Value`s, and parse errors with absolute line numbers.
 //! Alias expansion, nesting and size are bounded so no input can exhaust the process.
+//!
+//! Scalars are read as kubectl and Helm read them (YAML 1.1 via `sigs.k8s.io/yaml`), not by
+//! the YAML 1.2 core schema: `0644` is octal (420), `yes`/`no`/`on`/`off`/`y`/`n` are
+//! booleans, `1_000` is 1000. A document may start on its `---` line (`--- {a: 1}`,
+//! `--- # note`); it is never dropped.
 
 use std::collections::HashMap;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use serde_saphyr::granit_parser::{self, Event, ScalarStyle, Tag};
+use serde_saphyr::granit_parser::{self, Event, ScalarStyle};
+
+mod scalar;
+use scalar::resolve_scalar;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options, options::AliasLimits};
 
 /// One YAML document of a multi-document stream.
@@ -31,6 +39,10 @@ pub struct YamlError {
 }
 
 /// Split a multi-document stream on `---` lines (as kubectl does), keeping line numbers.
+///
+/// Text after `--- ` on the separator line belongs to the next document (which then starts on
+/// that line): a comment is ignored as usual, content is parsed (or refused with its line),
+/// never dropped.
 pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut docs = Vec::new();
     let mut start = 0usize;
@@ -38,15 +50,22 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut offset = 0usize;
     for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
         let trimmed = line.trim_end();
-        let is_separator = trimmed == "---" || trimmed.starts_with("--- ");
+        let is_separator =
+            trimmed == "---" || trimmed.starts_with("--- ") || trimmed.starts_with("---\t");
         let is_end = trimmed == "...";
         if is_separator || is_end {
             docs.push(Document {
                 text: &text[start..offset],
                 first_line: start_line,
             });
-            start = offset + line.len();
-            start_line = line_no + 1;
+            let rest = &trimmed[3..];
+            if is_separator && !is_blank(rest) {
+                start = offset + 3;
+                start_line = line_no;
+            } else {
+                start = offset + line.len();
+                start_line = line_no + 1;
+            }
         }
         offset += line.len();
     }
@@ -82,6 +101,8 @@ fn options() -> Options {
     options.alias_limits = alias_limits;
     options.duplicate_keys = DuplicateKeyPolicy::Error;
     options.with_snippet = false;
+    // As kubectl reads YAML (1.1): `0644` is octal. YAML 1.1 booleans are the default.
+    options.legacy_octal_numbers = true;
     options
 }
 
@@ -130,7 +151,8 @@ pub const MAX_NODES: usize = 200_000;
 ///
 /// Faster than the serde path (the render hot path parses every rendered object) and just as
 /// bounded: depth, node count and alias expansion are limited, duplicate keys are errors.
-/// Scalars resolve by the YAML 1.2 core schema; `<<` merge keys are honoured.
+/// Scalars resolve as kubectl reads them (see the module docs); mapping keys are kept as
+/// written; `<<` merge keys are honoured.
 pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
     if is_blank(doc.text) {
         return Ok(None);
@@ -138,7 +160,7 @@ pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
     let mut b = ValueBuilder::default();
     for item in granit_parser::Parser::new_from_str(doc.text) {
         let (event, span) = item.map_err(|e| YamlError {
-            message: e.info(),
+            message: on_separator_line_hint(doc, e.info()),
             line: Some(doc.first_line + e.marker().line().max(1) - 1),
         })?;
         let line = doc.first_line + span.start.line().max(1) - 1;
@@ -148,6 +170,17 @@ pub fn parse_value(doc: &Document<'_>) -> Result<Option<Value>, YamlError> {
         })?;
     }
     Ok(b.root)
+}
+
+/// A parse error of a document that starts on its `---` line says so, since a block mapping
+/// cannot start there.
+fn on_separator_line_hint(doc: &Document<'_>, message: String) -> String {
+    let first = doc.text.lines().next().unwrap_or("");
+    if first.starts_with([' ', '\t']) && !is_blank(first) {
+        format!("{message} (the document starts on its `---` line: move it to the next line)")
+    } else {
+        message
+    }
 }
 
 enum Frame {
@@ -180,7 +213,14 @@ impl ValueBuilder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let value = resolve_scalar(&text, style, tag.as_deref());
+                let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _, _)));
+                let value = if is_key && style == ScalarStyle::Plain && text != "<<" {
+                    // Keys as written: `y:` or `on:` stay `y` and `on` (kubectl would turn
+                    // them into `true`), `0644:` stays `0644`.
+                    Value::String(text.to_string())
+                } else {
+                    resolve_scalar(&text, style, tag.as_deref())
+                };
                 self.push(value, anchor)?;
             }
             Event::SequenceStart(_, anchor, _) => self.open(Frame::Seq(Vec::new(), anchor))?,
@@ -298,93 +338,6 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> Result<(), String> 
     Ok(())
 }
 
-/// YAML 1.2 core schema resolution of a scalar.
-fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
-    let as_string = || Value::String(text.to_string());
-    if let Some(tag) = tag {
-        if tag.is_yaml_core_schema() && tag.suffix() == "str" {
-            return as_string();
-        }
-    } else if style != ScalarStyle::Plain {
-        return as_string();
-    }
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        _ => {}
-    }
-    if let Some(n) = parse_int(text) {
-        return n;
-    }
-    if looks_like_float(text)
-        && let Some(n) = text
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-    {
-        return Value::Number(n);
-    }
-    as_string()
-}
-
-fn parse_int(text: &str) -> Option<Value> {
-    let (negative, digits) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (radix, digits) = if let Some(hex) = digits.strip_prefix("0x") {
-        (16, hex)
-    } else if let Some(oct) = digits.strip_prefix("0o") {
-        (8, oct)
-    } else {
-        (10, digits)
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    let magnitude = u64::from_str_radix(digits, radix).ok()?;
-    if negative {
-        let n = i64::try_from(magnitude).ok()?;
-        Some(Value::from(-n))
-    } else {
-        Some(Value::from(magnitude))
-    }
-}
-
-/// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
-fn looks_like_float(text: &str) -> bool {
-    let b = text.trim_start_matches(['-', '+']).as_bytes();
-    if text.len() - b.len() > 1 {
-        return false;
-    }
-    let mut i = 0;
-    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    i += int_digits;
-    let mut frac_digits = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += frac_digits;
-    }
-    if int_digits == 0 && frac_digits == 0 {
-        return false;
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'-' | b'+')) {
-            i += 1;
-        }
-        let exp = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if exp == 0 {
-            return false;
-        }
-        i += exp;
-    }
-    i == b.len()
-}
-
 /// Drop the parser's own " at line X column Y" suffix: we print the absolute line ourselves.
 fn strip_location(message: &str) -> String {
     let first = message.lines().next().unwrap_or(message);
@@ -409,15 +362,28 @@ mod tests {
     }
 
     #[test]
-    fn parse_value_resolves_core_schema_scalars() {
-        let v = value("a: 1\nb: -2\nc: 1.5\nd: true\ne: ~\nf: \"1\"\ng: 0x1f\nh: 1e3\ni: .inf\nj: 08:00\nk: 'true'\nl: !!str 7\n")
-            .unwrap()
-            .unwrap();
+    fn a_document_on_its_separator_line_is_kept() {
+        let text = "a: 1\n--- {b: 2}\n--- # note\nc: 3\n---   d: 4\n";
+        let docs = split_documents(text);
+        let values: Vec<Value> = docs
+            .iter()
+            .map(|d| parse_value(d).unwrap().unwrap())
+            .collect();
         assert_eq!(
-            v,
-            json!({"a": 1, "b": -2, "c": 1.5, "d": true, "e": null, "f": "1", "g": 31,
-                   "h": 1000.0, "i": ".inf", "j": "08:00", "k": "true", "l": "7"})
+            values,
+            [
+                json!({"a": 1}),
+                json!({"b": 2}),
+                json!({"c": 3}),
+                json!({"d": 4})
+            ]
         );
+        assert_eq!(docs[1].first_line, 2);
+        let docs = split_documents("a: 1\n--- apiVersion: v1\nkind: ConfigMap\n");
+        assert_eq!(docs.len(), 2);
+        let err = parse_value(&docs[1]).unwrap_err();
+        assert!(err.message.contains("move it to the next line"), "{err:?}");
+        assert!(matches!(err.line, Some(2 | 3)), "{err:?}");
     }
 
     #[test]

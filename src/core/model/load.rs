@@ -158,6 +158,32 @@ fn check_config(snapshot: &Snapshot, config: Config) -> Parsed<Config> {
             },
         ));
     }
+    for entry in &config.component_kinds {
+        if parse_component_kind(entry).is_none() {
+            errors.push(Diagnostic::new(
+                "fief.yaml",
+                line_of_key(&text, "componentKinds"),
+                Problem::InvalidField {
+                    field: "componentKinds".to_string(),
+                    detail: format!(
+                        "`{entry}` is not `group/Kind` or `group/Kind/resource` (core group: `/Kind`)"
+                    ),
+                },
+            ));
+        }
+    }
+    for pattern in &config.reserved_namespaces {
+        if pattern.is_empty() || pattern.chars().any(|c| c.is_whitespace() || c == '/') {
+            errors.push(Diagnostic::new(
+                "fief.yaml",
+                line_of_key(&text, "reservedNamespaces"),
+                Problem::InvalidField {
+                    field: "reservedNamespaces".to_string(),
+                    detail: format!("`{pattern}` is not a namespace glob pattern"),
+                },
+            ));
+        }
+    }
     if errors.is_empty() {
         Ok(config)
     } else {

@@ -54,7 +54,11 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         repo,
         tenant,
         tenant_ctx: tenant_context(tenant, &envs, &out.namespaces),
-        fief_ctx: json!({"baseDomain": config.base_domain, "agentNamespace": config.agent_namespace}),
+        fief_ctx: json!({
+            "baseDomain": config.base_domain,
+            "agentNamespace": config.agent_namespace,
+            "componentRules": component_rules(config),
+        }),
         applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
         out: &mut out,
         errors: &mut errors,
@@ -210,6 +214,22 @@ impl Emitter<'_, '_> {
             }
         }
     }
+}
+
+/// RBAC rules (`apiGroups`, `resources`) granting the kinds components may create, one per
+/// API group in first-seen order: what the baseline `fief-deployer` Role renders.
+fn component_rules(config: &Config) -> Vec<Value> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for k in config.component_kinds() {
+        match groups.iter_mut().find(|(g, _)| *g == k.group) {
+            Some((_, resources)) => resources.push(k.resource),
+            None => groups.push((k.group, vec![k.resource])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(g, r)| json!({"apiGroups": [g], "resources": r}))
+        .collect()
 }
 
 fn tenant_context(

@@ -2,7 +2,14 @@
 //!
 //! In: a tenant's rendered objects and namespaces (and, across tenants, every tenant's
 //! namespaces). Out: diagnostics naming the template file and line of each offending object.
-//! Pure.
+//! Pure. Names and kinds: [`names`]; what a tenant may claim (namespaces, kinds, host
+//! suffixes): [`tenancy`].
+
+pub mod names;
+pub mod tenancy;
+
+pub use names::check_names;
+pub use tenancy::{check_component_kinds, check_host_suffixes, check_reserved_namespaces};
 
 mod environments;
 
