@@ -608,14 +608,24 @@ fn completions_man_page_and_version_come_from_the_same_flags_as_help() {
     for shell in ["bash", "zsh", "fish"] {
         let out = fief(&["completion", shell]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(stdout(&out).contains("validate"), "{shell}: {}", stdout(&out));
+        assert!(
+            stdout(&out).contains("validate"),
+            "{shell}: {}",
+            stdout(&out)
+        );
     }
     let man = fief(&["man"]);
     assert_eq!(man.status.code(), Some(0));
     let page = stdout(&man);
-    assert!(page.contains(".TH fief 1") && page.contains("fief\\-diff"), "{page}");
+    assert!(
+        page.contains(".TH fief 1") && page.contains("fief\\-diff"),
+        "{page}"
+    );
     let version = stdout(&fief(&["--version"]));
-    assert!(version.starts_with("fief 0.") && version.contains("(commit "), "{version}");
+    assert!(
+        version.starts_with("fief 0.") && version.contains("(commit "),
+        "{version}"
+    );
     // `-o` is the short form of `--output`.
     let json = fief(&["validate", "-o", "json", example().to_str().unwrap()]);
     assert!(serde_json::from_slice::<serde_json::Value>(&json.stdout).is_ok());

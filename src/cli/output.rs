@@ -11,9 +11,9 @@ use crate::core::render::{RenderedObject, TenantRender};
 /// One object as a YAML document with a `# Source:` comment, starting with `---`.
 pub fn document(tenant: &str, o: &RenderedObject, show_secrets: bool) -> Result<String, String> {
     let body = if show_secrets {
-        crate::core::yaml::to_string(&o.object)?
+        crate::core::yaml::value_to_string(&o.object)?
     } else {
-        crate::core::yaml::to_string(&redact(&o.object))?
+        crate::core::yaml::value_to_string(&redact(&o.object))?
     };
     Ok(format!(
         "---\n# Source: {} (tenant {}, env {})\n{}",
