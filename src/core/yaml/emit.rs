@@ -5,7 +5,7 @@
 //! Pure.
 //!
 //! Strings are written plain only when no reader could take them for anything else: they
-//! start with a letter, `/`, `_` or `$`, hold only printable ASCII, contain no `: `, ` #`,
+//! start with a letter or one of `/_$(<` (not `<<`), hold only printable ASCII, contain no `: `, ` #`,
 //! flow indicators or trailing `:`, and resolve as strings under YAML 1.1 (`yes`, `on`, `y`,
 //! `null`, `~` are quoted); anything starting with a digit, sign or dot (`0644`, `1e3`,
 //! `.inf`, `2001-12-14`) is quoted. Multi-line strings of printable text are literal blocks
@@ -136,7 +136,9 @@ fn is_plain_safe(s: &str) -> bool {
     let Some(&first) = b.first() else {
         return false;
     };
-    if !(first.is_ascii_alphabetic() || matches!(first, b'/' | b'_' | b'$')) {
+    if !(first.is_ascii_alphabetic() || matches!(first, b'/' | b'_' | b'$' | b'(' | b'<'))
+        || s.starts_with("<<")
+    {
         return false;
     }
     if b[b.len() - 1] == b' ' || b[b.len() - 1] == b':' {
@@ -327,6 +329,9 @@ mod tests {
         "x\n...\n",
         "key: value\nother: 1\n",
         "$HOME",
+        "<redacted>",
+        "<<x",
+        "(x)",
         "_x",
         "/path/to",
         "a=b",
