@@ -1,7 +1,8 @@
 //! The manifests in `deploy/` against the real API server: the namespace applies (and
-//! reapplies) for real, every file passes a server-side dry run, the agent pod is admitted
-//! under the `restricted` Pod Security Standard its namespace enforces, and the Deployment's
-//! arguments are flags `fief agent` accepts.
+//! reapplies) for real, the kustomization (`kubectl apply -k deploy/`) passes a server-side dry
+//! run, the agent pod is admitted under the `restricted` Pod Security Standard its namespace
+//! enforces, and the Deployment's arguments are flags `fief agent` accepts. `tests/node.rs`
+//! installs it for real, on a node.
 
 mod common;
 
@@ -92,7 +93,7 @@ fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name} among the objects"))
 }
 
-/// The whole of `deploy/` through a server-side dry run, after the namespace exists.
+/// The kustomization in `deploy/` through a server-side dry run, after the namespace exists.
 fn dry_run_all() -> Vec<Value> {
     apply_for_real("namespace.yaml");
     let dir = deploy_dir();
@@ -102,7 +103,7 @@ fn dry_run_all() -> Vec<Value> {
             "--dry-run=server",
             "-o",
             "json",
-            "-f",
+            "-k",
             dir.to_str().expect("UTF-8 path"),
         ],
         None,
@@ -225,14 +226,21 @@ fn agent_deployment_sets_the_pod_security_fields() {
             "{path} is not an emptyDir"
         );
     }
+    // Both credentials are optional: a public repo needs no git credentials, and without the
+    // webhook secret the webhook is off.
     let git = volume(mount("/etc/fief/git")["name"].as_str().expect("name"));
     assert_eq!(git["secret"]["secretName"], "fief-git");
     assert_eq!(git["secret"]["optional"], true);
     assert_eq!(mount("/etc/fief/git")["readOnly"], true);
     let webhook = volume(mount("/etc/fief/webhook")["name"].as_str().expect("name"));
     assert_eq!(webhook["secret"]["secretName"], "fief-webhook");
+    assert_eq!(webhook["secret"]["optional"], true);
     assert_eq!(webhook["secret"]["items"][0]["key"], "secret");
     assert_eq!(mount("/etc/fief/webhook")["readOnly"], true);
+
+    // Every replica is ready when healthy, so updates roll one pod at a time.
+    assert_eq!(spec["strategy"]["type"], "RollingUpdate");
+    assert_eq!(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
 }
 
 #[test]
@@ -303,6 +311,33 @@ fn agent_args_are_flags_fief_agent_accepts() {
         .map(|a| a.as_str().expect("string arg").to_string())
         .collect();
     assert_eq!(args.first().map(String::as_str), Some("agent"));
+    // Every $(VAR) an argument uses is set in the container's environment (the kubelet leaves
+    // an unknown one as it is): the overlay patches FIEF_REPO and FIEF_BRANCH.
+    let env: Vec<&str> = container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    for arg in &args {
+        let mut rest = arg.as_str();
+        while let Some(start) = rest.find("$(") {
+            let after = &rest[start + 2..];
+            let end = after.find(')').expect("closed $(VAR)");
+            assert!(
+                env.contains(&&after[..end]),
+                "{arg} uses ${}, which the container's env does not set",
+                &after[..end]
+            );
+            rest = &after[end..];
+        }
+    }
+    for var in ["FIEF_REPO", "FIEF_BRANCH"] {
+        assert!(
+            args.iter().any(|a| a.contains(&format!("$({var})"))),
+            "no argument uses $({var})"
+        );
+    }
     // clap parses every argument before `--help`: an unknown flag or a bad value fails.
     let out = Command::new(env!("CARGO_BIN_EXE_fief"))
         .args(&args)
@@ -342,14 +377,28 @@ fn service_selects_the_agent_pods() {
     let service = find(&objects, "Service", "fief-agent");
     assert_eq!(service["spec"]["ports"][0]["port"], 8080);
     assert_eq!(service["spec"]["ports"][0]["name"], "http");
-    for selector in [&service["spec"]["selector"]] {
-        let selector = selector.as_object().expect("selector");
-        assert!(!selector.is_empty());
-        for (key, value) in selector {
+    // The Service selects the agent's pods, and of them only the leader: its agent labels its
+    // own Pod `fief.dev/leader: "true"` (the template does not carry the label).
+    let selector = service["spec"]["selector"].as_object().expect("selector");
+    assert_eq!(selector.get("fief.dev/leader"), Some(&json!("true")));
+    assert!(labels.get("fief.dev/leader").is_none());
+    for (key, value) in selector {
+        if key != "fief.dev/leader" {
             assert_eq!(
                 &labels[key], value,
                 "selector {key} does not match the pods"
             );
         }
     }
+    // The agent may label its own pod (Role in its namespace).
+    let role = find(&objects, "Role", "fief-agent");
+    assert!(
+        role["rules"].as_array().expect("rules").iter().any(|r| {
+            r["resources"] == json!(["pods"])
+                && r["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&json!("patch")))
+        }),
+        "Role fief-agent cannot patch pods in {NAMESPACE}"
+    );
 }

@@ -535,10 +535,24 @@ fn ingress_host_outside_the_tenant_suffix_fails_with_file_and_line() {
         "components/app/templates/ingress.yaml:1",
         "host `beta.saas.example` is not allowed",
     );
-    // A tenant may be given its own domain.
+    // A tenant may not be given another tenant's suffix (it belongs to beta)...
     repo.write(
         "tenants/alpha.yaml",
         &tenant("alpha", "  hostSuffixes: [beta.saas.example]\n"),
+    );
+    assert_alpha_fails_at(
+        &repo.render(),
+        "tenants/alpha.yaml:6",
+        "host suffix `beta.saas.example` overlaps `beta.saas.example`, a host suffix of tenant `beta`",
+    );
+    // ...but may be given its own domain.
+    repo.write(
+        "components/app/templates/ingress.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\nspec:\n  rules:\n    - host: {{ 'shop.alpha.example' if tenant.name == 'alpha' else tenant.name ~ '.saas.example' }}\n",
+    );
+    repo.write(
+        "tenants/alpha.yaml",
+        &tenant("alpha", "  hostSuffixes: [alpha.example]\n"),
     );
     assert_eq!(repo.render().status.code(), Some(0));
 }

@@ -165,6 +165,23 @@ fn validate_refuses_a_component_kind_outside_the_list_and_names_the_setting() {
     // Roles and RoleBindings are allowed by default.
     assert!(!err.contains("role.yaml"), "{err}");
 
+    // A component RoleBinding may bind only the tenant's own ServiceAccounts.
+    write(
+        dir.path(),
+        "components/app/templates/open.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: open\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leader}\nsubjects:\n  - {kind: Group, apiGroup: rbac.authorization.k8s.io, name: \"system:authenticated\"}\n  - {kind: ServiceAccount, name: fief-tenant, namespace: other-prod}\n",
+    );
+    let err = stderr(&validate(dir.path()));
+    assert!(
+        err.contains("components/app/templates/open.yaml:1: tenant `acme`: RoleBinding `open` binds Group system:authenticated, which is not a ServiceAccount of this tenant"),
+        "{err}"
+    );
+    assert!(
+        err.contains("binds ServiceAccount other-prod/fief-tenant"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.path().join("components/app/templates/open.yaml")).unwrap();
+
     write(
         dir.path(),
         "fief.yaml",

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes control plane used by fief's integration tests:
-# etcd, kube-apiserver, kube-controller-manager and kubectl, from the Go
-# module versions pinned in tools/controlplane/go.mod (go.sum-verified).
+# Builds the pinned Kubernetes binaries used by fief's integration tests:
+# etcd, kube-apiserver, kube-controller-manager and kubectl (the control
+# plane), kube-scheduler and kubelet (the node, tools/start-node.sh), all from
+# the one Go module graph pinned in tools/controlplane/go.mod (go.sum-verified).
 #
 # The binaries land in a cache folder keyed by the pinned versions:
 #   $FIEF_CONTROL_PLANE_CACHE/k8s-<version>-etcd-<version>/bin/
 # (default cache: <repo>/.cache/controlplane, which is git-ignored).
 # A finished build is reused, so only the first build on a machine pays.
+# A cache folder that holds only some of the binaries (made before a binary
+# was added to the list) gets the missing ones added; the others are kept.
 # Concurrent callers are serialised with flock.
 #
 # Usage: tools/build-control-plane.sh
@@ -40,7 +43,15 @@ etcd_version="$(module_version go.etcd.io/etcd/server/v3)"
 
 build_dir="${cache_root}/k8s-${k8s_version}-etcd-${etcd_version}"
 bin_dir="${build_dir}/bin"
-binaries=(etcd kube-apiserver kube-controller-manager kubectl)
+binaries=(etcd kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet)
+declare -A package_of=(
+  [etcd]=go.etcd.io/etcd/server/v3
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+)
 
 complete() {
   [[ -f "${bin_dir}/.complete" ]] || return 1
@@ -69,12 +80,25 @@ if complete; then
   exit 0
 fi
 
-staging="${build_dir}/bin.partial"
-rm -rf "${staging}" "${bin_dir}"
+# A finished older build that lacks some binaries: build only those and move
+# them in one by one (each rename is atomic, so readers of bin/ never see a
+# half-written file), keeping the binaries already there.
+missing=()
+if [[ -f "${bin_dir}/.complete" ]]; then
+  for b in "${binaries[@]}"; do
+    [[ -x "${bin_dir}/${b}" ]] || missing+=("${b}")
+  done
+  staging="${build_dir}/bin.extra"
+else
+  missing=("${binaries[@]}")
+  staging="${build_dir}/bin.partial"
+  rm -rf "${bin_dir}"
+fi
+rm -rf "${staging}"
 mkdir -p "${staging}"
 
 parallel="${FIEF_GO_BUILD_PARALLEL:-2}"
-log "building Kubernetes ${k8s_version} and etcd ${etcd_version} into ${bin_dir}"
+log "building ${missing[*]} (Kubernetes ${k8s_version}, etcd ${etcd_version}) into ${bin_dir}"
 log "(the first build on a machine takes a long while; later calls reuse it)"
 start="${SECONDS}"
 
@@ -111,14 +135,22 @@ build() {
     -o "${staging}/${out}" "${pkg}"
   log "built ${out} in $((SECONDS - t0))s"
 }
-build etcd go.etcd.io/etcd/server/v3
-build kubectl k8s.io/kubernetes/cmd/kubectl
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+for b in "${missing[@]}"; do
+  build "${b}" "${package_of[${b}]}"
+done
 
 elapsed="$((SECONDS - start))"
-printf 'k8s=%s etcd=%s go=%s build_seconds=%s\n' \
-  "${k8s_version}" "${etcd_version}" "$(go env GOVERSION)" "${elapsed}" >"${staging}/.complete"
-mv "${staging}" "${bin_dir}"
+if [[ -f "${bin_dir}/.complete" ]]; then
+  for b in "${missing[@]}"; do
+    mv "${staging}/${b}" "${bin_dir}/${b}"
+  done
+  printf 'added=%s go=%s build_seconds=%s\n' \
+    "${missing[*]}" "$(go env GOVERSION)" "${elapsed}" >>"${bin_dir}/.complete"
+  rm -rf "${staging}"
+else
+  printf 'k8s=%s etcd=%s go=%s build_seconds=%s\n' \
+    "${k8s_version}" "${etcd_version}" "$(go env GOVERSION)" "${elapsed}" >"${staging}/.complete"
+  mv "${staging}" "${bin_dir}"
+fi
 log "done in ${elapsed}s"
 printf '%s\n' "${bin_dir}"

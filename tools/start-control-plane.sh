@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a throw-away Kubernetes control plane on loopback for fief's tests:
-# etcd + kube-apiserver + kube-controller-manager, with a generated CA,
+# etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler when
+# FIEF_CP_SCHEDULER=1, for tools/start-node.sh), with a generated CA,
 # serving certificates, a service-account signing key, an admin kubeconfig
 # (O=system:masters) and client-certificate kubeconfigs for non-admin users.
 #
@@ -26,6 +27,11 @@
 #   FIEF_CP_USER_GROUPS     groups of those users, comma separated
 #                           (default: "fief:users")
 #   FIEF_CP_CONTROLLERS     kube-controller-manager --controllers value
+#   FIEF_CP_EXTRA_CONTROLLERS  controllers added to that list, comma separated
+#                           (a node needs e.g. deployment-controller,
+#                           replicaset-controller,node-lifecycle-controller)
+#   FIEF_CP_SCHEDULER       1: also run kube-scheduler (default 0: nothing
+#                           schedules pods unless a test starts a node)
 #   FIEF_CP_WATCH_PID       exit when this pid is gone (default: $PPID; 0: off)
 #   FIEF_CP_CLEANUP         1: remove DIR at exit after a successful start
 #                           (default: 1 without DIR, 0 with DIR). A failed
@@ -71,6 +77,12 @@ for group in "${user_groups[@]}"; do
   [[ "${group}" =~ ^[A-Za-z0-9:._-]+$ ]] || die "bad group name '${group}'"
 done
 controllers="${FIEF_CP_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller,root-ca-certificate-publisher-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller}"
+if [[ -n "${FIEF_CP_EXTRA_CONTROLLERS:-}" ]]; then
+  [[ "${FIEF_CP_EXTRA_CONTROLLERS}" =~ ^[a-z,-]+$ ]] || die "bad FIEF_CP_EXTRA_CONTROLLERS"
+  controllers+=",${FIEF_CP_EXTRA_CONTROLLERS}"
+fi
+run_scheduler="${FIEF_CP_SCHEDULER:-0}"
+[[ "${run_scheduler}" == 0 || "${run_scheduler}" == 1 ]] || die "FIEF_CP_SCHEDULER must be 0 or 1"
 start_timeout="${FIEF_CP_START_TIMEOUT:-180}"
 watch_pid="${FIEF_CP_WATCH_PID:-${PPID}}"
 
@@ -110,7 +122,7 @@ stop_pid() {
 
 stop_components() {
   local i
-  # Reverse start order: controller-manager, apiserver, then etcd.
+  # Reverse start order: scheduler, controller-manager, apiserver, then etcd.
   for ((i = ${#component_pids[@]} - 1; i >= 0; i--)); do
     stop_pid "${component_pids[i]}"
   done
@@ -167,7 +179,9 @@ if [[ -n "${FIEF_CP_BIN_DIR:-}" ]]; then
 else
   bin_dir="$("${script_dir}/build-control-plane.sh")"
 fi
-for b in etcd kube-apiserver kube-controller-manager kubectl; do
+needed=(etcd kube-apiserver kube-controller-manager kubectl)
+[[ "${run_scheduler}" == 0 ]] || needed+=(kube-scheduler)
+for b in "${needed[@]}"; do
   [[ -x "${bin_dir}/${b}" ]] || die "missing ${bin_dir}/${b}; run tools/build-control-plane.sh"
 done
 kubectl="${bin_dir}/kubectl"
@@ -229,6 +243,10 @@ ossl x509 -req -in "${pki}/front-proxy-client.csr" -CA "${pki}/front-proxy-ca.cr
 rm -f "${pki}/front-proxy-client.csr" "${pki}/front-proxy-client.ext"
 issue admin "/O=system:masters/CN=fief-admin" "${client_ext}"
 issue kube-controller-manager "/CN=system:kube-controller-manager" "${client_ext}"
+issue kube-scheduler "/CN=system:kube-scheduler" "${client_ext}"
+# How the API server authenticates to kubelets (logs, exec, port-forward), as
+# kubeadm sets it up; kubelets authorize it through the API server (webhook).
+issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "${client_ext}"
 group_subject=""
 for group in "${user_groups[@]}"; do
   group_subject+="/O=${group}"
@@ -323,18 +341,22 @@ try_start() {
   : >"${logs}/etcd.log"
   : >"${logs}/kube-apiserver.log"
   : >"${logs}/kube-controller-manager.log"
+  : >"${logs}/kube-scheduler.log"
 
   mark_used_ports
   etcd_port="$(pick_port)"
   etcd_peer_port="$(pick_port)"
   apiserver_port="$(pick_port)"
   kcm_port="$(pick_port)"
+  scheduler_port="$(pick_port)"
   etcd_url="http://127.0.0.1:${etcd_port}"
   apiserver_url="https://127.0.0.1:${apiserver_port}"
 
   write_kubeconfig "${kubeconfigs}/admin.kubeconfig" fief-admin admin "${apiserver_url}"
   write_kubeconfig "${components}/kube-controller-manager.kubeconfig" \
     system:kube-controller-manager kube-controller-manager "${apiserver_url}"
+  write_kubeconfig "${components}/kube-scheduler.kubeconfig" \
+    system:kube-scheduler kube-scheduler "${apiserver_url}"
   for user in "${users[@]}"; do
     write_kubeconfig "${kubeconfigs}/${user}.kubeconfig" "${user}" "user-${user}" "${apiserver_url}"
   done
@@ -375,6 +397,10 @@ try_start() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range=10.0.0.0/16 \
     --authorization-mode=Node,RBAC \
+    --kubelet-client-certificate="${pki}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${pki}/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="${pki}/ca.crt" \
+    --kubelet-preferred-address-types=InternalIP \
     --endpoint-reconciler-type=none \
     --enable-priority-and-fairness=true \
     --profiling=false \
@@ -425,6 +451,32 @@ try_start() {
     }
     sleep 0.5
   done
+
+  [[ "${run_scheduler}" == 1 ]] || return 0
+  log "starting kube-scheduler"
+  "${bound[@]}" "${bin_dir}/kube-scheduler" \
+    --kubeconfig="${components}/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="${components}/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="${components}/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 \
+    --secure-port="${scheduler_port}" \
+    --cert-dir="${components}/kube-scheduler" \
+    --leader-elect=false \
+    --profiling=false \
+    </dev/null >"${logs}/kube-scheduler.log" 2>&1 &
+  pid_of[kube-scheduler]=$!
+  component_pids+=("$!")
+  # Serving its secure port shows it has read its configuration; it schedules
+  # as soon as its informers have synced.
+  log "waiting for kube-scheduler"
+  until (exec 3<>"/dev/tcp/127.0.0.1/${scheduler_port}") 2>/dev/null; do
+    check_alive || return 1
+    ((SECONDS < deadline)) || {
+      log "kube-scheduler not ready after ${start_timeout}s"
+      return 2
+    }
+    sleep 0.2
+  done
 }
 
 attempt=1
@@ -460,6 +512,10 @@ env_tmp="${work_dir}/env.tmp"
   printf "export FIEF_CP_ETCD_PID='%s'\n" "${pid_of[etcd]}"
   printf "export FIEF_CP_APISERVER_PID='%s'\n" "${pid_of[kube-apiserver]}"
   printf "export FIEF_CP_CONTROLLER_MANAGER_PID='%s'\n" "${pid_of[kube-controller-manager]}"
+  printf "export FIEF_CP_PKI_DIR='%s'\n" "${pki}"
+  # The first address of --service-cluster-ip-range: Service kubernetes.default.
+  printf "export FIEF_CP_SERVICE_IP='%s'\n" 10.0.0.1
+  printf "export FIEF_CP_SCHEDULER_PID='%s'\n" "${pid_of[kube-scheduler]:-}"
 } >"${env_tmp}"
 mv "${env_tmp}" "${work_dir}/env"
 printf '%s\n' "$$" >"${work_dir}/ready"

@@ -38,10 +38,42 @@ pub enum Command {
     Agent(Box<AgentArgs>),
     /// Print every tenant's status from its inventory in the cluster.
     Status(StatusArgs),
+    /// Set a component's version in chosen tenant files (a one-line change each, comments
+    /// kept), print the diff, and optionally commit it: the fleet deploy tool, GitOps style.
+    Bump(BumpArgs),
     /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.
     Man,
+}
+
+/// `fief bump`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["tenants", "selector", "all", "percent"])))]
+pub struct BumpArgs {
+    /// Path to the tenants repo (a checkout).
+    pub repo: PathBuf,
+    /// The component to bump.
+    pub component: String,
+    /// The version to set.
+    #[arg(long)]
+    pub version: String,
+    /// These tenants (repeatable).
+    #[arg(long = "tenant", value_name = "NAME")]
+    pub tenants: Vec<String>,
+    /// Tenants whose metadata.labels match `key=value`.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub selector: Option<String>,
+    /// Every tenant that uses the component.
+    #[arg(long)]
+    pub all: bool,
+    /// This share (1-100) of the tenants that use the component, chosen stably: raising it
+    /// only adds tenants.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub percent: Option<u8>,
+    /// Commit the changed tenant files (only those) with a message naming the tenants.
+    #[arg(long)]
+    pub commit: bool,
 }
 
 /// `fief completion`.

@@ -8,13 +8,11 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 
 use super::{
     CliError, Colour, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render, report_errors,
 };
 use crate::core::compare::{Action, Comparison, Group, compare};
-use crate::core::model::Repo;
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
 use crate::kube::diff::colourise;
@@ -61,7 +59,7 @@ pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
 /// Render the repo as it is at `rev` (only the tenants asked for, if any).
 fn render_at(args: &DiffArgs, rev: &str) -> Result<Vec<TenantRender>, CliError> {
     let (snapshot, _commit) = snapshot_at(&args.repo.repo, rev)?;
-    let repo = Repo::load(Arc::new(snapshot));
+    let repo = super::load_with_pins(&args.repo.repo, snapshot);
     let only: Vec<String> = args
         .repo
         .tenants

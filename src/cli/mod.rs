@@ -7,6 +7,7 @@
 mod agent;
 mod apply;
 mod args;
+mod bump;
 mod compare;
 mod completion;
 mod diff;
@@ -99,6 +100,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Diff(args) => diff::diff_cmd(&args),
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
+        Command::Bump(args) => bump::bump_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
     }
@@ -111,8 +113,7 @@ pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
 
 /// Like [`render_repo`], also returning the parsed repo.
 pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), CliError> {
-    let snapshot = Arc::new(Snapshot::read_dir(&args.repo)?);
-    let repo = Repo::load(snapshot);
+    let repo = load_with_pins(&args.repo, Snapshot::read_dir(&args.repo)?);
     let unknown: Vec<&String> = args
         .tenants
         .iter()
@@ -129,6 +130,29 @@ pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), Cli
     }
     let renders = pipeline::render_all(&repo, &args.tenants);
     Ok((repo, renders))
+}
+
+/// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git
+/// history (a ref that cannot be read fails only the tenants that pin it).
+pub fn load_with_pins(checkout: &Path, snapshot: Snapshot) -> Repo {
+    let repo = Repo::load(Arc::new(snapshot));
+    let wanted = crate::core::pins::pins(&repo);
+    if wanted.is_empty() {
+        return repo;
+    }
+    let pinned: Vec<_> = wanted
+        .into_iter()
+        .map(|(component, git_ref)| {
+            let at = crate::source::git::snapshot_at(checkout, &git_ref)
+                .map(|(s, _)| s)
+                .map_err(|e| e.to_string());
+            (component, git_ref, at)
+        })
+        .collect();
+    Repo::load(Arc::new(crate::core::pins::with_pins(
+        &repo.snapshot,
+        &pinned,
+    )))
 }
 
 /// Print every diagnostic on stderr; whether there were any.

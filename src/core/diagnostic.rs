@@ -59,6 +59,16 @@ pub enum Problem {
         /// The declared environments, comma-separated.
         declared: String,
     },
+    /// A tenant pins a component to a git ref that cannot be read.
+    #[error("component `{component}` pinned to ref `{git_ref}`: {detail}")]
+    PinnedRef {
+        /// The component.
+        component: String,
+        /// The ref as written.
+        git_ref: String,
+        /// Why it cannot be read.
+        detail: String,
+    },
     /// A component needs another component the tenant does not enable.
     #[error("component `{component}` depends on `{needs}`, which this tenant does not enable")]
     MissingDependency {
@@ -191,6 +201,14 @@ pub enum Problem {
         /// What rule it breaks.
         detail: String,
     },
+    /// A component RoleBinding whose subject is not a ServiceAccount of the tenant.
+    #[error("RoleBinding `{name}` binds {subject}, which is not a ServiceAccount of this tenant")]
+    ForeignSubject {
+        /// The RoleBinding name.
+        name: String,
+        /// The subject, e.g. `Group system:authenticated`.
+        subject: String,
+    },
     /// A render thread panicked; the tenants it rendered are reported failed.
     #[error("rendering this tenant crashed: {message}")]
     RenderPanicked {
@@ -217,6 +235,9 @@ impl Problem {
             }
             Problem::UndeclaredEnvironment { .. } => {
                 "correct the name, or declare the environment: add environments/<env>.yaml or list it in fief.yaml `environments`"
+            }
+            Problem::PinnedRef { .. } => {
+                "correct `ref:` in the tenant file or create that tag or branch; pinned refs are read from the tenants repo's own git history, so REPO must be a git checkout"
             }
             Problem::MissingDependency { .. } => {
                 "add the needed component to the tenant's spec.components"
@@ -253,6 +274,9 @@ impl Problem {
             }
             Problem::InvalidName { .. } => {
                 "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
+            }
+            Problem::ForeignSubject { .. } => {
+                "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
             }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"

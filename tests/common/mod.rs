@@ -14,10 +14,15 @@
 //! A control plane that cannot be built or started is a test failure, never
 //! a skip: [`control_plane()`] panics with the tail of the logs.
 //!
+//! [`node::node_cluster()`] is a second kind of cluster, for `tests/node.rs`: a control plane
+//! with kube-scheduler and the workload controllers, and a real node (kubelet, containerd,
+//! runc) joined to it by `tools/start-node.sh`, with fief's image built from the test binary.
+//!
 //! Use from an integration test with `mod common;`.
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
+pub mod node;
 pub mod synth;
 pub mod util;
 
@@ -58,7 +63,7 @@ static CONTROL_PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
 /// first call. Panics (with the reason and log tails) if it cannot be built or
 /// started; every later call panics with the same message.
 pub fn control_plane() -> &'static ControlPlane {
-    match CONTROL_PLANE.get_or_init(ControlPlane::start) {
+    match CONTROL_PLANE.get_or_init(|| ControlPlane::start(&[])) {
         Ok(cp) => cp,
         Err(reason) => panic!("the test control plane is unavailable: {reason}"),
     }
@@ -141,7 +146,9 @@ impl ControlPlane {
         client_from_kubeconfig(&self.kubeconfig_for(user)).await
     }
 
-    fn start() -> Result<ControlPlane, String> {
+    /// Starts a control plane; `extra_env` goes to `tools/start-control-plane.sh`
+    /// (`FIEF_CP_SCHEDULER`, `FIEF_CP_EXTRA_CONTROLLERS`, ...).
+    fn start(extra_env: &[(&str, &str)]) -> Result<ControlPlane, String> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let bin_dir = match std::env::var_os("FIEF_CP_BIN_DIR") {
             Some(dir) => PathBuf::from(dir),
@@ -169,6 +176,7 @@ impl ControlPlane {
             .env("FIEF_CP_WATCH_PID", std::process::id().to_string())
             .env("FIEF_CP_CLEANUP", "1")
             .env("FIEF_CP_START_TIMEOUT", START_TIMEOUT.as_secs().to_string())
+            .envs(extra_env.iter().copied())
             .stdin(Stdio::null())
             // Files, not pipes: the script outlives this process by a moment
             // and must not die of SIGPIPE before it has cleaned up.
@@ -242,7 +250,7 @@ impl ControlPlane {
 /// Runs `tools/build-control-plane.sh` (a no-op once the binaries are cached;
 /// its flock makes concurrent test binaries safe) and returns the bin folder.
 /// Its progress is shown on stderr as it comes, since a cold build is long.
-fn build_binaries(repo: &Path) -> Result<PathBuf, String> {
+pub(crate) fn build_binaries(repo: &Path) -> Result<PathBuf, String> {
     let script = repo.join("tools/build-control-plane.sh");
     let mut child = Command::new("bash")
         .arg(&script)
@@ -293,7 +301,7 @@ async fn client_from_kubeconfig(path: &Path) -> kube::Client {
 }
 
 /// Parses the start script's `export KEY='value'` lines.
-fn parse_env(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn parse_env(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .map(|line| line.strip_prefix("export ").unwrap_or(line))
         .filter_map(|line| line.split_once('='))
@@ -307,7 +315,7 @@ fn parse_env(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     match fs::read_to_string(path) {
         Ok(text) => {
             let all: Vec<&str> = text.lines().collect();
@@ -318,7 +326,7 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// SIGTERM (not SIGKILL, which would orphan etcd and kube-apiserver) and reap.
-fn terminate(child: &mut Child) {
+pub(crate) fn terminate(child: &mut Child) {
     let _ = Command::new("kill")
         .arg("-TERM")
         .arg(child.id().to_string())

@@ -40,8 +40,10 @@ pub struct Health {
 /// A parsed component.
 #[derive(Debug, Clone)]
 pub struct Component {
-    /// Directory name.
+    /// Directory name (for a pinned component, the name without `@<ref>`).
     pub name: String,
+    /// The git ref it was read at, for a pinned component.
+    pub pinned: Option<String>,
     /// component.yaml.
     pub meta: ComponentMeta,
     /// varz.yaml.

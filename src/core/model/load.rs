@@ -324,17 +324,22 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
             templates.push(path.clone());
         }
     }
-    if !is_dns_label(name) {
+    // `<name>@<ref>` is a pinned component read at a git ref (see `core::pins`).
+    let (base, pinned) = match name.split_once('@') {
+        Some((base, r)) => (base, Some(r.replace("%2F", "/").replace("%25", "%"))),
+        None => (name, None),
+    };
+    if !is_dns_label(base) {
         errors.push(Diagnostic::new(
             dir.clone(),
             None,
             Problem::InvalidField {
                 field: "component name".to_string(),
-                detail: format!("`{name}` is not a DNS-1123 label"),
+                detail: format!("`{base}` is not a DNS-1123 label"),
             },
         ));
     }
-    if name == BASELINE {
+    if base == BASELINE {
         errors.push(Diagnostic::new(
             dir,
             None,
@@ -346,7 +351,8 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
     }
     if errors.is_empty() {
         Ok(Component {
-            name: name.to_string(),
+            name: base.to_string(),
+            pinned,
             meta,
             values,
             templates,

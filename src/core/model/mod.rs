@@ -20,6 +20,7 @@ pub use config::{
 pub use load::{is_dns_label, line_of_key};
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
+    pinned_key,
 };
 
 use crate::core::diagnostic::Diagnostic;

@@ -147,7 +147,31 @@ pub struct ComponentRef {
     /// Version given to templates; defaults to component.yaml's `version`.
     #[serde(default)]
     pub version: Option<String>,
+    /// Render `components/<name>/` as it is at this git ref of the tenants repo (tag, branch
+    /// or commit) instead of the head.
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
     /// Per-tenant overrides of the component's values.
     #[serde(default)]
     pub values: Option<Value>,
+}
+
+impl ComponentRef {
+    /// The key of the component this entry renders in [`super::Repo::components`]: the name,
+    /// or the pinned folder name when it pins a ref.
+    pub fn key(&self) -> String {
+        match &self.git_ref {
+            Some(r) => pinned_key(&self.name, r),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The folder a pinned component is read into: `<component>@<ref>` with `/` and `%` escaped,
+/// so `release/1.5` stays one path segment.
+pub fn pinned_key(component: &str, git_ref: &str) -> String {
+    format!(
+        "{component}@{}",
+        git_ref.replace('%', "%25").replace('/', "%2F")
+    )
 }

@@ -34,7 +34,7 @@ pub(super) fn component_order<'r>(
     let mut errors = Vec::new();
     let mut enabled: BTreeMap<&str, &Component> = BTreeMap::new();
     for c in &tenant.spec.components {
-        match repo.components.get(&c.name) {
+        match repo.components.get(&c.key()) {
             None => errors.push(Diagnostic::new(
                 tenant_file,
                 line_of(&c.name),

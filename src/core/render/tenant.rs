@@ -76,7 +76,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             .spec
             .components
             .iter()
-            .find(|c| c.name == component.name);
+            .find(|c| c.name == component.name && c.git_ref == component.pinned);
         let version = cref
             .and_then(|c| c.version.as_deref())
             .or(component.meta.version.as_deref());

@@ -9,7 +9,9 @@ pub mod names;
 pub mod tenancy;
 
 pub use names::check_names;
-pub use tenancy::{check_component_kinds, check_host_suffixes, check_reserved_namespaces};
+pub use tenancy::{
+    check_component_bindings, check_component_kinds, check_host_suffixes, check_reserved_namespaces,
+};
 
 mod environments;
 

@@ -90,6 +90,47 @@ pub fn check_component_kinds(objects: &[RenderedObject], config: &Config) -> Vec
         .collect()
 }
 
+/// Component RoleBindings may bind only ServiceAccounts of the tenant's own namespaces:
+/// never a user, a group (`system:authenticated` would open the tenant's namespace to every
+/// other tenant) or another namespace's ServiceAccount. People get access via `spec.access`.
+pub fn check_component_bindings(
+    objects: &[RenderedObject],
+    namespaces: &BTreeMap<String, String>,
+) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    for o in objects.iter().filter(|o| {
+        o.component != BASELINE
+            && o.id.group == "rbac.authorization.k8s.io"
+            && o.id.kind == "RoleBinding"
+    }) {
+        let subjects = o.object.get("subjects").and_then(|s| s.as_array());
+        for subject in subjects.into_iter().flatten() {
+            let field = |k: &str| subject.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            let ns = match field("namespace") {
+                "" => o.id.namespace.as_str(),
+                ns => ns,
+            };
+            let own = field("kind") == "ServiceAccount" && namespaces.values().any(|n| n == ns);
+            if !own {
+                let what = if field("kind") == "ServiceAccount" {
+                    format!("ServiceAccount {ns}/{}", field("name"))
+                } else {
+                    format!("{} {}", field("kind"), field("name"))
+                };
+                errors.push(Diagnostic::new(
+                    o.source.file.clone(),
+                    Some(o.source.line),
+                    Problem::ForeignSubject {
+                        name: o.id.name.clone(),
+                        subject: what,
+                    },
+                ));
+            }
+        }
+    }
+    errors
+}
+
 /// One host suffix a tenant claims.
 struct Claim {
     tenant: String,

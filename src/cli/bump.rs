@@ -1,0 +1,148 @@
+//! `fief bump REPO COMPONENT --version V (--tenant T... | --selector k=v | --all | --percent N)
+//! [--commit]`: edit the chosen tenant files in place, print the diff, optionally commit.
+//!
+//! In: a checkout of the tenants repo. Out: edited `tenants/<t>.yaml` files (one line each),
+//! their unified diff on stdout, a commit naming the tenants with `--commit`, problems on
+//! stderr. Exit 0 when done (or nothing to change), 1 when a chosen tenant could not be edited
+//! (nothing is written or committed then), 2 for bad arguments.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use similar::TextDiff;
+
+use super::{BumpArgs, CliError, EXIT_INVALID, EXIT_OK, write_err};
+use crate::core::bump::{current_version, percent_of, set_version};
+use crate::core::model::Repo;
+use crate::core::snapshot::Snapshot;
+use crate::source::git::commit_files;
+
+/// `fief bump`.
+pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
+    let repo = Repo::load(Arc::new(Snapshot::read_dir(&args.repo)?));
+    let users: Vec<String> = repo
+        .tenants
+        .iter()
+        .filter_map(|(name, t)| {
+            let t = t.as_ref().ok()?;
+            current_version(t, &args.component).map(|_| name.clone())
+        })
+        .collect();
+    let chosen = choose(args, &repo, &users)?;
+    let mut edits = Vec::new();
+    let mut problems = Vec::new();
+    for tenant in &chosen {
+        let rel = format!("tenants/{tenant}.yaml");
+        let Some(Ok(text)) = repo.snapshot.get(&rel) else {
+            problems.push(format!("{rel}: tenant `{tenant}`: cannot read the file"));
+            continue;
+        };
+        match set_version(text, &args.component, &args.version) {
+            Ok(Some(new)) => edits.push((tenant.clone(), rel, text.to_string(), new)),
+            Ok(None) => {}
+            Err(e) => problems.push(format!("{rel}: tenant `{tenant}`: {e}")),
+        }
+    }
+    let mut stderr = std::io::stderr().lock();
+    if !problems.is_empty() {
+        for p in &problems {
+            let _ = writeln!(stderr, "error: {p}");
+        }
+        let _ = writeln!(
+            stderr,
+            "hint: nothing was written; fix or leave out these tenants and run fief bump again"
+        );
+        return Ok(EXIT_INVALID);
+    }
+    let mut out = String::new();
+    for (_, rel, old, new) in &edits {
+        out.push_str(
+            &TextDiff::from_lines(old.as_str(), new.as_str())
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("a/{rel}"), &format!("b/{rel}"))
+                .to_string(),
+        );
+    }
+    let mut files = Vec::new();
+    for (_, rel, _, new) in &edits {
+        let path = args.repo.join(rel);
+        std::fs::write(&path, new).map_err(write_err(&path))?;
+        files.push(path);
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let names: Vec<&str> = edits.iter().map(|(t, ..)| t.as_str()).collect();
+    if edits.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "nothing to change: every chosen tenant already has {} {}",
+            args.component, args.version
+        );
+    } else if args.commit {
+        let message = format!(
+            "bump {} to {} for {} tenant{}: {}",
+            args.component,
+            args.version,
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+        let id = commit_files(&args.repo, &files, &message)?;
+        let _ = writeln!(stderr, "committed {}: {message}", &id[..12.min(id.len())]);
+    } else {
+        let _ = writeln!(
+            stderr,
+            "{} tenant files changed ({}); review and commit, or run with --commit",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// The tenants the arguments choose. Named tenants must exist and use the component; the
+/// other selectors choose among the tenants that use it.
+fn choose(args: &BumpArgs, repo: &Repo, users: &[String]) -> Result<Vec<String>, CliError> {
+    if !args.tenants.is_empty() {
+        let mut bad = Vec::new();
+        for t in &args.tenants {
+            if !repo.tenants.contains_key(t) {
+                bad.push(format!("no tenant named {t}"));
+            } else if !users.contains(t) {
+                bad.push(format!(
+                    "tenant {t} does not use component {}",
+                    args.component
+                ));
+            }
+        }
+        if !bad.is_empty() {
+            return Err(CliError::Usage(bad.join("; ")));
+        }
+        return Ok(args.tenants.clone());
+    }
+    if users.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no tenant uses component {} (or its tenant files do not parse: run fief validate)",
+            args.component
+        )));
+    }
+    if let Some(sel) = &args.selector {
+        let Some((key, value)) = sel.split_once('=') else {
+            return Err(CliError::Usage(format!(
+                "--selector {sel}: expected KEY=VALUE"
+            )));
+        };
+        return Ok(users
+            .iter()
+            .filter(|t| {
+                matches!(repo.tenants.get(*t), Some(Ok(tenant))
+                    if tenant.metadata.labels.get(key).map(String::as_str) == Some(value))
+            })
+            .cloned()
+            .collect());
+    }
+    if let Some(p) = args.percent {
+        return Ok(percent_of(users, &args.component, p));
+    }
+    Ok(users.to_vec())
+}

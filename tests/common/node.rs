@@ -1,0 +1,512 @@
+//! A real node for integration tests: [`node_cluster()`] starts a control plane with
+//! kube-scheduler and the workload controllers (`tools/start-control-plane.sh` with
+//! `FIEF_CP_SCHEDULER=1`), builds the images (`tools/build-image.sh`: fief from this test
+//! binary's `fief`, busybox, pause) and joins a node to it with `tools/start-node.sh`
+//! (containerd, runc, kubelet, a bridge with a private /24).
+//!
+//! One per test binary, started on first use; like the control plane, the node's script
+//! watches this process and tears everything down (processes, mounts, bridge, iptables rule,
+//! sysctls, host paths) within a few seconds of its exit. A node that cannot start (not root,
+//! packages missing, another node holding the machine's lock for too long, kubelet failing)
+//! fails the test with the reason and the script's log; it never skips.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::ControlPlane;
+
+/// The node's name (`kubectl get node fief-node`).
+pub const NODE_NAME: &str = "fief-node";
+/// fief's image, built from the test binary `fief` and imported on the node.
+pub const FIEF_IMAGE: &str = "fief.test/fief:test-1";
+/// The same image under a second tag, for rolling updates.
+pub const FIEF_IMAGE_NEXT: &str = "fief.test/fief:test-2";
+/// busybox-static as an image (`httpd`, `sh`, `ip`, `wget`) for test workloads.
+pub const BUSYBOX_IMAGE: &str = "fief.test/busybox:1";
+/// The pod sandbox image (containerd's `sandbox_image` in tools/start-node.sh).
+pub const PAUSE_IMAGE: &str = "fief.test/pause:1";
+
+/// Controllers added to the control plane's default set for a node: Deployments and their
+/// ReplicaSets, the node-lifecycle controller (lifts the not-ready taint of a new node) and
+/// the endpoints controllers (Services: the API server's service proxy reads them).
+pub const NODE_CONTROLLERS: &str = "deployment-controller,replicaset-controller,\
+node-lifecycle-controller,endpoints-controller,endpointslice-controller,pod-garbage-collector-controller";
+
+/// How long the node may take once its binaries exist: waiting for another node on this
+/// machine to go (the lock in tools/start-node.sh), then containerd, kubelet, Ready.
+const NODE_START_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Seconds between the steps of the startup, printed by the tests (CI cost).
+#[derive(Debug, Clone, Copy)]
+pub struct StartTimes {
+    /// Building the three image archives.
+    pub images: Duration,
+    /// Starting the control plane (with scheduler).
+    pub control_plane: Duration,
+    /// tools/start-node.sh until `ready` (lock, containerd, image imports, kubelet, Ready).
+    pub node: Duration,
+    /// kubelet start to node Ready, as the script measured it.
+    pub node_ready: Duration,
+}
+
+/// A control plane with a node; see [`node_cluster()`].
+#[derive(Debug)]
+pub struct NodeCluster {
+    cp: ControlPlane,
+    dir: PathBuf,
+    env: BTreeMap<String, String>,
+    times: StartTimes,
+    _script: Mutex<Child>,
+}
+
+static NODE_CLUSTER: OnceLock<Result<NodeCluster, String>> = OnceLock::new();
+
+/// The cluster with a node shared by all tests of this test binary, started on the first call.
+/// Panics with the reason if it cannot start; every later call panics with the same message.
+pub fn node_cluster() -> &'static NodeCluster {
+    match NODE_CLUSTER.get_or_init(NodeCluster::start) {
+        Ok(cluster) => cluster,
+        Err(reason) => panic!("the test node is unavailable: {reason}"),
+    }
+}
+
+impl NodeCluster {
+    /// The control plane the node is joined to.
+    pub fn cp(&self) -> &ControlPlane {
+        &self.cp
+    }
+
+    /// The node's work folder (`logs/`, `env`, kubelet and containerd configuration).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A value of the node's `env` file (`FIEF_NODE_IP`, `FIEF_NODE_SUBNET`, ...).
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.env.get(key).map(String::as_str)
+    }
+
+    /// The node's InternalIP: the bridge's address on the host, reachable from every pod.
+    pub fn node_ip(&self) -> &str {
+        self.env("FIEF_NODE_IP").unwrap_or_default()
+    }
+
+    /// The pods' subnet, `a.b.c.0/24`.
+    pub fn subnet(&self) -> &str {
+        self.env("FIEF_NODE_SUBNET").unwrap_or_default()
+    }
+
+    /// How long each start-up step took.
+    pub fn start_times(&self) -> StartTimes {
+        self.times
+    }
+
+    /// The last lines of the node's component logs (kubelet, containerd), for failure messages.
+    pub fn log_tails(&self) -> String {
+        let mut out = String::new();
+        for name in ["kubelet", "containerd"] {
+            let path = self.dir.join("logs").join(format!("{name}.log"));
+            out.push_str(&format!("===== {} =====\n", path.display()));
+            out.push_str(&super::tail(&path, 30));
+            out.push('\n');
+        }
+        out
+    }
+
+    fn start() -> Result<NodeCluster, String> {
+        let uid = Command::new("id")
+            .arg("-u")
+            .output()
+            .map_err(|e| format!("cannot run id: {e}"))?;
+        let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
+        if uid != "0" {
+            return Err(format!(
+                "a node needs root (containerd, kubelet, a bridge, an iptables rule); \
+                 these tests run as uid {uid}"
+            ));
+        }
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = tempfile::Builder::new()
+            .prefix("fief-node-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temporary folder: {e}"))?
+            .keep();
+
+        let t0 = Instant::now();
+        let images = dir.join("images");
+        let fief_refs = format!("{FIEF_IMAGE},{FIEF_IMAGE_NEXT}");
+        let builds: [(&str, &str, Option<&str>); 3] = [
+            ("fief", &fief_refs, Some(env!("CARGO_BIN_EXE_fief"))),
+            ("busybox", BUSYBOX_IMAGE, None),
+            ("pause", PAUSE_IMAGE, None),
+        ];
+        let mut archives = Vec::new();
+        for (kind, refs, binary) in builds {
+            let archive = images.join(format!("{kind}.tar"));
+            let mut cmd = Command::new("bash");
+            cmd.arg(repo.join("tools/build-image.sh"))
+                .arg(kind)
+                .arg(&archive)
+                .arg(refs);
+            if let Some(binary) = binary {
+                cmd.arg(binary);
+            }
+            let out = cmd
+                .output()
+                .map_err(|e| format!("cannot run tools/build-image.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "tools/build-image.sh {kind} failed ({}):\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            archives.push(archive.display().to_string());
+        }
+        let images_time = t0.elapsed();
+
+        let t1 = Instant::now();
+        let cp = ControlPlane::start(&[
+            ("FIEF_CP_SCHEDULER", "1"),
+            ("FIEF_CP_EXTRA_CONTROLLERS", NODE_CONTROLLERS),
+        ])?;
+        let cp_time = t1.elapsed();
+
+        let t2 = Instant::now();
+        // The script's work folder is this one, so its teardown also removes the images
+        // and its own log.
+        let node_dir = dir.clone();
+        let log_path = dir.join("start-node.log");
+        let log = fs::File::create(&log_path)
+            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| format!("cannot dup {}: {e}", log_path.display()))?;
+        let script = repo.join("tools/start-node.sh");
+        let mut child = Command::new("bash")
+            .arg(&script)
+            .arg(cp.dir())
+            .arg(&node_dir)
+            .env("FIEF_NODE_NAME", NODE_NAME)
+            .env("FIEF_NODE_IMAGES", archives.join(" "))
+            .env("FIEF_NODE_BIN_DIR", cp.bin_dir())
+            .env("FIEF_NODE_WATCH_PID", std::process::id().to_string())
+            .env("FIEF_NODE_CLEANUP", "1")
+            .env(
+                "FIEF_NODE_LOCK_TIMEOUT",
+                (NODE_START_TIMEOUT.as_secs() - 60).to_string(),
+            )
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let ready = node_dir.join("ready");
+        let deadline = Instant::now() + NODE_START_TIMEOUT;
+        while !ready.exists() {
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    return Err(format!(
+                        "{} exited with {status} before the node was ready:\n{}",
+                        script.display(),
+                        super::tail(&log_path, 80)
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(format!("cannot wait for {}: {e}", script.display())),
+            }
+            if Instant::now() > deadline {
+                super::terminate(&mut child);
+                return Err(format!(
+                    "the node was not ready after {NODE_START_TIMEOUT:?}:\n{}",
+                    super::tail(&log_path, 80)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let node_time = t2.elapsed();
+        let env_path = node_dir.join("env");
+        let env = super::parse_env(
+            &fs::read_to_string(&env_path)
+                .map_err(|e| format!("cannot read {}: {e}", env_path.display()))?,
+        );
+        let node_ready = env
+            .get("FIEF_NODE_READY_SECONDS")
+            .and_then(|s| s.parse().ok())
+            .and_then(|s: f64| Duration::try_from_secs_f64(s).ok())
+            .unwrap_or_default();
+        let times = StartTimes {
+            images: images_time,
+            control_plane: cp_time,
+            node: node_time,
+            node_ready,
+        };
+        eprintln!(
+            "node cluster: images built in {:.1}s, control plane in {:.1}s, node in {:.1}s \
+             (Ready {:.2}s after kubelet started)",
+            times.images.as_secs_f64(),
+            times.control_plane.as_secs_f64(),
+            times.node.as_secs_f64(),
+            times.node_ready.as_secs_f64()
+        );
+        Ok(NodeCluster {
+            cp,
+            dir: node_dir,
+            env,
+            times,
+            _script: Mutex::new(child),
+        })
+    }
+}
+
+// --- kubectl --------------------------------------------------------------------------------
+
+/// `kubectl` as cluster admin on the node cluster, with `stdin` piped in when given.
+pub fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = node_cluster().cp().kubectl_admin();
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("cannot run kubectl");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(input.as_bytes())
+            .expect("cannot write to kubectl");
+    }
+    child.wait_with_output().expect("cannot wait for kubectl")
+}
+
+/// `kubectl` that must succeed; its stdout.
+pub fn kubectl_ok(args: &[&str]) -> String {
+    let out = kubectl(args, None);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `kubectl ... -o json`, or `None` when kubectl fails (e.g. not found).
+pub fn kubectl_json(args: &[&str]) -> Option<Value> {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-o", "json"]);
+    let out = kubectl(&all, None);
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// Polls `check` every 250 ms until it returns `Ok`; panics after `timeout` with `what`, the
+/// last `Err` and the node's log tails. Returns the value and the time it took.
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> (T, Duration) {
+    let start = Instant::now();
+    loop {
+        match check() {
+            Ok(value) => return (value, start.elapsed()),
+            Err(last) if start.elapsed() > timeout => panic!(
+                "timed out after {timeout:?} waiting for {what} (last: {last})\n{}",
+                node_cluster().log_tails()
+            ),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
+// --- git daemon on the bridge -----------------------------------------------------------------
+
+/// Runs `git` in `dir`; panics with its stderr when it fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=test@fief.dev", "-c", "user.name=test"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("cannot run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A tenants repo served by `git daemon` on the node's bridge address only, so pods reach it
+/// and nothing outside the machine can. Stopped on drop.
+#[derive(Debug)]
+pub struct GitDaemon {
+    base: tempfile::TempDir,
+    addr: SocketAddr,
+    daemon: Child,
+}
+
+impl GitDaemon {
+    /// A repo `tenants` with `files` committed on branch `main`, served on `ip`.
+    pub fn start(ip: &str, files: &[(String, String)]) -> GitDaemon {
+        let base = tempfile::tempdir().expect("tempdir");
+        let repo = base.path().join("tenants");
+        fs::create_dir_all(&repo).expect("mkdir repo");
+        git(&repo, &["init", "-q", "-b", "main"]);
+        let addr = TcpListener::bind((ip, 0))
+            .and_then(|l| l.local_addr())
+            .unwrap_or_else(|e| panic!("cannot bind a port on {ip}: {e}"));
+        let exec_path = Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git --exec-path");
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
+            .trim()
+            .to_string();
+        let daemon = Command::new(Path::new(&exec_path).join("git-daemon"))
+            .arg("--export-all")
+            .arg("--reuseaddr")
+            .arg(format!("--listen={ip}"))
+            .arg(format!("--port={}", addr.port()))
+            .arg(format!("--base-path={}", base.path().display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start git daemon");
+        let server = GitDaemon { base, addr, daemon };
+        server.commit(files, "initial");
+        wait_for("git daemon listening", Duration::from_secs(10), || {
+            TcpStream::connect(server.addr)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        server
+    }
+
+    /// `git://<ip>:<port>/tenants`.
+    pub fn url(&self) -> String {
+        format!("git://{}/tenants", self.addr)
+    }
+
+    /// Writes `files` into the work tree and commits them.
+    pub fn commit(&self, files: &[(String, String)], message: &str) {
+        let repo = self.base.path().join("tenants");
+        for (path, text) in files {
+            let p = repo.join(path);
+            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            fs::write(p, text).expect("write");
+        }
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", message]);
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+// --- HTTP through the API server ---------------------------------------------------------------
+
+/// `kubectl proxy` on a loopback port: plain HTTP to the API server, used to reach a Service
+/// through the API server's service proxy (no kube-proxy runs on the node). Stopped on drop.
+#[derive(Debug)]
+pub struct ApiProxy {
+    child: Child,
+    port: u16,
+}
+
+impl ApiProxy {
+    pub fn start() -> ApiProxy {
+        let mut child = node_cluster()
+            .cp()
+            .kubectl_admin()
+            .args(["proxy", "--port=0", "--address=127.0.0.1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot run kubectl proxy");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("kubectl proxy output");
+        // "Starting to serve on 127.0.0.1:41234"
+        let port = line
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("kubectl proxy said {line:?}"));
+        ApiProxy { child, port }
+    }
+
+    /// A raw HTTP/1.1 request to the proxy; (status, body), or `None` when it fails.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) -> Option<(u16, String)> {
+        http_request(("127.0.0.1", self.port), method, path, headers, body)
+    }
+}
+
+impl Drop for ApiProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw HTTP/1.1 request (Connection: close); (status, body).
+pub fn http_request(
+    addr: impl std::net::ToSocketAddrs,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> Option<(u16, String)> {
+    let addr = addr.to_socket_addrs().ok()?.next()?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let code = out.split_whitespace().nth(1)?.parse().ok()?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
+}
