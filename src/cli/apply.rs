@@ -1,14 +1,15 @@
 //! `fief apply`: one-shot sync of the repo's tenants into the cluster.
 //!
 //! In: [`ApplyArgs`]. Out: a progress line per tenant and a summary on stdout (or JSON),
-//! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure.
+//! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
+//! held (mass-prune guard, empty render).
 
 use std::collections::BTreeSet;
 use std::io::Write;
 
 use super::{
-    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, Format, load_and_render,
-    report_errors, resources, runtime,
+    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, Format,
+    load_and_render, report_errors, resources, runtime,
 };
 use crate::kube::counter::RequestStats;
 use crate::kube::sync::{SyncOptions, TenantReport};
@@ -70,6 +71,11 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         for e in &r.errors {
             let _ = writeln!(stderr, "error: tenant `{}`: {e}", r.tenant);
         }
+        if r.prune_blocked
+            && let Some(hold) = &r.prune_held
+        {
+            let _ = writeln!(stderr, "error: tenant `{}`: prune held: {hold}", r.tenant);
+        }
     }
     match args.output {
         Format::Json => {
@@ -113,10 +119,13 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     let invalid = reports.iter().any(|r| r.outcome == "invalid");
     let failed = reports.iter().any(|r| !r.is_ok() && r.outcome != "invalid");
+    let held = reports.iter().any(|r| r.prune_blocked);
     Ok(if failed {
         EXIT_EXTERNAL
     } else if invalid {
         EXIT_INVALID
+    } else if held {
+        EXIT_PRUNE_HELD
     } else {
         EXIT_OK
     })

@@ -230,6 +230,9 @@ pub struct DiffArgs {
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// Only tenants whose spec.cluster is this (as `apply`).
+    #[arg(long = "cluster", default_value = "default", value_name = "NAME")]
+    pub cluster_name: String,
     /// Colour the diff: auto (when stdout is a terminal), always, never.
     #[arg(long, value_enum, default_value_t = Colour::Auto)]
     pub color: Colour,

@@ -1,7 +1,9 @@
 //! `fief diff`: what `apply` would change, per object, and what it would prune.
 //!
-//! In: [`DiffArgs`]. Out: unified diffs on stdout; exit code 0 no difference, 1 differences
-//! or invalid tenants, 3 cluster failure.
+//! In: [`DiffArgs`]. Out: unified diffs on stdout (updates, creates and every prune apply
+//! would do), notes (client-side fallback for read-only callers, skipped tenants) and errors
+//! (including applies the API server would refuse) on stderr; exit code 0 no difference, 1
+//! differences or invalid tenants, 3 cluster failure or a refusal apply would hit.
 
 use std::io::{IsTerminal, Write};
 
@@ -25,17 +27,27 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     let (repo, renders) = load_and_render(&args.repo)?;
     let invalid = report_errors(&renders);
     let config = repo.config.as_ref().map_err(|_| CliError::Config)?;
-    let (diffs, errors) = runtime()?.block_on(async {
+    let outcome = runtime()?.block_on(async {
         let (resources, _) = resources(&args.cluster).await?;
-        Ok::<_, CliError>(diff::diff(&resources, &renders, &config.agent_namespace).await?)
+        Ok::<_, CliError>(
+            diff::diff(
+                &resources,
+                &renders,
+                &config.agent_namespace,
+                &args.cluster_name,
+                &config.prune_guard,
+            )
+            .await?,
+        )
     })?;
+    let (diffs, errors) = (&outcome.diffs, &outcome.errors);
     let colour = match args.color {
         Colour::Always => true,
         Colour::Never => false,
         Colour::Auto => std::io::stdout().is_terminal(),
     };
     let mut out = String::new();
-    for d in &diffs {
+    for d in diffs {
         out.push_str(&format!("# tenant {}: {} {}\n", d.tenant, d.action, d.id));
         out.push_str(&if colour {
             diff::colourise(&d.text)
@@ -45,7 +57,10 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     }
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     let mut stderr = std::io::stderr().lock();
-    for e in &errors {
+    for n in &outcome.notes {
+        let _ = writeln!(stderr, "note: {n}");
+    }
+    for e in errors {
         let _ = writeln!(stderr, "error: {e}");
     }
     Ok(if !errors.is_empty() {

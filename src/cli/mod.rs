@@ -37,6 +37,9 @@ pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: cluster or git failure.
 pub const EXIT_EXTERNAL: u8 = 3;
+/// Exit code (`apply`): everything applied, but a prune git asks for was held (mass-prune
+/// guard, empty render); the objects that left git still run until a person acts.
+pub const EXIT_PRUNE_HELD: u8 = 4;
 
 /// Failures of a command that are not diagnostics of the repo.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +64,9 @@ pub enum CliError {
     /// An object could not be serialized.
     #[error("cannot serialize output: {0}")]
     Serialize(String),
-    /// The cluster could not be reached or used.
-    #[error(transparent)]
+    /// The cluster could not be reached or used. Printed as its one line, without the
+    /// client error chain behind it (which repeats it).
+    #[error("{0}")]
     Cluster(Box<crate::kube::ClusterError>),
     /// fief.yaml is invalid, so no tenant can be synced.
     #[error("fief.yaml is invalid; nothing applied")]

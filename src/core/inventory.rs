@@ -38,8 +38,15 @@ pub struct Entry {
     pub api_version: String,
     /// Hash of the rendered object fief applied.
     pub hash: String,
-    /// Hash of the live object's fields that fief sets, as the server returned them.
+    /// Hash of the live object's fields that fief sets, as the server returned them (empty
+    /// while the object is recorded but not yet applied).
     pub live: String,
+    /// Namespaces only: `true` when fief created it (it did not exist before the tenant's
+    /// first apply), `false` when it existed and was handed over (labelled as the tenant's).
+    /// Purge deletes only created namespaces. Absent in entries of older versions: then purge
+    /// deletes the namespace only if fief is its only field manager.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
 }
 
 /// A status condition, as Kubernetes writes them.
@@ -272,6 +279,7 @@ mod tests {
             },
             hash: "h".into(),
             live: "l".into(),
+            created: None,
         }
     }
 

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::core::inventory::{Entry, Inventory};
-use crate::core::model::PruneGuard;
 use crate::core::model::TenantState;
+use crate::core::model::{BASELINE, PruneGuard};
 use crate::core::objects::{self, ObjectId};
 use crate::core::render::{RenderedObject, TenantRender};
 
@@ -21,6 +21,12 @@ pub enum PruneHold {
     RenderFailed,
     /// The render is empty and the tenant is not `purged`.
     EmptyRender,
+    /// An apply of this sync failed: the new objects may not be there, so the old ones stay
+    /// (as Flux does); the next sync retries.
+    ApplyFailed {
+        /// Applies that failed.
+        failed: usize,
+    },
     /// The mass-prune guard tripped.
     MassPrune {
         /// Objects that would be pruned.
@@ -37,6 +43,10 @@ impl std::fmt::Display for PruneHold {
             PruneHold::EmptyRender => write!(
                 f,
                 "the tenant rendered no objects; nothing pruned (set state: purged to delete a tenant)"
+            ),
+            PruneHold::ApplyFailed { failed } => write!(
+                f,
+                "{failed} apply(s) failed; nothing pruned (the objects they replace stay until an apply succeeds; retried next sync)"
             ),
             PruneHold::MassPrune { count, total } => write!(
                 f,
@@ -61,8 +71,8 @@ pub struct Apply<'a> {
 /// What one sync of one tenant does.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan<'a> {
-    /// Objects to apply, by stage.
-    pub stages: [Vec<Apply<'a>>; 3],
+    /// Objects to apply, by stage (see [`stage_of`]).
+    pub stages: [Vec<Apply<'a>>; STAGES],
     /// Objects unchanged since the last apply (no request at all).
     pub unchanged: Vec<Entry>,
     /// Entries to prune, workloads first, namespaces last.
@@ -78,12 +88,24 @@ impl Plan<'_> {
     }
 }
 
-/// Apply stage of a kind: 0 Namespaces and CRDs, 1 RBAC and ServiceAccounts, 2 the rest.
-pub fn stage_of(id: &ObjectId) -> usize {
+/// Number of apply stages.
+pub const STAGES: usize = 4;
+
+/// Stage of the baseline's RBAC and ServiceAccounts.
+pub const STAGE_BASELINE_RBAC: usize = 1;
+
+/// Apply stage of an object: 0 Namespaces and CRDs; 1 the baseline's RBAC and
+/// ServiceAccounts (they let the tenant identity create component objects); 2 components'
+/// ServiceAccounts and RBAC; 3 the rest. Component objects are never in a stage with the
+/// RoleBinding that allows them. Prune runs in reverse order.
+pub fn stage_of(id: &ObjectId, component: &str) -> usize {
     match (id.group.as_str(), id.kind.as_str()) {
         ("", "Namespace") | ("apiextensions.k8s.io", "CustomResourceDefinition") => 0,
-        ("rbac.authorization.k8s.io", _) | ("", "ServiceAccount") => 1,
-        _ => 2,
+        ("rbac.authorization.k8s.io", _) | ("", "ServiceAccount") if component == BASELINE => {
+            STAGE_BASELINE_RBAC
+        }
+        ("rbac.authorization.k8s.io", _) | ("", "ServiceAccount") => 2,
+        _ => 3,
     }
 }
 
@@ -150,7 +172,7 @@ pub fn plan<'a>(
             Some(entry) if entry.hash == hash && live.get(&object.id) == Some(&entry.live) => {
                 plan.unchanged.push(entry.clone());
             }
-            entry => plan.stages[stage_of(&object.id)].push(Apply {
+            entry => plan.stages[stage_of(&object.id, &object.component)].push(Apply {
                 object,
                 hash,
                 existed: entry.is_some(),
@@ -162,7 +184,7 @@ pub fn plan<'a>(
         .filter(|e| !desired_ids.contains(&e.id))
         .cloned()
         .collect();
-    prune.sort_by_key(|e| std::cmp::Reverse(stage_of(&e.id)));
+    prune.sort_by_key(|e| std::cmp::Reverse(stage_of(&e.id, &e.component)));
     let purged = render.state == Some(TenantState::Purged);
     if prune.is_empty() {
         return plan;
@@ -237,6 +259,7 @@ mod tests {
                     api_version: "v1".into(),
                     hash: content_hash(&o.object),
                     live: l,
+                    created: None,
                 },
             );
         }
@@ -252,9 +275,22 @@ mod tests {
         ]);
         let p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
         assert_eq!(p.stages[0][0].object.id.kind, "Namespace");
-        assert_eq!(p.stages[1][0].object.id.kind, "Role");
-        assert_eq!(p.stages[2][0].object.id.kind, "ConfigMap");
+        assert_eq!(p.stages[2][0].object.id.kind, "Role");
+        assert_eq!(p.stages[3][0].object.id.kind, "ConfigMap");
         assert!(p.stages.iter().flatten().all(|a| !a.existed));
+    }
+
+    #[test]
+    fn component_service_accounts_come_after_the_baseline_rbac_that_allows_them() {
+        let mut binding = object("Role", "fief-deployer", "1");
+        binding.component = BASELINE.into();
+        let r = render(vec![object("ServiceAccount", "web", "1"), binding]);
+        let p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
+        assert_eq!(
+            p.stages[STAGE_BASELINE_RBAC][0].object.id.name,
+            "fief-deployer"
+        );
+        assert_eq!(p.stages[2][0].object.id.name, "web");
     }
 
     #[test]
@@ -283,8 +319,8 @@ mod tests {
         ]);
         let p = plan(&r2, Some(&inv), &live, &PruneGuard::default(), false);
         assert_eq!(p.apply_count(), 1);
-        assert_eq!(p.stages[2][0].object.id.name, "c");
-        assert!(p.stages[2][0].existed);
+        assert_eq!(p.stages[3][0].object.id.name, "c");
+        assert!(p.stages[3][0].existed);
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub struct TenantReport {
     /// Why pruning was held back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prune_held: Option<String>,
+    /// Whether a prune git asks for was held (failed apply, mass-prune guard, empty render):
+    /// objects that left git still run, and a person or the next sync must act. Not set for
+    /// a purge that keeps `fief.dev/prune: disabled` objects (that is what they asked for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prune_blocked: bool,
     /// Errors.
     pub errors: Vec<String>,
 }
@@ -100,7 +105,10 @@ pub fn finish(
         }
     }
     if let Some(first) = report.errors.first() {
-        let message = format!("{} error(s); first: {first}", report.errors.len());
+        let mut message = format!("{} error(s); first: {first}", report.errors.len());
+        if let Some(hold) = &report.prune_held {
+            message.push_str(&format!("; prune held: {hold}"));
+        }
         status.set_condition("Ready", false, "ApplyFailed", &message, now);
         status.set_condition("Stalled", true, "ApplyFailed", &message, now);
         status.last_error = Some(message);

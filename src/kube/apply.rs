@@ -14,6 +14,9 @@ use super::{ClusterError, FIELD_MANAGER, send_as};
 use crate::core::model::BASELINE;
 use crate::core::plan::Apply;
 
+/// How long a component object's 403 is retried after the baseline RBAC changed.
+const FORBIDDEN_RETRY: Duration = Duration::from_secs(20);
+
 /// Server-side apply one object; component objects go as `identity`.
 pub(super) async fn apply_one(
     ctx: &Ctx<'_>,
@@ -36,6 +39,8 @@ pub(super) async fn apply_one(
     // rendered for, so the API server refuses whatever the render check might have missed.
     let identity = (o.component != BASELINE).then(|| identity.to_string());
     let mut attempt = 0;
+    let mut forbidden = 0;
+    let started = std::time::Instant::now();
     loop {
         let request = kube::core::Request::new(api.resource_url()).patch(
             &o.id.name,
@@ -46,10 +51,13 @@ pub(super) async fn apply_one(
             send_as(ctx.resources.client(), request, identity.as_deref()).await;
         match result {
             Ok(returned) => return Ok(serde_json::to_value(returned).unwrap_or(Value::Null)),
-            // A RoleBinding created moments ago may not be in the authorizer's cache yet.
-            Err(kube::Error::Api(s)) if s.code == 403 && retry_forbidden && attempt < 10 => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+            // A RoleBinding applied moments ago may not be in the authorizer's cache yet:
+            // retry for up to FORBIDDEN_RETRY, then report the 403.
+            Err(kube::Error::Api(s))
+                if s.code == 403 && retry_forbidden && started.elapsed() < FORBIDDEN_RETRY =>
+            {
+                forbidden += 1;
+                tokio::time::sleep(Duration::from_millis((100 * forbidden).min(1000))).await;
             }
             // The API server is shedding load: back off exponentially and try again.
             Err(kube::Error::Api(s)) if s.code == 429 && attempt < 8 => {
@@ -57,11 +65,11 @@ pub(super) async fn apply_one(
                 tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
             }
             Err(source) => {
-                return Err(ClusterError::Object {
-                    id: o.id.clone(),
-                    what: "server-side apply failed",
+                let who = identity.as_deref().unwrap_or("the agent");
+                return Err(ClusterError::request(
+                    format!("apply {} (as {who})", o.id),
                     source,
-                });
+                ));
             }
         }
     }

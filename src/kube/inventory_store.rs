@@ -24,13 +24,9 @@ pub async fn load_inventories(
         "{LABEL_APPLYSET_ID},{}=fief",
         objects::LABEL_MANAGED_BY
     ));
-    let list = api
-        .list(&params)
-        .await
-        .map_err(|source| ClusterError::Unreachable {
-            what: format!("listing inventories in {namespace}"),
-            source,
-        })?;
+    let list = api.list(&params).await.map_err(|source| {
+        ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source)
+    })?;
     let mut out = BTreeMap::new();
     for cm in list.items {
         let value = serde_json::to_value(&cm).unwrap_or(Value::Null);
@@ -65,9 +61,8 @@ pub(super) async fn write_inventory(
         &Patch::Apply(&cm),
     )
     .await
-    .map_err(|source| ClusterError::Unreachable {
-        what: format!("writing inventory {ns}/{name}"),
-        source,
+    .map_err(|source| {
+        ClusterError::request(format!("apply inventory ConfigMap/{ns}/{name}"), source)
     })?;
     Ok(())
 }
@@ -80,9 +75,9 @@ pub(super) async fn delete_inventory(ctx: &Ctx<'_>, tenant: &str) -> Result<(), 
     match api.delete(&name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(source) => Err(ClusterError::Unreachable {
-            what: format!("deleting inventory {ns}/{name}"),
+        Err(source) => Err(ClusterError::request(
+            format!("delete inventory ConfigMap/{ns}/{name}"),
             source,
-        }),
+        )),
     }
 }

@@ -4,6 +4,7 @@
 //! inventory ConfigMaps, and the live state fief reads to plan (`sync`, `diff`). Discovery
 //! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
 
+pub mod adopt;
 pub mod apply;
 pub mod counter;
 pub mod diff;
@@ -28,29 +29,46 @@ use crate::core::objects::ObjectId;
 /// Field manager of every server-side apply.
 pub const FIELD_MANAGER: &str = "fief";
 
-/// Failures talking to the cluster.
+/// Failures talking to the cluster. Each prints as one line: what failed (verb, kind,
+/// namespace/name), the server's answer or the connection failure, and a hint.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// The kubeconfig could not be loaded.
     #[error("cannot load kubeconfig: {0}")]
     Kubeconfig(String),
-    /// The API server could not be reached or refused a request fief cannot do without.
-    #[error("cannot reach the cluster ({what}): {}", brief(.source))]
+    /// No connection to the API server (refused, timed out, TLS failed): never an answer
+    /// of the server.
+    #[error(
+        "cannot reach the API server {server} ({what}): {}; check the kubeconfig's server address and that the cluster is up",
+        root_cause(.source)
+    )]
     Unreachable {
-        /// What fief was doing.
+        /// What fief was doing (verb and target).
         what: String,
+        /// The server address from the kubeconfig.
+        server: String,
         /// The client error.
         source: kube::Error,
     },
-    /// A request about one object failed.
-    #[error("{id}: {what}: {}", brief(.source))]
-    Object {
-        /// The object.
-        id: ObjectId,
-        /// What fief was doing.
-        what: &'static str,
-        /// The client error.
-        source: kube::Error,
+    /// The API server answered with an error status.
+    #[error("{what}: the API server answered {code}{}: {message}; {}", reason_part(.reason), hint(*.code, .message))]
+    Api {
+        /// What fief was doing (verb and target).
+        what: String,
+        /// HTTP status code.
+        code: u16,
+        /// Status reason (`Forbidden`, `Invalid`, ...).
+        reason: String,
+        /// The server's message.
+        message: String,
+    },
+    /// A request failed on the client side (building it, decoding the answer).
+    #[error("{what}: {detail}")]
+    Client {
+        /// What fief was doing (verb and target).
+        what: String,
+        /// What went wrong.
+        detail: String,
     },
     /// fief refuses to send this object.
     #[error("{id}: refused: {reason}")]
@@ -80,11 +98,104 @@ pub enum ClusterError {
     },
 }
 
+impl ClusterError {
+    /// Classify a client error of a request: an answer of the API server ([`ClusterError::Api`]),
+    /// no connection ([`ClusterError::Unreachable`], naming the server), or a client-side
+    /// failure. `what` is the verb and target, e.g. `apply ConfigMap/acme-prod/web`.
+    pub fn request(what: impl Into<String>, source: kube::Error) -> ClusterError {
+        let what = what.into();
+        match source {
+            kube::Error::Api(s) => ClusterError::Api {
+                what,
+                code: s.code,
+                reason: s.reason.clone(),
+                message: s.message.clone(),
+            },
+            e @ (kube::Error::HyperError(_) | kube::Error::Service(_)) => {
+                ClusterError::Unreachable {
+                    what,
+                    server: server_url(),
+                    source: e,
+                }
+            }
+            other => ClusterError::Client {
+                what,
+                detail: root_cause(&other),
+            },
+        }
+    }
+
+    /// The HTTP status the API server answered, if it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            ClusterError::Api { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+fn reason_part(reason: &str) -> String {
+    if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" {reason}")
+    }
+}
+
+/// What to do about an API error status.
+fn hint(code: u16, message: &str) -> &'static str {
+    // Server-side apply reports an object that does not fit its kind's schema as a 500.
+    let schema = [
+        "failed to create typed patch object",
+        "failed to convert",
+        "unable to convert",
+    ];
+    if code == 500 && schema.iter().any(|s| message.contains(s)) {
+        return "the object does not fit its kind's schema; fix it in the tenants repo";
+    }
+    match code {
+        401 => "the credentials were refused; check the kubeconfig's user",
+        403 => {
+            "the identity lacks the RBAC right for this; grant it or check the tenant's and agent's roles"
+        }
+        404 => "it does not exist (or its namespace does not)",
+        409 => "a conflicting change happened; the next sync retries",
+        400 | 422 => "the object is invalid; fix it in the tenants repo",
+        429 => "the API server is overloaded; lower --api-qps or retry later",
+        c if c >= 500 => "the API server failed; retry later and check its logs",
+        _ => "see the message",
+    }
+}
+
+/// The innermost cause of an error, in one line (the chain's last message).
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !text.is_empty() {
+            last = text;
+        }
+        cur = s.source();
+    }
+    last.replace('\n', " ")
+}
+
+/// The API server address of the client built by [`connect`] (one per process).
+static SERVER_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn server_url() -> String {
+    SERVER_URL
+        .get()
+        .cloned()
+        .unwrap_or_else(|| "(server unknown)".to_string())
+}
+
 /// A client error in one line: for API errors the code, reason and message only.
 pub fn brief(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
-        other => other.to_string(),
+        other => root_cause(other),
     }
 }
 
@@ -115,12 +226,11 @@ pub async fn connect(
             .await
             .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
     };
+    let server = config.cluster_url.to_string();
+    let _ = SERVER_URL.set(server.trim_end_matches('/').to_string());
     let counter = counter::RequestCounter::default();
     let client = kube::client::ClientBuilder::try_from(config)
-        .map_err(|source| ClusterError::Unreachable {
-            what: "building the client".to_string(),
-            source,
-        })?
+        .map_err(|source| ClusterError::request("build the client", source))?
         .with_layer(&counter)
         .with_layer(&tower::limit::RateLimitLayer::new(
             u64::from(qps.max(1)),
@@ -172,9 +282,8 @@ impl Resources {
         let discovery = Discovery::new(self.client.clone())
             .run_aggregated()
             .await
-            .map_err(|source| ClusterError::Unreachable {
-                what: "API discovery".to_string(),
-                source,
+            .map_err(|source| {
+                ClusterError::request("discover the API (GET /api, /apis)", source)
             })?;
         let mut map = HashMap::new();
         for group in discovery.groups() {

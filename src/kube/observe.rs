@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
 use super::{ClusterError, FIELD_MANAGER, Resources, list_all, live_id};
+use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
 use crate::core::render::TenantRender;
@@ -44,8 +45,7 @@ pub async fn observe(
     let selector = if all_tenants && renders.len() > 200 {
         objects::LABEL_TENANT.to_string()
     } else {
-        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-        format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
+        tenant_selector(renders)
     };
     let objects = load_live(resources, &kinds, &selector).await?;
     let mut live = HashMap::new();
@@ -59,13 +59,22 @@ pub async fn observe(
     Ok(ClusterState { inventories, live })
 }
 
+/// `fief.dev/tenant in (...)` over the tenants whose names are valid label values. A tenant
+/// file with an invalid name is that file's error (reported by validate); its name never
+/// reaches a selector, where it would make the LIST fail for every tenant.
+pub fn tenant_selector(renders: &[TenantRender]) -> String {
+    let names: Vec<&str> = renders
+        .iter()
+        .map(|r| r.tenant.as_str())
+        .filter(|t| is_dns_label(t))
+        .collect();
+    format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
+}
+
 /// Create the agent namespace if it does not exist (one read when it does).
 pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let unreachable = |source| ClusterError::Unreachable {
-        what: format!("reading namespace {name}"),
-        source,
-    };
+    let unreachable = |source| ClusterError::request(format!("get Namespace/{name}"), source);
     if api.get_opt(name).await.map_err(unreachable)?.is_some() {
         return Ok(());
     }
@@ -76,10 +85,7 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), C
         &Patch::Apply(&ns),
     )
     .await
-    .map_err(|source| ClusterError::Unreachable {
-        what: format!("creating namespace {name}"),
-        source,
-    })?;
+    .map_err(|source| ClusterError::request(format!("create Namespace/{name}"), source))?;
     Ok(())
 }
 
@@ -96,9 +102,11 @@ pub async fn load_live(
         };
         let items = list_all(resources, &resource, selector)
             .await
-            .map_err(|source| ClusterError::Unreachable {
-                what: format!("listing {kind} ({api_version})"),
-                source,
+            .map_err(|source| {
+                ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                )
             })?;
         for item in items {
             live.insert(live_id(&resource, &item), item);

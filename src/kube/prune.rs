@@ -31,15 +31,12 @@ pub(super) async fn prune_one(
 ) -> Result<Pruned, ClusterError> {
     let resource = ctx.resources.require(&entry.id, &entry.api_version).await?;
     let api = ctx.resources.api(&resource, &entry.id.namespace);
-    let object_err = |what, source| ClusterError::Object {
-        id: entry.id.clone(),
-        what,
-        source,
-    };
+    let object_err =
+        |what: &str, source| ClusterError::request(format!("{what} {}", entry.id), source);
     let Some(live) = api
         .get_opt(&entry.id.name)
         .await
-        .map_err(|e| object_err("reading before prune", e))?
+        .map_err(|e| object_err("get (before prune)", e))?
     else {
         return Ok(Pruned::Gone);
     };
@@ -59,6 +56,25 @@ pub(super) async fn prune_one(
     {
         return Ok(Pruned::Kept("fief.dev/prune: disabled; left in place"));
     }
+    if super::adopt::is_namespace(&entry.id.group, &entry.id.kind) {
+        let created = match entry.created {
+            Some(created) => created,
+            // Recorded by a version without the flag: created by fief only if fief is the
+            // only field manager (a namespace made by anyone else names its maker).
+            None => live
+                .metadata
+                .managed_fields
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .all(|m| m.manager.as_deref() == Some(super::FIELD_MANAGER)),
+        };
+        if !created {
+            return Ok(Pruned::Kept(
+                "namespace not created by fief (it existed before the tenant took it); left in place",
+            ));
+        }
+    }
     let params = DeleteParams {
         preconditions: live.metadata.uid.clone().map(|uid| Preconditions {
             uid: Some(uid),
@@ -75,6 +91,6 @@ pub(super) async fn prune_one(
     match result {
         Ok(_) => Ok(Pruned::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Pruned::Gone),
-        Err(e) => Err(object_err("delete failed (kept in the inventory)", e)),
+        Err(e) => Err(object_err("delete (kept in the inventory)", e)),
     }
 }

@@ -1,21 +1,24 @@
 //! Sync: apply each tenant's plan to the cluster, record its inventory, prune safely.
 //!
 //! In: rendered tenants, the previous inventories and the live objects (read once per sync).
-//! Out: server-side applies in stage order, inventory writes (union of old and new before any
-//! prune, the new set after), guarded deletes, and a [`TenantReport`] per tenant. A tenant's
-//! failure never stops the others; an unchanged tenant sends no mutating request.
+//! Out: per tenant, in KEP-3659 order: a refusal of namespaces it would adopt, the inventory
+//! recorded as union(old, desired) before any apply, server-side applies in stage order,
+//! guarded deletes (held when an apply failed or a guard trips), the final inventory, and a
+//! [`TenantReport`]. A tenant's failure never stops the others; an unchanged tenant sends no
+//! mutating request. Debug builds carry a test-only crash hook (`FIEF_TEST_CRASH_AT`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
+use super::adopt::{check_new_namespaces, is_namespace};
 use super::apply::{apply_one, wait_established};
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::{Pruned, prune_one};
 use super::{ClusterError, Resources};
 use crate::core::inventory::{Entry, Inventory, InventoryError};
-use crate::core::model::{PruneGuard, TenantState};
+use crate::core::model::{PruneGuard, TenantState, is_dns_label};
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan::{self, Apply, Plan};
 use crate::core::render::TenantRender;
@@ -119,6 +122,19 @@ pub async fn sync_with(
                 {
                     return (TenantReport::new(&r.tenant, "skipped"), None);
                 }
+                if !is_dns_label(&r.tenant) {
+                    // Its file is invalid (the render says why); no inventory can be named
+                    // after it, and nothing of it touches the cluster.
+                    let mut rep = TenantReport::new(&r.tenant, "invalid");
+                    rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
+                    if rep.errors.is_empty() {
+                        rep.errors.push(format!(
+                            "tenant name `{}` is not a DNS-1123 label; nothing applied",
+                            r.tenant
+                        ));
+                    }
+                    return (rep, None);
+                }
                 match inventories.get(&r.tenant) {
                     Some(Err(e)) => {
                         let mut rep = TenantReport::new(&r.tenant, "failed");
@@ -183,9 +199,47 @@ pub(super) fn api_version(object: &Value) -> String {
         .to_string()
 }
 
+/// Test-only failure hook: with `FIEF_TEST_CRASH_AT` set to `after-union`, `after-apply` or
+/// `after-prune`, the process aborts at that point of a tenant's sync, as a crash would. Only
+/// in debug builds (the integration tests); a release build has no such hook.
+fn crash_point(stage: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("FIEF_TEST_CRASH_AT").is_ok_and(|v| v == stage) {
+        eprintln!("FIEF_TEST_CRASH_AT={stage}: aborting (test-only failure hook)");
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = stage;
+}
+
+/// Write the inventory as the tenant's failure (nothing applied); returns what stands.
+async fn record_failure(
+    ctx: &Ctx<'_>,
+    mut inv: Inventory,
+    prev: Option<&Inventory>,
+    mut report: TenantReport,
+) -> (TenantReport, Option<Inventory>) {
+    report.outcome = "failed".to_string();
+    let message = report.errors.first().cloned().unwrap_or_default();
+    inv.status
+        .set_condition("Ready", false, "ApplyFailed", &message, &ctx.now);
+    inv.status
+        .set_condition("Stalled", true, "ApplyFailed", &message, &ctx.now);
+    inv.status.last_error = Some(message);
+    match write_inventory(ctx, &inv, prev).await {
+        Ok(()) => (report, Some(inv)),
+        Err(e) => {
+            report.errors.push(e.to_string());
+            (report, prev.cloned())
+        }
+    }
+}
+
 /// Sync one tenant; returns its report and its inventory as it now stands in the cluster
-/// (`None`: there is none). Steps: plan, apply stage by stage, record union(old, new), prune,
-/// record the final inventory and status.
+/// (`None`: there is none). Steps (KEP-3659 order): plan; refuse namespaces fief would adopt;
+/// record union(old, desired) before any apply; apply stage by stage; prune unless an apply
+/// failed or a guard holds it; record the final inventory and status. At every crash point
+/// each live object fief made is in the recorded inventory.
 async fn sync_tenant(
     ctx: &Ctx<'_>,
     render: &TenantRender,
@@ -214,20 +268,68 @@ async fn sync_tenant(
         ctx.options.allow_mass_prune,
     );
     report.counts.unchanged = plan.unchanged.len();
-    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
-    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
-    if changed {
+    // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
+    // as this tenant's.
+    let created = match check_new_namespaces(ctx, tenant, &plan).await {
+        Ok(absent) => absent,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            return record_failure(ctx, inv, prev, report).await;
+        }
+    };
+    let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
+    if changed_plan {
         status::mark_reconciling(&mut inv, now);
     }
-    // Record union(old, new) before anything is pruned: a crash leaves nothing unrecorded.
+    // Record union(old, desired) before anything is applied: objects not yet applied are
+    // recorded with an empty live hash, so a crash leaves nothing live unrecorded.
+    for a in plan.stages.iter().flatten() {
+        let id = &a.object.id;
+        if inv.entries.contains_key(id) {
+            continue;
+        }
+        inv.entries.insert(
+            id.clone(),
+            Entry {
+                id: id.clone(),
+                component: a.object.component.clone(),
+                api_version: api_version(&a.object.object),
+                hash: String::new(),
+                live: String::new(),
+                created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
+            },
+        );
+    }
     if let Err(e) = write_inventory(ctx, &inv, prev).await {
         report.outcome = "failed".to_string();
-        report.errors.push(format!("{e}; nothing pruned"));
+        report
+            .errors
+            .push(format!("{e}; nothing applied or pruned"));
         return (report, prev.cloned());
     }
+    crash_point("after-union");
     let recorded = inv.clone();
-    report.prune_held = plan.hold.as_ref().map(|h| h.to_string());
-    prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
+    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
+    crash_point("after-apply");
+    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
+    let hold = match &plan.hold {
+        Some(h) => Some(h.clone()),
+        // An apply failed: the new objects may not exist, so nothing old is deleted.
+        None if report.counts.failed > 0 && !plan.prune.is_empty() => {
+            Some(plan::PruneHold::ApplyFailed {
+                failed: report.counts.failed,
+            })
+        }
+        None => None,
+    };
+    report.prune_held = hold.as_ref().map(|h| h.to_string());
+    report.prune_blocked = hold
+        .as_ref()
+        .is_some_and(|h| *h != plan::PruneHold::RenderFailed);
+    if hold.is_none() {
+        prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
+    }
+    crash_point("after-prune");
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
         report.outcome = "purged".to_string();
@@ -249,7 +351,7 @@ async fn sync_tenant(
         &mut inv,
         &mut report,
         render,
-        changed,
+        changed || changed_plan,
         now,
         ctx.options.commit.as_deref(),
     );
@@ -277,7 +379,10 @@ async fn apply_stages(
 ) {
     let mut rbac_changed = false;
     for (i, stage) in plan.stages.iter().enumerate() {
-        rbac_changed |= i == 2 && !plan.stages[1].is_empty();
+        // Component objects after a baseline RBAC change: the tenant identity's new rights
+        // may take a moment to reach the authorizer, so their 403s are retried (bounded).
+        rbac_changed |=
+            i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
             .map(|a| async move {
                 let ns = render
@@ -299,6 +404,7 @@ async fn apply_stages(
                     if id.kind == "CustomResourceDefinition" {
                         crds.push(a);
                     }
+                    let created = inv.entries.get(&id).and_then(|e| e.created);
                     inv.entries.insert(
                         id.clone(),
                         Entry {
@@ -307,6 +413,7 @@ async fn apply_stages(
                             api_version: api_version(&a.object.object),
                             hash: a.hash.clone(),
                             live: plan::live_hash(&a.object.object, &returned),
+                            created,
                         },
                     );
                     if a.existed {

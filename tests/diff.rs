@@ -1,0 +1,212 @@
+//! `fief diff` tells the truth (issue 11, hole 8), against the real test control plane: it
+//! shows every prune apply would do, dry-runs as the tenant identity (predicting apply's
+//! 403s), falls back to a client-side comparison for read-only users, and skips tenants of
+//! another cluster.
+//!
+//! This binary has its own control plane, so the RBAC granted here to the test users is seen
+//! by these tests only.
+
+mod common;
+
+use std::path::Path;
+
+use common::cluster_cli::*;
+use common::util::text;
+
+// ---- hole 8: diff is honest ----
+
+#[test]
+fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {
+    let repo = TestRepo::new("");
+    repo.write(
+        "components/app/templates/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\nstringData:\n  token: s3cret\n",
+    );
+    let tenant = common::unique("dsec");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    repo.remove("components/app/templates/secret.yaml");
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let shown = text(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{shown}{}", text(&diff.stderr));
+    assert!(
+        shown.contains(&format!(
+            "# tenant {tenant}: delete Secret/{tenant}-prod/token"
+        )),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("s3cret"),
+        "secrets are never printed: {shown}"
+    );
+    let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
+    assert_eq!(tenant_report(&out, &tenant)["counts"]["pruned"], 1, "{out}");
+}
+
+/// Give `user` read-only rights (get, list, watch) on every resource of the cluster.
+fn grant_read_only(user: &str) {
+    let role = format!("fief-test-read-{user}");
+    let _ = kubectl(&[
+        "create",
+        "clusterrole",
+        &role,
+        "--verb=get,list,watch",
+        "--resource=*.*",
+    ]);
+    let _ = kubectl(&[
+        "create",
+        "clusterrolebinding",
+        &role,
+        &format!("--clusterrole={role}"),
+        &format!("--user={user}"),
+    ]);
+}
+
+#[test]
+fn diff_as_a_read_only_user_compares_client_side_with_a_note() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dro");
+    let ns = format!("{tenant}-prod");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    grant_read_only("dave");
+    let dave = common::control_plane().kubeconfig_for("dave");
+
+    // Nothing changed: the read-only diff says so.
+    let clean = fief_with("diff", repo.path(), &dave, &["--tenant", &tenant], &[]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}{}",
+        text(&clean.stdout),
+        text(&clean.stderr)
+    );
+
+    // A hand edit of a field fief sets is shown, with the fallback note.
+    kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "app-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"k":"hacked"}}"#,
+    ]);
+    let diff = fief_with("diff", repo.path(), &dave, &["--tenant", &tenant], &[]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    assert_eq!(diff.status.code(), Some(1), "{shown}{stderr}");
+    assert!(
+        shown.contains("-  k: hacked") && shown.contains("+  k: v"),
+        "{shown}"
+    );
+    let note = stderr
+        .lines()
+        .find(|l| l.starts_with("note: ") && l.contains("compared client-side"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(note.contains("may not impersonate"), "{note}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}
+
+#[test]
+fn diff_dry_runs_as_the_tenant_identity_and_predicts_the_403_apply_hits() {
+    let repo = TestRepo::new("");
+    // The repo's own baseline: fief's built-in one, copied.
+    let builtin = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
+    for f in std::fs::read_dir(&builtin).unwrap() {
+        let f = f.unwrap();
+        let body = std::fs::read_to_string(f.path()).unwrap();
+        repo.write(
+            &format!("baseline/{}", f.file_name().to_string_lossy()),
+            &body,
+        );
+    }
+    let tenant = common::unique("d403");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    // The baseline no longer lets the tenant identity write ConfigMaps.
+    let deployer = std::fs::read_to_string(builtin.join("deployer.yaml")).unwrap();
+    let narrowed = deployer.replace("\"configmaps\", ", "");
+    assert_ne!(narrowed, deployer, "deployer.yaml lists configmaps");
+    repo.write("baseline/deployer.yaml", &narrowed);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    // Now a changed ConfigMap: diff must predict the refusal, as the tenant identity.
+    repo.write(
+        "components/app/templates/config.yaml",
+        &CONFIG.replace("k: v", "k: changed"),
+    );
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let stderr = text(&diff.stderr);
+    assert_eq!(
+        diff.status.code(),
+        Some(3),
+        "{}{stderr}",
+        text(&diff.stdout)
+    );
+    assert!(
+        stderr.contains(&format!(
+            "dry-run apply ConfigMap/{tenant}-prod/app-config (as system:serviceaccount:{tenant}-prod:fief-tenant)"
+        )) && stderr.contains("403 Forbidden"),
+        "{stderr}"
+    );
+    let (_, applied) = apply_json(repo.path(), &["--tenant", &tenant], 3);
+    assert!(applied.contains("403 Forbidden"), "{applied}");
+}
+
+#[test]
+fn diff_skips_tenants_of_another_cluster_as_apply_does() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dcl");
+    repo.tenant(&tenant, &format!("  cluster: elsewhere\n{APP}"));
+    let diff = fief("diff", repo.path(), &["--tenant", &tenant]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    assert_eq!(diff.status.code(), Some(0), "{shown}{stderr}");
+    assert!(shown.is_empty(), "{shown}");
+    assert!(
+        stderr.contains("skipped") && stderr.contains(&tenant),
+        "{stderr}"
+    );
+    let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
+    assert_eq!(tenant_report(&out, &tenant)["outcome"], "skipped", "{out}");
+}
+
+#[test]
+fn diff_with_the_builtin_view_role_shows_what_it_can_read_and_names_what_it_cannot() {
+    let repo = TestRepo::new("");
+    let tenant = common::unique("dview");
+    let ns = format!("{tenant}-prod");
+    repo.tenant(&tenant, APP);
+    apply_json(repo.path(), &["--tenant", &tenant], 0);
+    let _ = kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "fief-test-view-bob",
+        "--clusterrole=view",
+        "--user=bob",
+    ]);
+    kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "app-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"k":"hacked"}}"#,
+    ]);
+    let bob = common::control_plane().kubeconfig_for("bob");
+    let diff = fief_with("diff", repo.path(), &bob, &["--tenant", &tenant], &[]);
+    let (shown, stderr) = (text(&diff.stdout), text(&diff.stderr));
+    // `view` may not list Roles or RoleBindings: named, and the exit code says incomplete.
+    assert_eq!(diff.status.code(), Some(3), "{shown}{stderr}");
+    assert!(shown.contains("-  k: hacked"), "{shown}");
+    assert!(
+        stderr.contains("error: cannot compare Role objects: list Role")
+            && stderr.contains("403 Forbidden"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("compared client-side"), "{stderr}");
+    assert_one_line_error(&stderr);
+}
