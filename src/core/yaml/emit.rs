@@ -154,6 +154,11 @@ fn is_plain_safe(s: &str) -> bool {
             _ => return false,
         }
     }
+    // Starting with a letter (numbers, dates and `.inf` are excluded above), a plain scalar
+    // could only resolve as a YAML 1.1 boolean or null word, five letters at most.
+    if first.is_ascii_alphabetic() && b.len() > 5 {
+        return true;
+    }
     matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::String(ref r) if r == s)
 }
 
