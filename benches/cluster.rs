@@ -380,7 +380,7 @@ impl AgentProc {
     fn requests(&self) -> BTreeMap<String, f64> {
         let (_, text) = http(self.port, "GET", "/metrics", &[], "");
         text.lines()
-            .filter(|l| l.starts_with("fief_api_requests{"))
+            .filter(|l| l.starts_with("fief_api_requests_total{"))
             .filter_map(|l| {
                 let verb = l.split("verb=\"").nth(1)?.split('"').next()?.to_string();
                 Some((verb, l.rsplit(' ').next()?.parse().ok()?))

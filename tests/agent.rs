@@ -5,348 +5,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
+use common::agent::*;
 use serde_json::Value;
-use sha2::Sha256;
-
-const SECRET: &str = "s3cret-webhook";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=test@fief.dev", "-c", "user.name=test"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A tenants repo in a work tree, served by `git daemon` on loopback.
-struct GitServer {
-    base: tempfile::TempDir,
-    port: u16,
-    daemon: Option<Child>,
-}
-
-impl GitServer {
-    fn new(files: &[(String, String)]) -> GitServer {
-        let base = tempfile::tempdir().unwrap();
-        let repo = base.path().join("repo");
-        std::fs::create_dir_all(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        let mut server = GitServer {
-            base,
-            port: free_port(),
-            daemon: None,
-        };
-        server.commit(files, "initial");
-        server.start();
-        server
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.base.path().join("repo")
-    }
-
-    fn url(&self) -> String {
-        format!("git://127.0.0.1:{}/repo", self.port)
-    }
-
-    fn start(&mut self) {
-        // Run git-daemon itself, not the `git daemon` wrapper, so killing it stops the server.
-        let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
-        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
-            .trim()
-            .to_string();
-        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .args([
-                "--export-all",
-                "--reuseaddr",
-                "--listen=127.0.0.1",
-                &format!("--port={}", self.port),
-                &format!("--base-path={}", self.base.path().display()),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon");
-        self.daemon = Some(child);
-        wait_until("git daemon listening", Duration::from_secs(10), || {
-            TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-        });
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut d) = self.daemon.take() {
-            let _ = d.kill();
-            let _ = d.wait();
-        }
-    }
-
-    fn commit(&self, files: &[(String, String)], message: &str) {
-        for (path, text) in files {
-            let p = self.repo().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        git(&self.repo(), &["add", "-A"]);
-        git(
-            &self.repo(),
-            &["commit", "-q", "--allow-empty", "-m", message],
-        );
-    }
-}
-
-impl Drop for GitServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// `fief agent` as a child process; killed on drop.
-struct Agent {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Agent {
-    /// Start an agent; `extra` must include `--interval`.
-    fn start(url: &str, extra: &[&str]) -> Agent {
-        let cp = common::control_plane();
-        let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().join("webhook-secret");
-        std::fs::write(&secret, SECRET).unwrap();
-        let port = free_port();
-        let log = dir.path().join("agent.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_fief"))
-            .args(["agent", "--repo", url, "--no-leader-election"])
-            .arg("--kubeconfig")
-            .arg(cp.admin_kubeconfig())
-            .arg("--cache-dir")
-            .arg(dir.path().join("cache"))
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--webhook-secret-file")
-            .arg(&secret)
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start fief agent");
-        let agent = Agent {
-            child,
-            port,
-            log,
-            _dir: dir,
-        };
-        let start = Instant::now();
-        while agent.get("/readyz").is_none_or(|(code, _)| code != 200) {
-            assert!(
-                start.elapsed() < Duration::from_secs(90),
-                "agent not ready after 90s; its log:\n{}",
-                agent.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        agent
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// A raw HTTP/1.1 request; (status, body).
-    fn request(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, String)],
-        body: &str,
-    ) -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        s.write_all(req.as_bytes()).ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        let code = out.split_whitespace().nth(1)?.parse().ok()?;
-        let body = out
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        Some((code, body))
-    }
-
-    fn get(&self, path: &str) -> Option<(u16, String)> {
-        self.request("GET", path, &[], "")
-    }
-
-    fn push_webhook(&self, signature: Option<String>) -> u16 {
-        let body = r#"{"ref":"refs/heads/main"}"#;
-        let mut headers = vec![("Content-Type", "application/json".to_string())];
-        if let Some(sig) = signature {
-            headers.push(("X-Hub-Signature-256", sig));
-        }
-        self.request("POST", "/hooks/git", &headers, body)
-            .expect("webhook")
-            .0
-    }
-
-    fn signed_push(&self) -> u16 {
-        let body = r#"{"ref":"refs/heads/main"}"#;
-        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-        mac.update(body.as_bytes());
-        let hex: String = mac
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        self.push_webhook(Some(format!("sha256={hex}")))
-    }
-
-    /// A metric's value (sum over its label sets matching `filter`).
-    fn metric(&self, name: &str, filter: &str) -> f64 {
-        let (_, text) = self.get("/metrics").unwrap_or_default();
-        text.lines()
-            .filter(|l| l.starts_with(name) && l.contains(filter))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if check() {
-            return start.elapsed();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out after {timeout:?} waiting for {what}");
-}
-
-fn kubectl_json(args: &[&str]) -> Option<Value> {
-    let out = common::control_plane()
-        .kubectl_admin()
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
-}
-
-fn configmap_value(ns: &str, name: &str, key: &str) -> Option<String> {
-    let cm = kubectl_json(&["get", "configmap", "-n", ns, name])?;
-    cm["data"][key].as_str().map(str::to_string)
-}
-
-fn resource_version(ns: &str, kind: &str, name: &str) -> String {
-    kubectl_json(&["get", kind, "-n", ns, name])
-        .map(|v| v["metadata"]["resourceVersion"].to_string())
-        .unwrap_or_default()
-}
-
-fn status(agent_ns: &str, tenant: &str) -> Value {
-    let cm = kubectl_json(&[
-        "get",
-        "configmap",
-        "-n",
-        agent_ns,
-        &format!("fief-tenant-{tenant}"),
-    ])
-    .unwrap_or(Value::Null);
-    cm["data"]["status"]
-        .as_str()
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or(Value::Null)
-}
-
-fn condition(status: &Value, type_: &str) -> String {
-    status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == type_)
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
-fn tenant(name: &str, greeting: &str) -> (String, String) {
-    (
-        format!("tenants/{name}.yaml"),
-        format!(
-            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  components:\n    - name: app\n      values: {{greeting: {greeting}}}\n"
-        ),
-    )
-}
-
-const APP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-extra\ndata:\n  k: v\n";
-
-fn small_repo(agent_ns: &str, tenants: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut files = vec![
-        (
-            "fief.yaml".to_string(),
-            format!("agentNamespace: {agent_ns}\n"),
-        ),
-        (
-            "components/app/varz.yaml".to_string(),
-            "greeting: hello\n".to_string(),
-        ),
-        (
-            "components/app/templates/app.yaml".to_string(),
-            APP.to_string(),
-        ),
-    ];
-    for (t, g) in tenants {
-        files.push(tenant(t, g));
-    }
-    files
-}
 
 #[test]
 fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that_tenant() {
@@ -668,8 +331,39 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
     drop(agent);
 }
 
+/// A Pod object for a replica (no kubelet needed: it only carries the leader label).
+fn create_pod(ns: &str, name: &str) {
+    let pod = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}","labels":{{"app.kubernetes.io/name":"fief-agent"}}}},"spec":{{"containers":[{{"name":"agent","image":"fief:test"}}]}}}}"#
+    );
+    wait_until("pod created", Duration::from_secs(30), || {
+        let mut child = common::control_plane()
+            .kubectl_admin()
+            .args(["apply", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(pod.as_bytes())
+            .unwrap();
+        child.wait().unwrap().success()
+    });
+}
+
+fn leader_label(ns: &str, pod: &str) -> Option<String> {
+    kubectl_json(&["get", "pod", "-n", ns, pod])?["metadata"]["labels"]["fief.dev/leader"]
+        .as_str()
+        .map(str::to_string)
+}
+
 #[test]
-fn two_replicas_share_one_lease_and_only_the_leader_syncs() {
+fn every_healthy_replica_is_ready_the_leader_labels_its_pod_and_sigterm_hands_over_at_once() {
     let agent_ns = common::unique("fief-ag5");
     let lease_ns = agent_ns.clone();
     let t = common::unique("lease");
@@ -678,77 +372,70 @@ fn two_replicas_share_one_lease_and_only_the_leader_syncs() {
         .kubectl_admin()
         .args(["create", "namespace", &lease_ns])
         .output();
-    let start = |port: u16| {
-        let cp = common::control_plane();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_fief"))
-            .args([
-                "agent",
-                "--repo",
-                &server.url(),
-                "--lease-namespace",
-                &lease_ns,
-                "--interval",
-                "1s",
-            ])
-            .arg("--kubeconfig")
-            .arg(cp.admin_kubeconfig())
-            .arg("--cache-dir")
-            .arg(dir.path())
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .env("POD_NAME", format!("replica-{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        (child, dir, port)
+    let (n1, n2) = (common::unique("replica"), common::unique("replica"));
+    create_pod(&lease_ns, &n1);
+    create_pod(&lease_ns, &n2);
+    let start = |name: &str| {
+        Agent::spawn(
+            &server.url(),
+            &["--lease-namespace", &lease_ns, "--interval", "1s"],
+            &[
+                ("POD_NAME", name.to_string()),
+                ("POD_NAMESPACE", lease_ns.clone()),
+            ],
+        )
     };
-    let (mut first, _d1, p1) = start(free_port());
-    let (mut second, _d2, p2) = start(free_port());
-    let ready = |port: u16| Agent::request_raw(port, "/readyz") == Some(200);
-    wait_until("one replica ready", Duration::from_secs(60), || {
-        ready(p1) || ready(p2)
+    let mut first = start(&n1);
+    let mut second = start(&n2);
+    // Both replicas are Ready (rollout status and Deployment availability work).
+    first.wait_ready(Duration::from_secs(90));
+    second.wait_ready(Duration::from_secs(90));
+    wait_until("a leader labelled", Duration::from_secs(30), || {
+        leader_label(&lease_ns, &n1).is_some() || leader_label(&lease_ns, &n2).is_some()
     });
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        !(ready(p1) && ready(p2)),
-        "both replicas sync: the lease does not work"
-    );
     let lease = kubectl_json(&["get", "lease", "-n", &lease_ns, "fief-agent"]).unwrap();
     let holder = lease["spec"]["holderIdentity"]
         .as_str()
         .unwrap()
         .to_string();
-    // The leader goes away; the other replica takes over.
-    let (leader, other) = if holder == format!("replica-{p1}") {
-        (&mut first, p2)
+    let (leader, standby, leader_pod, standby_pod) = if holder == n1 {
+        (&mut first, &mut second, &n1, &n2)
     } else {
-        (&mut second, p1)
+        (&mut second, &mut first, &n2, &n1)
     };
-    leader.kill().unwrap();
-    leader.wait().unwrap();
-    wait_until(
-        "the other replica took over",
-        Duration::from_secs(60),
-        || ready(other),
+    assert_eq!(leader_label(&lease_ns, leader_pod).as_deref(), Some("true"));
+    assert_eq!(
+        leader_label(&lease_ns, standby_pod),
+        None,
+        "only the leader is labelled"
     );
-    let _ = first.kill();
-    let _ = second.kill();
-    let _ = first.wait();
-    let _ = second.wait();
-}
-
-impl Agent {
-    fn request_raw(port: u16, path: &str) -> Option<u16> {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        s.write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        out.split_whitespace().nth(1)?.parse().ok()
-    }
+    assert!(standby.get("/readyz").unwrap().1.contains("standby"));
+    assert_eq!(
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref(),
+        Some("hi")
+    );
+    // SIGTERM: the leader removes its label and releases the Lease; the standby takes over
+    // at once, not after the Lease's 15 s.
+    leader.terminate(Duration::from_secs(10));
+    assert_eq!(
+        leader_label(&lease_ns, leader_pod),
+        None,
+        "label removed on shutdown"
+    );
+    let took = wait_until(
+        "the standby took over and labelled its Pod",
+        Duration::from_secs(20),
+        || leader_label(&lease_ns, standby_pod).as_deref() == Some("true"),
+    );
+    assert!(
+        took < Duration::from_secs(8),
+        "handover took {took:?}: the Lease was not released"
+    );
+    standby.wait_ready(Duration::from_secs(30));
+    server.commit(&[tenant(&t, "after-handover")], "change");
+    assert_eq!(standby.signed_push(), 202);
+    wait_until("the new leader syncs", Duration::from_secs(20), || {
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref()
+            == Some("after-handover")
+    });
 }

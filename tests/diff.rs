@@ -39,6 +39,13 @@ fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {
         !shown.contains("s3cret"),
         "secrets are never printed: {shown}"
     );
+    assert!(
+        shown.starts_with("1 tenants changed"),
+        "summary first: {shown}"
+    );
+    let json = fief("diff", repo.path(), &["--tenant", &tenant, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("diff -o json");
+    assert_eq!(v["tenants"][0]["objects"][0]["action"], "removed", "{v}");
     let (out, _) = apply_json(repo.path(), &["--tenant", &tenant], 0);
     assert_eq!(tenant_report(&out, &tenant)["counts"]["pruned"], 1, "{out}");
 }
@@ -127,8 +134,14 @@ fn diff_dry_runs_as_the_tenant_identity_and_predicts_the_403_apply_hits() {
     apply_json(repo.path(), &["--tenant", &tenant], 0);
     // The baseline no longer lets the tenant identity write ConfigMaps.
     let deployer = std::fs::read_to_string(builtin.join("deployer.yaml")).unwrap();
-    let narrowed = deployer.replace("\"configmaps\", ", "");
-    assert_ne!(narrowed, deployer, "deployer.yaml lists configmaps");
+    let narrowed = deployer.replace(
+        "resources: {{ r.resources | to_json }}",
+        "resources: {{ r.resources | reject(\"equalto\", \"configmaps\") | list | to_json }}",
+    );
+    assert_ne!(
+        narrowed, deployer,
+        "deployer.yaml renders fief.componentRules"
+    );
     repo.write("baseline/deployer.yaml", &narrowed);
     apply_json(repo.path(), &["--tenant", &tenant], 0);
     // Now a changed ConfigMap: diff must predict the refusal, as the tenant identity.

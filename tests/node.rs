@@ -927,3 +927,85 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
     assert_eq!(internal.len(), 1);
     assert_eq!(internal[0]["address"], cluster.node_ip());
 }
+
+#[test]
+fn apply_wait_reports_a_deployment_that_never_becomes_ready_and_passes_once_fixed() {
+    let cluster = node_cluster();
+    let tenant = common::unique("sick");
+    let agent_ns = common::unique("fief-sick");
+    kubectl_ok(&["create", "namespace", &agent_ns]);
+    let repo = tempfile::tempdir().expect("tempdir");
+    let varz = |probe: &str| {
+        format!(
+            "replicas: 1\nimage: {}\ngreeting: hi\nprobePath: {probe}\n",
+            common::node::BUSYBOX_IMAGE
+        )
+    };
+    let files = [
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {agent_ns}\n"),
+        ),
+        (
+            "components/web/varz.yaml".to_string(),
+            varz("/missing.html"),
+        ),
+        (
+            "components/web/component.yaml".to_string(),
+            "health: {timeout: 20s}\n".to_string(),
+        ),
+        (
+            "components/web/templates/deployment.yaml".to_string(),
+            WEB_TEMPLATE.replace("path: /index.html", "path: {{ values.probePath }}"),
+        ),
+        (
+            format!("tenants/{tenant}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {tenant}\nspec:\n  quota: {{cpu: \"1\", memory: 256Mi, pods: \"4\"}}\n  components:\n    - name: web\n"
+            ),
+        ),
+    ];
+    for (path, text) in &files {
+        let p = repo.path().join(path);
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(p, text).expect("write");
+    }
+    let apply = || {
+        Command::new(env!("CARGO_BIN_EXE_fief"))
+            .arg("apply")
+            .arg(repo.path())
+            .arg("--wait")
+            .arg("--kubeconfig")
+            .arg(cluster.cp().admin_kubeconfig())
+            .output()
+            .expect("cannot run fief apply")
+    };
+    let out = apply();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "a probe that never passes: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("tenant `{tenant}`: not healthy"))
+            && stderr.contains("Deployment")
+            && stderr.contains("/web")
+            && stderr.contains("after 20s"),
+        "{stderr}"
+    );
+    fs::write(
+        repo.path().join("components/web/varz.yaml"),
+        varz("/index.html"),
+    )
+    .expect("fix");
+    let out = apply();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(", healthy"));
+}

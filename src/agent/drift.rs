@@ -1,99 +1,160 @@
-//! Drift: watches on the kinds fief manages, keeping the live hashes the planner needs and
-//! queueing a tenant when a field fief owns is changed by hand (or an object is deleted).
+//! Drift: kube-runtime watches (with backoff) on the kinds fief manages, keeping the live
+//! hashes the planner needs and queueing a tenant when a field fief owns is changed by hand
+//! or a managed object is deleted.
 //!
 //! In: watch events of objects labelled `fief.dev/tenant`, the desired objects and the
-//! inventories' recorded live hashes. Out: the live-hash map and tenants pushed to the queue.
-//! Status-only changes hash the same (fief sets no status) and cause nothing.
+//! inventories' recorded live hashes. Out: the live-hash map, each kind's [`WatchState`]
+//! (a kind that cannot be listed — e.g. 403 — is `Failed`, and only the tenants using it are
+//! degraded), tenants pushed to the queue and the drift counter. Events on the objects of a
+//! tenant being synced are fief's own writes: recorded, never counted or queued as drift.
+//! After a relist (a watch gap), objects that changed or disappeared meanwhile are compared
+//! with what was known and their tenants queued. Status-only changes hash the same.
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
-use super::Shared;
-use crate::core::objects;
+use super::{Shared, WatchState, lock};
+use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
 use crate::kube::{Resource, live_id};
 
+/// The key of a kind's watch.
+pub fn kind_key(resource: &Resource) -> String {
+    format!(
+        "{}/{}/{}",
+        resource.api.group, resource.api.version, resource.api.kind
+    )
+}
+
 /// Start a watch per resource not watched yet.
 pub fn ensure_watches(shared: &Arc<Shared>, resources: Vec<Resource>) {
-    let mut watched = shared.watched.lock().unwrap_or_else(|e| e.into_inner());
+    let mut watches = lock(&shared.watches);
     for resource in resources {
-        let key = format!(
-            "{}/{}/{}",
-            resource.api.group, resource.api.version, resource.api.kind
-        );
-        if !watched.insert(key) {
+        let key = kind_key(&resource);
+        if watches.contains_key(&key) {
             continue;
         }
-        shared
-            .watches_pending
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        watches.insert(key.clone(), WatchState::Listing);
         let shared = shared.clone();
-        tokio::spawn(async move { watch(shared, resource).await });
+        tokio::spawn(async move { watch(shared, resource, key).await });
     }
 }
 
-async fn watch(shared: Arc<Shared>, resource: Resource) {
+fn set_state(shared: &Shared, key: &str, state: WatchState) {
+    lock(&shared.watches).insert(key.to_string(), state);
+    shared.wake.notify_one();
+}
+
+async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), &resource.api);
     let config = watcher::Config::default().labels(objects::LABEL_TENANT);
-    let mut stream = watcher(api, config).boxed();
-    let mut initialised = false;
-    let mut seen_in_init: HashSet<crate::core::objects::ObjectId> = HashSet::new();
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(watcher::Event::Init) => seen_in_init.clear(),
-            Ok(watcher::Event::InitApply(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                seen_in_init.insert(live_id(&resource, &value));
-                observe(&shared, &resource, &value, false);
-            }
-            Ok(watcher::Event::InitDone) => {
-                if !initialised {
-                    initialised = true;
-                    shared
-                        .watches_pending
-                        .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                    shared.wake.notify_one();
+    let mut relist = shared.relist.subscribe();
+    let mut synced_once = false;
+    // Objects of this kind the watch knows, and those seen in the list under way.
+    let mut known: HashSet<ObjectId> = HashSet::new();
+    let mut seen: HashSet<ObjectId> = HashSet::new();
+    loop {
+        let mut stream = watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed();
+        loop {
+            let event = tokio::select! {
+                e = stream.next() => e,
+                changed = relist.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    // Periodic resync: list afresh; the InitDone below diffs the two.
+                    set_state(&shared, &key, WatchState::Listing);
+                    break;
                 }
-            }
-            Ok(watcher::Event::Apply(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                observe(&shared, &resource, &value, true);
-            }
-            Ok(watcher::Event::Delete(obj)) => {
-                let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-                let id = live_id(&resource, &value);
-                shared.write_live().remove(&id);
-                if let Some(tenant) = shared.tenant_of(&id) {
-                    tracing::info!(tenant, object = %id, "managed object deleted; queueing a sync");
-                    shared.enqueue(&tenant);
+                _ = shared.shutdown.cancelled() => return,
+            };
+            let Some(event) = event else { return };
+            match event {
+                Ok(watcher::Event::Init) => seen.clear(),
+                Ok(watcher::Event::InitApply(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    seen.insert(id.clone());
+                    observe(&shared, &id, &value, synced_once);
                 }
-            }
-            Err(e) => {
-                tracing::warn!(kind = %resource.api.kind, error = %e, "watch error; the watcher retries");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                Ok(watcher::Event::InitDone) => {
+                    if synced_once {
+                        // A relist: what is gone was deleted during the gap.
+                        for id in known.difference(&seen) {
+                            deleted(&shared, id);
+                        }
+                    } else {
+                        tracing::debug!(kind = key, "initial list done");
+                    }
+                    known = std::mem::take(&mut seen);
+                    synced_once = true;
+                    set_state(&shared, &key, WatchState::Synced);
+                }
+                Ok(watcher::Event::Apply(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    known.insert(id.clone());
+                    observe(&shared, &id, &value, true);
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let id = live_id(&resource, &value);
+                    known.remove(&id);
+                    deleted(&shared, &id);
+                }
+                Err(e) => failed(&shared, &resource, &key, synced_once, &e),
             }
         }
     }
 }
 
-/// Record the live hash of an object; queue its tenant when it drifted from what was applied.
-fn observe(shared: &Shared, resource: &Resource, value: &Value, live_event: bool) {
-    let id = live_id(resource, value);
-    let Some((tenant, desired)) = shared.desired_of(&id) else {
+/// A watch error: before the first list it degrades the kind; after, the watcher relists with
+/// backoff (and the relist diff repairs the gap).
+fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e: &watcher::Error) {
+    if synced_once {
+        tracing::warn!(kind = key, error = %e, "watch error; relisting with backoff");
+        return;
+    }
+    let reason = format!("cannot list/watch {}: {e}", resource.api.kind);
+    if lock(&shared.watches).get(key) != Some(&WatchState::Failed(reason.clone())) {
+        tracing::error!(kind = key, error = %e, "cannot list/watch this kind; tenants using it are degraded; retrying with backoff");
+    }
+    set_state(shared, key, WatchState::Failed(reason));
+}
+
+/// A managed object is gone: forget its live hash; if it is desired and its tenant is not
+/// being synced (fief's own prunes are not desired), count it and queue the tenant.
+fn deleted(shared: &Shared, id: &ObjectId) {
+    shared.write_live().remove(id);
+    if let Some(tenant) = shared.tenant_of(id) {
+        if shared.is_in_flight(&tenant) {
+            return;
+        }
+        tracing::info!(tenant, object = %id, "drift: managed object deleted; queueing a sync");
+        shared.metrics.drift.inc();
+        shared.enqueue_for(&tenant, "drift");
+    }
+}
+
+/// Record the live hash of an object; queue its tenant when it drifted from what was applied
+/// (and the change is not fief's own sync of that tenant).
+fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) {
+    let Some((tenant, desired)) = shared.desired_of(id) else {
         return;
     };
     let hash = plan::live_hash(&desired, value);
-    let recorded = shared.recorded_live(&id);
+    let recorded = shared.recorded_live(id);
     shared.write_live().insert(id.clone(), hash.clone());
-    if live_event && recorded.is_some_and(|r| r != hash) {
+    if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant, object = %id, "drift: a field fief owns changed; queueing a sync");
         shared.metrics.drift.inc();
-        shared.enqueue_at(&tenant, Instant::now());
+        shared.enqueue_for(&tenant, "drift");
     }
 }

@@ -1,11 +1,10 @@
 //! HTTP: `/healthz`, `/readyz`, `/metrics` and the push webhook `POST /hooks/git`.
 //!
 //! In: HTTP requests on the agent's port. Out: health and readiness, the Prometheus text
-//! exposition, and for a correctly signed push to the watched branch, a fetch trigger. A bad or
+//! exposition, the agent's view as JSON (`/status`: last fetch, each tenant's last attempt), and for a correctly signed push to the watched branch, a fetch trigger. A bad or
 //! missing signature gets 401 and triggers nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -22,19 +21,27 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/status", get(status))
         .route("/hooks/git", post(hook))
         .with_state(shared)
 }
 
-async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
-    if shared.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready")
+async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    let (ready, why) = shared.readiness();
+    let code = if ready {
+        StatusCode::OK
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for the first full sync",
-        )
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, why)
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = "application/json".parse() {
+        headers.insert(axum::http::header::CONTENT_TYPE, v);
     }
+    (StatusCode::OK, headers, shared.status_json().to_string())
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {

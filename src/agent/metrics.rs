@@ -27,6 +27,20 @@ pub struct VerbLabel {
     pub verb: String,
 }
 
+/// A tenant label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TenantLabel {
+    /// Tenant name.
+    pub tenant: String,
+}
+
+/// A failure category label (low cardinality: watch, render, forbidden, inventory, prune, apply).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CategoryLabel {
+    /// The category.
+    pub category: String,
+}
+
 /// Every metric of the agent.
 pub struct Metrics {
     registry: Registry,
@@ -44,10 +58,16 @@ pub struct Metrics {
     pub fetches: Family<ResultLabel, Counter>,
     /// Tenants waiting in the queue.
     pub queue_depth: Gauge,
-    /// Seconds since the last successful fetch (set at scrape time).
-    pub fetch_age: Gauge,
-    /// API requests by verb (set at scrape time from the client's counter).
-    pub api_requests: Family<VerbLabel, Gauge>,
+    /// Unix time of the last successful fetch (0: none yet).
+    pub fetch_last: Gauge,
+    /// API requests by verb (a counter, read at scrape time from the client's counter).
+    pub api_requests: Family<VerbLabel, Counter>,
+    /// Per-tenant sync duration.
+    pub tenant_seconds: Family<TenantLabel, Histogram>,
+    /// 1 when the tenant's last sync succeeded, else 0.
+    pub tenant_ready: Family<TenantLabel, Gauge>,
+    /// Failed tenant syncs by category.
+    pub failures: Family<CategoryLabel, Counter>,
     /// Unix time of the last successful fetch.
     pub last_fetch_unix: AtomicI64,
 }
@@ -85,13 +105,33 @@ impl Default for Metrics {
             "Tenants waiting for a sync",
             queue_depth.clone(),
         );
-        let fetch_age = Gauge::default();
+        let fetch_last = Gauge::default();
         registry.register(
-            "git_last_fetch_age_seconds",
-            "Seconds since the last successful git fetch",
-            fetch_age.clone(),
+            "git_last_fetch_timestamp_seconds",
+            "Unix time of the last successful git fetch (0: none yet)",
+            fetch_last.clone(),
         );
-        let api_requests = Family::<VerbLabel, Gauge>::default();
+        let tenant_seconds = Family::<TenantLabel, Histogram>::new_with_constructor(
+            tenant_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "tenant_reconcile_duration_seconds",
+            "Duration of one tenant's sync",
+            tenant_seconds.clone(),
+        );
+        let tenant_ready = Family::<TenantLabel, Gauge>::default();
+        registry.register(
+            "tenant_ready",
+            "1 when the tenant's last sync succeeded, else 0",
+            tenant_ready.clone(),
+        );
+        let failures = Family::<CategoryLabel, Counter>::default();
+        registry.register(
+            "tenant_failures",
+            "Failed tenant syncs by category",
+            failures.clone(),
+        );
+        let api_requests = Family::<VerbLabel, Counter>::default();
         registry.register(
             "api_requests",
             "Kubernetes API requests sent, by verb",
@@ -106,11 +146,18 @@ impl Default for Metrics {
             batch_seconds,
             fetches,
             queue_depth,
-            fetch_age,
+            fetch_last,
             api_requests,
+            tenant_seconds,
+            tenant_ready,
+            failures,
             last_fetch_unix: AtomicI64::new(0),
         }
     }
+}
+
+fn tenant_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 12))
 }
 
 /// Seconds since the Unix epoch.
@@ -137,11 +184,37 @@ impl Metrics {
         }
     }
 
+    /// Record one tenant's sync duration.
+    pub fn observe_tenant(&self, tenant: &str, seconds: f64) {
+        self.tenant_seconds
+            .get_or_create(&TenantLabel {
+                tenant: tenant.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// Set whether a tenant is ready.
+    pub fn tenant_ready(&self, tenant: &str, ready: bool) {
+        self.tenant_ready
+            .get_or_create(&TenantLabel {
+                tenant: tenant.to_string(),
+            })
+            .set(i64::from(ready));
+    }
+
+    /// Count a failed sync by category.
+    pub fn failure(&self, category: &str) {
+        self.failures
+            .get_or_create(&CategoryLabel {
+                category: category.to_string(),
+            })
+            .inc();
+    }
+
     /// The text exposition, with scrape-time gauges refreshed.
     pub fn encode(&self, requests: RequestStats) -> String {
-        let last = self.last_fetch_unix.load(Ordering::Relaxed);
-        self.fetch_age
-            .set(if last == 0 { -1 } else { unix_now() - last });
+        self.fetch_last
+            .set(self.last_fetch_unix.load(Ordering::Relaxed));
         for (verb, n) in [
             ("GET", requests.get),
             ("POST", requests.post),
@@ -149,11 +222,11 @@ impl Metrics {
             ("PATCH", requests.patch),
             ("DELETE", requests.delete),
         ] {
-            self.api_requests
-                .get_or_create(&VerbLabel {
-                    verb: verb.to_string(),
-                })
-                .set(n as i64);
+            let counter = self.api_requests.get_or_create(&VerbLabel {
+                verb: verb.to_string(),
+            });
+            let seen = counter.get();
+            counter.inc_by(n.saturating_sub(seen));
         }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {

@@ -1,48 +1,41 @@
 //! The agent: the in-cluster loop from `git push` to applied, with drift repair and status.
 //!
-//! In: a git remote (fetched on an interval with jitter, and at once on a signed push
-//! webhook), the cluster (discovery, watches, inventories). Out: per-tenant syncs of exactly
-//! the tenants whose inputs changed or drifted, through a deduplicated queue with backoff;
-//! `/healthz`, `/readyz`, `/metrics`. Leader election makes two replicas safe; SIGTERM lets the
-//! batch in flight finish, so a prune is never left half done.
+//! In: a git remote (fetched on its own task, on an interval with jitter and at once on a
+//! signed push webhook), the cluster (discovery, kube-runtime watches, inventories). Out:
+//! per-tenant syncs of exactly the tenants whose inputs changed or drifted, through a
+//! deduplicated queue with backoff; `/healthz`, `/readyz`, `/metrics`. Leader election makes
+//! two replicas safe: losing the Lease or SIGTERM cancels the batch between tenants, SIGTERM
+//! releases the Lease, and the leader labels its own Pod so the Service routes webhooks to it.
 
 pub mod drift;
 mod events;
 pub mod http;
 mod leader;
 pub mod metrics;
+mod outcome;
 pub mod queue;
 mod reconciler;
 mod source_loop;
 pub mod webhook;
 
-use events::publish_events;
-use leader::lead;
-use reconciler::batch;
-use source_loop::fetch;
-
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::core::inventory::{Inventory, InventoryError};
-use crate::core::model::Repo;
 use crate::core::objects::ObjectId;
-use crate::core::render::TenantRender;
 use crate::kube::counter::RequestCounter;
-use crate::kube::inventory_store::load_inventories;
-use crate::kube::observe::ensure_namespace;
-use crate::kube::sync::{ClusterState, SyncOptions, sync_with};
 use crate::kube::{ClusterError, Resources};
-use crate::source::git::{GitAuth, GitSource};
+use crate::source::git::GitAuth;
 use metrics::Metrics;
 use queue::Queue;
+use source_loop::Revision;
 
 /// How the agent runs.
 #[derive(Debug, Clone)]
@@ -55,6 +48,10 @@ pub struct AgentOptions {
     pub cluster: String,
     /// Fetch interval (jitter of up to 10 % is added).
     pub interval: Duration,
+    /// Full resync period (jitter of up to 10 % is added).
+    pub resync_interval: Duration,
+    /// How long a clone or fetch may take before it is reported as failed.
+    pub git_timeout: Duration,
     /// Where the clone is cached.
     pub cache_dir: PathBuf,
     /// HTTP address for webhook, health and metrics.
@@ -91,20 +88,62 @@ pub enum AgentError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The git cache could not be opened or cloned at start.
-    #[error("git: {0}")]
-    Git(String),
     /// Leader election failed or the lease was lost.
     #[error("leader election: {0}")]
     Leadership(String),
 }
 
-/// State shared by the loop, the watches and the HTTP handlers.
+/// What a kind's watch knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchState {
+    /// The initial list is under way.
+    Listing,
+    /// The initial list is done; events keep the live hashes current.
+    Synced,
+    /// The kind cannot be listed or watched (e.g. 403); the tenants using it are degraded.
+    Failed(String),
+}
+
+/// What the agent reports about itself (readiness, `/readyz`, status).
+#[derive(Debug, Default)]
+struct Health {
+    /// Why there is no revision to serve yet (git unreachable at start), if so.
+    source_problem: Option<String>,
+    /// A revision was read from git.
+    has_revision: bool,
+    /// This replica holds the Lease (always true without leader election).
+    leading: bool,
+    /// The leader finished its first full pass over every tenant.
+    first_pass_done: bool,
+    /// Last fetched commit and last fetch error.
+    last_commit: Option<String>,
+    last_fetch_error: Option<String>,
+    /// Tenants not synced because a kind they use cannot be watched: tenant → reason.
+    degraded: BTreeMap<String, String>,
+    /// Each tenant's last sync attempt.
+    attempts: BTreeMap<String, Attempt>,
+}
+
+/// A tenant's last sync attempt, as `/status` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Attempt {
+    /// The commit attempted.
+    pub commit: String,
+    /// `applied`, `failed`, `invalid`, `skipped`, `purged`.
+    pub outcome: String,
+    /// Unix time of the attempt.
+    pub at: i64,
+    /// The first error, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// State shared by the loop, the source task, the watches and the HTTP handlers.
 pub struct Shared {
     client: kube::Client,
     counter: RequestCounter,
     metrics: Metrics,
-    ready: AtomicBool,
+    health: Mutex<Health>,
     fetch_now: Notify,
     wake: Notify,
     queue: Mutex<Queue>,
@@ -114,10 +153,16 @@ pub struct Shared {
     live: RwLock<HashMap<ObjectId, String>>,
     /// Live hashes recorded in the inventories after apply, with their tenant.
     recorded: RwLock<HashMap<ObjectId, (String, String)>>,
-    watched: Mutex<HashSet<String>>,
-    watches_pending: AtomicUsize,
+    /// One watch per kind: its state.
+    watches: Mutex<HashMap<String, WatchState>>,
+    /// Tenants being synced now: their objects' events are fief's own writes, not drift.
+    in_flight: Mutex<HashSet<String>>,
     webhook_secret: Option<Vec<u8>>,
     branch: String,
+    /// Cancelled on SIGTERM/SIGINT.
+    shutdown: CancellationToken,
+    /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
+    relist: tokio::sync::watch::Sender<u64>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -128,21 +173,18 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Shared {
-    fn enqueue(&self, tenant: &str) {
-        self.enqueue_at(tenant, Instant::now());
-    }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
-    fn enqueue_at(&self, tenant: &str, at: Instant) {
-        self.queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tenant, at);
+impl Shared {
+    fn enqueue_for(&self, tenant: &str, trigger: &'static str) {
+        lock(&self.queue).push_for(tenant, Instant::now(), trigger);
         self.wake.notify_one();
     }
 
     fn queue_len(&self) -> usize {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.queue).len()
     }
 
     fn desired_of(&self, id: &ObjectId) -> Option<(String, Value)> {
@@ -160,31 +202,84 @@ impl Shared {
         read(&self.recorded).get(id).map(|(_, h)| h.clone())
     }
 
+    fn is_in_flight(&self, tenant: &str) -> bool {
+        lock(&self.in_flight).contains(tenant)
+    }
+
     fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<ObjectId, String>> {
         write(&self.live)
+    }
+
+    /// The agent's view for `fief status` (`GET /status`): last fetched commit, last fetch
+    /// error, and each tenant's last attempt.
+    pub fn status_json(&self) -> Value {
+        let h = lock(&self.health);
+        let fetched_at = self
+            .metrics
+            .last_fetch_unix
+            .load(std::sync::atomic::Ordering::Relaxed);
+        serde_json::json!({
+            "leading": h.leading,
+            "fetchedCommit": h.last_commit,
+            "fetchedAt": fetched_at,
+            "fetchError": h.last_fetch_error,
+            "tenants": h.attempts,
+        })
+    }
+
+    /// Readiness and its reason: ready once a revision is loaded and, on the leader, the first
+    /// full pass is done. A standby with a revision is ready (it serves health and follows).
+    pub fn readiness(&self) -> (bool, String) {
+        let h = lock(&self.health);
+        let degraded = if h.degraded.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = h
+                .degraded
+                .iter()
+                .map(|(t, why)| format!("  {t}: {why}"))
+                .collect();
+            format!(
+                "\n{} tenant(s) degraded (not synced):\n{}",
+                h.degraded.len(),
+                list.join("\n")
+            )
+        };
+        if !h.has_revision {
+            let why = h
+                .source_problem
+                .clone()
+                .unwrap_or_else(|| "waiting for the first git fetch".to_string());
+            return (false, format!("not ready: {why}"));
+        }
+        if h.leading && !h.first_pass_done {
+            return (false, "not ready: first full sync in progress".to_string());
+        }
+        let role = if h.leading { "leader" } else { "standby" };
+        let fetch = match &h.last_fetch_error {
+            Some(e) => format!("\nlast fetch failed: {e}"),
+            None => String::new(),
+        };
+        (true, format!("ready ({role}){fetch}{degraded}"))
     }
 }
 
 /// What the loop knows between iterations.
 #[derive(Default)]
 struct LoopState {
-    commit: Option<String>,
-    repo: Option<Arc<Repo>>,
-    /// Input hash of each tenant at the current commit.
-    hashes: BTreeMap<String, String>,
+    rev: Option<Arc<Revision>>,
     /// Input hash each tenant was last synced (or found invalid) at.
     synced: BTreeMap<String, String>,
-    /// Tenants of the repo at the current commit.
-    known: BTreeSet<String>,
     /// Tenant files removed since the last orphan report.
     check_orphans: bool,
     /// The agent namespace exists.
     namespace_ready: bool,
-    /// Inventories read at the start of the current batch, updated chunk by chunk.
+    /// Inventories as they stand after the last batch (`None`: read them afresh).
     inventories: Option<BTreeMap<String, Result<Inventory, InventoryError>>>,
 }
 
-fn jitter(interval: Duration) -> Duration {
+/// Up to 10 % of `interval`, varying from call to call.
+pub(crate) fn jitter(interval: Duration) -> Duration {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -192,7 +287,22 @@ fn jitter(interval: Duration) -> Duration {
     interval.mul_f64(f64::from(nanos % 1000) / 10_000.0)
 }
 
-/// Run the agent until SIGTERM/SIGINT.
+/// Cancel `token` on SIGTERM or SIGINT.
+fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| AgentError::Leadership(format!("cannot handle SIGTERM: {e}")))?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping between tenants"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping between tenants"),
+        }
+        token.cancel();
+    });
+    Ok(())
+}
+
+/// Run the agent until SIGTERM/SIGINT (or until it loses the Lease).
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     let (client, counter) = crate::kube::connect(
         options.kubeconfig.as_deref(),
@@ -208,18 +318,21 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         client: client.clone(),
         counter,
         metrics: Metrics::default(),
-        ready: AtomicBool::new(false),
+        health: Mutex::new(Health::default()),
         fetch_now: Notify::new(),
         wake: Notify::new(),
         queue: Mutex::new(Queue::default()),
         desired: RwLock::new(HashMap::new()),
         live: RwLock::new(HashMap::new()),
         recorded: RwLock::new(HashMap::new()),
-        watched: Mutex::new(HashSet::new()),
-        watches_pending: AtomicUsize::new(0),
+        watches: Mutex::new(HashMap::new()),
+        in_flight: Mutex::new(HashSet::new()),
         webhook_secret: options.webhook_secret.clone(),
         branch: options.branch.clone(),
+        shutdown: CancellationToken::new(),
+        relist: tokio::sync::watch::Sender::new(0),
     });
+    on_signals(shared.shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|source| AgentError::Listen {
@@ -234,68 +347,84 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         }
     });
 
-    let mut leader = if options.leader_election {
-        Some(lead(&client, &options).await?)
+    // Every replica keeps a current clone, so a standby takes over with a revision in hand.
+    let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
+
+    let term = if options.leader_election {
+        match leader::lead(&shared, &options).await? {
+            Some(term) => Some(term),
+            None => return Ok(()),
+        }
     } else {
         None
     };
-
-    let git = {
-        let (url, branch, dir, auth) = (
-            options.repo.clone(),
-            options.branch.clone(),
-            options.cache_dir.clone(),
-            options.auth.clone(),
-        );
-        tokio::task::spawn_blocking(move || GitSource::open_or_clone(&url, &branch, &dir, auth))
-            .await
-            .map_err(|e| AgentError::Git(e.to_string()))?
-            .map_err(|e| AgentError::Git(e.to_string()))?
+    lock(&shared.health).leading = true;
+    let stop = match &term {
+        Some(t) => t.lost.clone(),
+        None => shared.shutdown.child_token(),
     };
-    let git = Arc::new(Mutex::new(git));
-
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| AgentError::Leadership(format!("cannot handle SIGTERM: {e}")))?;
-    let mut state = LoopState::default();
-    let mut next_fetch = Instant::now();
-    loop {
-        let now = Instant::now();
-        let due = shared
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .next_due();
-        let wake_at = due.map_or(next_fetch, |d| d.min(next_fetch)).max(now);
-        tokio::select! {
-            _ = tokio::time::sleep_until(wake_at.into()) => {}
-            _ = shared.fetch_now.notified() => next_fetch = Instant::now(),
-            _ = shared.wake.notified() => {}
-            _ = sigterm.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
-            lost = async {
-                match leader.as_mut() {
-                    Some(rx) => { let _ = rx.changed().await; !*rx.borrow() }
-                    None => std::future::pending().await,
-                }
-            } => if lost {
-                return Err(AgentError::Leadership("lost the lease; exiting so a replica takes over".into()));
-            }
-        }
-        if Instant::now() >= next_fetch {
-            fetch(&shared, &git, &mut state).await;
-            next_fetch = Instant::now() + options.interval + jitter(options.interval);
-        }
-        if state.repo.is_some() && shared.watches_pending.load(Ordering::SeqCst) == 0 {
-            let due = shared
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take_due(Instant::now());
-            if !due.is_empty() || state.check_orphans {
-                batch(&shared, &resources, &options, &mut state, due).await;
-            }
-        }
+    main_loop(&shared, &resources, &options, rev_rx, &stop).await;
+    lock(&shared.health).leading = false;
+    let lost = !shared.shutdown.is_cancelled();
+    if let Some(term) = term {
+        term.step_down().await;
+    }
+    if lost {
+        return Err(AgentError::Leadership(
+            "lost the lease; stopped between tenants; exiting so a replica takes over".into(),
+        ));
     }
     tracing::info!("shutting down: no sync in flight");
     Ok(())
+}
+
+/// The leader's loop: take new revisions, run due syncs, resync periodically; returns when
+/// `stop` is cancelled (shutdown or lost Lease), never in the middle of a tenant.
+async fn main_loop(
+    shared: &Arc<Shared>,
+    resources: &Resources,
+    options: &AgentOptions,
+    mut rev_rx: tokio::sync::watch::Receiver<Option<Arc<Revision>>>,
+    stop: &CancellationToken,
+) {
+    let mut state = LoopState::default();
+    let mut next_resync =
+        Instant::now() + options.resync_interval + jitter(options.resync_interval);
+    loop {
+        if let Some(rev) = rev_rx.borrow_and_update().clone() {
+            source_loop::take_revision(shared, &mut state, rev);
+        }
+        if Instant::now() >= next_resync && state.rev.is_some() {
+            tracing::info!("periodic full resync");
+            shared.relist.send_modify(|epoch| *epoch += 1);
+            state.inventories = None;
+            if let Some(rev) = &state.rev {
+                let now = Instant::now();
+                let mut q = lock(&shared.queue);
+                for t in rev.hashes.keys() {
+                    q.push_for(t, now, "resync");
+                }
+            }
+            next_resync =
+                Instant::now() + options.resync_interval + jitter(options.resync_interval);
+        }
+        if state.rev.is_some() {
+            let due = lock(&shared.queue).take_due(Instant::now());
+            if !due.is_empty() || state.check_orphans {
+                reconciler::batch(shared, resources, options, &mut state, due, stop).await;
+            }
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        let due = lock(&shared.queue).next_due();
+        let wake_at = due.map_or(next_resync, |d| d.min(next_resync));
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake_at.max(Instant::now()).into()) => {}
+            _ = shared.wake.notified() => {}
+            changed = rev_rx.changed() => if changed.is_err() { return; },
+            _ = stop.cancelled() => return,
+        }
+    }
 }

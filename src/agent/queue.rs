@@ -16,6 +16,7 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
 pub struct Queue {
     pending: BTreeMap<String, Instant>,
     failures: HashMap<String, u32>,
+    triggers: HashMap<String, &'static str>,
 }
 
 /// Delay before the `n`th retry (n ≥ 1): 1 s, 2 s, 4 s, … up to 5 min.
@@ -31,11 +32,23 @@ impl Queue {
         self.pending.entry(tenant.to_string()).or_insert(now);
     }
 
+    /// [`Queue::push`], remembering what triggered the sync (for logs and spans).
+    pub fn push_for(&mut self, tenant: &str, now: Instant, trigger: &'static str) {
+        self.push(tenant, now);
+        self.triggers.entry(tenant.to_string()).or_insert(trigger);
+    }
+
+    /// What triggered a due tenant's sync (`commit`, `drift`, `resync`, `retry`, …).
+    pub fn take_trigger(&mut self, tenant: &str) -> &'static str {
+        self.triggers.remove(tenant).unwrap_or("commit")
+    }
+
     /// Record a failed sync: the tenant comes back after its backoff.
     pub fn failed(&mut self, tenant: &str, now: Instant) {
         let n = self.failures.entry(tenant.to_string()).or_insert(0);
         *n += 1;
         self.pending.insert(tenant.to_string(), now + backoff(*n));
+        self.triggers.insert(tenant.to_string(), "retry");
     }
 
     /// Record a successful sync: the backoff resets.
@@ -47,6 +60,7 @@ impl Queue {
     pub fn forget(&mut self, tenant: &str) {
         self.pending.remove(tenant);
         self.failures.remove(tenant);
+        self.triggers.remove(tenant);
     }
 
     /// Take every tenant due at `now`.

@@ -1,109 +1,204 @@
-//! The reconciler: render the due tenants and sync them, a bounded batch at a time.
+//! The reconciler: render the due tenants and sync them one by one, stopping between tenants
+//! when told to.
 //!
-//! In: due tenant names and the loop state (repo, inventories, live hashes). Out: applies,
-//! prunes, inventory writes, Events and metrics; failed tenants back on the queue.
+//! In: due tenant names, the loop state (revision, inventories) and the watches' live hashes;
+//! a cancellation token (shutdown or lost Lease). Out: applies, prunes, inventory writes,
+//! Events and metrics; failed and cancelled tenants back on the queue. Rendering runs on a
+//! blocking thread. Every due tenant's desired objects are known before the watches' lists are
+//! used, so a start on an applied cluster finds every live hash and sends nothing. A tenant
+//! using a kind that cannot be watched is degraded (reported on it, nothing applied or
+//! pruned); the others go on. A tenant whose recorded status is unsettled (`Reconciling=True`,
+//! e.g. after SIGKILL) is applied again in full so its sync is finished.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::*;
-use crate::kube::Resources;
+use futures::stream::{self, StreamExt};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-/// Tenants rendered and synced together; bounds the agent's memory at thousands of tenants.
-const BATCH_TENANTS: usize = 50;
+use super::events::publish_events;
+use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
+use crate::core::diagnostic::{Diagnostic, Problem};
+use crate::core::render::TenantRender;
+use crate::kube::inventory_store::load_inventories;
+use crate::kube::observe::ensure_namespace;
+use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
+use crate::kube::{ClusterError, Resources};
 
-/// Render and sync the due tenants, a bounded batch at a time.
+/// How long a batch waits for the initial list of a kind before degrading its tenants.
+const LIST_WAIT: Duration = Duration::from_secs(30);
+
+/// Render the due tenants on a blocking thread; record their desired objects.
+async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<TenantRender> {
+    let Some(rev) = state.rev.clone() else {
+        return Vec::new();
+    };
+    let due: Vec<String> = due
+        .into_iter()
+        .filter(|t| rev.hashes.contains_key(t))
+        .collect();
+    if due.is_empty() {
+        return Vec::new();
+    }
+    let repo = rev.repo.clone();
+    let rendered = tokio::task::spawn_blocking(move || {
+        let renders = crate::core::pipeline::render_all(&repo, &due);
+        let mut desired = Vec::new();
+        for r in renders.iter().filter(|r| r.is_ok()) {
+            for o in &r.objects {
+                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
+                desired.push((o.id.clone(), r.tenant.clone(), json));
+            }
+        }
+        (renders, desired)
+    })
+    .await;
+    let (renders, objects) = match rendered {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "render task failed");
+            return Vec::new();
+        }
+    };
+    let mut desired = write(&shared.desired);
+    let synced: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+    desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
+    for (id, tenant, json) in objects {
+        desired.insert(id, (tenant, json));
+    }
+    renders
+}
+
+/// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
+/// tenant, why it cannot be synced now (a kind it uses cannot be watched).
+async fn watch_kinds(
+    shared: &Arc<Shared>,
+    resources: &Resources,
+    kinds: &BTreeMap<(String, String), BTreeSet<String>>,
+    stop: &CancellationToken,
+) -> BTreeMap<String, String> {
+    let mut keys: Vec<(String, &BTreeSet<String>)> = Vec::new();
+    let mut to_watch = Vec::new();
+    for ((v, k), tenants) in kinds {
+        if let Some(resource) = resources.resolve(v, k).await {
+            keys.push((drift::kind_key(&resource), tenants));
+            to_watch.push(resource);
+        }
+    }
+    drift::ensure_watches(shared, to_watch);
+    let deadline = Instant::now() + LIST_WAIT;
+    loop {
+        let listing = {
+            let watches = lock(&shared.watches);
+            keys.iter()
+                .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
+        };
+        if !listing || Instant::now() >= deadline || stop.is_cancelled() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let watches = lock(&shared.watches);
+    let mut degraded = BTreeMap::new();
+    for (k, tenants) in keys {
+        let why = match watches.get(&k) {
+            Some(WatchState::Failed(why)) => why.clone(),
+            Some(WatchState::Listing) => format!("{k}: the initial list did not finish in time"),
+            _ => continue,
+        };
+        for t in tenants {
+            degraded.entry(t.clone()).or_insert_with(|| why.clone());
+        }
+    }
+    degraded
+}
+
+/// A degraded tenant's render becomes a failed one: its status says why, and nothing is
+/// applied or pruned.
+fn degrade(render: &mut TenantRender, why: &str) {
+    render.objects.clear();
+    render.errors.push(
+        Diagnostic::new(
+            format!("tenants/{}.yaml", render.tenant),
+            None,
+            Problem::InvalidField {
+                field: "cluster access".to_string(),
+                detail: format!(
+                    "{why}; the agent cannot watch this kind, so this tenant is not synced (grant the agent list and watch on it)"
+                ),
+            },
+        )
+        .for_tenant(&render.tenant),
+    );
+}
+
+/// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants.
+const CHUNK: usize = 200;
+
+/// The kinds (apiVersion, kind) the renders use, with the tenants using each.
+fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
+    for r in renders {
+        for o in &r.objects {
+            let v = o.object["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            into.entry((v, o.id.kind.clone()))
+                .or_default()
+                .insert(r.tenant.clone());
+        }
+    }
+}
+
+/// Render and sync the due tenants, a chunk at a time; stop between tenants when `stop` is
+/// cancelled. Every due tenant's desired objects are recorded before the watches' first
+/// lists are used, so their live hashes are all known (no re-apply on start).
 pub(super) async fn batch(
     shared: &Arc<Shared>,
     resources: &Resources,
     options: &AgentOptions,
     state: &mut LoopState,
     due: Vec<String>,
+    stop: &CancellationToken,
 ) {
-    if due.is_empty() {
-        return sync_batch(shared, resources, options, state, due).await;
-    }
+    let Some(rev) = state.rev.clone() else { return };
     let started = Instant::now();
-    state.inventories = None;
-    for chunk in due.chunks(BATCH_TENANTS) {
-        sync_batch(shared, resources, options, state, chunk.to_vec()).await;
-    }
-    if !shared.ready.swap(true, Ordering::SeqCst) {
-        tracing::info!(
-            tenants = state.known.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "first full sync done; ready"
-        );
-    }
-}
-
-pub(super) async fn sync_batch(
-    shared: &Arc<Shared>,
-    resources: &Resources,
-    options: &AgentOptions,
-    state: &mut LoopState,
-    due: Vec<String>,
-) {
-    let Some(repo) = state.repo.clone() else {
-        return;
+    let triggers: HashMap<String, &'static str> = {
+        let mut q = lock(&shared.queue);
+        due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
-    let started = Instant::now();
-    let due: Vec<String> = due
-        .into_iter()
-        .filter(|t| state.known.contains(t))
-        .collect();
-    let renders: Vec<TenantRender> = if due.is_empty() {
-        Vec::new()
-    } else {
-        crate::core::pipeline::render_all(&repo, &due)
-    };
-    // The desired objects of these tenants replace their previous ones.
+    let chunks: Vec<Vec<String>> = due.chunks(CHUNK).map(<[String]>::to_vec).collect();
+    let mut kinds = BTreeMap::new();
+    let mut first = None;
+    for chunk in &chunks {
+        let renders = render(shared, state, chunk.clone()).await;
+        kinds_of(&renders, &mut kinds);
+        if chunks.len() == 1 {
+            first = Some(renders);
+        }
+    }
+    let degraded = watch_kinds(shared, resources, &kinds, stop).await;
     {
-        let mut desired = write(&shared.desired);
-        let synced: HashSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-        desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
-        for r in renders.iter().filter(|r| r.is_ok()) {
-            for o in &r.objects {
-                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
-                desired.insert(o.id.clone(), (r.tenant.clone(), json));
-            }
+        let mut h = lock(&shared.health);
+        for t in &due {
+            h.degraded.remove(t);
         }
+        h.degraded.extend(degraded.clone());
     }
-    // Watch every kind the tenants use; the first batch waits for the initial lists.
-    let mut kinds = BTreeSet::new();
-    for r in &renders {
-        for o in &r.objects {
-            let v = o.object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            kinds.insert((v, o.id.kind.clone()));
-        }
-    }
-    let mut to_watch = Vec::new();
-    for (v, k) in &kinds {
-        if let Some(resource) = resources.resolve(v, k).await {
-            to_watch.push(resource);
-        }
-    }
-    drift::ensure_watches(shared, to_watch);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while shared.watches_pending.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let config = repo.config.as_ref().ok();
+    let config = rev.repo.config.as_ref().ok();
     let agent_namespace = config
         .map(|c| c.agent_namespace.clone())
         .unwrap_or_else(|| options.lease_namespace.clone());
     let sync_options = SyncOptions {
         agent_namespace: agent_namespace.clone(),
-        concurrency: options.concurrency,
+        concurrency: 1,
         object_concurrency: 8,
         allow_mass_prune: false,
         guard: config.map(|c| c.prune_guard).unwrap_or_default(),
         cluster: options.cluster.clone(),
-        commit: state.commit.clone(),
+        commit: Some(rev.commit.clone()),
     };
     if !state.namespace_ready {
         match ensure_namespace(resources.client(), &agent_namespace).await {
@@ -111,10 +206,87 @@ pub(super) async fn sync_batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
-    // Inventories are read once per batch and kept up to date from each chunk's results.
+    let mut cancelled: Vec<String> = Vec::new();
+    for chunk in &chunks {
+        if stop.is_cancelled() {
+            cancelled.extend(chunk.iter().cloned());
+            continue;
+        }
+        let mut renders = match first.take() {
+            Some(r) => r,
+            None => render(shared, state, chunk.clone()).await,
+        };
+        for r in renders.iter_mut() {
+            if let Some(why) = degraded.get(&r.tenant) {
+                degrade(r, why);
+            }
+        }
+        let Some(cs) = cluster_state(shared, resources, state, &renders, &sync_options).await
+        else {
+            let now = Instant::now();
+            let mut q = lock(&shared.queue);
+            for t in chunk {
+                q.failed(t, now);
+            }
+            continue;
+        };
+        let ctx = Each {
+            shared,
+            resources,
+            cs: &cs,
+            sync_options: &sync_options,
+            concurrency: options.concurrency,
+            stop,
+            triggers: &triggers,
+        };
+        let result = sync_each(&ctx, state, &renders).await;
+        cancelled.extend(
+            renders
+                .iter()
+                .map(|r| r.tenant.clone())
+                .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t)),
+        );
+        outcome::record(shared, state, cs, &result, &degraded);
+        publish_events(shared, &agent_namespace, &result.reports).await;
+    }
+    let now = Instant::now();
+    for t in &cancelled {
+        lock(&shared.queue).push(t, now);
+    }
+    if !cancelled.is_empty() {
+        tracing::info!(
+            left = cancelled.len(),
+            "batch stopped between tenants; the rest is left for the next run"
+        );
+    }
+    shared
+        .metrics
+        .batch_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let mut h = lock(&shared.health);
+    if !h.first_pass_done && cancelled.is_empty() {
+        h.first_pass_done = true;
+        tracing::info!(
+            tenants = rev.hashes.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "first full sync done; ready"
+        );
+    }
+}
+
+/// Inventories and live hashes for this batch: the inventories as the last batch left them
+/// (read afresh at start and on a periodic resync) and the watches' live hashes.
+/// Unsettled tenants get no live hashes, so their sync is finished in full.
+async fn cluster_state(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    renders: &[TenantRender],
+    sync_options: &SyncOptions,
+) -> Option<ClusterState> {
     let inventories = match state.inventories.take() {
         Some(i) => i,
-        None => match load_inventories(resources.client(), &agent_namespace).await {
+        None => match load_inventories(resources.client(), &sync_options.agent_namespace).await {
             Ok(i) => i,
             Err(ClusterError::Unreachable {
                 source: kube::Error::Api(s),
@@ -122,108 +294,105 @@ pub(super) async fn sync_batch(
             }) if s.code == 404 => BTreeMap::new(),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read inventories; retrying later");
-                let now = Instant::now();
-                let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-                for t in &due {
-                    q.failed(t, now);
-                }
-                return;
+                return None;
             }
         },
     };
-    let live = {
+    let mut cs = {
         let live = read(&shared.live);
         let mut mine = HashMap::new();
-        for r in &renders {
+        for r in renders {
             for o in &r.objects {
                 if let Some(h) = live.get(&o.id) {
                     mine.insert(o.id.clone(), h.clone());
                 }
             }
         }
-        mine
+        ClusterState {
+            inventories,
+            live: mine,
+        }
     };
-    let cluster_state = ClusterState { inventories, live };
-    let result = sync_with(
-        resources,
-        &renders,
-        &cluster_state,
-        &state.known,
-        state.check_orphans,
-        &sync_options,
-    )
-    .await;
-    state.check_orphans = false;
-    let mut inventories = cluster_state.inventories;
-    for (tenant, inv) in &result.inventories {
-        match inv {
-            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
-            None => inventories.remove(tenant),
-        };
-    }
-    state.inventories = Some(inventories);
-    // What was applied is the new baseline for drift detection.
-    {
-        let mut recorded = write(&shared.recorded);
-        let mut live = write(&shared.live);
-        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t));
-        for (tenant, inv) in &result.inventories {
-            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
-                recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
-                live.insert(id.clone(), entry.live.clone());
-            }
-        }
-    }
-    let now = Instant::now();
-    for report in &result.reports {
-        let ok = report.is_ok();
-        shared.metrics.sync_result(ok);
-        shared
-            .metrics
-            .applied
-            .inc_by((report.counts.created + report.counts.configured) as u64);
-        shared.metrics.pruned.inc_by(report.counts.pruned as u64);
-        let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let hash = state.hashes.get(&report.tenant).cloned();
-        match report.outcome.as_str() {
-            "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
-                q.succeeded(&report.tenant);
-                if let Some(h) = hash {
-                    state.synced.insert(report.tenant.clone(), h);
-                }
-            }
-            "orphaned" => {}
-            _ => q.failed(&report.tenant, now),
-        }
-        drop(q);
-        let c = &report.counts;
-        if ok && c.created + c.configured + c.pruned == 0 {
-            tracing::debug!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                "unchanged"
-            );
-        } else if ok {
+    for r in renders {
+        let unsettled = cs.inventories.get(&r.tenant).is_some_and(|i| {
+            i.as_ref().is_ok_and(|i| {
+                i.status
+                    .condition("Reconciling")
+                    .is_some_and(|c| c.status == "True")
+            })
+        });
+        if unsettled {
             tracing::info!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                created = c.created,
-                configured = c.configured,
-                pruned = c.pruned,
-                "synced"
+                tenant = r.tenant,
+                "status not settled (interrupted sync); finishing it"
             );
-        } else {
-            tracing::warn!(
-                tenant = report.tenant,
-                outcome = report.outcome,
-                errors = ?report.errors,
-                "sync failed"
-            );
+            for o in &r.objects {
+                cs.live.remove(&o.id);
+            }
         }
     }
-    publish_events(shared, &agent_namespace, &result.reports).await;
-    shared
-        .metrics
-        .batch_seconds
-        .observe(started.elapsed().as_secs_f64());
+    Some(cs)
+}
+
+/// What [`sync_each`] runs with.
+struct Each<'a> {
+    shared: &'a Shared,
+    resources: &'a Resources,
+    cs: &'a ClusterState,
+    sync_options: &'a SyncOptions,
+    concurrency: usize,
+    stop: &'a CancellationToken,
+    triggers: &'a HashMap<String, &'static str>,
+}
+
+/// Sync the renders one tenant at a time (`concurrency` at once), never starting one after
+/// `stop`; then report orphaned inventories when due.
+async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRender]) -> SyncResult {
+    let known: BTreeSet<String> = state
+        .rev
+        .as_ref()
+        .map(|r| r.hashes.keys().cloned().collect())
+        .unwrap_or_default();
+    let parts: Vec<SyncResult> = stream::iter(renders.iter())
+        .map(|r| {
+            let known = &known;
+            async move {
+                if ctx.stop.is_cancelled() {
+                    return None;
+                }
+                lock(&ctx.shared.in_flight).insert(r.tenant.clone());
+                let trigger = ctx.triggers.get(&r.tenant).copied().unwrap_or("commit");
+                let span = tracing::info_span!(
+                    "sync",
+                    tenant = r.tenant.as_str(),
+                    commit = ctx.sync_options.commit.as_deref().unwrap_or(""),
+                    trigger = trigger,
+                );
+                let timer = Instant::now();
+                let one = std::slice::from_ref(r);
+                let out = sync_with(ctx.resources, one, ctx.cs, known, false, ctx.sync_options)
+                    .instrument(span)
+                    .await;
+                ctx.shared
+                    .metrics
+                    .observe_tenant(&r.tenant, timer.elapsed().as_secs_f64());
+                Some(out)
+            }
+        })
+        .buffer_unordered(ctx.concurrency.max(1))
+        .filter_map(|x| async move { x })
+        .collect()
+        .await;
+    let mut result = SyncResult::default();
+    for p in parts {
+        result.reports.extend(p.reports);
+        result.inventories.extend(p.inventories);
+    }
+    if state.check_orphans && !ctx.stop.is_cancelled() {
+        let p = sync_with(ctx.resources, &[], ctx.cs, &known, true, ctx.sync_options).await;
+        result.reports.extend(p.reports);
+        state.check_orphans = false;
+    }
+    result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    result
 }

@@ -9,11 +9,18 @@ use crate::source::git::GitAuth;
 fn init_logs(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
         LogFormat::Text => builder.try_init(),
     };
 }
@@ -50,6 +57,8 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         branch: args.branch.clone(),
         cluster: args.cluster.clone(),
         interval: args.interval,
+        resync_interval: args.resync_interval,
+        git_timeout: args.git_timeout,
         cache_dir: args.cache_dir.clone(),
         listen: args.listen,
         webhook_secret,
@@ -65,7 +74,11 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         context: args.cluster_args.context.clone(),
         api_qps: args.cluster_args.api_qps,
     };
-    match runtime()?.block_on(agent::run(options)) {
+    let rt = runtime()?;
+    let outcome = rt.block_on(agent::run(options));
+    // A git call hanging on a blocking thread must not hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
         Ok(()) => Ok(EXIT_OK),
         Err(e) => {
             tracing::error!(error = %e, "agent stopped");

@@ -2,16 +2,20 @@
 //!
 //! In: [`ApplyArgs`]. Out: a progress line per tenant and a summary on stdout (or JSON),
 //! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
-//! held (mass-prune guard, empty render).
+//! held (mass-prune guard, empty render), 5 (with `--wait`) objects not healthy in time.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use super::{
-    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, Format,
-    load_and_render, report_errors, resources, runtime,
+    ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
+    Format, load_and_render, report_errors, resources, runtime,
 };
+use crate::core::model::Repo;
+use crate::core::render::TenantRender;
+use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
+use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
 use crate::kube::sync::{SyncOptions, TenantReport};
 
 fn progress_line(r: &TenantReport) -> String {
@@ -53,7 +57,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         commit: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    let (reports, stats) = runtime()?.block_on(async {
+    let (reports, stats, unhealthy) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
         let reports = crate::kube::sync::sync(
             &resources,
@@ -63,7 +67,12 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             &options,
         )
         .await?;
-        Ok::<_, CliError>((reports, counter.stats()))
+        let unhealthy = if args.wait {
+            wait_for_health(&resources, &repo, &renders, &reports, args.timeout).await
+        } else {
+            BTreeMap::new()
+        };
+        Ok::<_, CliError>((reports, counter.stats(), unhealthy))
     })?;
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
@@ -76,6 +85,14 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         {
             let _ = writeln!(stderr, "error: tenant `{}`: prune held: {hold}", r.tenant);
         }
+        for u in unhealthy.get(&r.tenant).into_iter().flatten() {
+            let what = if u.failed { "failed" } else { "not healthy" };
+            let _ = writeln!(
+                stderr,
+                "error: tenant `{}`: {what}: {}: {}",
+                r.tenant, u.object, u.reason
+            );
+        }
     }
     match args.output {
         Format::Json => {
@@ -83,10 +100,13 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             struct Summary<'a> {
                 tenants: &'a [TenantReport],
                 requests: RequestStats,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                unhealthy: Option<&'a BTreeMap<String, Vec<Unhealthy>>>,
             }
             let summary = Summary {
                 tenants: &reports,
                 requests: stats,
+                unhealthy: args.wait.then_some(&unhealthy),
             };
             out = serde_json::to_string_pretty(&summary).unwrap_or_default();
             out.push('\n');
@@ -94,6 +114,12 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         Format::Text => {
             for r in &reports {
                 out.push_str(&progress_line(r));
+                if args.wait && r.outcome == "applied" && r.is_ok() {
+                    out.push_str(match unhealthy.get(&r.tenant) {
+                        Some(bad) if !bad.is_empty() => ", not healthy",
+                        _ => ", healthy",
+                    });
+                }
                 out.push('\n');
             }
             let failed = reports.iter().filter(|r| !r.is_ok()).count();
@@ -120,13 +146,40 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let invalid = reports.iter().any(|r| r.outcome == "invalid");
     let failed = reports.iter().any(|r| !r.is_ok() && r.outcome != "invalid");
     let held = reports.iter().any(|r| r.prune_blocked);
+    let sick = unhealthy.values().any(|u| !u.is_empty());
     Ok(if failed {
         EXIT_EXTERNAL
     } else if invalid {
         EXIT_INVALID
     } else if held {
         EXIT_PRUNE_HELD
+    } else if sick {
+        EXIT_UNHEALTHY
     } else {
         EXIT_OK
     })
+}
+
+/// With `--wait`: every applied tenant's component objects, polled until healthy (tenants
+/// concurrently); the objects that are not, by tenant.
+async fn wait_for_health(
+    resources: &Resources,
+    repo: &Repo,
+    renders: &[TenantRender],
+    reports: &[TenantReport],
+    default: std::time::Duration,
+) -> BTreeMap<String, Vec<Unhealthy>> {
+    let applied: BTreeSet<&str> = reports
+        .iter()
+        .filter(|r| r.outcome == "applied" && r.is_ok())
+        .map(|r| r.tenant.as_str())
+        .collect();
+    let waits = renders
+        .iter()
+        .filter(|r| applied.contains(r.tenant.as_str()))
+        .map(|r| async move {
+            let limits = deadlines(repo, r, default);
+            (r.tenant.clone(), wait_healthy(resources, r, &limits).await)
+        });
+    futures::future::join_all(waits).await.into_iter().collect()
 }

@@ -132,6 +132,13 @@ pub struct AgentArgs {
     /// Namespace of the leader-election Lease.
     #[arg(long, default_value = "fief-system")]
     pub lease_namespace: String,
+    /// Full resync period: every tenant is compared with a fresh LIST (10 % jitter added).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub resync_interval: std::time::Duration,
+    /// How long a git clone or fetch may take before it is reported as failed (it goes on in
+    /// the background; syncs, drift repair and shutdown never wait for it).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub git_timeout: std::time::Duration,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster_args: ClusterArgs,
@@ -158,6 +165,10 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// The agent's HTTP address for its view (`http://HOST:PORT`); default: through the API
+    /// server's proxy to the Service `fief-agent` in `--namespace`.
+    #[arg(long, value_name = "URL")]
+    pub agent: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -165,23 +176,7 @@ pub struct StatusArgs {
 
 /// `30s`, `5m`, `1h`, `250ms` or plain seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration like 30s, 5m or 1h"))?;
-    match unit {
-        "ms" => Ok(std::time::Duration::from_millis(n)),
-        "s" => Ok(std::time::Duration::from_secs(n)),
-        "m" => Ok(std::time::Duration::from_secs(n * 60)),
-        "h" => Ok(std::time::Duration::from_secs(n * 3600)),
-        _ => Err(format!(
-            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
-        )),
-    }
+    crate::core::model::parse_duration(text)
 }
 
 /// Which cluster.
@@ -219,6 +214,14 @@ pub struct ApplyArgs {
     /// Output format of the summary.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// After applying, wait until each tenant's objects are healthy (kstatus rules) or the
+    /// timeout passes; exit 5 when some are not.
+    #[arg(long)]
+    pub wait: bool,
+    /// With `--wait`: how long to wait for a component whose component.yaml sets no
+    /// `health.timeout`.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 /// `fief diff`.

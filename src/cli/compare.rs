@@ -31,28 +31,45 @@ pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
     let invalid = report_errors(&new);
     let comparison = compare(&base, &new);
     let to = args.to.as_deref().unwrap_or("the working tree");
-    let text = match args.output {
+    let text = report(
+        &comparison,
+        args,
+        &format!("{from} -> {to}"),
+        &format!("`{from}` → `{to}`"),
+    )?;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(if invalid || comparison.differs() {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The report in the format asked for; `label` names the two sides (`md_label` in Markdown).
+pub(super) fn report(
+    comparison: &Comparison,
+    args: &DiffArgs,
+    label: &str,
+    md_label: &str,
+) -> Result<String, CliError> {
+    Ok(match args.output {
         DiffFormat::Json => {
-            let mut t = serde_json::to_string_pretty(&comparison)
+            let mut t = serde_json::to_string_pretty(comparison)
                 .map_err(|e| CliError::Serialize(e.to_string()))?;
             t.push('\n');
             t
         }
-        DiffFormat::Markdown => markdown(&comparison, from, to),
+        DiffFormat::Markdown => markdown(comparison, md_label),
+        // Like `kubectl diff`, no difference prints nothing (the exit code says it).
+        DiffFormat::Text if !comparison.differs() => String::new(),
         DiffFormat::Text => {
             let colour = match args.color {
                 Colour::Always => true,
                 Colour::Never => false,
                 Colour::Auto => std::io::stdout().is_terminal(),
             };
-            plain(&comparison, from, to, colour)
+            plain(comparison, label, colour)
         }
-    };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    Ok(if invalid || comparison.differs() {
-        EXIT_INVALID
-    } else {
-        EXIT_OK
     })
 }
 
@@ -103,10 +120,10 @@ fn group_title(g: &Group) -> String {
     }
 }
 
-fn plain(c: &Comparison, from: &str, to: &str, colour: bool) -> String {
+fn plain(c: &Comparison, label: &str, colour: bool) -> String {
     let (added, changed, removed) = counts(c);
     let mut out = format!(
-        "{} tenants changed, {} unchanged ({from} -> {to}): {added} objects added, {changed} changed, {removed} removed\n",
+        "{} tenants changed, {} unchanged ({label}): {added} objects added, {changed} changed, {removed} removed\n",
         c.tenants.len(),
         c.unchanged
     );
@@ -131,9 +148,29 @@ fn plain(c: &Comparison, from: &str, to: &str, colour: bool) -> String {
         );
     }
     for g in &c.groups {
-        let _ = writeln!(out, "\n# {}", group_title(g));
+        // One tenant: `# tenant t: update <id>` per object; several: a title, then `# update <id>`.
+        let single = match g.tenants.as_slice() {
+            [t] => Some(t),
+            _ => None,
+        };
+        out.push('\n');
+        if single.is_none() {
+            let _ = writeln!(out, "# {}", group_title(g));
+        }
         for o in &g.objects {
-            let _ = writeln!(out, "# {:?} {}", o.action, o.id);
+            let verb = match o.action {
+                Action::Added => "create",
+                Action::Changed => "update",
+                Action::Removed => "delete",
+            };
+            match single {
+                Some(t) => {
+                    let _ = writeln!(out, "# tenant {t}: {verb} {}", o.id);
+                }
+                None => {
+                    let _ = writeln!(out, "# {verb} {}", o.id);
+                }
+            }
             out.push_str(&if colour {
                 colourise(&o.diff)
             } else {
@@ -144,10 +181,10 @@ fn plain(c: &Comparison, from: &str, to: &str, colour: bool) -> String {
     out
 }
 
-fn markdown(c: &Comparison, from: &str, to: &str) -> String {
+fn markdown(c: &Comparison, label: &str) -> String {
     let (added, changed, removed) = counts(c);
     let mut out = format!(
-        "### fief diff `{from}` → `{to}`\n\n**{} tenants changed**, {} unchanged: {added} objects added, {changed} changed, {removed} removed.\n\n",
+        "### fief diff {label}\n\n**{} tenants changed**, {} unchanged: {added} objects added, {changed} changed, {removed} removed.\n\n",
         c.tenants.len(),
         c.unchanged
     );
@@ -222,7 +259,7 @@ mod tests {
 
     #[test]
     fn text_starts_with_the_summary_and_shows_a_shared_change_once() {
-        let t = plain(&comparison(), "main", "HEAD", false);
+        let t = plain(&comparison(), "main -> HEAD", false);
         assert!(t.starts_with("2 tenants changed, 3 unchanged"), "{t}");
         assert!(t.contains("same change in 2 tenants: a, b"), "{t}");
         assert_eq!(t.matches("+x: 2").count(), 1, "{t}");
@@ -230,7 +267,7 @@ mod tests {
 
     #[test]
     fn markdown_has_a_table_and_a_diff_block_per_group() {
-        let m = markdown(&comparison(), "main", "HEAD");
+        let m = markdown(&comparison(), "`main` → `HEAD`");
         assert!(m.contains("| `a` | 0 | 1 | 0 |"), "{m}");
         assert!(m.contains("```diff"), "{m}");
     }

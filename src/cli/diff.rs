@@ -5,24 +5,21 @@
 //! (including applies the API server would refuse) on stderr; exit code 0 no difference, 1
 //! differences or invalid tenants, 3 cluster failure or a refusal apply would hit.
 
-use std::io::{IsTerminal, Write};
+use std::collections::BTreeMap;
+use std::io::Write;
 
 use super::{
-    CliError, Colour, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render,
-    report_errors, resources, runtime,
+    CliError, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render, report_errors,
+    resources, runtime,
 };
-use crate::kube::diff;
+use crate::core::compare::{Action, Comparison, ObjectChange, TenantChange};
+use crate::core::render::TenantRender;
+use crate::kube::diff::{self, ObjectDiff};
 
 /// `fief diff`.
 pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     if let Some(from) = &args.from {
         return super::compare::compare_cmd(args, from);
-    }
-    if args.output != super::DiffFormat::Text {
-        return Err(CliError::Usage(
-            "--output json|markdown needs --from (a diff against the cluster prints text)"
-                .to_string(),
-        ));
     }
     let (repo, renders) = load_and_render(&args.repo)?;
     let invalid = report_errors(&renders);
@@ -41,21 +38,9 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
         )
     })?;
     let (diffs, errors) = (&outcome.diffs, &outcome.errors);
-    let colour = match args.color {
-        Colour::Always => true,
-        Colour::Never => false,
-        Colour::Auto => std::io::stdout().is_terminal(),
-    };
-    let mut out = String::new();
-    for d in diffs {
-        out.push_str(&format!("# tenant {}: {} {}\n", d.tenant, d.action, d.id));
-        out.push_str(&if colour {
-            diff::colourise(&d.text)
-        } else {
-            d.text.clone()
-        });
-    }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let comparison = summarise(&renders, diffs);
+    let text = super::compare::report(&comparison, args, "cluster -> repo", "cluster → repo")?;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     let mut stderr = std::io::stderr().lock();
     for n in &outcome.notes {
         let _ = writeln!(stderr, "note: {n}");
@@ -70,4 +55,39 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// The cluster diff as a [`Comparison`]: per tenant the objects apply would create, update
+/// and prune, grouped like a pull-request diff.
+fn summarise(renders: &[TenantRender], diffs: &[ObjectDiff]) -> Comparison {
+    let mut by_tenant: BTreeMap<&str, Vec<ObjectChange>> = BTreeMap::new();
+    for d in diffs {
+        let action = match d.action {
+            "create" => Action::Added,
+            "delete" => Action::Removed,
+            _ => Action::Changed,
+        };
+        by_tenant.entry(&d.tenant).or_default().push(ObjectChange {
+            action,
+            id: d.id.to_string(),
+            diff: d.text.clone(),
+        });
+    }
+    let invalid: Vec<String> = renders
+        .iter()
+        .filter(|r| !r.is_ok())
+        .map(|r| r.tenant.clone())
+        .collect();
+    let unchanged = renders
+        .iter()
+        .filter(|r| r.is_ok() && !by_tenant.contains_key(r.tenant.as_str()))
+        .count();
+    let tenants = by_tenant
+        .into_iter()
+        .map(|(tenant, objects)| TenantChange {
+            tenant: tenant.to_string(),
+            objects,
+        })
+        .collect();
+    Comparison::from_changes(tenants, unchanged, invalid)
 }

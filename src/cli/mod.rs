@@ -40,6 +40,8 @@ pub const EXIT_EXTERNAL: u8 = 3;
 /// Exit code (`apply`): everything applied, but a prune git asks for was held (mass-prune
 /// guard, empty render); the objects that left git still run until a person acts.
 pub const EXIT_PRUNE_HELD: u8 = 4;
+/// Exit code (`apply --wait`): applied, but some objects did not become healthy in time.
+pub const EXIT_UNHEALTHY: u8 = 5;
 
 /// Failures of a command that are not diagnostics of the repo.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,9 @@
-//! `fief status`: every tenant's status from its inventory in the cluster.
+//! `fief status`: every tenant's status from its inventory in the cluster, beside the agent's
+//! view (last fetched commit, last fetch error, each tenant's last attempted commit and when).
 //!
-//! In: [`StatusArgs`]. Out: a table or JSON on stdout.
+//! In: [`StatusArgs`]. Out: a table or JSON on stdout. The agent's view comes from its
+//! `GET /status` (at `--agent`, or through the API server's Service proxy); when the agent
+//! cannot be reached the inventories are shown alone, with a note.
 
 use std::io::Write;
 
@@ -9,17 +12,19 @@ use crate::core::inventory::{Inventory, InventoryError};
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
-    let inventories = runtime()?.block_on(async {
+    let (inventories, agent) = runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),
             args.cluster.context.as_deref(),
             args.cluster.api_qps,
         )
         .await?;
-        Ok::<_, CliError>(
-            crate::kube::inventory_store::load_inventories(&client, &args.namespace).await?,
-        )
+        let inventories =
+            crate::kube::inventory_store::load_inventories(&client, &args.namespace).await?;
+        let agent = agent_view(&client, args).await;
+        Ok::<_, CliError>((inventories, agent))
     })?;
+    let attempt = |t: &str| agent.as_ref().ok().map(|a| a["tenants"][t].clone());
     let selected: Vec<(&String, &Result<Inventory, InventoryError>)> = inventories
         .iter()
         .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
@@ -36,7 +41,11 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             let rows: Vec<serde_json::Value> = selected
                 .iter()
                 .map(|(t, inv)| match inv {
-                    Ok(inv) => serde_json::json!({"tenant": t, "status": inv.status}),
+                    Ok(inv) => serde_json::json!({
+                        "tenant": t,
+                        "status": inv.status,
+                        "attempt": attempt(t.as_str()),
+                    }),
                     Err(e) => serde_json::json!({"tenant": t, "error": e.to_string()}),
                 })
                 .collect();
@@ -44,9 +53,17 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             out.push('\n');
         }
         Format::Text => {
+            out.push_str(&agent_line(&agent));
             out.push_str(&format!(
-                "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {}\n",
-                "TENANT", "READY", "STALLED", "REVISION", "OBJECTS", "COMMIT", "MESSAGE"
+                "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {:<22} {}\n",
+                "TENANT",
+                "READY",
+                "STALLED",
+                "REVISION",
+                "OBJECTS",
+                "COMMIT",
+                "ATTEMPTED",
+                "MESSAGE"
             ));
             for (t, inv) in &selected {
                 match inv {
@@ -62,8 +79,11 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                             .status
                             .condition("Orphaned")
                             .is_some_and(|c| c.status == "True");
+                        let tried = attempt(t.as_str())
+                            .map(|a| attempt_cell(&a))
+                            .unwrap_or_default();
                         out.push_str(&format!(
-                            "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {}{}\n",
+                            "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {:<22} {}{}\n",
                             t,
                             condition(inv, "Ready"),
                             condition(inv, "Stalled"),
@@ -76,6 +96,11 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                                 .chars()
                                 .take(12)
                                 .collect::<String>(),
+                            if tried.is_empty() {
+                                "-".to_string()
+                            } else {
+                                tried
+                            },
                             if orphan { "ORPHANED: " } else { "" },
                             message
                         ));
@@ -91,4 +116,93 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             .map_or(true, |i| condition(i, "Ready") != "True")
     });
     Ok(if any_bad { EXIT_INVALID } else { EXIT_OK })
+}
+
+/// The agent's `/status` JSON, or why it could not be read.
+async fn agent_view(client: &kube::Client, args: &StatusArgs) -> Result<serde_json::Value, String> {
+    let text = match &args.agent {
+        Some(url) => get_plain_http(url, "/status").await?,
+        None => {
+            let path = format!(
+                "/api/v1/namespaces/{}/services/fief-agent:http/proxy/status",
+                args.namespace
+            );
+            let request = http::Request::get(path)
+                .body(Vec::new())
+                .map_err(|e| e.to_string())?;
+            client
+                .request_text(request)
+                .await
+                .map_err(|e| format!("through the Service fief-agent: {e}"))?
+        }
+    };
+    serde_json::from_str(&text).map_err(|e| format!("not the agent's /status: {e}"))
+}
+
+/// `GET path` on `http://host:port` (plain HTTP/1.1; the agent's port).
+async fn get_plain_http(url: &str, path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let host = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("--agent {url}: only http://HOST:PORT is supported"))?
+        .trim_end_matches('/')
+        .to_string();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let io = move || {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(host.as_str())?
+            .next()
+            .ok_or_else(|| std::io::Error::other("no address"))?;
+        let timeout = std::time::Duration::from_secs(5);
+        let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        s.set_read_timeout(Some(timeout))?;
+        s.write_all(req.as_bytes())?;
+        let mut out = Vec::new();
+        s.read_to_end(&mut out)?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&out).into_owned())
+    };
+    let text = tokio::task::spawn_blocking(io)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?
+        .map_err(|e| format!("{url}: {e}"))?;
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .ok_or_else(|| format!("{url}: not an HTTP response"))
+}
+
+fn age(unix: i64) -> String {
+    if unix <= 0 {
+        return "never".to_string();
+    }
+    let secs = (crate::agent::metrics::unix_now() - unix).max(0);
+    match secs {
+        s if s < 120 => format!("{s}s ago"),
+        s if s < 7200 => format!("{}m ago", s / 60),
+        s => format!("{}h ago", s / 3600),
+    }
+}
+
+/// `abc123456789 applied 12s ago`.
+fn attempt_cell(a: &serde_json::Value) -> String {
+    let Some(commit) = a["commit"].as_str() else {
+        return String::new();
+    };
+    format!(
+        "{} {} {}",
+        commit.chars().take(8).collect::<String>(),
+        a["outcome"].as_str().unwrap_or(""),
+        age(a["at"].as_i64().unwrap_or(0))
+    )
+}
+
+/// The agent line above the table.
+fn agent_line(agent: &Result<serde_json::Value, String>) -> String {
+    match agent {
+        Ok(a) => format!(
+            "agent: last fetched commit {} ({}), last fetch error: {}\n",
+            a["fetchedCommit"].as_str().unwrap_or("-"),
+            age(a["fetchedAt"].as_i64().unwrap_or(0)),
+            a["fetchError"].as_str().unwrap_or("none"),
+        ),
+        Err(e) => format!("agent: not reachable ({e}); showing the inventories alone\n"),
+    }
 }

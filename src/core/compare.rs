@@ -185,6 +185,30 @@ pub fn compare(base: &[TenantRender], new: &[TenantRender]) -> Comparison {
     out
 }
 
+impl Comparison {
+    /// A comparison from per-tenant changes found another way (e.g. against a cluster):
+    /// sorted and grouped like [`compare`]'s.
+    pub fn from_changes(
+        mut tenants: Vec<TenantChange>,
+        unchanged: usize,
+        invalid: Vec<String>,
+    ) -> Comparison {
+        for t in &mut tenants {
+            t.objects
+                .sort_by(|a, b| (a.action, &a.id).cmp(&(b.action, &b.id)));
+        }
+        tenants.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        let groups = group(&tenants);
+        Comparison {
+            tenants,
+            unchanged,
+            invalid,
+            orphaned: Vec::new(),
+            groups,
+        }
+    }
+}
+
 /// Group tenants whose changes are the same with their name replaced by a placeholder.
 fn group(tenants: &[TenantChange]) -> Vec<Group> {
     let mut by_shape: BTreeMap<Vec<ObjectChange>, Vec<&TenantChange>> = BTreeMap::new();

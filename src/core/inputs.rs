@@ -3,7 +3,8 @@
 //!
 //! In: a parsed [`Repo`]. Out: per tenant a hash over fief.yaml, the tenant file, the
 //! environment files it uses, every file of the components it enables (and their
-//! dependencies), and the baseline. A change to a shared component changes exactly the hashes
+//! dependencies), every file those templates include, import or extend by a literal name
+//! (followed transitively, wherever it lives in the repo), and the baseline. A change to a shared component changes exactly the hashes
 //! of the tenants that use it. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,6 +27,54 @@ fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
 
 fn hex(h: Sha256) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Template names a file names by a literal in `{% include/import/extends/from ... %}`,
+/// resolved as the renderer does (a name without `/` is next to the including file).
+fn template_refs(path: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let dir = path.rsplit_once('/').map(|(d, _)| d);
+    for block in text.split("{%").skip(1) {
+        let body = block.split("%}").next().unwrap_or("");
+        let body = body.trim_start_matches(['-', '+']).trim_start();
+        let word = body.split_whitespace().next().unwrap_or("");
+        if !matches!(word, "include" | "import" | "extends" | "from") {
+            continue;
+        }
+        let mut rest = &body[word.len()..];
+        while let Some(start) = rest.find(['"', '\'']) {
+            let quote = &rest[start..start + 1];
+            let after = &rest[start + 1..];
+            let Some(end) = after.find(quote) else { break };
+            let name = &after[..end];
+            out.push(match (name.contains('/'), dir) {
+                (false, Some(d)) => format!("{d}/{name}"),
+                _ => name.to_string(),
+            });
+            rest = &after[end + 1..];
+        }
+    }
+    out
+}
+
+/// Files outside `dir` that the templates under it reach by literal includes, transitively.
+fn referenced_outside(snapshot: &crate::core::snapshot::Snapshot, dir: &str) -> BTreeSet<String> {
+    let prefix = format!("{dir}/");
+    let mut todo: Vec<String> = snapshot
+        .under(dir)
+        .filter_map(|(p, e)| e.as_ref().ok().map(|t| template_refs(p, t)))
+        .flatten()
+        .collect();
+    let mut seen = BTreeSet::new();
+    while let Some(path) = todo.pop() {
+        if path.starts_with(&prefix) || !seen.insert(path.clone()) {
+            continue;
+        }
+        if let Some(Ok(text)) = snapshot.get(&path) {
+            todo.extend(template_refs(&path, text));
+        }
+    }
+    seen
 }
 
 /// Input hashes of every tenant of the repo, by tenant name.
@@ -52,7 +101,15 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
     let components: BTreeMap<&str, String> = repo
         .components
         .keys()
-        .map(|c| (c.as_str(), dir_hash(&format!("components/{c}"))))
+        .map(|c| {
+            let dir = format!("components/{c}");
+            let mut h = Sha256::new();
+            h.update(dir_hash(&dir).as_bytes());
+            for path in referenced_outside(snapshot, &dir) {
+                hash_entry(&mut h, &path, snapshot.get(&path));
+            }
+            (c.as_str(), hex(h))
+        })
         .collect();
     let mut out = BTreeMap::new();
     for (name, tenant) in &repo.tenants {
@@ -175,6 +232,25 @@ mod tests {
         assert_ne!(before["b"], after["b"]);
         assert_eq!(before["a"], after["a"]);
         assert_eq!(before["c"], after["c"]);
+    }
+
+    #[test]
+    fn a_change_to_a_file_included_from_another_component_touches_the_including_tenants() {
+        let include = (
+            "components/db/templates/x.yaml",
+            "{% include \"shared/snippet.txt\" %}\n",
+        );
+        let before = hashes(&[include, ("shared/snippet.txt", "one")]);
+        let after = hashes(&[include, ("shared/snippet.txt", "two")]);
+        assert_ne!(before["b"], after["b"]);
+        assert_eq!(before["a"], after["a"]);
+        let nested = ("shared/snippet.txt", "{%- include 'deep.txt' %}");
+        let before = hashes(&[include, nested, ("shared/deep.txt", "one")]);
+        let after = hashes(&[include, nested, ("shared/deep.txt", "two")]);
+        assert_ne!(
+            before["b"], after["b"],
+            "followed transitively, relative names too"
+        );
     }
 
     #[test]

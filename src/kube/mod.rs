@@ -8,6 +8,7 @@ pub mod adopt;
 pub mod apply;
 pub mod counter;
 pub mod diff;
+pub mod health;
 pub mod inventory_store;
 pub mod observe;
 pub mod prune;

@@ -25,16 +25,45 @@ pub struct ComponentMeta {
     pub health: Health,
 }
 
-/// When a component counts as healthy.
+/// When a component counts as healthy (`health:` in component.yaml).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Health {
-    /// Wait for workloads to become ready after apply.
+    /// Whether a sync that waits for health (`fief apply --wait`) waits for this component's
+    /// objects; default true.
     #[serde(default)]
-    pub wait: bool,
-    /// How long to wait, e.g. `5m`.
+    pub wait: Option<bool>,
+    /// How long to wait, e.g. `5m` (default: the command's `--timeout`).
     #[serde(default)]
     pub timeout: Option<String>,
+}
+
+impl Health {
+    /// Whether to wait for this component (unset means yes).
+    pub fn waits(&self) -> bool {
+        self.wait.unwrap_or(true)
+    }
+}
+
+/// A duration written as `30s`, `5m`, `1h` or `250ms` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 30s, 5m or 1h"))?;
+    match unit {
+        "ms" => Ok(std::time::Duration::from_millis(n)),
+        "s" => Ok(std::time::Duration::from_secs(n)),
+        "m" => Ok(std::time::Duration::from_secs(n * 60)),
+        "h" => Ok(std::time::Duration::from_secs(n * 3600)),
+        _ => Err(format!(
+            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
+        )),
+    }
 }
 
 /// A parsed component.

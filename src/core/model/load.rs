@@ -299,6 +299,21 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
             ComponentMeta::default()
         }
     };
+    if let Some(Err(detail)) = meta.health.timeout.as_deref().map(parse_duration) {
+        let file = format!("{dir}/component.yaml");
+        let line = read(snapshot, &file)
+            .ok()
+            .flatten()
+            .and_then(|t| line_of_key(t, "timeout"));
+        errors.push(Diagnostic::new(
+            file,
+            line,
+            Problem::InvalidField {
+                field: "health.timeout".to_string(),
+                detail,
+            },
+        ));
+    }
     let values = match parse_file::<Value>(snapshot, &format!("{dir}/varz.yaml")) {
         Ok(v) => v.unwrap_or(Value::Object(Default::default())),
         Err(d) => {

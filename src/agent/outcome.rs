@@ -1,0 +1,155 @@
+//! Outcomes: a batch's sync results taken into the agent's state.
+//!
+//! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: inventories
+//! kept for the next batch, the drift baseline (recorded live hashes), the queue (success
+//! resets backoff, failure backs off), metrics (per-tenant readiness, failures by category)
+//! and one log line per tenant.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::{LoopState, Shared, lock, write};
+use crate::kube::sync::{ClusterState, SyncResult, TenantReport};
+
+/// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
+pub(super) fn record(
+    shared: &Shared,
+    state: &mut LoopState,
+    cs: ClusterState,
+    result: &SyncResult,
+    degraded: &BTreeMap<String, String>,
+) {
+    let mut inventories = cs.inventories;
+    for (tenant, inv) in &result.inventories {
+        match inv {
+            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
+            None => inventories.remove(tenant),
+        };
+    }
+    state.inventories = Some(inventories);
+    // What was applied is the new baseline for drift detection.
+    {
+        let mut recorded = write(&shared.recorded);
+        let mut live = write(&shared.live);
+        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t));
+        for (tenant, inv) in &result.inventories {
+            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
+                recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
+                live.insert(id.clone(), entry.live.clone());
+            }
+        }
+    }
+    {
+        let mut in_flight = lock(&shared.in_flight);
+        for r in &result.reports {
+            in_flight.remove(&r.tenant);
+        }
+    }
+    let now = Instant::now();
+    let hashes = state
+        .rev
+        .as_ref()
+        .map(|r| r.hashes.clone())
+        .unwrap_or_default();
+    for report in &result.reports {
+        account(shared, state, report, &hashes, degraded, now);
+    }
+}
+
+fn account(
+    shared: &Shared,
+    state: &mut LoopState,
+    report: &TenantReport,
+    hashes: &BTreeMap<String, String>,
+    degraded: &BTreeMap<String, String>,
+    now: Instant,
+) {
+    let ok = report.is_ok();
+    let is_degraded = degraded.contains_key(&report.tenant);
+    if report.outcome != "orphaned" {
+        let attempt = super::Attempt {
+            commit: state
+                .rev
+                .as_ref()
+                .map(|r| r.commit.clone())
+                .unwrap_or_default(),
+            outcome: report.outcome.clone(),
+            at: super::metrics::unix_now(),
+            error: report.errors.first().cloned(),
+        };
+        lock(&shared.health)
+            .attempts
+            .insert(report.tenant.clone(), attempt);
+    }
+    shared.metrics.sync_result(ok && !is_degraded);
+    let c = &report.counts;
+    shared
+        .metrics
+        .applied
+        .inc_by((c.created + c.configured) as u64);
+    shared.metrics.pruned.inc_by(c.pruned as u64);
+    if report.outcome != "orphaned" {
+        shared.metrics.tenant_ready(
+            &report.tenant,
+            ok && !is_degraded && report.outcome != "invalid",
+        );
+    }
+    let mut q = lock(&shared.queue);
+    match report.outcome.as_str() {
+        _ if is_degraded => q.failed(&report.tenant, now),
+        "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
+            q.succeeded(&report.tenant);
+            if let Some(h) = hashes.get(&report.tenant) {
+                state.synced.insert(report.tenant.clone(), h.clone());
+            }
+        }
+        "orphaned" => {}
+        _ => q.failed(&report.tenant, now),
+    }
+    drop(q);
+    if ok && c.created + c.configured + c.pruned == 0 {
+        tracing::debug!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            "unchanged"
+        );
+    } else if ok {
+        tracing::info!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            created = c.created,
+            configured = c.configured,
+            pruned = c.pruned,
+            "synced"
+        );
+    } else {
+        let first = report.errors.first().map(String::as_str).unwrap_or("");
+        shared
+            .metrics
+            .failure(category(first, is_degraded, &report.outcome));
+        tracing::warn!(
+            tenant = report.tenant,
+            outcome = report.outcome,
+            errors = report.errors.len(),
+            first_error = first,
+            "sync failed"
+        );
+    }
+}
+
+/// A low-cardinality failure category for metrics.
+fn category(error: &str, degraded: bool, outcome: &str) -> &'static str {
+    if degraded {
+        "watch"
+    } else if outcome == "invalid" {
+        "render"
+    } else if error.contains("forbidden") || error.contains("403") {
+        "forbidden"
+    } else if error.contains("inventory") {
+        "inventory"
+    } else if error.contains("prune") || error.contains("delete") {
+        "prune"
+    } else {
+        "apply"
+    }
+}

@@ -1,0 +1,134 @@
+//! Waiting for health: after a tenant is applied, read its objects until every one is healthy
+//! by kstatus rules ([`crate::core::health`]), one fails, or its component's timeout passes.
+//!
+//! In: a rendered tenant, each component's health settings, a default timeout. Out: the
+//! objects that are not healthy, and why. Reads only (one GET per pending object per second).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Resources;
+use crate::core::health::{Health, health};
+use crate::core::model::{BASELINE, Repo, parse_duration};
+use crate::core::objects::ObjectId;
+use crate::core::render::TenantRender;
+
+/// An object that did not become healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unhealthy {
+    /// The object, `group/kind namespace/name`.
+    pub object: String,
+    /// What its status says.
+    pub reason: String,
+    /// `true` when it failed (will not converge); `false` when it timed out still in progress.
+    pub failed: bool,
+}
+
+/// How long to wait for each of the tenant's components; `None`: do not wait for it.
+pub fn deadlines(
+    repo: &Repo,
+    render: &TenantRender,
+    default: Duration,
+) -> BTreeMap<String, Option<Duration>> {
+    let mut out = BTreeMap::new();
+    for o in &render.objects {
+        if o.component == BASELINE || out.contains_key(&o.component) {
+            continue;
+        }
+        let health = repo
+            .components
+            .values()
+            .filter_map(|c| c.as_ref().ok())
+            .find(|c| c.name == o.component)
+            .map(|c| c.meta.health.clone())
+            .unwrap_or_default();
+        let timeout = health
+            .timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+            .unwrap_or(default);
+        out.insert(o.component.clone(), health.waits().then_some(timeout));
+    }
+    out
+}
+
+/// Poll the tenant's component objects until all are healthy, one fails, or time runs out.
+pub async fn wait_healthy(
+    resources: &Resources,
+    render: &TenantRender,
+    deadlines: &BTreeMap<String, Option<Duration>>,
+) -> Vec<Unhealthy> {
+    let start = Instant::now();
+    let mut pending: HashMap<&ObjectId, (Duration, String, &Value)> = render
+        .objects
+        .iter()
+        .filter_map(|o| {
+            let limit = deadlines.get(&o.component).copied().flatten()?;
+            Some((&o.id, (limit, "not read yet".to_string(), &o.object)))
+        })
+        .collect();
+    let mut bad = Vec::new();
+    while !pending.is_empty() {
+        let mut done = Vec::new();
+        for (id, (_, reason, object)) in pending.iter_mut() {
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            let live = match resources.resolve(api_version, &id.kind).await {
+                Some(resource) => {
+                    resources
+                        .api(&resource, &id.namespace)
+                        .get_opt(&id.name)
+                        .await
+                }
+                None => {
+                    *reason = "the cluster does not serve this kind".to_string();
+                    continue;
+                }
+            };
+            match live {
+                Ok(Some(obj)) => {
+                    let value = serde_json::to_value(obj).unwrap_or(Value::Null);
+                    match health(&value) {
+                        Health::Current => done.push((*id, None)),
+                        Health::Failed(why) => done.push((*id, Some(why))),
+                        Health::InProgress(why) => *reason = why,
+                    }
+                }
+                Ok(None) => *reason = "not found".to_string(),
+                Err(e) => *reason = format!("cannot read it: {}", super::brief(&e)),
+            }
+        }
+        for (id, failure) in done {
+            pending.remove(id);
+            if let Some(reason) = failure {
+                bad.push(Unhealthy {
+                    object: id.to_string(),
+                    reason,
+                    failed: true,
+                });
+            }
+        }
+        let elapsed = start.elapsed();
+        let expired: Vec<&ObjectId> = pending
+            .iter()
+            .filter(|(_, (limit, ..))| elapsed >= *limit)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some((limit, reason, _)) = pending.remove(id) {
+                bad.push(Unhealthy {
+                    object: id.to_string(),
+                    reason: format!("{reason} (still not healthy after {}s)", limit.as_secs()),
+                    failed: false,
+                });
+            }
+        }
+        if !pending.is_empty() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    bad.sort_by(|a, b| a.object.cmp(&b.object));
+    bad
+}
