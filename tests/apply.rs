@@ -75,10 +75,12 @@ impl TestRepo {
 
 const BOTH: &str = "  components:\n    - name: app\n    - name: store\n";
 
-/// Run `fief <cmd> <repo> --kubeconfig admin [args]`.
+/// Run `fief <cmd> <repo> --kubeconfig admin [args]` (with the example repo's test-only age
+/// key as $SOPS_AGE_KEY_FILE, which only repos with SOPS secrets read).
 fn fief(cmd: &str, repo: &Path, args: &[&str]) -> Output {
     let cp = common::control_plane();
     Command::new(fief_bin())
+        .env("SOPS_AGE_KEY_FILE", example_age_key())
         .arg(cmd)
         .arg(repo)
         .arg("--kubeconfig")
@@ -162,19 +164,28 @@ fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo")
 }
 
+fn example_age_key() -> PathBuf {
+    example().join("age-key.TEST-ONLY.txt")
+}
+
 #[test]
 fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutating_request() {
     // The example repo's tenants (acme, globex, ...) are used by this test only.
     let first = apply_json(&example(), &[], 0);
     assert!(
-        first["requests"]["patch"].as_u64().unwrap() >= 160,
+        first["requests"]["patch"].as_u64().unwrap() >= 167,
         "{first}"
     );
 
     // Every rendered object exists, with fief's labels.
-    let repo = fief::core::model::Repo::load(std::sync::Arc::new(
+    let mut repo = fief::core::model::Repo::load(std::sync::Arc::new(
         fief::core::snapshot::Snapshot::read_dir(&example()).unwrap(),
     ));
+    let keys =
+        fief::core::secrets::Keys::parse(&std::fs::read_to_string(example_age_key()).unwrap())
+            .unwrap();
+    repo.secrets
+        .set_unlock(fief::core::secrets::Unlock::Keys(std::sync::Arc::new(keys)));
     let renders = fief::core::pipeline::render_all(&repo, &[]);
     let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses,cronjobs";
     let live = kubectl_json(&[
@@ -216,7 +227,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
             assert!(live_ids.contains(&id), "{:?} was not applied", o.id);
         }
     }
-    assert_eq!(count, 160);
+    assert_eq!(count, 167);
 
     // Second apply: nothing to do, and not one mutating request.
     let second = apply_json(&example(), &[], 0);
@@ -224,7 +235,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     assert_eq!(second["requests"]["put"], 0, "{second}");
     assert_eq!(second["requests"]["patch"], 0, "{second}");
     assert_eq!(second["requests"]["delete"], 0, "{second}");
-    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 52);
+    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 54);
 
     // kubectl sees one ApplySet parent per tenant, and every member through part-of.
     let parents = kubectl_json(&[
@@ -255,7 +266,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         "-l",
         &format!("applyset.kubernetes.io/part-of={acme_id}"),
     ]);
-    assert_eq!(members["items"].as_array().unwrap().len(), 52);
+    assert_eq!(members["items"].as_array().unwrap().len(), 54);
     let acme = parents["items"]
         .as_array()
         .unwrap()
@@ -281,10 +292,14 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         .unwrap();
     assert_eq!(ready["status"], "True", "{status}");
 
-    // `fief render` output passes the API server's own validation (server-side dry-run).
+    // `fief render --show-secrets` output passes the API server's own validation (server-side
+    // dry-run); without --show-secrets its Secrets are invalid on purpose (tests/secrets.rs).
     let rendered = Command::new(fief_bin())
         .arg("render")
         .arg(example())
+        .arg("--show-secrets")
+        .arg("--age-key-file")
+        .arg(example_age_key())
         .output()
         .unwrap();
     assert!(rendered.status.success());

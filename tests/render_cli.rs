@@ -154,6 +154,8 @@ fn secrets_are_redacted_unless_asked() {
         "--tenant",
         "globex",
         "--show-secrets",
+        "--age-key-file",
+        example().join("age-key.TEST-ONLY.txt").to_str().unwrap(),
     ]);
     assert!(stdout(&shown).contains("username: YXBw"));
 }

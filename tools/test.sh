@@ -13,5 +13,8 @@ cd "${repo_root}"
 bin_dir="$(tools/build-control-plane.sh)"
 export FIEF_CP_BIN_DIR="${bin_dir}"
 printf 'test.sh: control plane binaries in %s\n' "${bin_dir}" >&2
+# The pinned sops CLI for the SOPS interop tests (tests/secrets.rs), cached like the above.
+FIEF_SOPS_BIN="$(tools/build-sops.sh)"
+export FIEF_SOPS_BIN
 
 cargo test --locked --all-targets "$@"

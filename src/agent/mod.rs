@@ -72,6 +72,8 @@ pub struct AgentOptions {
     pub context: Option<String>,
     /// Client-side limit on API requests per second.
     pub api_qps: u32,
+    /// age identities that decrypt the repo's SOPS secrets (none: tenants reading them fail).
+    pub age_keys: Option<Arc<crate::core::secrets::Keys>>,
 }
 
 /// Why the agent stopped.
@@ -163,6 +165,7 @@ pub struct Shared {
     shutdown: CancellationToken,
     /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
     relist: tokio::sync::watch::Sender<u64>,
+    age_keys: Option<Arc<crate::core::secrets::Keys>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -331,6 +334,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         branch: options.branch.clone(),
         shutdown: CancellationToken::new(),
         relist: tokio::sync::watch::Sender::new(0),
+        age_keys: options.age_keys.clone(),
     });
     on_signals(shared.shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(options.listen)

@@ -127,7 +127,7 @@ pub(super) async fn run(
                     h.last_commit = Some(commit.clone());
                 }
                 if current.as_deref() != Some(commit.as_str()) {
-                    match read_revision(&git, &commit).await {
+                    match read_revision(&git, &commit, shared.age_keys.clone()).await {
                         Ok(rev) => {
                             current = Some(commit.clone());
                             {
@@ -160,7 +160,11 @@ pub(super) async fn run(
 }
 
 /// Read a commit, parse the repo and hash every tenant's inputs, on a blocking thread.
-async fn read_revision(git: &Arc<Mutex<GitSource>>, commit: &str) -> Result<Revision, String> {
+async fn read_revision(
+    git: &Arc<Mutex<GitSource>>,
+    commit: &str,
+    age_keys: Option<Arc<crate::core::secrets::Keys>>,
+) -> Result<Revision, String> {
     let g = git.clone();
     let c = commit.to_string();
     tokio::task::spawn_blocking(move || {
@@ -169,7 +173,11 @@ async fn read_revision(git: &Arc<Mutex<GitSource>>, commit: &str) -> Result<Revi
             .unwrap_or_else(|e| e.into_inner())
             .snapshot(&c)
             .map_err(|e| e.to_string())?;
-        let repo = Repo::load(Arc::new(snapshot));
+        let mut repo = Repo::load(Arc::new(snapshot));
+        if let Some(keys) = &age_keys {
+            repo.secrets
+                .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
+        }
         let hashes = crate::core::inputs::tenant_hashes(&repo);
         Ok(Revision {
             commit: c,

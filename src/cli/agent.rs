@@ -52,6 +52,19 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         Some(f) => Some(read_secret(f)?.into_bytes()),
         None => None,
     };
+    let age_keys = match &args.age_key_file {
+        // The key Secret is optional: without it, tenants that read secrets fail (never apply
+        // placeholders).
+        Some(f) if !f.exists() => {
+            tracing::warn!(file = %f.display(), "age key file not found; tenants that read SOPS secrets will fail");
+            None
+        }
+        Some(f) => Some(std::sync::Arc::new(
+            crate::core::secrets::Keys::parse(&read_secret(f)?)
+                .map_err(|e| CliError::Usage(format!("{}: {e}", f.display())))?,
+        )),
+        None => None,
+    };
     let options = AgentOptions {
         repo: args.repo.clone(),
         branch: args.branch.clone(),
@@ -73,6 +86,7 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         kubeconfig: args.cluster_args.kubeconfig.clone(),
         context: args.cluster_args.context.clone(),
         api_qps: args.cluster_args.api_qps,
+        age_keys,
     };
     let rt = runtime()?;
     let outcome = rt.block_on(agent::run(options));

@@ -108,6 +108,9 @@ pub struct AgentArgs {
     /// File holding the push webhook's HMAC secret (without it the webhook is off).
     #[arg(long, value_name = "FILE")]
     pub webhook_secret_file: Option<PathBuf>,
+    /// age identity file that decrypts the repo's SOPS secrets (a missing file: no key).
+    #[arg(long, value_name = "FILE")]
+    pub age_key_file: Option<PathBuf>,
     /// File holding an https token for git.
     #[arg(long, value_name = "FILE")]
     pub git_token_file: Option<PathBuf>,
@@ -282,6 +285,9 @@ pub struct RepoArgs {
     /// Only these tenants (repeatable); default all.
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,
+    /// age identity file that decrypts the repo's SOPS secrets (default: $SOPS_AGE_KEY_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub age_key_file: Option<PathBuf>,
 }
 
 /// `fief render`.
@@ -293,7 +299,7 @@ pub struct RenderArgs {
     /// Write `DIR/<tenant>/<namespace or _cluster>/<kind>.<name>.yaml` instead of stdout.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Print Secrets' values instead of `<redacted>`.
+    /// Print Secrets' values instead of `<redacted>` (decrypts: needs the age key).
     #[arg(long)]
     pub show_secrets: bool,
 }

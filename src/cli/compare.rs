@@ -9,8 +9,10 @@
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
+use super::secrets::WithoutKey;
 use super::{
-    CliError, Colour, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render, report_errors,
+    CliError, Colour, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render_with,
+    report_errors,
 };
 use crate::core::compare::{Action, Comparison, Group, compare};
 use crate::core::pipeline;
@@ -26,7 +28,7 @@ pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
     let base = render_at(args, from)?;
     let new = match &args.to {
         Some(to) => render_at(args, to)?,
-        None => load_and_render(&args.repo)?.1,
+        None => load_and_render_with(&args.repo, WithoutKey::Redact)?.1,
     };
     let invalid = report_errors(&new);
     let comparison = compare(&base, &new);
@@ -76,7 +78,8 @@ pub(super) fn report(
 /// Render the repo as it is at `rev` (only the tenants asked for, if any).
 fn render_at(args: &DiffArgs, rev: &str) -> Result<Vec<TenantRender>, CliError> {
     let (snapshot, _commit) = snapshot_at(&args.repo.repo, rev)?;
-    let repo = super::load_with_pins(&args.repo.repo, snapshot);
+    let mut repo = super::load_with_pins(&args.repo.repo, snapshot);
+    super::secrets::unlock(&mut repo, &args.repo, WithoutKey::Redact)?;
     let only: Vec<String> = args
         .repo
         .tenants

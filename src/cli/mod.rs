@@ -13,6 +13,7 @@ mod completion;
 mod diff;
 pub mod output;
 mod render;
+pub mod secrets;
 mod status;
 mod validate;
 
@@ -112,14 +113,23 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     }
 }
 
-/// Read, parse and render the repo; unknown `--tenant` names are a usage error.
+/// Read, parse and render the repo; unknown `--tenant` names are a usage error. Secrets are
+/// decrypted with the configured age key; without one, tenants that read them fail.
 pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
     load_and_render(args).map(|(_, renders)| renders)
 }
 
 /// Like [`render_repo`], also returning the parsed repo.
 pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), CliError> {
-    let repo = load_with_pins(&args.repo, Snapshot::read_dir(&args.repo)?);
+    load_and_render_with(args, secrets::WithoutKey::Fail)
+}
+
+/// Like [`load_and_render`], choosing what happens to secrets without a key.
+pub fn load_and_render_with(
+    args: &RepoArgs,
+    without_key: secrets::WithoutKey,
+) -> Result<(Repo, Vec<TenantRender>), CliError> {
+    let mut repo = load_with_pins(&args.repo, Snapshot::read_dir(&args.repo)?);
     let unknown: Vec<&String> = args
         .tenants
         .iter()
@@ -134,6 +144,7 @@ pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), Cli
             repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
+    secrets::unlock(&mut repo, args, without_key)?;
     let renders = pipeline::render_all(&repo, &args.tenants);
     Ok((repo, renders))
 }

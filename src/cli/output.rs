@@ -1,22 +1,29 @@
 //! Output: rendered objects as a multi-document YAML stream or as one file per object.
 //!
 //! In: [`TenantRender`]s. Out: text (stdout) and relative paths for `--out`; Secrets' values
-//! redacted unless asked otherwise. Pure: the CLI does the writing.
+//! redacted unless asked otherwise. A redacted Secret carries a comment saying it will not
+//! apply (see [`crate::core::redact`]). Pure: the CLI does the writing.
 
 use std::path::PathBuf;
 
-use crate::core::redact::redact;
+use crate::core::redact::{is_secret, redact};
+
+/// The comment above a redacted Secret.
+pub const REDACTED_NOTE: &str = "# fief: Secret values redacted; this document is invalid on purpose and will not apply (use --show-secrets for real values)\n";
 use crate::core::render::{RenderedObject, TenantRender};
 
 /// One object as a YAML document with a `# Source:` comment, starting with `---`.
 pub fn document(tenant: &str, o: &RenderedObject, show_secrets: bool) -> Result<String, String> {
-    let body = if show_secrets {
-        crate::core::yaml::value_to_string(&o.object)?
+    let (note, body) = if show_secrets || !is_secret(&o.object) {
+        ("", crate::core::yaml::value_to_string(&o.object)?)
     } else {
-        crate::core::yaml::value_to_string(&redact(&o.object))?
+        (
+            REDACTED_NOTE,
+            crate::core::yaml::value_to_string(&redact(&o.object))?,
+        )
     };
     Ok(format!(
-        "---\n# Source: {} (tenant {}, env {})\n{}",
+        "---\n# Source: {} (tenant {}, env {})\n{note}{}",
         o.source, tenant, o.env, body
     ))
 }

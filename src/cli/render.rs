@@ -13,8 +13,10 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
+use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, output, render_repo, report_errors, write_err,
+    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, load_and_render_with, output, report_errors,
+    write_err,
 };
 use crate::core::render::TenantRender;
 
@@ -23,7 +25,12 @@ pub const OUT_MANIFEST: &str = ".fief-render";
 
 /// `fief render`.
 pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
-    let renders = render_repo(&args.repo)?;
+    let without_key = if args.show_secrets {
+        WithoutKey::Refuse
+    } else {
+        WithoutKey::Never
+    };
+    let (_, renders) = load_and_render_with(&args.repo, without_key)?;
     match &args.out {
         None => {
             let text = output::stream(&renders, args.show_secrets).map_err(CliError::Serialize)?;

@@ -6,13 +6,15 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, render_repo, report_errors, write_err,
+    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, load_and_render_with, report_errors,
+    write_err,
 };
 
 /// `fief validate`.
 pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
-    let renders = render_repo(&args.repo)?;
+    let (_, renders) = load_and_render_with(&args.repo, WithoutKey::Redact)?;
     let failed = report_errors(&renders);
     let mut out = String::new();
     match args.output {

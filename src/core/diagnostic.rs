@@ -159,6 +159,14 @@ pub enum Problem {
         /// The other tenant.
         other: String,
     },
+    /// A SOPS secret file cannot be used (never quotes a secret value).
+    #[error("secret file: {detail}")]
+    Secret {
+        /// What is wrong.
+        detail: String,
+        /// What to do.
+        hint: &'static str,
+    },
     /// A tenant namespace that is reserved for the platform.
     #[error("namespace `{namespace}` is reserved (matches `{pattern}`); no tenant may have it")]
     ReservedNamespace {
@@ -260,6 +268,7 @@ impl Problem {
             Problem::RegistryNotAllowed { .. } => {
                 "use an image from a registry in fief.yaml policy.allowedRegistries"
             }
+            Problem::Secret { hint, .. } => hint,
             Problem::NamespaceCollision { .. } => {
                 "rename a tenant or an environment, or change namespacePattern in fief.yaml"
             }

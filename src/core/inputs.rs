@@ -4,8 +4,10 @@
 //! In: a parsed [`Repo`]. Out: per tenant a hash over fief.yaml, the tenant file, the
 //! environment files it uses, every file of the components it enables (and their
 //! dependencies), every file those templates include, import or extend by a literal name
-//! (followed transitively, wherever it lives in the repo), and the baseline. A change to a shared component changes exactly the hashes
-//! of the tenants that use it. Pure.
+//! (followed transitively, wherever it lives in the repo), the baseline, and the encrypted
+//! secret files it reads (shared and its own, as committed: no decryption). A change to a
+//! shared component changes exactly the hashes of the tenants that use it; a rotated
+//! per-tenant secret changes only that tenant's. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -117,6 +119,9 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
         h.update(shared.as_bytes());
         let file = format!("tenants/{name}.yaml");
         hash_entry(&mut h, &file, snapshot.get(&file));
+        for path in repo.secrets.paths_for(name) {
+            hash_entry(&mut h, &path, snapshot.get(&path));
+        }
         if let Ok(tenant) = tenant {
             let envs = if tenant.spec.environments.is_empty() {
                 repo.config
@@ -251,6 +256,21 @@ mod tests {
             before["b"], after["b"],
             "followed transitively, relative names too"
         );
+    }
+
+    #[test]
+    fn a_tenant_secret_file_change_touches_only_that_tenant() {
+        let before = hashes(&[("secrets/tenants/a.sops.yaml", "x: 1\n")]);
+        let after = hashes(&[("secrets/tenants/a.sops.yaml", "x: 2\n")]);
+        assert_ne!(before["a"], after["a"]);
+        assert_eq!(before["b"], after["b"]);
+        let shared = hashes(&[
+            ("secrets/tenants/a.sops.yaml", "x: 1\n"),
+            ("secrets/shared.sops.yaml", "y: 1\n"),
+        ]);
+        for t in ["a", "b", "c"] {
+            assert_ne!(before[t], shared[t]);
+        }
     }
 
     #[test]

@@ -16,12 +16,13 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Most files fief reads from one tenants repo.
 pub const MAX_FILES: usize = 200_000;
 /// The top-level entries of a tenants repo that fief reads.
-pub const TOP_LEVEL: [&str; 5] = [
+pub const TOP_LEVEL: [&str; 6] = [
     "fief.yaml",
     "tenants",
     "components",
     "environments",
     "baseline",
+    "secrets",
 ];
 
 /// A file's content, or why it cannot be used.
@@ -54,7 +55,7 @@ pub enum SnapshotError {
     },
     /// The repo has more files than fief will read.
     #[error(
-        "the repo has more than {MAX_FILES} files under fief.yaml/tenants/components/environments/baseline"
+        "the repo has more than {MAX_FILES} files under fief.yaml/tenants/components/environments/baseline/secrets"
     )]
     TooManyFiles,
 }

@@ -105,6 +105,7 @@ impl Repo {
                 .collect()
         };
         Repo {
+            secrets: crate::core::secrets::Secrets::load(&snapshot),
             snapshot,
             config,
             tenants,

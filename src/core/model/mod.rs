@@ -49,6 +49,8 @@ pub struct Repo {
     pub environments: BTreeMap<String, Parsed<Environment>>,
     /// Baseline templates: the repo's `baseline/` if it has one, else the built-in ones.
     pub baseline: Vec<String>,
+    /// SOPS secret files (parsed, not decrypted) and how to unlock them.
+    pub secrets: crate::core::secrets::Secrets,
 }
 
 /// The built-in baseline templates, keyed by the name they are rendered under.

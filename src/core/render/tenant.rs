@@ -46,6 +46,13 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         return out;
     }
     let envs = environments(config, tenant);
+    let secrets = match repo.secrets.for_tenant(name) {
+        Ok(s) => s,
+        Err(ds) => {
+            out.errors = tagged(name, &ds);
+            return out;
+        }
+    };
     let mut errors = Vec::new();
     let env_files = environment_files(repo, &envs, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
@@ -59,6 +66,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             "agentNamespace": config.agent_namespace,
             "componentRules": component_rules(config),
         }),
+        secrets_ctx: secrets.context,
         applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
         out: &mut out,
         errors: &mut errors,
@@ -91,6 +99,8 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             emitter.emit(&component.name, version, vals, env, &component.templates);
         }
     }
+    // A template error inside a secret value names the key, never the value.
+    crate::core::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
     out
 }
@@ -168,6 +178,7 @@ struct Emitter<'a, 'r> {
     tenant: &'r Tenant,
     tenant_ctx: Value,
     fief_ctx: Value,
+    secrets_ctx: Value,
     applyset: String,
     out: &'a mut TenantRender,
     errors: &'a mut Vec<Diagnostic>,
@@ -190,6 +201,7 @@ impl Emitter<'_, '_> {
             "component": {"name": component, "version": version},
             "values": vals,
             "fief": self.fief_ctx,
+            "secrets": self.secrets_ctx,
         })));
         let name = &self.tenant.metadata.name;
         let state = self.tenant.spec.state;
