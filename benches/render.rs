@@ -92,8 +92,12 @@ fn serde_saphyr_stream(renders: &[fief::core::render::TenantRender]) -> String {
     let mut out = String::new();
     for r in renders.iter().filter(|r| r.is_ok()) {
         for o in &r.objects {
-            let body = fief::core::yaml::to_string(&fief::core::redact::redact(&o.object))
-                .expect("serialize");
+            let body = if fief::core::redact::is_secret(&o.object) {
+                fief::core::yaml::to_string(&fief::core::redact::redact(&o.object))
+            } else {
+                fief::core::yaml::to_string(&o.object)
+            }
+            .expect("serialize");
             out.push_str(&format!(
                 "---\n# Source: {} (tenant {}, env {})\n{}",
                 o.source, r.tenant, o.env, body
