@@ -15,11 +15,11 @@ use crate::core::render::{RenderedObject, TenantRender};
 /// One object as a YAML document with a `# Source:` comment, starting with `---`.
 pub fn document(tenant: &str, o: &RenderedObject, show_secrets: bool) -> Result<String, String> {
     let (note, body) = if show_secrets || !is_secret(&o.object) {
-        ("", crate::core::yaml::to_string(&o.object)?)
+        ("", crate::core::yaml::value_to_string(&o.object)?)
     } else {
         (
             REDACTED_NOTE,
-            crate::core::yaml::to_string(&redact(&o.object))?,
+            crate::core::yaml::value_to_string(&redact(&o.object))?,
         )
     };
     Ok(format!(

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use serde_saphyr::granit_parser::{self, Event, ScalarStyle};
 
+mod emit;
 mod scalar;
 use scalar::resolve_scalar;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options, options::AliasLimits};
@@ -350,6 +351,16 @@ fn strip_location(message: &str) -> String {
 /// Serialize a value as one YAML document (no leading `---`, trailing newline).
 pub fn to_string<T: serde::Serialize>(value: &T) -> Result<String, String> {
     serde_saphyr::to_string(value).map_err(|e| e.to_string())
+}
+
+/// Serialize an object tree as one block-YAML document (no leading `---`, trailing newline),
+/// quoted so that kubectl, the API server and [`parse_value`] read back the same value; much
+/// faster than [`to_string`]. See `emit.rs` for the quoting rules.
+pub fn value_to_string(value: &Value) -> Result<String, String> {
+    match emit::emit(value) {
+        Some(text) => Ok(text),
+        None => to_string(value),
+    }
 }
 
 #[cfg(test)]
