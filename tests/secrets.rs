@@ -568,7 +568,7 @@ fn repo_files(root: &Path) -> Vec<(String, String)> {
     out
 }
 
-fn live_secret(ns: &str) -> Option<Value> {
+fn live_secret_opt(ns: &str) -> Option<Value> {
     common::agent::kubectl_json(&["get", "secret", "app-secrets", "-n", ns])
 }
 
@@ -592,12 +592,12 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
     );
     let (ns_a, ns_b) = (format!("{a}-prod"), format!("{b}-prod"));
     common::util::wait_until("both tenants' Secrets", Duration::from_secs(60), || {
-        live_secret(&ns_a).is_some() && live_secret(&ns_b).is_some()
+        live_secret_opt(&ns_a).is_some() && live_secret_opt(&ns_b).is_some()
     });
-    let secret_a = live_secret(&ns_a).expect("secret a");
+    let secret_a = live_secret_opt(&ns_a).expect("secret a");
     assert_eq!(decoded(&secret_a, "db-password"), ALPHA_DB);
     assert_eq!(decoded(&secret_a, "analytics-key"), SHARED_KEY);
-    let rv_b = live_secret(&ns_b).expect("secret b")["metadata"]["resourceVersion"].clone();
+    let rv_b = live_secret_opt(&ns_b).expect("secret b")["metadata"]["resourceVersion"].clone();
 
     // Rotate tenant a's password with `sops set`, push, and trigger the webhook.
     let file = format!("secrets/tenants/{a}.sops.yaml");
@@ -611,10 +611,10 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
     git.commit(&[(file.clone(), repo.read(&file))], "rotate a");
     assert_eq!(agent.signed_push(), 200);
     common::util::wait_until("the rotated password", Duration::from_secs(60), || {
-        live_secret(&ns_a).is_some_and(|s| decoded(&s, "db-password") == ALPHA_ROTATED)
+        live_secret_opt(&ns_a).is_some_and(|s| decoded(&s, "db-password") == ALPHA_ROTATED)
     });
     assert_eq!(
-        live_secret(&ns_b).expect("secret b")["metadata"]["resourceVersion"],
+        live_secret_opt(&ns_b).expect("secret b")["metadata"]["resourceVersion"],
         rv_b,
         "the other tenant's Secret is not written"
     );
