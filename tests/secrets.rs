@@ -609,7 +609,7 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
         &format!("\"{ALPHA_ROTATED}\""),
     );
     git.commit(&[(file.clone(), repo.read(&file))], "rotate a");
-    assert_eq!(agent.signed_push(), 200);
+    assert_eq!(agent.signed_push(), 202, "the webhook is accepted");
     common::util::wait_until("the rotated password", Duration::from_secs(60), || {
         live_secret_opt(&ns_a).is_some_and(|s| decoded(&s, "db-password") == ALPHA_ROTATED)
     });
