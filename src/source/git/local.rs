@@ -11,8 +11,8 @@ use std::path::Path;
 use git2::Repository;
 
 use super::GitError;
-use super::tree::{Node, TreeReader};
-use crate::core::snapshot::{Snapshot, TOP_LEVEL};
+use super::tree::read_tree;
+use crate::core::snapshot::Snapshot;
 
 /// The tenants repo at `checkout` as it is at `rev`; returns the snapshot and the commit id.
 pub fn snapshot_at(checkout: &Path, rev: &str) -> Result<(Snapshot, String), GitError> {
@@ -59,25 +59,7 @@ pub fn snapshot_at(checkout: &Path, rev: &str) -> Result<(Snapshot, String), Git
     }
     let id = commit.id().to_string();
     let label = format!("{}@{rev}", checkout.display());
-    let mut reader = TreeReader {
-        repo: &repo,
-        root: tree,
-        snapshot: Snapshot::default(),
-        files: 0,
-        url: &label,
-        commit: &id,
-    };
-    for name in TOP_LEVEL {
-        let node = reader.root.get_name(name).map(|entry| Node {
-            oid: entry.id(),
-            mode: entry.filemode(),
-            kind: entry.kind(),
-        });
-        if let Some(node) = node {
-            reader.walk(node, &[], name.to_string(), name.to_string(), 0)?;
-        }
-    }
-    let snapshot = reader.snapshot;
+    let snapshot = read_tree(&repo, tree, &label, &id)?;
     Ok((snapshot, commit.id().to_string()))
 }
 

@@ -165,25 +165,7 @@ impl GitSource {
             .find_commit(oid)
             .and_then(|c| c.tree())
             .map_err(|e| bad_commit(e.message().to_string()))?;
-        let mut reader = TreeReader {
-            repo: &repo,
-            root: tree,
-            snapshot: Snapshot::default(),
-            files: 0,
-            url: &self.url,
-            commit,
-        };
-        for name in TOP_LEVEL {
-            let node = reader.root.get_name(name).map(|entry| Node {
-                oid: entry.id(),
-                mode: entry.filemode(),
-                kind: entry.kind(),
-            });
-            if let Some(node) = node {
-                reader.walk(node, &[], name.to_string(), name.to_string(), 0)?;
-            }
-        }
-        Ok(reader.snapshot)
+        read_tree(&repo, tree, &self.url, commit)
     }
 
     /// The repository URL with any userinfo removed, for logs and status.

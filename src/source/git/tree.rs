@@ -250,3 +250,32 @@ impl TreeReader<'_> {
         }
     }
 }
+
+/// Read the top-level entries fief knows from `root` (a commit's tree, or a folder of it)
+/// into a snapshot; `url` and `commit` only label errors.
+pub(super) fn read_tree(
+    repo: &Repository,
+    root: git2::Tree<'_>,
+    url: &str,
+    commit: &str,
+) -> Result<Snapshot, GitError> {
+    let mut reader = TreeReader {
+        repo,
+        root,
+        snapshot: Snapshot::default(),
+        files: 0,
+        url,
+        commit,
+    };
+    for name in TOP_LEVEL {
+        let node = reader.root.get_name(name).map(|entry| Node {
+            oid: entry.id(),
+            mode: entry.filemode(),
+            kind: entry.kind(),
+        });
+        if let Some(node) = node {
+            reader.walk(node, &[], name.to_string(), name.to_string(), 0)?;
+        }
+    }
+    Ok(reader.snapshot)
+}
