@@ -463,6 +463,27 @@ fn fief_status_shows_the_agents_last_fetch_and_each_tenants_last_attempt() {
     });
     let text = status_text();
     assert!(!text.contains("last fetch error: none"), "{text}");
+    let status = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fief"))
+            .args(["status", "--namespace", &agent_ns, "--agent"])
+            .arg(format!("http://127.0.0.1:{}", agent.port))
+            .args(extra)
+            .arg("--kubeconfig")
+            .arg(common::control_plane().admin_kubeconfig())
+            .output()
+            .unwrap()
+    };
+    // A Ready tenant is left out by --not-ready; an unknown --tenant is a usage error.
+    let not_ready = status(&["--not-ready"]);
+    let listed = String::from_utf8_lossy(&not_ready.stdout).into_owned();
+    assert!(!listed.lines().any(|l| l.starts_with(&t)), "{listed}");
+    let unknown = status(&["--tenant", "no-such-tenant"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("no inventory for tenant no-such-tenant"),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
 }
 
 #[test]

@@ -168,6 +168,9 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+    /// Only tenants that are not `Ready` (for an incident: what is broken).
+    #[arg(long)]
+    pub not_ready: bool,
     /// The agent's HTTP address for its view (`http://HOST:PORT`); default: through the API
     /// server's proxy to the Service `fief-agent` in `--namespace`.
     #[arg(long, value_name = "URL")]

@@ -25,16 +25,36 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         Ok::<_, CliError>((inventories, agent))
     })?;
     let attempt = |t: &str| agent.as_ref().ok().map(|a| a["tenants"][t].clone());
-    let selected: Vec<(&String, &Result<Inventory, InventoryError>)> = inventories
+    let unknown: Vec<&str> = args
+        .tenants
         .iter()
-        .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
+        .filter(|t| !inventories.contains_key(*t))
+        .map(String::as_str)
         .collect();
+    if !unknown.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no inventory for tenant {} in namespace {} (known: {})",
+            unknown.join(", "),
+            args.namespace,
+            inventories.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
     let condition = |inv: &Inventory, t: &str| {
         inv.status
             .condition(t)
             .map(|c| c.status.clone())
             .unwrap_or_else(|| "Unknown".to_string())
     };
+    let selected: Vec<(&String, &Result<Inventory, InventoryError>)> = inventories
+        .iter()
+        .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
+        .filter(|(_, inv)| {
+            !args.not_ready
+                || inv
+                    .as_ref()
+                    .map_or(true, |i| condition(i, "Ready") != "True")
+        })
+        .collect();
     let mut out = String::new();
     match args.output {
         Format::Json => {
