@@ -377,3 +377,32 @@ fn an_unreachable_server_is_named_with_the_connection_failure() {
     );
     assert!(!stderr.contains("ServiceError"), "{stderr}");
 }
+
+#[test]
+fn tenants_of_another_repo_in_the_cluster_are_summarised_in_one_line() {
+    let repo = TestRepo::new("");
+    let names: Vec<String> = (0..7).map(|_| common::unique("other")).collect();
+    for n in &names {
+        repo.tenant(n, "  components: [{name: app}]\n");
+    }
+    apply_json(repo.path(), &[], 0);
+    // The same agent namespace, a repo that knows none of them: seven orphans.
+    for n in &names {
+        repo.remove(&format!("tenants/{n}.yaml"));
+    }
+    let mine = common::unique("mine");
+    repo.tenant(&mine, "  components: [{name: app}]\n");
+    let out = fief("apply", repo.path(), &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("7 tenants in the cluster have no tenant file in this repo"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches(": orphaned:").count(),
+        0,
+        "one line, not seven: {stdout}"
+    );
+    assert!(stdout.contains(&format!("{mine}: applied")), "{stdout}");
+}

@@ -18,6 +18,9 @@ use crate::kube::counter::RequestStats;
 use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
 use crate::kube::sync::{SyncOptions, TenantReport};
 
+/// Orphaned tenants printed one per line before they are summarised in one.
+const ORPHANS_LISTED: usize = 5;
+
 fn progress_line(r: &TenantReport) -> String {
     let c = &r.counts;
     let mut line = format!(
@@ -112,7 +115,25 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             out.push('\n');
         }
         Format::Text => {
+            // Inventories without a tenant file here (other repos' tenants, or removed files)
+            // are one summary line, not one line each.
+            let orphans: Vec<&str> = reports
+                .iter()
+                .filter(|r| r.outcome == "orphaned" && r.errors.is_empty())
+                .map(|r| r.tenant.as_str())
+                .collect();
+            if orphans.len() > ORPHANS_LISTED {
+                out.push_str(&format!(
+                    "{} tenants in the cluster have no tenant file in this repo (orphaned: left running; state: purged deletes): {} and {} more (fief status lists them)\n",
+                    orphans.len(),
+                    orphans[..ORPHANS_LISTED].join(", "),
+                    orphans.len() - ORPHANS_LISTED
+                ));
+            }
             for r in &reports {
+                if orphans.len() > ORPHANS_LISTED && orphans.contains(&r.tenant.as_str()) {
+                    continue;
+                }
                 out.push_str(&progress_line(r));
                 if args.wait && r.outcome == "applied" && r.is_ok() {
                     out.push_str(match unhealthy.get(&r.tenant) {
