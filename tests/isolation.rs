@@ -231,6 +231,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
         guard: Default::default(),
         cluster: "default".into(),
         commit: None,
+        progress: None,
     };
     let known: BTreeSet<String> = model.tenants.keys().cloned().collect();
     let reports = sync(&resources, &renders, &known, false, &options)

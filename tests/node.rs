@@ -1007,5 +1007,5 @@ fn apply_wait_reports_a_deployment_that_never_becomes_ready_and_passes_once_fixe
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains(", healthy"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{tenant}: healthy")));
 }

@@ -406,3 +406,38 @@ fn tenants_of_another_repo_in_the_cluster_are_summarised_in_one_line() {
     );
     assert!(stdout.contains(&format!("{mine}: applied")), "{stdout}");
 }
+
+#[test]
+fn apply_on_a_terminal_shows_progress_and_each_tenant_as_it_finishes() {
+    let repo = TestRepo::new("");
+    let (a, b) = (common::unique("tty"), common::unique("tty"));
+    for n in [&a, &b] {
+        repo.tenant(n, "  components: [{name: app}]\n");
+    }
+    let kubeconfig = common::control_plane().admin_kubeconfig();
+    // `script` gives fief a pseudo-terminal, as a person at a shell would have.
+    let cmd = format!(
+        "{} apply {} --kubeconfig {}",
+        env!("CARGO_BIN_EXE_fief"),
+        repo.path().display(),
+        kubeconfig.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("run script(1)");
+    let seen = text(&out.stdout);
+    assert!(out.status.success(), "{seen}");
+    assert!(
+        seen.contains("[1/2]") && seen.contains("[2/2]"),
+        "progress: {seen}"
+    );
+    for n in [&a, &b] {
+        assert_eq!(seen.matches(&format!("{n}: applied")).count(), 1, "{seen}");
+    }
+    let summary = seen.find("2 tenants: 2 ok").expect("summary");
+    assert!(
+        seen.find(&format!("{a}: applied"))
+            .is_some_and(|i| i < summary)
+    );
+}

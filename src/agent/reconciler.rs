@@ -199,6 +199,7 @@ pub(super) async fn batch(
         guard: config.map(|c| c.prune_guard).unwrap_or_default(),
         cluster: options.cluster.clone(),
         commit: Some(rev.commit.clone()),
+        progress: None,
     };
     if !state.namespace_ready {
         match ensure_namespace(resources.client(), &agent_namespace).await {

@@ -58,10 +58,20 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         guard: config.prune_guard,
         cluster: args.cluster_name.clone(),
         commit: None,
+        progress: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    let (reports, stats, unhealthy) = runtime()?.block_on(async {
+    let total = renders.len();
+    let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
+        // Text output: each tenant's line as soon as it is done, and on a terminal a
+        // progress line (done/total, elapsed) on stderr.
+        let mut options = options;
+        let printer = (args.output == Format::Text).then(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            options.progress = Some(tx);
+            tokio::spawn(print_progress(rx, total))
+        });
         let reports = crate::kube::sync::sync(
             &resources,
             &renders,
@@ -69,13 +79,19 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             args.repo.tenants.is_empty(),
             &options,
         )
-        .await?;
+        .await;
+        options.progress = None;
+        let streamed = match printer {
+            Some(task) => task.await.unwrap_or_default(),
+            None => BTreeSet::new(),
+        };
+        let reports = reports?;
         let unhealthy = if args.wait {
             wait_for_health(&resources, &repo, &renders, &reports, args.timeout).await
         } else {
             BTreeMap::new()
         };
-        Ok::<_, CliError>((reports, counter.stats(), unhealthy))
+        Ok::<_, CliError>((reports, counter.stats(), unhealthy, streamed))
     })?;
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
@@ -131,17 +147,23 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 ));
             }
             for r in &reports {
-                if orphans.len() > ORPHANS_LISTED && orphans.contains(&r.tenant.as_str()) {
+                let summarised =
+                    orphans.len() > ORPHANS_LISTED && orphans.contains(&r.tenant.as_str());
+                if summarised || streamed.contains(&r.tenant) {
                     continue;
                 }
                 out.push_str(&progress_line(r));
-                if args.wait && r.outcome == "applied" && r.is_ok() {
-                    out.push_str(match unhealthy.get(&r.tenant) {
-                        Some(bad) if !bad.is_empty() => ", not healthy",
-                        _ => ", healthy",
-                    });
-                }
                 out.push('\n');
+            }
+            if args.wait {
+                for (tenant, bad) in &unhealthy {
+                    let verdict = if bad.is_empty() {
+                        "healthy"
+                    } else {
+                        "not healthy"
+                    };
+                    out.push_str(&format!("{tenant}: {verdict}\n"));
+                }
             }
             let failed = reports.iter().filter(|r| !r.is_ok()).count();
             let total = |f: fn(&TenantReport) -> usize| reports.iter().map(f).sum::<usize>();
@@ -203,4 +225,35 @@ async fn wait_for_health(
             (r.tenant.clone(), wait_healthy(resources, r, &limits).await)
         });
     futures::future::join_all(waits).await.into_iter().collect()
+}
+
+/// Print each tenant's line to stdout as its report arrives; on a terminal, keep a progress
+/// line (done/total, elapsed) on stderr. Returns the tenants printed.
+async fn print_progress(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<TenantReport>,
+    total: usize,
+) -> BTreeSet<String> {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    let start = std::time::Instant::now();
+    let mut printed = BTreeSet::new();
+    while let Some(r) = rx.recv().await {
+        if tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+        let _ = writeln!(std::io::stdout(), "{}", progress_line(&r));
+        printed.insert(r.tenant);
+        if tty {
+            let _ = write!(
+                std::io::stderr(),
+                "[{}/{total}] {:.1}s",
+                printed.len(),
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    if tty {
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+    }
+    printed
 }

@@ -44,6 +44,8 @@ pub struct SyncOptions {
     pub cluster: String,
     /// The git commit being applied, recorded in the status of tenants it changes.
     pub commit: Option<String>,
+    /// Each tenant's report as soon as it is done (for progress output); none: not sent.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
 }
 
 /// Current time, RFC 3339, for condition transitions.
@@ -155,6 +157,11 @@ pub async fn sync_with(
             }
         })
         .buffer_unordered(options.concurrency.max(1))
+        .inspect(|(report, _)| {
+            if let Some(tx) = &options.progress {
+                let _ = tx.send(report.clone());
+            }
+        })
         .collect()
         .await;
     let mut result = SyncResult::default();
