@@ -465,7 +465,8 @@ fn yaml_alias_bomb_is_refused_within_seconds() {
     repo.beta_without_components();
     let start = Instant::now();
     let out = repo.render();
-    assert!(start.elapsed() < Duration::from_secs(10));
+    // Bounded by the node limit, not a clock; generous so a loaded machine cannot fail it.
+    assert!(start.elapsed() < Duration::from_secs(60));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("components/app/varz.yaml:"), "{err}");

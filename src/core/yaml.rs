@@ -461,7 +461,9 @@ mod tests {
         let start = std::time::Instant::now();
         let docs = split_documents(&text);
         assert!(parse::<Value>(&docs[0]).is_err());
-        assert!(start.elapsed().as_secs() < 5);
+        // Refused by the node bound, not a clock: unbounded, 10^12 nodes would take hours, so a
+        // generous limit keeps a loaded machine from failing this.
+        assert!(start.elapsed().as_secs() < 60);
     }
 
     #[test]
