@@ -9,16 +9,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
+use common::cluster_cli::{exists, fief_with, kubectl, kubectl_json, tenant_report, wait_gone};
+use common::util::text;
 use serde_json::Value;
 
 fn fief_bin() -> &'static str {
     env!("CARGO_BIN_EXE_fief")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 struct TestRepo {
@@ -77,18 +74,17 @@ const BOTH: &str = "  components:\n    - name: app\n    - name: store\n";
 
 /// Run `fief <cmd> <repo> --kubeconfig admin [args]` (with the example repo's test-only age
 /// key as $SOPS_AGE_KEY_FILE, which only repos with SOPS secrets read).
+/// `fief <cmd> <repo>` as cluster admin, with the example's test-only age key.
 fn fief(cmd: &str, repo: &Path, args: &[&str]) -> Output {
-    let cp = common::control_plane();
-    Command::new(fief_bin())
-        .env("SOPS_AGE_KEY_FILE", example_age_key())
-        .arg(cmd)
-        .arg(repo)
-        .arg("--kubeconfig")
-        .arg(cp.admin_kubeconfig())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run fief")
+    let key = example_age_key();
+    let key = key.to_str().expect("utf-8 path");
+    fief_with(
+        cmd,
+        repo,
+        common::control_plane().admin_kubeconfig(),
+        args,
+        &[("SOPS_AGE_KEY_FILE", key)],
+    )
 }
 
 /// `fief apply --output json`, asserting the exit code; returns the summary.
@@ -104,60 +100,6 @@ fn apply_json(repo: &Path, args: &[&str], code: i32) -> Value {
         text(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("json summary")
-}
-
-fn tenant_report<'a>(summary: &'a Value, tenant: &str) -> &'a Value {
-    summary["tenants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["tenant"] == tenant)
-        .unwrap_or_else(|| panic!("no report for {tenant} in {summary}"))
-}
-
-fn kubectl(args: &[&str]) -> Output {
-    common::control_plane()
-        .kubectl_admin()
-        .args(args)
-        .output()
-        .expect("run kubectl")
-}
-
-fn kubectl_json(args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    let out = kubectl(&all);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn exists(kind: &str, ns: &str, name: &str) -> bool {
-    let out = kubectl(&[
-        "get",
-        kind,
-        "-n",
-        ns,
-        name,
-        "--ignore-not-found",
-        "-o",
-        "name",
-    ]);
-    !text(&out.stdout).trim().is_empty()
-}
-
-fn wait_gone(kind: &str, name: &str) {
-    for _ in 0..240 {
-        let out = kubectl(&["get", kind, name, "--ignore-not-found", "-o", "name"]);
-        if text(&out.stdout).trim().is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    panic!("{kind}/{name} still exists after 120s");
 }
 
 fn example() -> PathBuf {
