@@ -6,9 +6,8 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
@@ -25,24 +24,8 @@ fn text(b: &[u8]) -> String {
 /// `kubectl` as cluster admin, with `stdin` piped in when given.
 fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = common::control_plane().kubectl_admin();
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("cannot run kubectl");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(input.as_bytes())
-            .expect("cannot write to kubectl");
-    }
-    child.wait_with_output().expect("cannot wait for kubectl")
+    cmd.args(args);
+    common::util::output_with_stdin(cmd, stdin)
 }
 
 fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> String {

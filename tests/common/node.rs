@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -274,24 +274,8 @@ impl NodeCluster {
 /// `kubectl` as cluster admin on the node cluster, with `stdin` piped in when given.
 pub fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = node_cluster().cp().kubectl_admin();
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("cannot run kubectl");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(input.as_bytes())
-            .expect("cannot write to kubectl");
-    }
-    child.wait_with_output().expect("cannot wait for kubectl")
+    cmd.args(args);
+    super::util::output_with_stdin(cmd, stdin)
 }
 
 /// `kubectl` that must succeed; its stdout.

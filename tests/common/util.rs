@@ -94,3 +94,30 @@ pub fn http_request(
         .unwrap_or_default();
     Some((code, body))
 }
+
+/// Run `cmd` with `stdin` piped in when given (else no stdin); its output.
+pub fn output_with_stdin(
+    mut cmd: std::process::Command,
+    stdin: Option<&str>,
+) -> std::process::Output {
+    use std::process::Stdio;
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(input.as_bytes())
+            .expect("cannot write to the child's stdin");
+    }
+    child.wait_with_output().expect("cannot wait for the child")
+}
