@@ -134,6 +134,7 @@ fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e:
 fn deleted(shared: &Shared, id: &ObjectId) {
     shared.write_live().remove(id);
     if let Some(tenant) = shared.tenant_of(id) {
+        shared.gate.gone(&tenant, id);
         if shared.is_in_flight(&tenant) {
             return;
         }
@@ -152,6 +153,7 @@ fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) {
     let hash = plan::live_hash(&desired, value);
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(id.clone(), hash.clone());
+    shared.gate.observed(&tenant, id, &hash, value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant, object = %id, "drift: a field fief owns changed; queueing a sync");
         shared.metrics.drift.inc();

@@ -51,11 +51,9 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     }
     let depth = shared.queue_len() as i64;
     shared.metrics.queue_depth.set(depth);
-    (
-        StatusCode::OK,
-        headers,
-        shared.metrics.encode(shared.counter.stats()),
-    )
+    let mut text = shared.metrics.encode(shared.counter.stats());
+    super::health::append_metrics(&mut text, &shared.gate.metrics_text());
+    (StatusCode::OK, headers, text)
 }
 
 async fn hook(

@@ -9,6 +9,7 @@
 
 pub mod drift;
 mod events;
+pub mod health;
 pub mod http;
 mod leader;
 pub mod metrics;
@@ -74,6 +75,10 @@ pub struct AgentOptions {
     pub api_qps: u32,
     /// age identities that decrypt the repo's SOPS secrets (none: tenants reading them fail).
     pub age_keys: Option<Arc<crate::core::secrets::Keys>>,
+    /// Tenants applied but not yet healthy at once (others wait).
+    pub max_in_flight: usize,
+    /// How long a component without `health.timeout` may take to become healthy.
+    pub health_timeout: Duration,
 }
 
 /// Why the agent stopped.
@@ -166,6 +171,8 @@ pub struct Shared {
     /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
     relist: tokio::sync::watch::Sender<u64>,
     age_keys: Option<Arc<crate::core::secrets::Keys>>,
+    /// Health gating: the in-flight bound and each tenant's health verdict.
+    gate: Arc<health::Gate>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -227,6 +234,7 @@ impl Shared {
             "fetchedAt": fetched_at,
             "fetchError": h.last_fetch_error,
             "tenants": h.attempts,
+            "health": self.gate.status_json(),
         })
     }
 
@@ -335,8 +343,15 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         shutdown: CancellationToken::new(),
         relist: tokio::sync::watch::Sender::new(0),
         age_keys: options.age_keys.clone(),
+        gate: Arc::new(health::Gate::new(
+            options.max_in_flight,
+            options.health_timeout,
+        )),
     });
     on_signals(shared.shutdown.clone())?;
+    shared
+        .gate
+        .spawn_writer(client.clone(), shared.shutdown.clone());
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|source| AgentError::Listen {

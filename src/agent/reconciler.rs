@@ -191,6 +191,7 @@ pub(super) async fn batch(
     let agent_namespace = config
         .map(|c| c.agent_namespace.clone())
         .unwrap_or_else(|| options.lease_namespace.clone());
+    shared.gate.set_namespace(&agent_namespace);
     let sync_options = SyncOptions {
         agent_namespace: agent_namespace.clone(),
         concurrency: 1,
@@ -354,13 +355,16 @@ async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRende
         .as_ref()
         .map(|r| r.hashes.keys().cloned().collect())
         .unwrap_or_default();
+    let repo = state.rev.as_ref().map(|r| r.repo.clone());
     let parts: Vec<SyncResult> = stream::iter(renders.iter())
         .map(|r| {
             let known = &known;
+            let repo = repo.as_deref();
             async move {
                 if ctx.stop.is_cancelled() {
                     return None;
                 }
+                let permit = ctx.shared.gate.admit(&r.tenant, ctx.stop).await?;
                 lock(&ctx.shared.in_flight).insert(r.tenant.clone());
                 let trigger = ctx.triggers.get(&r.tenant).copied().unwrap_or("commit");
                 let span = tracing::info_span!(
@@ -377,6 +381,7 @@ async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRende
                 ctx.shared
                     .metrics
                     .observe_tenant(&r.tenant, timer.elapsed().as_secs_f64());
+                ctx.shared.gate.after_sync(repo, r, &out, permit);
                 Some(out)
             }
         })

@@ -87,6 +87,8 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         context: args.cluster_args.context.clone(),
         api_qps: args.cluster_args.api_qps,
         age_keys,
+        max_in_flight: args.max_in_flight,
+        health_timeout: args.health_timeout,
     };
     let rt = runtime()?;
     let outcome = rt.block_on(agent::run(options));

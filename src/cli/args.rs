@@ -126,6 +126,13 @@ pub struct AgentArgs {
     /// Tenants synced at once.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
+    /// Tenants applied but not yet healthy at once; others wait their turn.
+    #[arg(long, default_value_t = 20)]
+    pub max_in_flight: usize,
+    /// How long a component without `health.timeout` may take to become healthy before its
+    /// tenant is `Stalled`.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub health_timeout: std::time::Duration,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

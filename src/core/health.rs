@@ -11,8 +11,14 @@
 //! any other object with a `Ready` condition must have it `True` (a `Stalled=True` condition is
 //! a failure); objects without status rules (ConfigMaps, Services, RBAC...) are current as
 //! soon as they exist.
+//!
+//! A tenant's [`Verdict`] (what the agent writes on its status) follows from its waited-on
+//! objects: `Stalled` when one failed or is still not healthy past its component's timeout,
+//! `Reconciling` while some are converging, `Ready` when all are current.
 
 use serde_json::Value;
+
+use crate::core::inventory::Status;
 
 /// What an object's status says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +199,113 @@ fn generic(o: &Value) -> Health {
     }
 }
 
+/// One object a tenant waits for, as the agent last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waited {
+    /// The object, `group/kind namespace/name`.
+    pub object: String,
+    /// Its health at the version fief applied; `None` while not observed at that version.
+    pub health: Option<Health>,
+    /// Its component's `health.timeout` has passed.
+    pub overdue: bool,
+}
+
+/// A tenant's health after its objects were applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every waited-on object is current.
+    Ready,
+    /// Some objects are still converging: (object, why).
+    Reconciling(Vec<(String, String)>),
+    /// An object failed, or is still not healthy after its timeout: (object, why).
+    Stalled(Vec<(String, String)>),
+}
+
+impl Verdict {
+    /// `ready`, `reconciling` or `stalled`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Ready => "ready",
+            Verdict::Reconciling(_) => "reconciling",
+            Verdict::Stalled(_) => "stalled",
+        }
+    }
+}
+
+/// The verdict over a tenant's waited-on objects.
+pub fn verdict(objects: &[Waited]) -> Verdict {
+    let mut pending = Vec::new();
+    let mut stalled = Vec::new();
+    for w in objects {
+        let why = match &w.health {
+            Some(Health::Current) => continue,
+            Some(Health::Failed(why)) => {
+                stalled.push((w.object.clone(), format!("failed: {why}")));
+                continue;
+            }
+            Some(Health::InProgress(why)) => why.clone(),
+            None => "not observed at the applied version yet".to_string(),
+        };
+        if w.overdue {
+            stalled.push((w.object.clone(), format!("{why} (timed out)")));
+        } else {
+            pending.push((w.object.clone(), why));
+        }
+    }
+    if !stalled.is_empty() {
+        Verdict::Stalled(stalled)
+    } else if !pending.is_empty() {
+        Verdict::Reconciling(pending)
+    } else {
+        Verdict::Ready
+    }
+}
+
+fn describe(list: &[(String, String)]) -> String {
+    let shown: Vec<String> = list
+        .iter()
+        .take(5)
+        .map(|(o, why)| format!("{o}: {why}"))
+        .collect();
+    let more = if list.len() > 5 {
+        format!("; and {} more", list.len() - 5)
+    } else {
+        String::new()
+    };
+    format!("{}{more}", shown.join("; "))
+}
+
+/// Set a tenant's conditions from its verdict: `Ready` (reason `Healthy`), `Reconciling`
+/// (reason `WaitingForHealth`, the pending objects named) or `Stalled` (reason `Unhealthy`,
+/// the unhealthy objects named and why; also the last error).
+pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
+    match verdict {
+        Verdict::Ready => {
+            status.set_condition("Ready", true, "Healthy", "applied and healthy", now);
+            status.set_condition("Reconciling", false, "Healthy", "", now);
+            status.set_condition("Stalled", false, "Healthy", "", now);
+            status.last_error = None;
+        }
+        Verdict::Reconciling(list) => {
+            let message = format!(
+                "waiting for {} object(s) to become healthy: {}",
+                list.len(),
+                describe(list)
+            );
+            status.set_condition("Ready", false, "WaitingForHealth", &message, now);
+            status.set_condition("Reconciling", true, "WaitingForHealth", &message, now);
+            status.set_condition("Stalled", false, "WaitingForHealth", "", now);
+        }
+        Verdict::Stalled(list) => {
+            let message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
+            status.set_condition("Ready", false, "Unhealthy", &message, now);
+            status.set_condition("Reconciling", false, "Unhealthy", "", now);
+            status.set_condition("Stalled", true, "Unhealthy", &message, now);
+            status.last_error = Some(message);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +360,41 @@ mod tests {
         let s = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 1},
                        "status": {"readyReplicas": 1, "currentRevision": "a", "updateRevision": "b"}});
         assert!(matches!(health(&s), Health::InProgress(_)));
+    }
+
+    #[test]
+    fn a_tenant_is_stalled_by_a_failed_or_overdue_object_and_reconciling_while_waiting() {
+        let w = |object: &str, health: Option<Health>, overdue: bool| Waited {
+            object: object.to_string(),
+            health,
+            overdue,
+        };
+        assert_eq!(
+            verdict(&[w("a", Some(Health::Current), true)]),
+            Verdict::Ready
+        );
+        let slow = w("d", Some(Health::InProgress("0/1 ready".into())), false);
+        assert!(
+            matches!(verdict(std::slice::from_ref(&slow)), Verdict::Reconciling(l) if l[0].0 == "d")
+        );
+        let unseen = w("d", None, true);
+        assert!(
+            matches!(verdict(&[unseen]), Verdict::Stalled(l) if l[0].1.contains("not observed"))
+        );
+        let failed = w("j", Some(Health::Failed("backoff".into())), false);
+        assert!(matches!(verdict(&[slow, failed]), Verdict::Stalled(l) if l.len() == 1));
+        let mut status = Status::default();
+        let stalled = Verdict::Stalled(vec![("apps/Deployment t/web".into(), "0/1".into())]);
+        set_conditions(&mut status, &stalled, "now");
+        assert_eq!(
+            status.condition("Stalled").map(|c| c.status.as_str()),
+            Some("True")
+        );
+        assert!(
+            status
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("Deployment t/web"))
+        );
     }
 }

@@ -3,6 +3,8 @@
 //!
 //! In: a rendered tenant, each component's health settings, a default timeout. Out: the
 //! objects that are not healthy, and why. Reads only (one GET per pending object per second).
+//! For the agent, [`write_verdict`] writes a tenant's health verdict onto its inventory's
+//! status (one GET and one apply, guarded by the resourceVersion read).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -11,7 +13,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Resources;
-use crate::core::health::{Health, health};
+use crate::core::health::{Health, Verdict, health, set_conditions};
+use crate::core::inventory::Inventory;
 use crate::core::model::{BASELINE, Repo, parse_duration};
 use crate::core::objects::ObjectId;
 use crate::core::render::TenantRender;
@@ -131,4 +134,48 @@ pub async fn wait_healthy(
     }
     bad.sort_by(|a, b| a.object.cmp(&b.object));
     bad
+}
+
+/// Write a tenant's health verdict onto its inventory's status. `Ok(false)`: nothing to write
+/// (no inventory, or it already says so). A concurrent write makes it fail with a conflict
+/// (the caller tries again).
+pub async fn write_verdict(
+    client: &kube::Client,
+    namespace: &str,
+    tenant: &str,
+    verdict: &Verdict,
+    now: &str,
+) -> Result<bool, super::ClusterError> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams};
+    let name = crate::core::objects::inventory_name(tenant);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let what = || format!("health status of ConfigMap/{namespace}/{name}");
+    let Some(cm) = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| super::ClusterError::request(what(), e))?
+    else {
+        return Ok(false);
+    };
+    let version = cm.metadata.resource_version.clone();
+    let value = serde_json::to_value(&cm).unwrap_or(Value::Null);
+    let Ok(mut inv) = Inventory::from_configmap(&value) else {
+        return Ok(false);
+    };
+    let before = inv.status.clone();
+    set_conditions(&mut inv.status, verdict, now);
+    if inv.status == before {
+        return Ok(false);
+    }
+    let mut desired = inv.to_configmap(namespace);
+    desired["metadata"]["resourceVersion"] = serde_json::json!(version);
+    api.patch(
+        &name,
+        &PatchParams::apply(super::FIELD_MANAGER).force(),
+        &Patch::Apply(&desired),
+    )
+    .await
+    .map_err(|e| super::ClusterError::request(what(), e))?;
+    Ok(true)
 }

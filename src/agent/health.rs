@@ -1,0 +1,384 @@
+//! Health gating in the agent: after a tenant is applied, its objects are judged by kstatus
+//! rules ([`crate::core::health`]) from the events of the watches the agent already runs (no
+//! polling), and at most `--max-in-flight` tenants may be applied but not yet healthy at once.
+//!
+//! In: admissions before each tenant's sync, each sync's result (the live hashes it applied,
+//! the components' `health:` settings), watch events of desired objects (their live hash and
+//! health) and deletions. Out: one permit per tenant between its apply and its verdict (others
+//! wait for one), the tenant's verdict — `Reconciling` while waiting, `Ready` once every
+//! waited-on object is current, `Stalled` naming the unhealthy objects when one failed or its
+//! component's `health.timeout` passed — written onto its inventory status by one writer task,
+//! and the figures for `/metrics` and `/status`. An object counts only once the watch has seen
+//! it at the version the sync applied (its live hash equals the one recorded after apply), so
+//! a status from before the apply is never taken for the new version's. A stalled tenant frees
+//! its permit and is still watched: it turns `Ready` when its objects become healthy.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::core::health::{Health, Verdict, Waited, health, verdict};
+use crate::core::model::Repo;
+use crate::core::objects::ObjectId;
+use crate::core::render::TenantRender;
+use crate::kube::sync::SyncResult;
+
+/// A tenant applied and not yet judged.
+struct Waiting {
+    /// Object → (live hash recorded after apply, deadline).
+    objects: BTreeMap<ObjectId, (String, Instant)>,
+    /// Held until the verdict is `Ready` or `Stalled`.
+    permit: Option<OwnedSemaphorePermit>,
+    /// Which sync this is (timers of older syncs are ignored).
+    sync: u64,
+}
+
+#[derive(Default)]
+struct Tracker {
+    /// Health of desired objects as the watches last saw them, with their live hash.
+    live: HashMap<ObjectId, (String, Health)>,
+    /// Tenants waiting for health (and stalled ones, still watched).
+    waiting: BTreeMap<String, Waiting>,
+    /// Each judged tenant's current verdict.
+    verdicts: BTreeMap<String, Verdict>,
+    /// What the writer last wrote per tenant.
+    written: BTreeMap<String, Verdict>,
+    /// Tenants being synced now (the writer leaves their status to the sync).
+    syncing: BTreeSet<String>,
+    /// Sync counter.
+    seq: u64,
+}
+
+/// The health gate: the in-flight bound, the tracker and the status writer's queue.
+pub struct Gate {
+    permits: Arc<Semaphore>,
+    max: usize,
+    default_timeout: Duration,
+    peak: AtomicUsize,
+    tracker: Mutex<Tracker>,
+    writes: mpsc::UnboundedSender<String>,
+    receiver: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// The agent namespace (where the inventories are), set by each batch.
+    namespace: Mutex<String>,
+}
+
+fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Gate {
+    /// A gate letting `max` tenants be applied-but-unhealthy at once; components without a
+    /// `health.timeout` wait `default_timeout`.
+    pub fn new(max: usize, default_timeout: Duration) -> Gate {
+        let max = max.max(1);
+        let (writes, receiver) = mpsc::unbounded_channel();
+        Gate {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+            default_timeout,
+            peak: AtomicUsize::new(0),
+            tracker: Mutex::new(Tracker::default()),
+            writes,
+            receiver: Mutex::new(Some(receiver)),
+            namespace: Mutex::new(String::new()),
+        }
+    }
+
+    /// Tenants applied and not yet judged healthy or stalled (permits held).
+    pub fn in_flight(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    /// Wait for a permit to sync `tenant` (a tenant still waiting from its last sync takes
+    /// its own permit over). `None` when `stop` is cancelled first.
+    pub async fn admit(&self, tenant: &str, stop: &CancellationToken) -> Option<Permit> {
+        let own = {
+            let mut t = lock(&self.tracker);
+            t.waiting.get_mut(tenant).and_then(|w| w.permit.take())
+        };
+        let permit = match own {
+            Some(p) => p,
+            None => tokio::select! {
+                p = self.permits.clone().acquire_owned() => p.ok()?,
+                _ = stop.cancelled() => return None,
+            },
+        };
+        self.peak.fetch_max(self.in_flight(), Ordering::Relaxed);
+        lock(&self.tracker).syncing.insert(tenant.to_string());
+        Some(Permit(permit))
+    }
+
+    /// A watch saw a desired object of `tenant` (its live hash against the desired object).
+    pub fn observed(&self, tenant: &str, id: &ObjectId, hash: &str, value: &Value) {
+        let mut t = lock(&self.tracker);
+        t.live.insert(id.clone(), (hash.to_string(), health(value)));
+        if t.waiting
+            .get(tenant)
+            .is_some_and(|w| w.objects.contains_key(id))
+        {
+            self.judge(&mut t, tenant);
+        }
+    }
+
+    /// A desired object was deleted.
+    pub fn gone(&self, tenant: &str, id: &ObjectId) {
+        let mut t = lock(&self.tracker);
+        t.live.remove(id);
+        if t.waiting
+            .get(tenant)
+            .is_some_and(|w| w.objects.contains_key(id))
+        {
+            self.judge(&mut t, tenant);
+        }
+    }
+
+    /// After `render`'s sync: wait for its component objects (those of components with
+    /// `health.wait` unset or true) at the live hashes the sync recorded; judge at once from
+    /// what the watches know; arm the timeouts. A failed sync frees the permit and leaves the
+    /// status the sync wrote.
+    pub fn after_sync(
+        self: &Arc<Self>,
+        repo: Option<&Repo>,
+        render: &TenantRender,
+        result: &SyncResult,
+        permit: Permit,
+    ) {
+        let tenant = render.tenant.as_str();
+        let ok = result
+            .reports
+            .iter()
+            .any(|r| r.tenant == tenant && r.is_ok() && r.outcome == "applied");
+        let mut t = lock(&self.tracker);
+        t.syncing.remove(tenant);
+        // The sync wrote its own status: the next verdict is written afresh.
+        t.written.remove(tenant);
+        let inventory = result.inventories.get(tenant).and_then(Option::as_ref);
+        let (Some(repo), Some(inv), true) = (repo, inventory, ok) else {
+            t.waiting.remove(tenant);
+            t.verdicts.remove(tenant);
+            drop(permit);
+            return;
+        };
+        let limits = crate::kube::health::deadlines(repo, render, self.default_timeout);
+        let now = Instant::now();
+        let mut objects = BTreeMap::new();
+        let mut deadlines = BTreeSet::new();
+        for o in &render.objects {
+            let Some(Some(limit)) = limits.get(&o.component) else {
+                continue;
+            };
+            let Some(entry) = inv.entries.get(&o.id) else {
+                continue;
+            };
+            objects.insert(o.id.clone(), (entry.live.clone(), now + *limit));
+            deadlines.insert(now + *limit);
+        }
+        t.seq += 1;
+        let sync = t.seq;
+        if objects.is_empty() && !t.verdicts.contains_key(tenant) {
+            t.waiting.remove(tenant);
+            return;
+        }
+        t.waiting.insert(
+            tenant.to_string(),
+            Waiting {
+                objects,
+                permit: Some(permit.0),
+                sync,
+            },
+        );
+        self.judge(&mut t, tenant);
+        drop(t);
+        for at in deadlines {
+            let gate = self.clone();
+            let tenant = tenant.to_string();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at.into()).await;
+                let mut t = lock(&gate.tracker);
+                if t.waiting.get(&tenant).is_some_and(|w| w.sync == sync) {
+                    gate.judge(&mut t, &tenant);
+                }
+            });
+        }
+    }
+
+    /// A tenant left git (purged) or was not synced: forget it.
+    pub fn forget(&self, tenant: &str) {
+        let mut t = lock(&self.tracker);
+        t.waiting.remove(tenant);
+        t.verdicts.remove(tenant);
+        t.written.remove(tenant);
+    }
+
+    /// Judge a waiting tenant; `Ready` ends the wait, `Stalled` frees the permit; a changed
+    /// verdict is queued for the writer.
+    fn judge(&self, t: &mut Tracker, tenant: &str) {
+        let now = Instant::now();
+        let Some(w) = t.waiting.get(tenant) else {
+            return;
+        };
+        let objects: Vec<Waited> = w
+            .objects
+            .iter()
+            .map(|(id, (hash, deadline))| Waited {
+                object: id.to_string(),
+                health: match t.live.get(id) {
+                    Some((h, health)) if h == hash => Some(health.clone()),
+                    _ => None,
+                },
+                overdue: now >= *deadline,
+            })
+            .collect();
+        let v = verdict(&objects);
+        match &v {
+            Verdict::Ready => {
+                t.waiting.remove(tenant);
+            }
+            Verdict::Stalled(_) => {
+                if let Some(w) = t.waiting.get_mut(tenant) {
+                    w.permit = None;
+                }
+            }
+            Verdict::Reconciling(_) => {}
+        }
+        if t.verdicts.get(tenant) != Some(&v) {
+            tracing::info!(tenant, health = v.name(), detail = ?v, "tenant health");
+            t.verdicts.insert(tenant.to_string(), v);
+            let _ = self.writes.send(tenant.to_string());
+        }
+    }
+
+    /// The agent namespace the inventories are in.
+    pub fn set_namespace(&self, namespace: &str) {
+        *self.namespace.lock().unwrap_or_else(|e| e.into_inner()) = namespace.to_string();
+    }
+
+    /// Write verdicts onto the inventories' status, one at a time, until `stop`.
+    pub fn spawn_writer(self: &Arc<Self>, client: kube::Client, stop: CancellationToken) {
+        let Some(mut rx) = self
+            .receiver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let gate = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let tenant = tokio::select! {
+                    t = rx.recv() => match t { Some(t) => t, None => return },
+                    _ = stop.cancelled() => return,
+                };
+                let due = {
+                    let t = lock(&gate.tracker);
+                    match t.verdicts.get(&tenant) {
+                        Some(v)
+                            if !t.syncing.contains(&tenant)
+                                && t.written.get(&tenant) != Some(v) =>
+                        {
+                            Some(v.clone())
+                        }
+                        _ => None,
+                    }
+                };
+                let Some(v) = due else { continue };
+                let ns = gate
+                    .namespace
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let now = crate::kube::sync::now_rfc3339();
+                match crate::kube::health::write_verdict(&client, &ns, &tenant, &v, &now).await {
+                    Ok(_) => {
+                        lock(&gate.tracker).written.insert(tenant, v);
+                    }
+                    Err(e) => {
+                        tracing::warn!(tenant, error = %e, "cannot write the health status; retrying");
+                        let gate = gate.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            let _ = gate.writes.send(tenant);
+                        });
+                    }
+                }
+            }
+        });
+    }
+
+    /// Metric lines (Prometheus text): tenants in flight, the peak since start, tenants by
+    /// verdict and each judged tenant's health.
+    pub fn metrics_text(&self) -> String {
+        let t = lock(&self.tracker);
+        let mut counts: BTreeMap<&str, usize> = [("ready", 0), ("reconciling", 0), ("stalled", 0)]
+            .into_iter()
+            .collect();
+        for v in t.verdicts.values() {
+            *counts.entry(v.name()).or_default() += 1;
+        }
+        let mut out = String::new();
+        out.push_str("# HELP fief_tenants_in_flight Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight).\n# TYPE fief_tenants_in_flight gauge\n");
+        out.push_str(&format!("fief_tenants_in_flight {}\n", self.in_flight()));
+        out.push_str("# HELP fief_tenants_in_flight_peak Highest fief_tenants_in_flight since start.\n# TYPE fief_tenants_in_flight_peak gauge\n");
+        out.push_str(&format!(
+            "fief_tenants_in_flight_peak {}\n",
+            self.peak.load(Ordering::Relaxed)
+        ));
+        out.push_str("# HELP fief_tenants_health Tenants by health verdict after their last apply.\n# TYPE fief_tenants_health gauge\n");
+        for (state, n) in counts {
+            out.push_str(&format!("fief_tenants_health{{state=\"{state}\"}} {n}\n"));
+        }
+        out.push_str("# HELP fief_tenant_healthy 1 when the tenant's applied objects are healthy, 0 while waiting or stalled.\n# TYPE fief_tenant_healthy gauge\n");
+        for (tenant, v) in &t.verdicts {
+            out.push_str(&format!(
+                "fief_tenant_healthy{{tenant=\"{tenant}\"}} {}\n",
+                i32::from(*v == Verdict::Ready)
+            ));
+        }
+        out
+    }
+
+    /// Each judged tenant's verdict, for `/status`.
+    pub fn status_json(&self) -> Value {
+        let t = lock(&self.tracker);
+        let tenants: serde_json::Map<String, Value> = t
+            .verdicts
+            .iter()
+            .map(|(tenant, v)| {
+                let objects: Vec<Value> = match v {
+                    Verdict::Ready => Vec::new(),
+                    Verdict::Reconciling(l) | Verdict::Stalled(l) => l
+                        .iter()
+                        .map(|(o, why)| serde_json::json!({"object": o, "reason": why}))
+                        .collect(),
+                };
+                (
+                    tenant.clone(),
+                    serde_json::json!({"health": v.name(), "objects": objects}),
+                )
+            })
+            .collect();
+        serde_json::json!({
+            "maxInFlight": self.max,
+            "inFlight": self.in_flight(),
+            "inFlightPeak": self.peak.load(Ordering::Relaxed),
+            "tenants": tenants,
+        })
+    }
+}
+
+/// A tenant's permit between its admission and its verdict.
+pub struct Permit(OwnedSemaphorePermit);
+
+/// Insert `extra` metric lines before the closing `# EOF` of an OpenMetrics exposition.
+pub fn append_metrics(text: &mut String, extra: &str) {
+    match text.rfind("# EOF") {
+        Some(i) => text.insert_str(i, extra),
+        None => text.push_str(extra),
+    }
+}
