@@ -36,7 +36,13 @@ struct Waiting {
     permit: Option<OwnedSemaphorePermit>,
     /// Which sync this is (timers of older syncs are ignored).
     sync: u64,
+    /// When the wait began.
+    since: Instant,
 }
+
+/// How long a tenant waits before `Reconciling` is written: objects that are healthy at
+/// once (ConfigMaps, RBAC, an unchanged Deployment) cost no status write.
+const GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Tracker {
@@ -50,6 +56,9 @@ struct Tracker {
     written: BTreeMap<String, Verdict>,
     /// Tenants being synced now (the writer leaves their status to the sync).
     syncing: BTreeSet<String>,
+    /// Tenants whose inventory may hold a verdict other than `Ready` written by the writer
+    /// (a later `Ready` must then be written; otherwise the sync's own `Ready` stands).
+    dirty: BTreeSet<String>,
     /// Sync counter.
     seq: u64,
 }
@@ -155,12 +164,12 @@ impl Gate {
             .any(|r| r.tenant == tenant && r.is_ok() && r.outcome == "applied");
         let mut t = lock(&self.tracker);
         t.syncing.remove(tenant);
-        // The sync wrote its own status: the next verdict is written afresh.
+        // The sync may have written its own status: the next verdict is judged afresh.
         t.written.remove(tenant);
+        t.verdicts.remove(tenant);
         let inventory = result.inventories.get(tenant).and_then(Option::as_ref);
         let (Some(repo), Some(inv), true) = (repo, inventory, ok) else {
             t.waiting.remove(tenant);
-            t.verdicts.remove(tenant);
             drop(permit);
             return;
         };
@@ -180,7 +189,7 @@ impl Gate {
         }
         t.seq += 1;
         let sync = t.seq;
-        if objects.is_empty() && !t.verdicts.contains_key(tenant) {
+        if objects.is_empty() && !t.dirty.contains(tenant) {
             t.waiting.remove(tenant);
             return;
         }
@@ -190,6 +199,7 @@ impl Gate {
                 objects,
                 permit: Some(permit.0),
                 sync,
+                since: now,
             },
         );
         self.judge(&mut t, tenant);
@@ -213,6 +223,7 @@ impl Gate {
         t.waiting.remove(tenant);
         t.verdicts.remove(tenant);
         t.written.remove(tenant);
+        t.dirty.remove(tenant);
     }
 
     /// Judge a waiting tenant; `Ready` ends the wait, `Stalled` frees the permit; a changed
@@ -248,8 +259,15 @@ impl Gate {
         }
         if t.verdicts.get(tenant) != Some(&v) {
             tracing::info!(tenant, health = v.name(), detail = ?v, "tenant health");
+            let quiet = v == Verdict::Ready && !t.dirty.contains(tenant);
+            if quiet {
+                // The sync's own status (Ready=True) stands: nothing to write.
+                t.written.insert(tenant.to_string(), v.clone());
+            }
             t.verdicts.insert(tenant.to_string(), v);
-            let _ = self.writes.send(tenant.to_string());
+            if !quiet {
+                let _ = self.writes.send(tenant.to_string());
+            }
         }
     }
 
@@ -277,7 +295,18 @@ impl Gate {
                 };
                 let due = {
                     let t = lock(&gate.tracker);
+                    let young = t
+                        .waiting
+                        .get(&tenant)
+                        .map(|w| w.since + GRACE)
+                        .filter(|at| *at > Instant::now());
                     match t.verdicts.get(&tenant) {
+                        Some(Verdict::Reconciling(_)) if young.is_some() => {
+                            if let Some(at) = young {
+                                gate.resend_at(&tenant, at);
+                            }
+                            None
+                        }
                         Some(v)
                             if !t.syncing.contains(&tenant)
                                 && t.written.get(&tenant) != Some(v) =>
@@ -296,18 +325,30 @@ impl Gate {
                 let now = crate::kube::sync::now_rfc3339();
                 match crate::kube::health::write_verdict(&client, &ns, &tenant, &v, &now).await {
                     Ok(_) => {
-                        lock(&gate.tracker).written.insert(tenant, v);
+                        let mut t = lock(&gate.tracker);
+                        if v == Verdict::Ready {
+                            t.dirty.remove(&tenant);
+                        } else {
+                            t.dirty.insert(tenant.clone());
+                        }
+                        t.written.insert(tenant, v);
                     }
                     Err(e) => {
                         tracing::warn!(tenant, error = %e, "cannot write the health status; retrying");
-                        let gate = gate.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                            let _ = gate.writes.send(tenant);
-                        });
+                        gate.resend_at(&tenant, Instant::now() + Duration::from_millis(500));
                     }
                 }
             }
+        });
+    }
+
+    /// Queue `tenant` for the writer again at `at`.
+    fn resend_at(self: &Arc<Self>, tenant: &str, at: Instant) {
+        let gate = self.clone();
+        let tenant = tenant.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            let _ = gate.writes.send(tenant);
         });
     }
 

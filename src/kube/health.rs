@@ -163,6 +163,15 @@ pub async fn write_verdict(
     let Ok(mut inv) = Inventory::from_configmap(&value) else {
         return Ok(false);
     };
+    let is = |type_: &str| {
+        inv.status
+            .condition(type_)
+            .is_some_and(|c| c.status == "True")
+    };
+    if *verdict == Verdict::Ready && is("Ready") && !is("Stalled") && !is("Reconciling") {
+        // Already ready (the sync's own `Applied`): nothing to add.
+        return Ok(false);
+    }
     let before = inv.status.clone();
     set_conditions(&mut inv.status, verdict, now);
     if inv.status == before {
