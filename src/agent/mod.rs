@@ -14,6 +14,7 @@ pub mod http;
 mod leader;
 pub mod metrics;
 mod outcome;
+mod pins;
 pub mod queue;
 mod reconciler;
 mod source_loop;

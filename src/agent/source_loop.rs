@@ -26,6 +26,8 @@ pub struct Revision {
     pub repo: Arc<Repo>,
     /// Input hash of each tenant.
     pub hashes: BTreeMap<String, String>,
+    /// What each pinned (component, ref) resolved to.
+    pub pins: super::pins::Resolved,
 }
 
 /// Longest wait between clone attempts at start.
@@ -106,6 +108,7 @@ pub(super) async fn run(
     };
     let git = Arc::new(Mutex::new(git));
     let mut current: Option<String> = None;
+    let mut pins = super::pins::Resolved::new();
     let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
     loop {
         if pending.is_none() {
@@ -126,10 +129,20 @@ pub(super) async fn run(
                     h.last_fetch_error = None;
                     h.last_commit = Some(commit.clone());
                 }
-                if current.as_deref() != Some(commit.as_str()) {
+                let moved = !pins.is_empty() && {
+                    let g = git.clone();
+                    let p = pins.clone();
+                    tokio::task::spawn_blocking(move || {
+                        super::pins::moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
+                    })
+                    .await
+                    .unwrap_or(true)
+                };
+                if current.as_deref() != Some(commit.as_str()) || moved {
                     match read_revision(&git, &commit, shared.age_keys.clone()).await {
                         Ok(rev) => {
                             current = Some(commit.clone());
+                            pins = rev.pins.clone();
                             {
                                 let mut h = lock(&shared.health);
                                 h.has_revision = true;
@@ -168,21 +181,20 @@ async fn read_revision(
     let g = git.clone();
     let c = commit.to_string();
     tokio::task::spawn_blocking(move || {
-        let snapshot = g
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .snapshot(&c)
-            .map_err(|e| e.to_string())?;
-        let mut repo = Repo::load(Arc::new(snapshot));
+        let git = g.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = git.snapshot(&c).map_err(|e| e.to_string())?;
+        let (mut repo, pins) = super::pins::load(&git, snapshot);
+        drop(git);
         if let Some(keys) = &age_keys {
             repo.secrets
                 .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
         }
-        let hashes = crate::core::inputs::tenant_hashes(&repo);
+        let hashes = super::pins::hashes(&repo, crate::core::inputs::tenant_hashes(&repo), &pins);
         Ok(Revision {
             commit: c,
             repo: Arc::new(repo),
             hashes,
+            pins,
         })
     })
     .await
@@ -192,7 +204,11 @@ async fn read_revision(
 /// Take a new revision into the loop state: queue the tenants whose inputs changed, forget
 /// the removed ones.
 pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Revision>) {
-    if state.rev.as_ref().is_some_and(|r| r.commit == rev.commit) {
+    if state
+        .rev
+        .as_ref()
+        .is_some_and(|r| r.commit == rev.commit && r.pins == rev.pins)
+    {
         return;
     }
     let now = Instant::now();

@@ -168,6 +168,64 @@ impl GitSource {
         read_tree(&repo, tree, &self.url, commit)
     }
 
+    /// The tenants repo at a git ref a tenant pins (a tag, a branch, or a commit id), as
+    /// fetched; with the id of the tree of `components/<component>` there (which changes
+    /// exactly when that folder's content does; empty when the ref has no such folder).
+    pub fn snapshot_at_ref(
+        &self,
+        component: &str,
+        git_ref: &str,
+    ) -> Result<(Snapshot, String), GitError> {
+        self.at_ref(component, git_ref, true)
+    }
+
+    /// The tree id of `components/<component>` at a pinned ref (see
+    /// [`GitSource::snapshot_at_ref`]).
+    pub fn tree_at_ref(&self, component: &str, git_ref: &str) -> Result<String, GitError> {
+        self.at_ref(component, git_ref, false).map(|(_, tree)| tree)
+    }
+
+    fn at_ref(
+        &self,
+        component: &str,
+        git_ref: &str,
+        read: bool,
+    ) -> Result<(Snapshot, String), GitError> {
+        let repo = self.open()?;
+        let bad = |detail: String| GitError::BadCommit {
+            url: redact_url(&self.url),
+            commit: git_ref.to_string(),
+            detail,
+        };
+        let object = [
+            format!("refs/tags/{git_ref}"),
+            format!("refs/remotes/{REMOTE}/{git_ref}"),
+        ]
+        .iter()
+        .find_map(|name| {
+            repo.find_reference(name)
+                .ok()?
+                .peel(git2::ObjectType::Commit)
+                .ok()
+        })
+        .map_or_else(|| repo.revparse_single(git_ref), Ok)
+        .map_err(|_| bad("no such tag, branch or commit in the fetched repo".to_string()))?;
+        let commit = object
+            .peel_to_commit()
+            .map_err(|e| bad(e.message().to_string()))?;
+        let tree = commit.tree().map_err(|e| bad(e.message().to_string()))?;
+        let tree_id = tree
+            .get_path(Path::new(&format!("components/{component}")))
+            .map(|e| e.id().to_string())
+            .unwrap_or_default();
+        if !read {
+            return Ok((Snapshot::default(), tree_id));
+        }
+        let commit_id = commit.id().to_string();
+        let snapshot = read_tree(&repo, tree, &self.url, &commit_id)?;
+        Ok((snapshot, tree_id))
+    }
+
     /// The repository URL with any userinfo removed, for logs and status.
     pub fn redacted_url(&self) -> String {
         redact_url(&self.url)
@@ -246,6 +304,11 @@ impl GitSource {
         })?;
         let local_ref = format!("refs/remotes/{REMOTE}/{}", self.branch);
         let refspec = format!("+refs/heads/{}:{local_ref}", self.branch);
+        // Tags and the other branches too: tenants may pin a component to any of them.
+        let pins = [
+            "+refs/heads/*:refs/remotes/origin/*",
+            "+refs/tags/*:refs/tags/*",
+        ];
 
         let auth_refused = Cell::new(false);
         let host_refused = Cell::new(false);
@@ -280,7 +343,11 @@ impl GitSource {
                 .proxy_options(proxy)
                 .prune(FetchPrune::On)
                 .download_tags(AutotagOption::None);
-            remote.fetch(&[refspec.as_str()], Some(&mut options), None)
+            remote.fetch(
+                &[refspec.as_str(), pins[0], pins[1]],
+                Some(&mut options),
+                None,
+            )
         };
 
         if let Err(e) = result {

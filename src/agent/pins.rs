@@ -1,0 +1,90 @@
+//! Pinned components in the agent: a tenant's `components: [{name, ref}]` renders that
+//! component as it is at the ref, read from the agent's own clone (tags and branches are
+//! fetched with the followed branch).
+//!
+//! In: the head snapshot and the git source. Out: the repo with every pinned component's
+//! folder added ([`crate::core::pins::with_pins`]) — so tenant input hashes cover the pinned
+//! content and a moved tag changes exactly the tenants pinned to it — and each pin's resolved
+//! tree id, which the source task compares after every fetch to notice a moved tag or branch
+//! when the followed branch did not move; tenant input hashes get the pinned tree ids mixed
+//! in ([`hashes`]). A ref that cannot be read fails only the tenants that pin it (invalid,
+//! with the reason).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::core::model::Repo;
+use crate::core::snapshot::Snapshot;
+use crate::source::git::GitSource;
+
+/// Each pinned (component, ref) and what it resolved to (tree id, or why it cannot be read).
+pub type Resolved = BTreeMap<(String, String), Result<String, String>>;
+
+/// The repo at head with its pinned components read from `git`, and the pins' resolution.
+pub fn load(git: &GitSource, snapshot: Snapshot) -> (Repo, Resolved) {
+    let repo = Repo::load(Arc::new(snapshot));
+    let wanted = crate::core::pins::pins(&repo);
+    if wanted.is_empty() {
+        return (repo, Resolved::new());
+    }
+    let mut resolved = Resolved::new();
+    let pinned: Vec<_> = wanted
+        .into_iter()
+        .map(|(component, git_ref)| {
+            let at = git
+                .snapshot_at_ref(&component, &git_ref)
+                .map_err(|e| e.to_string());
+            resolved.insert(
+                (component.clone(), git_ref.clone()),
+                at.as_ref()
+                    .map(|(_, tree)| tree.clone())
+                    .map_err(Clone::clone),
+            );
+            (component, git_ref, at.map(|(s, _)| s))
+        })
+        .collect();
+    let repo = Repo::load(Arc::new(crate::core::pins::with_pins(
+        &repo.snapshot,
+        &pinned,
+    )));
+    (repo, resolved)
+}
+
+/// Whether any pin now resolves differently than in `resolved` (a tag or branch moved).
+pub fn moved(git: &GitSource, resolved: &Resolved) -> bool {
+    resolved.iter().any(|((component, git_ref), was)| {
+        let now = git
+            .tree_at_ref(component, git_ref)
+            .map_err(|e| e.to_string());
+        &now != was
+    })
+}
+
+/// Tenant input hashes with each pinned component's tree id (or why it cannot be read)
+/// mixed into the hash of the tenants that pin it: moving a tag re-syncs exactly them.
+pub fn hashes(
+    repo: &Repo,
+    mut hashes: BTreeMap<String, String>,
+    resolved: &Resolved,
+) -> BTreeMap<String, String> {
+    if resolved.is_empty() {
+        return hashes;
+    }
+    for (name, tenant) in &repo.tenants {
+        let Ok(tenant) = tenant else { continue };
+        let mut mix = String::new();
+        for c in &tenant.spec.components {
+            let Some(git_ref) = &c.git_ref else { continue };
+            let at = resolved.get(&(c.name.clone(), git_ref.clone()));
+            mix.push_str(&format!("{}@{git_ref}={at:?};", c.name));
+        }
+        if mix.is_empty() {
+            continue;
+        }
+        if let Some(h) = hashes.get_mut(name) {
+            let joined = format!("{h};{mix}");
+            *h = crate::core::objects::sha256_hex(joined.as_bytes());
+        }
+    }
+    hashes
+}
