@@ -280,6 +280,93 @@ fn bump_changes_one_line_per_chosen_tenant_keeps_comments_and_commits_once() {
     );
 }
 
+fn bump_cmd(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["bump", root.to_str().expect("utf-8")])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "fief test")
+        .env("GIT_AUTHOR_EMAIL", "test@fief.invalid")
+        .env("GIT_COMMITTER_NAME", "fief test")
+        .env("GIT_COMMITTER_EMAIL", "test@fief.invalid")
+        .current_dir(root)
+        .output()
+        .expect("run fief")
+}
+
+#[test]
+fn bump_ref_pins_the_chosen_tenants_with_one_line_each_and_the_pin_renders_the_old_template() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    bump_repo(root);
+    git(root, &["tag", "app-old"]);
+    write(
+        root,
+        "components/app/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: {{ component.version }}\n  edition: two\n",
+    );
+    git(root, &["commit", "-q", "-am", "two"]);
+
+    let out = bump_cmd(
+        root,
+        &["app", "--ref", "app-old", "--tenant", "beta", "--commit"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let diff = text(&out.stdout);
+    assert!(diff.contains("+      ref: app-old\n"), "{diff}");
+    assert_eq!(
+        diff.lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .count(),
+        1,
+        "{diff}"
+    );
+    assert_eq!(
+        diff.lines()
+            .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+            .count(),
+        0,
+        "{diff}"
+    );
+    assert_eq!(git(root, &["rev-list", "--count", "HEAD"]), "3");
+    assert_eq!(
+        git(root, &["log", "-1", "--format=%s"]),
+        "bump app to ref app-old for 1 tenant: beta"
+    );
+    assert_eq!(
+        git(root, &["show", "--numstat", "--format=", "HEAD"]),
+        "1\t0\ttenants/beta.yaml"
+    );
+    let beta = std::fs::read_to_string(root.join("tenants/beta.yaml")).expect("read");
+    assert!(beta.contains("    - name: app   # the storefront\n      ref: app-old\n      version: 1.4.2   # bumped by fief\n"), "{beta}");
+    // The pinned tenant renders the template as tagged; the others at the head.
+    let render =
+        |t: &str| text(&fief(&["render", root.to_str().expect("utf-8"), "--tenant", t]).stdout);
+    assert!(!render("beta").contains("edition"), "{}", render("beta"));
+    assert!(
+        render("gamma").contains("edition: two"),
+        "{}",
+        render("gamma")
+    );
+
+    // Moving the pin is a one-line change in place; the same ref again changes nothing.
+    let out = bump_cmd(root, &["app", "--ref", "main", "--tenant", "beta"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let diff = text(&out.stdout);
+    assert!(
+        diff.contains("-      ref: app-old\n+      ref: main\n"),
+        "{diff}"
+    );
+    let again = bump_cmd(root, &["app", "--ref", "main", "--tenant", "beta"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(text(&again.stdout).is_empty());
+    assert!(
+        text(&again.stderr).contains("already has app ref main"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
 #[test]
 fn bump_of_a_tenant_without_the_component_is_refused_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");

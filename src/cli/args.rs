@@ -50,6 +50,7 @@ pub enum Command {
 /// `fief bump`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["tenants", "selector", "all", "percent"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["version", "git_ref"])))]
 pub struct BumpArgs {
     /// Path to the tenants repo (a checkout).
     pub repo: PathBuf,
@@ -57,7 +58,10 @@ pub struct BumpArgs {
     pub component: String,
     /// The version to set.
     #[arg(long)]
-    pub version: String,
+    pub version: Option<String>,
+    /// The git ref (tag, branch or commit of the tenants repo) to pin the component to.
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
     /// These tenants (repeatable).
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,

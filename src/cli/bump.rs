@@ -1,5 +1,6 @@
-//! `fief bump REPO COMPONENT --version V (--tenant T... | --selector k=v | --all | --percent N)
-//! [--commit]`: edit the chosen tenant files in place, print the diff, optionally commit.
+//! `fief bump REPO COMPONENT (--version V | --ref R) (--tenant T... | --selector k=v | --all |
+//! --percent N) [--commit]`: edit the chosen tenant files in place, print the diff, optionally
+//! commit.
 //!
 //! In: a checkout of the tenants repo. Out: edited `tenants/<t>.yaml` files (one line each),
 //! their unified diff on stdout, a commit naming the tenants with `--commit`, problems on
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use similar::TextDiff;
 
 use super::{BumpArgs, CliError, EXIT_INVALID, EXIT_OK, write_err};
-use crate::core::bump::{current_version, percent_of, set_version};
+use crate::core::bump::{Field, current_version, percent_of, set_field};
 use crate::core::model::Repo;
 use crate::core::snapshot::Snapshot;
 use crate::source::git::commit_files;
@@ -29,6 +30,13 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
         })
         .collect();
     let chosen = choose(args, &repo, &users)?;
+    let (field, value, what) = match (&args.version, &args.git_ref) {
+        (Some(v), _) => (Field::Version, v.as_str(), v.clone()),
+        (None, Some(r)) => (Field::Ref, r.as_str(), format!("ref {r}")),
+        (None, None) => {
+            return Err(CliError::Usage("give --version or --ref".to_string()));
+        }
+    };
     let mut edits = Vec::new();
     let mut problems = Vec::new();
     for tenant in &chosen {
@@ -37,7 +45,7 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
             problems.push(format!("{rel}: tenant `{tenant}`: cannot read the file"));
             continue;
         };
-        match set_version(text, &args.component, &args.version) {
+        match set_field(text, &args.component, field, value) {
             Ok(Some(new)) => edits.push((tenant.clone(), rel, text.to_string(), new)),
             Ok(None) => {}
             Err(e) => problems.push(format!("{rel}: tenant `{tenant}`: {e}")),
@@ -75,14 +83,13 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
     if edits.is_empty() {
         let _ = writeln!(
             stderr,
-            "nothing to change: every chosen tenant already has {} {}",
-            args.component, args.version
+            "nothing to change: every chosen tenant already has {} {what}",
+            args.component
         );
     } else if args.commit {
         let message = format!(
-            "bump {} to {} for {} tenant{}: {}",
+            "bump {} to {what} for {} tenant{}: {}",
             args.component,
-            args.version,
             names.len(),
             if names.len() == 1 { "" } else { "s" },
             names.join(", ")

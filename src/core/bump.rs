@@ -1,10 +1,10 @@
-//! `fief bump`: set a component's version in chosen tenant files, GitOps style — a one-line
-//! change per tenant, comments and formatting kept.
+//! `fief bump`: set a component's version (`--version`) or pinned git ref (`--ref`) in chosen
+//! tenant files, GitOps style — a one-line change per tenant, comments and formatting kept.
 //!
-//! In: a tenant file's text, a component name and a version. Out: the new text, or why it
-//! cannot be edited safely. Every edit is checked by parsing the file before and after: the
-//! only difference allowed is that component's version, so a file the line editor does not
-//! understand is refused, never corrupted. Pure.
+//! In: a tenant file's text, a component name and a version or ref. Out: the new text, or why
+//! it cannot be edited safely. Every edit is checked by parsing the file before and after: the
+//! only difference allowed is that component's version (or ref), so a file the line editor
+//! does not understand is refused, never corrupted. Pure.
 
 use std::collections::BTreeMap;
 
@@ -96,6 +96,39 @@ fn split_comment(rest: &str) -> (&str, &str) {
     }
 }
 
+/// Which field of a component entry `fief bump` sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `version:`.
+    Version,
+    /// `ref:` (the git ref the component is pinned to).
+    Ref,
+}
+
+impl Field {
+    /// The YAML key.
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::Version => "version",
+            Field::Ref => "ref",
+        }
+    }
+
+    fn get(self, c: &crate::core::model::ComponentRef) -> Option<String> {
+        match self {
+            Field::Version => c.version.clone(),
+            Field::Ref => c.git_ref.clone(),
+        }
+    }
+
+    fn set(self, c: &mut crate::core::model::ComponentRef, value: &str) {
+        match self {
+            Field::Version => c.version = Some(value.to_string()),
+            Field::Ref => c.git_ref = Some(value.to_string()),
+        }
+    }
+}
+
 /// Set `component`'s version in a tenant file's text. Returns `Ok(None)` when it already has
 /// that version.
 pub fn set_version(
@@ -103,8 +136,30 @@ pub fn set_version(
     component: &str,
     version: &str,
 ) -> Result<Option<String>, BumpError> {
+    set_field(text, component, Field::Version, version)
+}
+
+/// Set `component`'s pinned git ref (`ref:`) in a tenant file's text, adding it when the entry
+/// has none. Returns `Ok(None)` when it already has that ref.
+pub fn set_ref(text: &str, component: &str, git_ref: &str) -> Result<Option<String>, BumpError> {
+    set_field(text, component, Field::Ref, git_ref)
+}
+
+/// Set one field of `component`'s entry in a tenant file's text.
+pub fn set_field(
+    text: &str,
+    component: &str,
+    field: Field,
+    version: &str,
+) -> Result<Option<String>, BumpError> {
     let before = parse(text)?;
-    let Some(old) = current_version(&before, component) else {
+    let Some(old) = before
+        .spec
+        .components
+        .iter()
+        .find(|c| c.name == component)
+        .map(|c| field.get(c))
+    else {
         return Err(BumpError::NotUsed {
             component: component.to_string(),
         });
@@ -112,6 +167,8 @@ pub fn set_version(
     if old.as_deref() == Some(version) {
         return Ok(None);
     }
+    let key = field.key();
+    let key_colon = format!("{key}:");
     let unsupported = |detail: &str| BumpError::Unsupported {
         component: component.to_string(),
         detail: detail.to_string(),
@@ -142,12 +199,11 @@ pub fn set_version(
                     "a flow mapping with nested values or a comment",
                 ));
             }
-            let mut new_fields: Vec<String> = fields
-                .iter()
-                .filter(|f| !f.trim().starts_with("version:"))
-                .map(|f| f.trim().to_string())
-                .collect();
-            new_fields.push(format!("version: {value}"));
+            let mut new_fields: Vec<String> = fields.iter().map(|f| f.trim().to_string()).collect();
+            match new_fields.iter_mut().find(|f| f.starts_with(&key_colon)) {
+                Some(f) => *f = format!("{key}: {value}"),
+                None => new_fields.push(format!("{key}: {value}")),
+            }
             let lead = &line[..line.len() - t.len()];
             out[i] = format!("{lead}- {{{}}}\n", new_fields.join(", "));
             found = true;
@@ -172,7 +228,7 @@ pub fn set_version(
             if indent(l) < key_col {
                 break;
             }
-            if indent(l) == key_col && l.trim_start().starts_with("version:") {
+            if indent(l) == key_col && l.trim_start().starts_with(&key_colon) {
                 version_line = Some(j);
             }
             j += 1;
@@ -180,11 +236,11 @@ pub fn set_version(
         match version_line {
             Some(k) => {
                 let l = lines[k];
-                let rest = &l.trim_start()["version:".len()..];
+                let rest = &l.trim_start()[key_colon.len()..];
                 let (_, comment) = split_comment(rest.trim_end_matches('\n'));
-                out[k] = format!("{}version: {value}{comment}\n", " ".repeat(key_col));
+                out[k] = format!("{}{key}: {value}{comment}\n", " ".repeat(key_col));
             }
-            None => out.insert(i + 1, format!("{}version: {value}\n", " ".repeat(key_col))),
+            None => out.insert(i + 1, format!("{}{key}: {value}\n", " ".repeat(key_col))),
         }
         found = true;
         break;
@@ -198,13 +254,13 @@ pub fn set_version(
     let mut expected = before.clone();
     for c in &mut expected.spec.components {
         if c.name == component {
-            c.version = Some(version.to_string());
+            field.set(c, version);
         }
     }
     if after != expected {
-        return Err(unsupported(
-            "the edited file would differ in more than the version",
-        ));
+        return Err(unsupported(&format!(
+            "the edited file would differ in more than the {key}"
+        )));
     }
     Ok(Some(new_text))
 }
@@ -302,5 +358,31 @@ mod tests {
         assert_eq!(fifty.len(), 25);
         assert!(ten.iter().all(|t| fifty.contains(t)));
         assert_eq!(percent_of(&all, "web", 100).len(), 50);
+    }
+
+    #[test]
+    fn bump_ref_sets_or_adds_the_ref_on_the_entry_line_and_keeps_comments() {
+        let new = set_ref(ACME, "postgres", "postgres-16.5").unwrap().unwrap();
+        // One line added after the entry's name; everything else as it was.
+        assert_eq!(
+            new,
+            ACME.replacen(
+                "    - name: postgres\n",
+                "    - name: postgres\n      ref: postgres-16.5\n",
+                1
+            )
+        );
+        assert!(new.contains("      version: \"16.4\"   # pinned by DBA\n"));
+        let flow = set_ref(ACME, "worker", "release/1.5").unwrap().unwrap();
+        assert!(
+            flow.contains("    - {name: worker, version: 1.4.2, ref: \"release/1.5\"}\n"),
+            "{flow}"
+        );
+        let moved = set_ref(&flow, "worker", "v2").unwrap().unwrap();
+        assert!(
+            moved.contains("    - {name: worker, version: 1.4.2, ref: v2}\n"),
+            "{moved}"
+        );
+        assert_eq!(set_ref(&moved, "worker", "v2").unwrap(), None);
     }
 }
