@@ -1009,3 +1009,136 @@ fn apply_wait_reports_a_deployment_that_never_becomes_ready_and_passes_once_fixe
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{tenant}: healthy")));
 }
+
+/// The agent (a process on this machine, against the node cluster) gates a tenant on the
+/// health of what it applied: a readiness probe that never passes keeps it `Reconciling`,
+/// then `Stalled` naming the Deployment after its 20s `health.timeout`; the fix commit makes
+/// it `Ready` once the new Pods really pass their probe.
+#[test]
+fn the_agent_holds_a_tenant_reconciling_then_stalled_on_a_failing_probe_and_ready_after_the_fix() {
+    let cluster = node_cluster();
+    let tenant = common::unique("agsick");
+    let ns = format!("{tenant}-prod");
+    let agent_ns = common::unique("fief-agsick");
+    let varz = |probe: &str| {
+        format!(
+            "replicas: 1\nimage: {}\ngreeting: hi\nprobePath: {probe}\n",
+            common::node::BUSYBOX_IMAGE
+        )
+    };
+    let server = common::agent::GitServer::new(&[
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {agent_ns}\n"),
+        ),
+        (
+            "components/web/varz.yaml".to_string(),
+            varz("/missing.html"),
+        ),
+        (
+            "components/web/component.yaml".to_string(),
+            "health: {timeout: 20s}\n".to_string(),
+        ),
+        (
+            "components/web/templates/deployment.yaml".to_string(),
+            WEB_TEMPLATE.replace("path: /index.html", "path: {{ values.probePath }}"),
+        ),
+        (
+            format!("tenants/{tenant}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {tenant}\nspec:\n  quota: {{cpu: \"1\", memory: 256Mi, pods: \"4\"}}\n  components:\n    - name: web\n"
+            ),
+        ),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("agent.log");
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["agent", "--repo", &server.url(), "--no-leader-election"])
+        .arg("--kubeconfig")
+        .arg(cluster.cp().admin_kubeconfig())
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{}", common::util::free_port()),
+        ])
+        .args(["--interval", "2s"])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start fief agent");
+    let agent_log = || fs::read_to_string(&log).unwrap_or_default();
+    let condition = |type_: &str| -> (String, String, String) {
+        let cm = kubectl_json(&[
+            "get",
+            "configmap",
+            "-n",
+            &agent_ns,
+            &format!("fief-tenant-{tenant}"),
+        ]);
+        let status: Value = cm
+            .and_then(|cm| {
+                cm["data"]["status"]
+                    .as_str()
+                    .and_then(|s| serde_json::from_str(s).ok())
+            })
+            .unwrap_or(Value::Null);
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_)
+            .map(|c| {
+                let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+                (s("status"), s("reason"), s("message"))
+            })
+            .unwrap_or_default()
+    };
+    let wait = |what: &str, type_: &str, reason: &str, timeout: Duration| -> String {
+        let (message, _) = wait_for(what, timeout, || {
+            let c = condition(type_);
+            if c.0 == "True" && c.1 == reason {
+                Ok(c.2)
+            } else {
+                Err(format!("{type_}: {c:?}\nagent log:\n{}", agent_log()))
+            }
+        });
+        message
+    };
+    let message = wait(
+        "Reconciling while the probe fails",
+        "Reconciling",
+        "WaitingForHealth",
+        Duration::from_secs(60),
+    );
+    assert!(
+        message.contains(&format!("Deployment.apps/{ns}/web")),
+        "{message}"
+    );
+    let message = wait(
+        "Stalled after the 20s timeout",
+        "Stalled",
+        "Unhealthy",
+        Duration::from_secs(60),
+    );
+    assert!(
+        message.contains(&format!("Deployment.apps/{ns}/web")) && message.contains("timed out"),
+        "{message}"
+    );
+    assert_eq!(condition("Ready").0, "False");
+
+    server.commit(
+        &[("components/web/varz.yaml".to_string(), varz("/index.html"))],
+        "fix the probe",
+    );
+    wait(
+        "Ready after the fix",
+        "Ready",
+        "Healthy",
+        Duration::from_secs(180),
+    );
+    assert_eq!(condition("Stalled").0, "False");
+    let _ = agent.kill();
+    let _ = agent.wait();
+}
