@@ -3,7 +3,9 @@
 //! In: a tenant count. Out: the files of a repo (path → text) with three components
 //! (web: 4 objects, postgres: 4, worker: 2) and dev/prod environment files, every tenant in
 //! `prod` (every tenth also in `dev`), so each tenant renders about 24 objects with the
-//! built-in baseline. Pure; [`write_repo`] puts the files on disk. Shared by the test
+//! built-in baseline. No component is waited on for health (`health: {wait: false}`): the
+//! test control plane runs no workload controllers, so their Deployments and StatefulSets
+//! would never become healthy and the agent would hold each tenant `Reconciling`. Pure; [`write_repo`] puts the files on disk. Shared by the test
 //! binaries (`common::synth`) and the benchmarks (`#[path]`); not library API.
 
 use std::path::Path;
@@ -31,7 +33,7 @@ pub fn repo_files_named(tenants: usize, prefix: &str) -> Vec<(String, String)> {
         ),
         (
             "components/web/component.yaml".into(),
-            "version: \"1.0.0\"\ndependsOn: [postgres]\n".into(),
+            "version: \"1.0.0\"\ndependsOn: [postgres]\nhealth: {wait: false}\n".into(),
         ),
         ("components/web/templates/web.yaml".into(), WEB.into()),
         (
@@ -40,7 +42,7 @@ pub fn repo_files_named(tenants: usize, prefix: &str) -> Vec<(String, String)> {
         ),
         (
             "components/postgres/component.yaml".into(),
-            "version: \"16.4\"\n".into(),
+            "version: \"16.4\"\nhealth: {wait: false}\n".into(),
         ),
         ("components/postgres/templates/pg.yaml".into(), PG.into()),
         (
@@ -49,7 +51,7 @@ pub fn repo_files_named(tenants: usize, prefix: &str) -> Vec<(String, String)> {
         ),
         (
             "components/worker/component.yaml".into(),
-            "version: \"1.0.0\"\n".into(),
+            "version: \"1.0.0\"\nhealth: {wait: false}\n".into(),
         ),
         (
             "components/worker/templates/worker.yaml".into(),
