@@ -203,6 +203,33 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
     let view: Value = serde_json::from_str(&body).expect("status JSON");
     assert_eq!(view["health"]["tenants"][&tenant]["health"], "stalled");
 
+    let generation = || {
+        kubectl_json(&["get", "deployment", "web", "-n", &ns])
+            .and_then(|d| d["metadata"]["generation"].as_i64())
+            .unwrap_or(0)
+    };
+    // A hand edit is repaired, but the repaired Deployment is what was applied before: the
+    // tenant stays Stalled (its wait is not restarted).
+    kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ]);
+    wait_until("the hand edit repaired", Duration::from_secs(10), || {
+        kubectl_json(&["get", "deployment", "web", "-n", &ns])
+            .is_some_and(|d| d["spec"]["replicas"] == 1)
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = status(&agent_ns, &tenant);
+    assert_eq!(condition_of(&st, "Stalled").0, "True", "{st}");
+    assert_eq!(condition_of(&st, "Reconciling").0, "False", "{st}");
+    let before_fix = generation();
+
     // A fix commit changes the Deployment: Reconciling again until its new generation is
     // rolled out (the `batch` Deployment, never healthy, is not waited for), then Ready.
     server.commit(
@@ -213,13 +240,8 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
         "fix web",
     );
     assert_eq!(agent.signed_push(), 202);
-    let generation = || {
-        kubectl_json(&["get", "deployment", "web", "-n", &ns])
-            .and_then(|d| d["metadata"]["generation"].as_i64())
-            .unwrap_or(0)
-    };
     wait_until("the fix applied", Duration::from_secs(10), || {
-        generation() == 2
+        generation() == before_fix + 1
     });
     let (_, reason, _) = wait_for_condition(
         &agent,
@@ -230,7 +252,7 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
         Duration::from_secs(10),
     );
     assert_eq!(reason, "WaitingForHealth");
-    mark_healthy(&ns, "web", 2);
+    mark_healthy(&ns, "web", before_fix + 1);
     let (_, reason, _) = wait_for_condition(
         &agent,
         &agent_ns,

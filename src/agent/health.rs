@@ -175,8 +175,19 @@ impl Gate {
         };
         let limits = crate::kube::health::deadlines(repo, render, self.default_timeout);
         let now = Instant::now();
+        // An object the sync left as it was keeps its deadline: a resync or drift repair of a
+        // stalled tenant does not restart its wait.
+        let previous = t.waiting.remove(tenant);
+        let kept = |id: &ObjectId, live: &str| {
+            previous
+                .as_ref()
+                .and_then(|w| w.objects.get(id))
+                .filter(|(hash, _)| hash == live)
+                .map(|(_, deadline)| *deadline)
+        };
         let mut objects = BTreeMap::new();
         let mut deadlines = BTreeSet::new();
+        let mut all_kept = previous.is_some();
         for o in &render.objects {
             let Some(Some(limit)) = limits.get(&o.component) else {
                 continue;
@@ -184,8 +195,15 @@ impl Gate {
             let Some(entry) = inv.entries.get(&o.id) else {
                 continue;
             };
-            objects.insert(o.id.clone(), (entry.live.clone(), now + *limit));
-            deadlines.insert(now + *limit);
+            let deadline = match kept(&o.id, &entry.live) {
+                Some(d) => d,
+                None => {
+                    all_kept = false;
+                    now + *limit
+                }
+            };
+            objects.insert(o.id.clone(), (entry.live.clone(), deadline));
+            deadlines.insert(deadline.max(now));
         }
         t.seq += 1;
         let sync = t.seq;
@@ -199,7 +217,10 @@ impl Gate {
                 objects,
                 permit: Some(permit.0),
                 sync,
-                since: now,
+                since: match &previous {
+                    Some(w) if all_kept => w.since,
+                    _ => now,
+                },
             },
         );
         self.judge(&mut t, tenant);
