@@ -27,6 +27,12 @@ fn progress_line(r: &TenantReport) -> String {
         "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
         r.tenant, r.outcome, c.created, c.configured, c.unchanged, c.pruned, c.failed
     );
+    if let Some(why) = &r.suspended {
+        return format!(
+            "{}: suspended ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
+            r.tenant, r.tenant
+        );
+    }
     if r.outcome == "orphaned" {
         line = format!(
             "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
@@ -61,9 +67,22 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         progress: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    let total = renders.len();
     let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
+        // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
+        let suspended = suspended_tenants(&resources, &options.agent_namespace, &renders).await?;
+        let active: Vec<TenantRender>;
+        let renders: &[TenantRender] = if suspended.is_empty() {
+            &renders
+        } else {
+            active = renders
+                .iter()
+                .filter(|r| !suspended.contains_key(&r.tenant))
+                .cloned()
+                .collect();
+            &active
+        };
+        let total = renders.len();
         // Text output: each tenant's line as soon as it is done, and on a terminal a
         // progress line (done/total, elapsed) on stderr.
         let mut options = options;
@@ -74,7 +93,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         });
         let reports = crate::kube::sync::sync(
             &resources,
-            &renders,
+            renders,
             &known,
             args.repo.tenants.is_empty(),
             &options,
@@ -85,9 +104,15 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             Some(task) => task.await.unwrap_or_default(),
             None => BTreeSet::new(),
         };
-        let reports = reports?;
+        let mut reports = reports?;
+        for (tenant, why) in suspended {
+            let mut r = TenantReport::new(&tenant, "suspended");
+            r.suspended = Some(why);
+            reports.push(r);
+        }
+        reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
         let unhealthy = if args.wait {
-            wait_for_health(&resources, &repo, &renders, &reports, args.timeout).await
+            wait_for_health(&resources, &repo, renders, &reports, args.timeout).await
         } else {
             BTreeMap::new()
         };
@@ -201,6 +226,20 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// The tenants in `renders` whose inventory is marked suspended, with who/when/why.
+async fn suspended_tenants(
+    resources: &Resources,
+    agent_namespace: &str,
+    renders: &[TenantRender],
+) -> Result<BTreeMap<String, String>, CliError> {
+    let flags = crate::kube::tenant_flags::load_flags(resources.client(), agent_namespace).await?;
+    Ok(flags
+        .into_iter()
+        .filter_map(|(t, f)| Some((t, f.suspended?)))
+        .filter(|(t, _)| renders.iter().any(|r| &r.tenant == t))
+        .collect())
 }
 
 /// With `--wait`: every applied tenant's component objects, polled until healthy (tenants

@@ -45,6 +45,60 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.
     Man,
+    /// Suspend a tenant: `apply` and the agent leave it alone (no apply, drift repair or
+    /// prune) until `fief resume`. Recorded on its inventory in the cluster.
+    Suspend(SuspendArgs),
+    /// Resume a suspended tenant; the agent syncs it at once.
+    Resume(ResumeArgs),
+    /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
+    /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
+    Reconcile(ReconcileArgs),
+}
+
+/// `fief suspend`.
+#[derive(Debug, Args)]
+pub struct SuspendArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Why (recorded with who and when; shown by `fief status`).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Namespace of the inventories.
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Namespace of the inventories.
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// Only this tenant (default: every tenant).
+    #[arg(long, value_name = "NAME")]
+    pub tenant: Option<String>,
+    /// How long to wait for the agent's answer.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Namespace of the inventories (the agent's namespace).
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// `fief bump`.

@@ -12,9 +12,11 @@ mod compare;
 mod completion;
 mod diff;
 pub mod output;
+mod reconcile;
 mod render;
 pub mod secrets;
 mod status;
+mod suspend;
 mod validate;
 
 use std::io::Write;
@@ -110,6 +112,9 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Bump(args) => bump::bump_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
+        Command::Suspend(args) => suspend::suspend_cmd(&args),
+        Command::Resume(args) => suspend::resume_cmd(&args),
+        Command::Reconcile(args) => reconcile::reconcile_cmd(&args),
     }
 }
 
