@@ -322,3 +322,64 @@ fn reconcile_without_a_running_agent_times_out_with_exit_3() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn status_shows_the_age_of_the_last_sync_and_a_failed_attempt_beside_the_applied_commit() {
+    let agent_ns = common::unique("fief-d2s");
+    let a = common::unique("st");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&a, "hi")]));
+    let agent = Agent::start(&server.url(), &["--interval", "600s"]);
+    let applied = common::util::git(&server.repo(), &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    let url = format!("http://127.0.0.1:{}", agent.port);
+    let row = |out: &Output| {
+        text(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with(a.as_str()))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let out = fief_cmd(&["status", "--namespace", &agent_ns, "--agent", &url]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let header = text(&out.stdout);
+    assert!(
+        header.contains(" AGE ") && header.contains("ATTEMPTED"),
+        "{header}"
+    );
+    let cols: Vec<String> = row(&out).split_whitespace().map(String::from).collect();
+    assert_eq!(cols[1], "True", "{cols:?}");
+    assert!(
+        cols[3].ends_with('s') && cols[3].trim_end_matches('s').parse::<u32>().is_ok(),
+        "AGE like `12s`: {cols:?}"
+    );
+    assert!(applied.starts_with(&cols[6]), "COMMIT {cols:?}");
+    assert_eq!(cols[7], "-", "nothing else attempted: {cols:?}");
+
+    // A commit that breaks the tenant: ATTEMPTED names it as failed, COMMIT still the applied.
+    server.commit(
+        &[(
+            format!("tenants/{a}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {a}\nspec:\n  components:\n    - name: missing\n"
+            ),
+        )],
+        "break",
+    );
+    let broken = common::util::git(&server.repo(), &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("the failed attempt", Duration::from_secs(20), || {
+        condition(&status(&agent_ns, &a), "Ready") == "False"
+    });
+    let out = fief_cmd(&["status", "--namespace", &agent_ns, "--agent", &url]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let line = row(&out);
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert!(applied.starts_with(cols[6]), "COMMIT stays: {line}");
+    assert!(
+        broken.starts_with(cols[7]) && cols[8] == "invalid",
+        "ATTEMPTED names the failed commit: {line}"
+    );
+}
