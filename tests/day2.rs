@@ -383,3 +383,89 @@ fn status_shows_the_age_of_the_last_sync_and_a_failed_attempt_beside_the_applied
         "ATTEMPTED names the failed commit: {line}"
     );
 }
+
+/// Run `command` (a shell line) on a pseudo-terminal (util-linux `script`); its output.
+fn on_tty(command: &str, env: &[(&str, &str)]) -> String {
+    let out = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script(1) for a pseudo-terminal");
+    text(&out.stdout)
+}
+
+#[test]
+fn color_is_a_flag_of_every_command_auto_means_a_terminal_without_no_color() {
+    const ESC: &str = "\x1b[";
+    let bin = env!("CARGO_BIN_EXE_fief");
+    for cmd in [
+        "render",
+        "validate",
+        "apply",
+        "diff",
+        "agent",
+        "status",
+        "bump",
+        "completion",
+        "man",
+        "suspend",
+        "resume",
+        "reconcile",
+    ] {
+        let out = Command::new(bin)
+            .args([cmd, "--color", "never", "--help"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd} --color: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("--color <WHEN>"), "{cmd} --help");
+    }
+
+    // An invalid repo: `error:` lines on stderr.
+    let repo = TestRepo::new("");
+    let t = common::unique("colour");
+    repo.tenant(&t, "  components:\n    - name: nope\n");
+    let validate = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(bin)
+            .arg("validate")
+            .arg(repo.path())
+            .args(args)
+            .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        text(&out.stderr)
+    };
+    assert!(validate(&["--color", "always"], &[]).contains("\x1b[31merror:"));
+    assert!(validate(&["--color", "always"], &[("NO_COLOR", "1")]).contains(ESC));
+    assert!(!validate(&["--color", "never"], &[]).contains(ESC));
+    assert!(!validate(&[], &[]).contains(ESC), "auto into a pipe");
+    let line = format!("{bin} validate {} --color auto", repo.path().display());
+    assert!(
+        on_tty(&line, &[]).contains("\x1b[31merror:"),
+        "auto on a TTY"
+    );
+    assert!(
+        !on_tty(&line, &[("NO_COLOR", "1")]).contains(ESC),
+        "NO_COLOR on a TTY"
+    );
+    let never = format!("{bin} validate {} --color never", repo.path().display());
+    assert!(!on_tty(&never, &[]).contains(ESC));
+
+    // Cluster commands: apply's outcomes and status' READY column.
+    repo.tenant(&t, APP);
+    let out = fief("apply", repo.path(), &["--color", "always"]);
+    assert!(
+        ok(&out).contains("\x1b[32mapplied\x1b[0m"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!ok(&fief("apply", repo.path(), &[])).contains(ESC));
+    let out = fief_cmd(&["status", "--namespace", &repo.agent_ns, "--color", "always"]);
+    assert!(ok(&out).contains("\x1b[32mTrue"), "{}", text(&out.stdout));
+    let out = fief_cmd(&["status", "--namespace", &repo.agent_ns]);
+    assert!(!ok(&out).contains(ESC));
+}

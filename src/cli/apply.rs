@@ -23,14 +23,23 @@ const ORPHANS_LISTED: usize = 5;
 
 fn progress_line(r: &TenantReport) -> String {
     let c = &r.counts;
+    let on = super::colour::stdout();
     let mut line = format!(
         "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
-        r.tenant, r.outcome, c.created, c.configured, c.unchanged, c.pruned, c.failed
+        r.tenant,
+        super::colour::word(on, &r.outcome),
+        c.created,
+        c.configured,
+        c.unchanged,
+        c.pruned,
+        c.failed
     );
     if let Some(why) = &r.suspended {
         return format!(
-            "{}: suspended ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
-            r.tenant, r.tenant
+            "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
+            r.tenant,
+            super::colour::word(super::colour::stdout(), "suspended"),
+            r.tenant
         );
     }
     if r.outcome == "orphaned" {
@@ -120,20 +129,21 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     })?;
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
+    let error = super::colour::error_prefix();
     for r in &reports {
         for e in &r.errors {
-            let _ = writeln!(stderr, "error: tenant `{}`: {e}", r.tenant);
+            let _ = writeln!(stderr, "{error} tenant `{}`: {e}", r.tenant);
         }
         if r.prune_blocked
             && let Some(hold) = &r.prune_held
         {
-            let _ = writeln!(stderr, "error: tenant `{}`: prune held: {hold}", r.tenant);
+            let _ = writeln!(stderr, "{error} tenant `{}`: prune held: {hold}", r.tenant);
         }
         for u in unhealthy.get(&r.tenant).into_iter().flatten() {
             let what = if u.failed { "failed" } else { "not healthy" };
             let _ = writeln!(
                 stderr,
-                "error: tenant `{}`: {what}: {}: {}",
+                "{error} tenant `{}`: {what}: {}: {}",
                 r.tenant, u.object, u.reason
             );
         }

@@ -18,6 +18,10 @@ pub const VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(name = "fief", version = VERSION, about)]
 pub struct Cli {
+    /// Colour the output: auto (only on a terminal, and not when NO_COLOR is set), always,
+    /// never.
+    #[arg(long, global = true, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
+    pub color: Colour,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -296,9 +300,6 @@ pub struct DiffArgs {
     /// Only tenants whose spec.cluster is this (as `apply`).
     #[arg(long = "cluster", default_value = "default", value_name = "NAME")]
     pub cluster_name: String,
-    /// Colour the diff: auto (when stdout is a terminal), always, never.
-    #[arg(long, value_enum, default_value_t = Colour::Auto)]
-    pub color: Colour,
     /// No cluster: compare the repo as it is at this git revision of its checkout (branch,
     /// tag, commit, `origin/main`) with the new one (`--to`, default the files in REPO).
     #[arg(long, value_name = "REF")]

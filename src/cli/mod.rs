@@ -8,6 +8,7 @@ mod agent;
 mod apply;
 mod args;
 mod bump;
+pub mod colour;
 mod compare;
 mod completion;
 mod diff;
@@ -102,6 +103,7 @@ impl CliError {
 
 /// Run a parsed command; returns the exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
+    colour::set(cli.color);
     match cli.command {
         Command::Render(args) => render::render_cmd(&args),
         Command::Validate(args) => validate::validate_cmd(&args),
@@ -184,7 +186,7 @@ pub fn report_errors(renders: &[TenantRender]) -> bool {
     for r in renders {
         for d in &r.errors {
             any = true;
-            let _ = writeln!(stderr, "error: {d}");
+            let _ = writeln!(stderr, "{} {d}", colour::error_prefix());
         }
     }
     any

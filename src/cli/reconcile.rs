@@ -39,7 +39,8 @@ pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
                 };
                 if let Some(why) = flags.suspended {
                     eprintln!(
-                        "error: tenant {t} is suspended ({why}); nothing requested — `fief resume {t}` first"
+                        "{} tenant {t} is suspended ({why}); nothing requested — `fief resume {t}` first",
+                        super::colour::error_prefix()
                     );
                     return Ok(EXIT_INVALID);
                 }
@@ -68,7 +69,19 @@ pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
             let flags = get_flags(&client, ns, &name).await?.unwrap_or_default();
             if flags.handled_at.as_deref() == Some(at.as_str()) {
                 let result = flags.result.unwrap_or_default();
-                println!("{what}: {result} ({:.1}s)", started.elapsed().as_secs_f64());
+                let on = super::colour::stdout();
+                let style = if result.starts_with("Ready") {
+                    super::colour::Style::Good
+                } else {
+                    super::colour::Style::Bad
+                };
+                let cut = result.find(':').unwrap_or(result.len());
+                let (word, rest) = result.split_at(cut);
+                println!(
+                    "{what}: {}{rest} ({:.1}s)",
+                    super::colour::paint(on, style, word),
+                    started.elapsed().as_secs_f64()
+                );
                 return Ok(if result.starts_with("Ready") {
                     EXIT_OK
                 } else {
@@ -77,7 +90,8 @@ pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
             }
             if started.elapsed() >= args.timeout {
                 eprintln!(
-                    "error: the agent did not answer within {}s (is it running and leading? `fief status` shows its view); the request stays recorded and is handled when it runs",
+                    "{} the agent did not answer within {}s (is it running and leading? `fief status` shows its view); the request stays recorded and is handled when it runs",
+                    super::colour::error_prefix(),
                     args.timeout.as_secs()
                 );
                 return Ok(EXIT_EXTERNAL);

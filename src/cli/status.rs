@@ -118,11 +118,29 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                         };
                         let sync_age = last_sync(inv, attempt(t.as_str()).as_ref())
                             .map_or("-".to_string(), short_age);
+                        let on = super::colour::stdout();
+                        let pad = |w: &str, n: usize| {
+                            let padded = format!("{w:<n$}");
+                            match super::colour::style_of(w) {
+                                Some(s) => padded.replacen(w, &super::colour::paint(on, s, w), 1),
+                                None => padded,
+                            }
+                        };
+                        let stalled = condition(inv, "Stalled");
+                        let stalled = if stalled == "True" {
+                            super::colour::paint(
+                                on,
+                                super::colour::Style::Bad,
+                                &format!("{stalled:<8}"),
+                            )
+                        } else {
+                            format!("{stalled:<8}")
+                        };
                         out.push_str(&format!(
-                            "{:<24} {:<9} {:<8} {:<5} {:<10} {:<8} {:<12} {:<22} {}{}\n",
+                            "{:<24} {} {} {:<5} {:<10} {:<8} {:<12} {:<22} {}{}\n",
                             t,
-                            ready,
-                            condition(inv, "Stalled"),
+                            pad(&ready, 9),
+                            stalled,
                             sync_age,
                             inv.status.revision.chars().take(10).collect::<String>(),
                             inv.entries.len(),
