@@ -469,3 +469,120 @@ fn color_is_a_flag_of_every_command_auto_means_a_terminal_without_no_color() {
     let out = fief_cmd(&["status", "--namespace", &repo.agent_ns]);
     assert!(!ok(&out).contains(ESC));
 }
+
+/// Events in `ns` as `user` sees them: `Ok(items)` or `Err(stderr)` when refused.
+fn events_as(user: &str, ns: &str) -> Result<Vec<serde_json::Value>, String> {
+    let out = common::control_plane()
+        .kubectl_as(user)
+        .args(["get", "events", "-n", ns, "-o", "json"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(text(&out.stderr));
+    }
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    Ok(list["items"].as_array().cloned().unwrap_or_default())
+}
+
+fn has_event(items: &[serde_json::Value], reason: &str, text_in_note: &str) -> bool {
+    items.iter().any(|e| {
+        e["reason"] == reason
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(text_in_note))
+    })
+}
+
+fn tenant_with_viewer(name: &str, viewer: &str, component: &str) -> (String, String) {
+    (
+        format!("tenants/{name}.yaml"),
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  access: {{viewers: [{viewer}]}}\n  components:\n    - name: {component}\n"
+        ),
+    )
+}
+
+#[test]
+fn a_tenant_viewer_reads_their_tenants_last_error_as_events_and_not_another_tenants() {
+    let agent_ns = common::unique("fief-d2e");
+    let (t1, t2) = (common::unique("ev1"), common::unique("ev2"));
+    let mut files = small_repo(&agent_ns, &[]);
+    files.push(tenant_with_viewer(&t1, "alice", "app"));
+    files.push(tenant_with_viewer(&t2, "bob", "app"));
+    let server = GitServer::new(&files);
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    let (ns1, ns2) = (format!("{t1}-prod"), format!("{t2}-prod"));
+
+    // The first sync is an Event in each tenant's namespace, readable by its viewer.
+    wait_until(
+        "bob sees his tenant's sync",
+        Duration::from_secs(20),
+        || events_as("bob", &ns2).is_ok_and(|e| has_event(&e, "Synced", "created")),
+    );
+
+    // t1 breaks: its viewer reads the error, without any access to the agent namespace.
+    server.commit(
+        &[tenant_with_viewer(&t1, "alice", "no-such-component")],
+        "break t1",
+    );
+    assert_eq!(agent.signed_push(), 202);
+    wait_until(
+        "alice reads t1's last error",
+        Duration::from_secs(20),
+        || events_as("alice", &ns1).is_ok_and(|e| has_event(&e, "SyncFailed", "no-such-component")),
+    );
+    let refused = |user: &str, args: &[&str]| {
+        let out = common::control_plane()
+            .kubectl_as(user)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{user} {args:?} was allowed");
+        assert!(
+            text(&out.stderr).contains("Forbidden"),
+            "{}",
+            text(&out.stderr)
+        );
+    };
+    refused("alice", &["get", "configmaps", "-n", &agent_ns]);
+    // ...and cannot read the other tenant's, nor can bob read t1's.
+    let err = events_as("alice", &ns2).expect_err("alice reads t2's events");
+    assert!(err.contains("Forbidden"), "{err}");
+    let err = events_as("bob", &ns1).expect_err("bob reads t1's events");
+    assert!(err.contains("Forbidden"), "{err}");
+    // The agent published nothing into t2's namespace about t1.
+    let t2_events = events_as("bob", &ns2).unwrap();
+    assert!(
+        !t2_events
+            .iter()
+            .any(|e| e["message"].as_str().is_some_and(|m| m.contains(&t1))),
+        "{t2_events:?}"
+    );
+}
+
+#[test]
+fn apply_records_each_tenants_outcome_as_an_event_in_its_own_namespace() {
+    let repo = TestRepo::new("");
+    let t = common::unique("evap");
+    repo.tenant(
+        &t,
+        "  access: {viewers: [carol]}\n  components:\n    - name: app\n",
+    );
+    ok(&fief("apply", repo.path(), &[]));
+    let events = events_as("carol", &format!("{t}-prod")).unwrap();
+    assert!(has_event(&events, "Synced", "created"), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["reportingComponent"] == "fief-apply"
+                || e["source"]["component"] == "fief-apply"),
+        "{events:?}"
+    );
+    // An unchanged second apply writes no Event (steady state sends nothing).
+    let before = events.len();
+    ok(&fief("apply", repo.path(), &[]));
+    assert_eq!(
+        events_as("carol", &format!("{t}-prod")).unwrap().len(),
+        before
+    );
+}

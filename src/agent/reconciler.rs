@@ -251,6 +251,7 @@ pub(super) async fn batch(
         outcome::record(shared, state, cs, &result, &degraded);
         super::requests::after_batch(shared, &result.reports);
         publish_events(shared, &agent_namespace, &result.reports).await;
+        super::requests::tenant_events(shared, &result).await;
     }
     let now = Instant::now();
     for t in &cancelled {

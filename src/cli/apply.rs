@@ -114,6 +114,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             None => BTreeSet::new(),
         };
         let mut reports = reports?;
+        tenant_events(&resources, &options.agent_namespace, &reports).await;
         for (tenant, why) in suspended {
             let mut r = TenantReport::new(&tenant, "suspended");
             r.suspended = Some(why);
@@ -236,6 +237,25 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// Status Events in the tenants' own namespaces for the syncs that changed something or
+/// failed (none when nothing changed: no extra request).
+async fn tenant_events(resources: &Resources, agent_namespace: &str, reports: &[TenantReport]) {
+    use crate::kube::tenant_events::{event_for, owned_namespaces, publish};
+    if !reports.iter().any(|r| event_for(r).is_some()) {
+        return;
+    }
+    let Ok(inventories) =
+        crate::kube::inventory_store::load_inventories(resources.client(), agent_namespace).await
+    else {
+        return;
+    };
+    let namespaces = inventories
+        .iter()
+        .filter_map(|(t, inv)| Some((t.clone(), owned_namespaces(inv.as_ref().ok()?))))
+        .collect();
+    publish(resources.client(), "fief-apply", reports, &namespaces).await;
 }
 
 /// The tenants in `renders` whose inventory is marked suspended, with who/when/why.
