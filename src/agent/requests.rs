@@ -52,6 +52,9 @@ struct Inner {
     seen: BTreeSet<(String, String)>,
     /// Requests whose tenants are queued and not all synced yet.
     pending: Vec<Pending>,
+    /// Batches admitted so far: a request counts only reports of batches admitted after it
+    /// was registered (so after the loop took the fetched commit).
+    batches: u64,
     /// The source task's revisions (for a request: wait until the fetched commit is read).
     revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
 }
@@ -61,6 +64,8 @@ struct Pending {
     configmap: String,
     at: String,
     commit: String,
+    /// `batches` when registered.
+    after_batch: u64,
     remaining: BTreeSet<String>,
     synced: usize,
     failed: Vec<String>,
@@ -81,7 +86,7 @@ pub(super) async fn admit(
     rev: &Revision,
     options: &AgentOptions,
     due: Vec<String>,
-) -> Vec<String> {
+) -> (Vec<String>, u64) {
     let namespace = rev
         .repo
         .config
@@ -104,26 +109,22 @@ pub(super) async fn admit(
         let ns = namespace.clone();
         tokio::spawn(async move { run_watch(shared, ns).await });
     }
-    let deadline = Instant::now() + LIST_WAIT;
+    // At start, wait (bounded) for the watch's first list; later, a watch that has not
+    // listed (it is failing) is replaced by one metadata LIST for this batch.
+    let deadline = Instant::now() + if start { LIST_WAIT } else { Duration::ZERO };
     loop {
-        let (listed, error) = {
-            let inner = lock(&shared.requests.inner);
-            (inner.listed, inner.error.clone())
-        };
-        if listed {
+        if lock(&shared.requests.inner).listed {
             break;
         }
         if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            tracing::error!(
-                namespace,
-                error = error.as_deref().unwrap_or("no answer"),
-                "cannot read the agent namespace's ConfigMaps; suspensions are not known, syncing as usual"
-            );
+            fallback_list(shared, &namespace).await;
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mut inner = lock(&shared.requests.inner);
+    inner.batches += 1;
+    let ticket = inner.batches;
     let mut admitted = Vec::with_capacity(due.len());
     for t in due {
         match inner.suspended.get(&t).cloned() {
@@ -145,13 +146,33 @@ pub(super) async fn admit(
     let done = take_done(&mut inner);
     drop(inner);
     answer_all(shared, &namespace, done);
-    admitted
+    (admitted, ticket)
+}
+
+/// The watch has not listed: read the suspensions with one metadata LIST instead. When that
+/// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
+/// right, so the batch itself will report the failure).
+async fn fallback_list(shared: &Shared, namespace: &str) {
+    match crate::kube::tenant_flags::load_flags(&shared.client, namespace).await {
+        Ok(flags) => {
+            let mut inner = lock(&shared.requests.inner);
+            inner.suspended = flags
+                .into_iter()
+                .filter_map(|(t, f)| Some((t, f.suspended?)))
+                .collect();
+        }
+        Err(e) => tracing::error!(
+            namespace,
+            error = %e,
+            "cannot read the agent namespace's ConfigMaps; suspensions are not known, syncing as usual"
+        ),
+    }
 }
 
 /// After a batch: count its reports against the requests in progress; answer the finished.
-pub(super) fn after_batch(shared: &Arc<Shared>, reports: &[TenantReport]) {
+pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantReport]) {
     let mut inner = lock(&shared.requests.inner);
-    for p in inner.pending.iter_mut() {
+    for p in inner.pending.iter_mut().filter(|p| ticket > p.after_batch) {
         for r in reports {
             if !p.remaining.remove(&r.tenant) {
                 continue;
@@ -440,6 +461,7 @@ async fn handle(
             configmap,
             at,
             commit: rev.commit.clone(),
+            after_batch: inner.batches,
             remaining: BTreeSet::new(),
             synced: 0,
             failed: Vec::new(),
