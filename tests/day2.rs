@@ -243,6 +243,7 @@ fn reconcile_makes_the_agent_fetch_and_sync_now_and_reports_the_result() {
         "60s",
     ]);
     let stdout = ok(&out);
+    eprintln!("reconcile --tenant: {stdout}");
     assert!(stdout.contains("Ready: 1 tenant(s) synced"), "{stdout}");
     assert_eq!(
         configmap_value(&format!("{a}-prod"), "app-config", "greeting").as_deref(),
@@ -259,6 +260,7 @@ fn reconcile_makes_the_agent_fetch_and_sync_now_and_reports_the_result() {
         "--timeout",
         "60s",
     ]));
+    eprintln!("reconcile (all): {stdout}");
     assert!(stdout.contains("Ready: 2 tenant(s) synced"), "{stdout}");
     assert_eq!(
         configmap_value(&format!("{b}-prod"), "app-config", "greeting").as_deref(),
