@@ -588,3 +588,75 @@ fn apply_records_each_tenants_outcome_as_an_event_in_its_own_namespace() {
         before
     );
 }
+
+/// `fief <args> --kubeconfig <user>`.
+fn fief_as(user: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(common::control_plane().kubeconfig_for(user))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fief")
+}
+
+#[test]
+fn the_day2_operator_role_in_deploy_is_what_suspend_resume_and_reconcile_need() {
+    let repo = TestRepo::new("");
+    let t = common::unique("oprole");
+    repo.tenant(&t, APP);
+    ok(&fief("apply", repo.path(), &[]));
+    let ns = repo.agent_ns.as_str();
+
+    // Without a binding: refused by the API server (exit 3), nothing recorded.
+    let out = fief_as("dave", &["suspend", &t, "--namespace", ns]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("403"), "{}", text(&out.stderr));
+
+    // deploy/rbac.yaml's Role `fief-day2-operator`, in this test's agent namespace, bound to dave.
+    let rbac = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml"),
+    )
+    .unwrap();
+    let role = rbac
+        .split("\n---\n")
+        .find(|d| d.contains("name: fief-day2-operator"))
+        .expect("the Role in deploy/rbac.yaml")
+        .replace("namespace: fief-system", &format!("namespace: {ns}"));
+    let mut apply = common::control_plane().kubectl_admin();
+    apply.args(["apply", "-f", "-"]);
+    let out = common::util::output_with_stdin(apply, Some(&role));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "day2",
+        "-n",
+        ns,
+        "--role=fief-day2-operator",
+        "--user=dave",
+    ]);
+
+    let out = fief_as("dave", &["suspend", &t, "--namespace", ns, "--reason", "r"]);
+    let stdout = ok(&out);
+    assert!(stdout.contains("by dave at"), "who is recorded: {stdout}");
+    let out = fief_as("dave", &["status", "--namespace", ns, "--tenant", &t]);
+    assert!(
+        text(&out.stdout).contains("Suspended"),
+        "{}",
+        text(&out.stdout)
+    );
+    ok(&fief_as("dave", &["resume", &t, "--namespace", ns]));
+    // No agent runs here: the requests are recorded (no 403), then time out (exit 3).
+    for args in [vec!["--tenant", t.as_str()], vec![]] {
+        let mut all = vec!["reconcile", "--namespace", ns, "--timeout", "1s"];
+        all.extend(args);
+        let out = fief_as("dave", &all);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("did not answer"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
