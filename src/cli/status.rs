@@ -106,7 +106,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                             .condition("Orphaned")
                             .is_some_and(|c| c.status == "True");
                         let tried = attempt(t.as_str())
-                            .map(|a| attempt_cell(&a, inv.status.commit.as_deref()))
+                            .map(|a| attempt_cell(&a))
                             .unwrap_or_default();
                         let suspension = suspended(t.as_str());
                         let (ready, message) = match &suspension {
@@ -236,15 +236,11 @@ fn age(unix: i64) -> String {
     }
 }
 
-/// The attempted commit when it is not the applied one, or when it did not apply:
-/// `abc12345 failed 12s ago`; empty when the last attempt applied the applied commit.
-fn attempt_cell(a: &serde_json::Value, applied: Option<&str>) -> String {
+/// The last attempt: `abc12345 applied 12s ago`, `3f2a91c0 failed 2m ago`.
+fn attempt_cell(a: &serde_json::Value) -> String {
     let Some(commit) = a["commit"].as_str() else {
         return String::new();
     };
-    if Some(commit) == applied && a["outcome"].as_str() == Some("applied") {
-        return String::new();
-    }
     format!(
         "{} {} {}",
         commit.chars().take(8).collect::<String>(),
