@@ -460,18 +460,25 @@ fn color_is_a_flag_of_every_command_auto_means_a_terminal_without_no_color() {
     let never = format!("{bin} validate {} --color never", repo.path().display());
     assert!(!on_tty(&never, &[]).contains(ESC));
 
-    // Cluster commands: apply's outcomes and status' READY column.
+    // Cluster commands: apply's problem outcomes (success stays plain) and status' READY.
     repo.tenant(&t, APP);
+    let bad = common::unique("colour-bad");
+    repo.tenant(&bad, "  components:\n    - name: nope\n");
     let out = fief("apply", repo.path(), &["--color", "always"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
     assert!(
-        ok(&out).contains("\x1b[32mapplied\x1b[0m"),
-        "{}",
-        text(&out.stdout)
+        stdout.contains(&format!("{bad}: \x1b[31minvalid\x1b[0m"))
+            && stdout.contains(&format!("{t}: applied")),
+        "{stdout}"
     );
+    assert!(text(&out.stderr).contains("\x1b[31merror:"));
+    repo.remove(&format!("tenants/{bad}.yaml"));
     assert!(!ok(&fief("apply", repo.path(), &[])).contains(ESC));
-    let out = fief_cmd(&["status", "--namespace", &repo.agent_ns, "--color", "always"]);
+    let status = ["status", "--namespace", &repo.agent_ns, "--tenant", &t];
+    let out = fief_cmd(&[&status[..], &["--color", "always"]].concat());
     assert!(ok(&out).contains("\x1b[32mTrue"), "{}", text(&out.stdout));
-    let out = fief_cmd(&["status", "--namespace", &repo.agent_ns]);
+    let out = fief_cmd(&status);
     assert!(!ok(&out).contains(ESC));
 }
 

@@ -27,7 +27,12 @@ fn progress_line(r: &TenantReport) -> String {
     let mut line = format!(
         "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
         r.tenant,
-        super::colour::word(on, &r.outcome),
+        // Problems stand out; success stays plain (scripts grep `t: applied` on a terminal too).
+        match super::colour::style_of(&r.outcome) {
+            Some(style) if style != super::colour::Style::Good =>
+                super::colour::paint(on, style, &r.outcome),
+            _ => r.outcome.clone(),
+        },
         c.created,
         c.configured,
         c.unchanged,

@@ -185,10 +185,9 @@ async fn agent_view(client: &kube::Client, args: &StatusArgs) -> Result<serde_js
             let request = http::Request::get(path)
                 .body(Vec::new())
                 .map_err(|e| e.to_string())?;
-            client
-                .request_text(request)
-                .await
-                .map_err(|e| format!("through the Service fief-agent: {e}"))?
+            client.request_text(request).await.map_err(|e| {
+                format!("through the Service fief-agent: {}", crate::kube::brief(&e))
+            })?
         }
     };
     serde_json::from_str(&text).map_err(|e| format!("not the agent's /status: {e}"))
