@@ -327,7 +327,7 @@ pub enum DiffFormat {
 /// When to colour output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Colour {
-    /// When stdout is a terminal.
+    /// When the stream is a terminal, NO_COLOR is unset or empty and TERM is not `dumb`.
     Auto,
     /// Always.
     Always,
