@@ -17,6 +17,7 @@ mod outcome;
 mod pins;
 pub mod queue;
 mod reconciler;
+mod requests;
 mod source_loop;
 pub mod webhook;
 
@@ -174,6 +175,8 @@ pub struct Shared {
     age_keys: Option<Arc<crate::core::secrets::Keys>>,
     /// Health gating: the in-flight bound and each tenant's health verdict.
     gate: Arc<health::Gate>,
+    /// Suspended tenants and `fief reconcile` requests (see [`requests`]).
+    requests: requests::Requests,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -348,6 +351,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             options.max_in_flight,
             options.health_timeout,
         )),
+        requests: Default::default(),
     });
     on_signals(shared.shutdown.clone())?;
     shared
@@ -369,6 +373,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
 
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
+    requests::set_revisions(&shared, rev_rx.clone());
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
     let term = if options.leader_election {
