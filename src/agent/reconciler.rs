@@ -62,6 +62,7 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
             return Vec::new();
         }
     };
+    shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
     let mut desired = write(&shared.desired);
     let synced: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
     desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
