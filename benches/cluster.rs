@@ -521,8 +521,14 @@ fn main() {
             &format!("2. cold apply, {tenants} tenants (fief apply)"),
             format!("{secs:.1} s, {:.0} objects/s", objects as f64 / secs),
         );
+        // Its own agent namespace, so neither agent sees the other's inventories (as orphans).
         let fs0 = work.path().join("fs0");
-        synth::write_files(&fs0, &synth::repo_files_named(small, "fs0")).unwrap();
+        let mut files = synth::repo_files_named(small, "fs0");
+        files.push((
+            "fief.yaml".into(),
+            "baseDomain: bench.example\nagentNamespace: fief-bench-small\n".into(),
+        ));
+        synth::write_files(&fs0, &files).unwrap();
         fief_apply(&fs0, &kubeconfig);
         agent_phases::run(
             &rt,

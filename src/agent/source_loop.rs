@@ -5,7 +5,9 @@
 //! agent's health (last commit, last error). Git unreachable at start is reported as not-ready
 //! and retried with backoff; a fetch that hangs is reported after `git_timeout` and never
 //! holds up syncs, drift repair or shutdown (they run on other tasks). A failed fetch keeps the
-//! last good revision. Loading and hashing run on blocking threads.
+//! last good revision. Loading and hashing run on blocking threads, against the previous
+//! read: unchanged blobs, parsed files and input hashes are reused, so a commit costs what it
+//! changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,8 @@
 //! (followed transitively, wherever it lives in the repo), the baseline, and the encrypted
 //! secret files it reads (shared and its own, as committed: no decryption). A change to a
 //! shared component changes exactly the hashes of the tenants that use it; a rotated
-//! per-tenant secret changes only that tenant's. Pure.
+//! per-tenant secret changes only that tenant's. [`InputIndex`] remembers what each hash read,
+//! so the next commit rehashes only the tenants and components that read a changed path. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 

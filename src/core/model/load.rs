@@ -1,6 +1,8 @@
 //! Loading a [`Repo`] from a [`Snapshot`]: parse each file on its own, check the settings.
 //!
-//! In: a snapshot. Out: a repo whose parts are each parsed or a list of diagnostics. Pure.
+//! In: a snapshot (and, for an incremental load, the previous repo and the paths changed
+//! since). Out: a repo whose parts are each parsed or a list of diagnostics; an incremental
+//! load parses only the parts that read a changed path. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

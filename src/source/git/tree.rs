@@ -2,7 +2,9 @@
 //! the filesystem source: only the top-level entries fief knows, hidden names skipped, size
 //! and count limits, symlinks followed only while they stay inside the repo.
 //!
-//! In: a repository and a commit's tree. Out: a [`Snapshot`] or a [`GitError`].
+//! In: a repository, a commit's tree and optionally the [`BlobCache`] of the last read. Out: a
+//! [`Snapshot`] or a [`GitError`]; with a cache, unchanged blobs are shared with the last
+//! snapshot instead of read again.
 
 use std::collections::{HashMap, VecDeque};
 
