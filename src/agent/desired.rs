@@ -25,6 +25,25 @@ pub fn shape(value: &Value) -> Value {
     }
 }
 
+/// One object's id, shape and the shape's JSON (the interning key).
+pub type Shaped = (ObjectId, Value, String);
+
+/// The shapes of a render's objects (none for a failed render: nothing of it is desired).
+pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
+    if !render.is_ok() {
+        return Vec::new();
+    }
+    render
+        .objects
+        .iter()
+        .map(|o| {
+            let shape = shape(&o.object);
+            let key = shape.to_string();
+            (o.id.clone(), shape, key)
+        })
+        .collect()
+}
+
 /// Desired objects by id: tenant and interned shape.
 #[derive(Default)]
 pub struct Desired {
@@ -35,7 +54,7 @@ pub struct Desired {
 
 impl Desired {
     /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON).
-    pub fn replace(&mut self, tenant: &str, objects: Vec<(ObjectId, Value, String)>) {
+    pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>) {
         if let Some(old) = self.by_tenant.remove(tenant) {
             for id in old {
                 self.objects.remove(&id);

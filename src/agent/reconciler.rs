@@ -20,10 +20,7 @@ use tracing::Instrument;
 
 use super::events::publish_events;
 use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
-use serde_json::Value;
-
 use crate::core::diagnostic::{Diagnostic, Problem};
-use crate::core::objects::ObjectId;
 use crate::core::render::TenantRender;
 use crate::kube::inventory_store::load_inventories;
 use crate::kube::observe::ensure_namespace;
@@ -48,23 +45,9 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
     let repo = rev.repo.clone();
     let rendered = tokio::task::spawn_blocking(move || {
         let renders = crate::core::pipeline::render_all(&repo, &due);
-        let shapes: Vec<(String, Vec<(ObjectId, Value, String)>)> = renders
+        let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
             .iter()
-            .map(|r| {
-                let objects = if r.is_ok() {
-                    r.objects
-                        .iter()
-                        .map(|o| {
-                            let shape = super::desired::shape(&o.object);
-                            let key = shape.to_string();
-                            (o.id.clone(), shape, key)
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                (r.tenant.clone(), objects)
-            })
+            .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))
             .collect();
         (renders, shapes)
     })
