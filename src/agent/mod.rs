@@ -7,6 +7,7 @@
 //! two replicas safe: losing the Lease or SIGTERM cancels the batch between tenants, SIGTERM
 //! releases the Lease, and the leader labels its own Pod so the Service routes webhooks to it.
 
+mod desired;
 pub mod drift;
 mod events;
 pub mod health;
@@ -156,8 +157,8 @@ pub struct Shared {
     fetch_now: Notify,
     wake: Notify,
     queue: Mutex<Queue>,
-    /// Desired objects of the last render: tenant and compact JSON.
-    desired: RwLock<HashMap<ObjectId, (String, Arc<str>)>>,
+    /// Desired objects of the last render: tenant and interned shape.
+    desired: RwLock<desired::Desired>,
     /// Live hashes from the watches.
     live: RwLock<HashMap<ObjectId, String>>,
     /// Live hashes recorded in the inventories after apply, with their tenant.
@@ -201,15 +202,12 @@ impl Shared {
         lock(&self.queue).len()
     }
 
-    fn desired_of(&self, id: &ObjectId) -> Option<(String, Value)> {
-        let desired = read(&self.desired);
-        let (tenant, json) = desired.get(id)?;
-        let value = serde_json::from_str(json).ok()?;
-        Some((tenant.clone(), value))
+    fn desired_of(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
+        read(&self.desired).get(id)
     }
 
-    fn tenant_of(&self, id: &ObjectId) -> Option<String> {
-        read(&self.desired).get(id).map(|(t, _)| t.clone())
+    fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
+        read(&self.desired).get(id).map(|(t, _)| t)
     }
 
     fn recorded_live(&self, id: &ObjectId) -> Option<String> {
@@ -337,7 +335,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         fetch_now: Notify::new(),
         wake: Notify::new(),
         queue: Mutex::new(Queue::default()),
-        desired: RwLock::new(HashMap::new()),
+        desired: RwLock::new(desired::Desired::default()),
         live: RwLock::new(HashMap::new()),
         recorded: RwLock::new(HashMap::new()),
         watches: Mutex::new(HashMap::new()),

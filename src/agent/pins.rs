@@ -88,3 +88,24 @@ pub fn hashes(
     }
     hashes
 }
+
+/// The head repo with its pinned components read from `git` (loaded afresh with their folders
+/// added) and its input hashes with the pinned tree ids mixed in; unchanged when no tenant pins
+/// a ref.
+pub fn apply(
+    git: &GitSource,
+    head: Arc<Repo>,
+    hashes: BTreeMap<String, String>,
+    age_keys: Option<&Arc<crate::core::secrets::Keys>>,
+) -> (Arc<Repo>, BTreeMap<String, String>, Resolved) {
+    if crate::core::pins::pins(&head).is_empty() {
+        return (head, hashes, Resolved::new());
+    }
+    let (mut repo, resolved) = load(git, (*head.snapshot).clone());
+    if let Some(keys) = age_keys {
+        repo.secrets
+            .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
+    }
+    let hashes = self::hashes(&repo, crate::core::inputs::tenant_hashes(&repo), &resolved);
+    (Arc::new(repo), hashes, resolved)
+}

@@ -170,10 +170,10 @@ pub struct AgentArgs {
     /// File holding the push webhook's HMAC secret (without it the webhook is off).
     #[arg(long, value_name = "FILE")]
     pub webhook_secret_file: Option<PathBuf>,
-    /// age identity file that decrypts the repo's SOPS secrets (a missing file: no key).
+    /// age identity file that decrypts the repo's SOPS secrets (must exist when given).
     #[arg(long, value_name = "FILE")]
     pub age_key_file: Option<PathBuf>,
-    /// File holding an https token for git.
+    /// File holding an https token for git (must exist when given).
     #[arg(long, value_name = "FILE")]
     pub git_token_file: Option<PathBuf>,
     /// Environment variable holding an https token for git.
