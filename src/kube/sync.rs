@@ -303,6 +303,8 @@ async fn sync_tenant(
                 api_version: api_version(&a.object.object),
                 hash: String::new(),
                 live: String::new(),
+                resource_version: String::new(),
+                uid: String::new(),
                 created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
             },
         );
@@ -412,6 +414,12 @@ async fn apply_stages(
                         crds.push(a);
                     }
                     let created = inv.entries.get(&id).and_then(|e| e.created);
+                    let meta_text = |key: &str| {
+                        returned["metadata"][key]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    };
                     inv.entries.insert(
                         id.clone(),
                         Entry {
@@ -420,6 +428,8 @@ async fn apply_stages(
                             api_version: api_version(&a.object.object),
                             hash: a.hash.clone(),
                             live: plan::live_hash(&a.object.object, &returned),
+                            resource_version: meta_text("resourceVersion"),
+                            uid: meta_text("uid"),
                             created,
                         },
                     );
