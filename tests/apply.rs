@@ -469,6 +469,41 @@ fn a_no_op_apply_reads_only_objects_whose_resource_version_moved() {
 }
 
 #[test]
+fn more_tenants_than_one_batch_are_each_synced_once_and_an_orphan_reported_once() {
+    // `fief apply` renders and syncs 100 tenants at a time; 101 tenants span two batches.
+    let repo = TestRepo::new("");
+    let prefix = common::unique("batch");
+    let names: Vec<String> = (0..101).map(|i| format!("{prefix}-{i:03}")).collect();
+    for name in &names {
+        repo.tenant(name, "  components: []\n");
+    }
+    let first = apply_json(repo.path(), &[], 0);
+    let reports = first["tenants"].as_array().unwrap();
+    assert_eq!(reports.len(), names.len(), "{first}");
+    assert!(reports.iter().all(|r| r["outcome"] == "applied"), "{first}");
+    let tenants: BTreeSet<&str> = reports
+        .iter()
+        .filter_map(|r| r["tenant"].as_str())
+        .collect();
+    assert_eq!(tenants.len(), names.len(), "each tenant reported once");
+
+    repo.remove(&format!("tenants/{}.yaml", names[0]));
+    let second = apply_json(repo.path(), &[], 0);
+    let reports = second["tenants"].as_array().unwrap();
+    assert_eq!(reports.len(), names.len(), "{second}");
+    let orphaned: Vec<&Value> = reports
+        .iter()
+        .filter(|r| r["outcome"] == "orphaned")
+        .collect();
+    assert_eq!(orphaned.len(), 1, "{second}");
+    assert_eq!(orphaned[0]["tenant"], names[0].as_str());
+    // Only the orphan's inventory is marked; the others send nothing.
+    assert_eq!(second["requests"]["patch"], 1, "{second}");
+    let third = apply_json(repo.path(), &[], 0);
+    assert_eq!(third["requests"]["patch"], 0, "{third}");
+}
+
+#[test]
 fn a_template_error_leaves_that_tenant_untouched_and_others_applied() {
     let repo = TestRepo::new("");
     let good = common::unique("good");

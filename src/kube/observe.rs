@@ -7,7 +7,7 @@
 //! only the others are read in full. Reads only (creates the agent namespace when it is
 //! missing).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
 use super::{ClusterError, FIELD_MANAGER, Resource, Resources, live_id};
-use crate::core::inventory::Entry;
+use crate::core::inventory::{Entry, Inventory, InventoryError};
 use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
@@ -34,6 +34,19 @@ pub async fn observe(
     let client = resources.client().clone();
     ensure_namespace(&client, &options.agent_namespace).await?;
     let inventories = load_inventories(&client, &options.agent_namespace).await?;
+    let live = observe_live(resources, renders, &inventories, all_tenants).await?;
+    Ok(ClusterState { inventories, live })
+}
+
+/// The live hash of every rendered object fief applied before (recorded in `inventories`);
+/// see the module docs. `all_tenants`: the renders are the whole repo (a selector on the
+/// tenant label then replaces the list of names when they are many).
+pub async fn observe_live(
+    resources: &Resources,
+    renders: &[TenantRender],
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    all_tenants: bool,
+) -> Result<HashMap<ObjectId, String>, ClusterError> {
     // Only objects applied before need a live hash: anything else is applied anyway.
     let mut wanted: HashMap<(String, String), HashMap<ObjectId, Wanted<'_>>> = HashMap::new();
     for r in renders {
@@ -79,7 +92,7 @@ pub async fn observe(
                 )
             })?;
     }
-    Ok(ClusterState { inventories, live })
+    Ok(live)
 }
 
 /// `fief.dev/tenant in (...)` over the tenants whose names are valid label values. A tenant

@@ -172,30 +172,88 @@ pub async fn sync_with(
         result.reports.push(report);
     }
     if report_orphans {
-        for (tenant, inv) in inventories {
-            if known.contains(tenant) {
-                continue;
-            }
-            let mut rep = TenantReport::new(tenant, "orphaned");
-            if let Ok(inv) = inv {
-                rep.counts.objects = inv.entries.len();
-                let mut marked = inv.clone();
-                marked.status.set_condition(
-                    "Orphaned",
-                    true,
-                    "TenantFileRemoved",
-                    "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
-                    &ctx.now,
-                );
-                if let Err(e) = write_inventory(&ctx, &marked, Some(inv)).await {
-                    rep.errors.push(e.to_string());
-                }
-            }
-            result.reports.push(rep);
-        }
+        result
+            .reports
+            .extend(orphans(&ctx, inventories, known).await);
     }
     result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     result
+}
+
+/// Inventories of tenants not in `known` (their file left git): each marked `Orphaned` and
+/// reported; their objects are left running.
+async fn orphans(
+    ctx: &Ctx<'_>,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    known: &BTreeSet<String>,
+) -> Vec<TenantReport> {
+    let mut reports = Vec::new();
+    for (tenant, inv) in inventories {
+        if known.contains(tenant) {
+            continue;
+        }
+        let mut rep = TenantReport::new(tenant, "orphaned");
+        if let Ok(inv) = inv {
+            rep.counts.objects = inv.entries.len();
+            let mut marked = inv.clone();
+            marked.status.set_condition(
+                "Orphaned",
+                true,
+                "TenantFileRemoved",
+                "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
+                &ctx.now,
+            );
+            if let Err(e) = write_inventory(ctx, &marked, Some(inv)).await {
+                rep.errors.push(e.to_string());
+            }
+        }
+        reports.push(rep);
+    }
+    reports
+}
+
+/// Tenants rendered, observed and synced at a time by [`sync_batched`].
+pub const BATCH: usize = 100;
+
+/// [`sync`] a [`BATCH`] of tenants at a time: `render` renders the named tenants; each batch
+/// is rendered, observed (live hashes of its objects only), synced and dropped before the next
+/// is rendered, so memory holds one batch's objects rather than the whole repo's. The
+/// inventories are read once. Orphans (when `report_orphans`) are reported after the last
+/// batch. Reports as [`sync`], sorted by tenant.
+pub async fn sync_batched(
+    resources: &Resources,
+    names: &[String],
+    render: impl Fn(&[String]) -> Vec<TenantRender>,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError> {
+    let client = resources.client().clone();
+    super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
+    let mut state = ClusterState {
+        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
+            .await?,
+        live: HashMap::new(),
+    };
+    let mut reports = Vec::new();
+    for batch in names.chunks(BATCH) {
+        let renders = render(batch);
+        state.live =
+            super::observe::observe_live(resources, &renders, &state.inventories, false).await?;
+        let result = sync_with(resources, &renders, &state, known, false, options).await;
+        reports.extend(result.reports);
+    }
+    if report_orphans {
+        let ctx = Ctx {
+            resources,
+            live: &state.live,
+            options,
+            now: now_rfc3339(),
+        };
+        reports.extend(orphans(&ctx, &state.inventories, known).await);
+    }
+    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    Ok(reports)
 }
 
 /// The `apiVersion` of an object.
