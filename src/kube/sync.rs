@@ -15,11 +15,11 @@ use serde_json::Value;
 use super::adopt::{check_new_namespaces, is_namespace};
 use super::apply::{apply_one, wait_established};
 use super::inventory_store::{delete_inventory, write_inventory};
-use super::prune::{Pruned, prune_one};
+use super::prune::prune_entries;
 use super::{ClusterError, Resources};
 use crate::core::inventory::{Entry, Inventory, InventoryError};
 use crate::core::model::{PruneGuard, TenantState, is_dns_label};
-use crate::core::objects::{self, ObjectId};
+use crate::core::objects::ObjectId;
 use crate::core::plan::{self, Apply, Plan};
 use crate::core::render::TenantRender;
 use crate::core::status;
@@ -510,60 +510,6 @@ async fn apply_stages(
                 }
             }
             if let Err(e) = ctx.resources.refresh().await {
-                report.errors.push(e.to_string());
-            }
-        }
-    }
-}
-
-/// Prune the plan's entries (workloads first, namespaces last), removing each deleted or gone
-/// entry from `inv`. A namespace holding objects that are kept must stay (deleting it deletes
-/// them), and those objects stay in the inventory so the namespace is held on every later
-/// sync too.
-async fn prune_entries(
-    ctx: &Ctx<'_>,
-    tenant: &str,
-    plan: &Plan<'_>,
-    inv: &mut Inventory,
-    report: &mut TenantReport,
-) {
-    let applyset = objects::tenant_applyset_id(tenant, &ctx.options.agent_namespace);
-    let pruned_namespaces: BTreeSet<&str> = plan
-        .prune
-        .iter()
-        .filter(|e| e.id.group.is_empty() && e.id.kind == "Namespace")
-        .map(|e| e.id.name.as_str())
-        .collect();
-    let mut holding: BTreeSet<String> = BTreeSet::new();
-    for entry in &plan.prune {
-        let is_namespace = entry.id.group.is_empty() && entry.id.kind == "Namespace";
-        if is_namespace && holding.contains(&entry.id.name) {
-            report.kept.push(format!(
-                "{}: holds objects that are kept; left in place",
-                entry.id
-            ));
-            continue;
-        }
-        let held = pruned_namespaces.contains(entry.id.namespace.as_str());
-        match prune_one(ctx, entry, tenant, &applyset).await {
-            Ok(Pruned::Deleted) => {
-                inv.entries.remove(&entry.id);
-                report.counts.pruned += 1;
-            }
-            Ok(Pruned::Gone) => {
-                inv.entries.remove(&entry.id);
-            }
-            Ok(Pruned::Kept(reason)) => {
-                if held {
-                    holding.insert(entry.id.namespace.clone());
-                } else {
-                    inv.entries.remove(&entry.id);
-                }
-                report.kept.push(format!("{}: {reason}", entry.id));
-            }
-            Err(e) => {
-                holding.insert(entry.id.namespace.clone());
-                report.counts.failed += 1;
                 report.errors.push(e.to_string());
             }
         }
