@@ -66,7 +66,7 @@ fn differential(texts: &[String]) -> (usize, usize) {
             if let Some(value) = yaml::fast_parse(doc.text) {
                 fast += 1;
                 assert_eq!(
-                    yaml::parse_events(&doc),
+                    yaml::parse_value_full(&doc),
                     Ok(Some(value)),
                     "fast path differs on:\n{}",
                     doc.text

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::{parse_events, split_documents};
+use super::super::{parse_value_full, split_documents};
 use super::parse;
 
 /// Every document of `text`: the fast answer (if any) equals the full parser's. Returns how
@@ -13,7 +13,7 @@ fn same(text: &str) -> usize {
     for doc in split_documents(text) {
         if let Some(fast) = parse(doc.text) {
             answered += 1;
-            let full = parse_events(&doc);
+            let full = parse_value_full(&doc);
             assert_eq!(
                 full,
                 Ok(Some(fast.clone())),
