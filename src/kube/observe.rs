@@ -76,21 +76,31 @@ pub async fn observe_live(
     } else {
         tenant_selector(renders)
     };
+    let kinds: Vec<_> = wanted.into_iter().collect();
+    // The kinds are read concurrently (a few at a time): each is a round trip or more.
+    let selector = &selector;
+    let per_kind: Vec<Result<HashMap<ObjectId, String>, ClusterError>> = stream::iter(kinds)
+        .map(|((api_version, kind), wanted)| async move {
+            let mut live = HashMap::new();
+            let Some(resource) = resources.resolve(&api_version, &kind).await else {
+                return Ok(live);
+            };
+            live_hashes(resources, &resource, selector, &wanted, &mut live)
+                .await
+                .map_err(|source| {
+                    ClusterError::request(
+                        format!("list {kind} ({api_version}) where {selector}"),
+                        source,
+                    )
+                })?;
+            Ok(live)
+        })
+        .buffer_unordered(KINDS_AT_ONCE)
+        .collect()
+        .await;
     let mut live = HashMap::new();
-    let mut kinds: Vec<_> = wanted.into_iter().collect();
-    kinds.sort_by(|a, b| a.0.cmp(&b.0));
-    for ((api_version, kind), wanted) in kinds {
-        let Some(resource) = resources.resolve(&api_version, &kind).await else {
-            continue;
-        };
-        live_hashes(resources, &resource, &selector, &wanted, &mut live)
-            .await
-            .map_err(|source| {
-                ClusterError::request(
-                    format!("list {kind} ({api_version}) where {selector}"),
-                    source,
-                )
-            })?;
+    for part in per_kind {
+        live.extend(part?);
     }
     Ok(live)
 }
@@ -127,6 +137,9 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), C
 
 /// Objects per LIST page.
 const PAGE: u32 = 500;
+
+/// Kinds read at once.
+const KINDS_AT_ONCE: usize = 6;
 
 /// A rendered object applied before: what its live hash is computed against.
 struct Wanted<'a> {
