@@ -5,9 +5,15 @@
 //! a one-tenant change through the webhook, a shared-component change, the agent's peak RSS,
 //! and the same manifests applied by `kubectl apply --server-side --prune --applyset` for the
 //! cold, no-op and shared-change passes (ratios measured in the same run), plus the API
-//! server's raw write rate from a plain parallel client. `FIEF_BENCH_ONLY=cli` runs only the
-//! CLI phases at TENANTS (render, raw rate, cold and no-op `fief apply` with their peak RSS).
+//! server's raw write rate from a plain parallel client.
+//!
+//! `FIEF_BENCH_AGENT_ONLY=1 cargo bench --bench cluster -- 1000 3 100` runs only the agent's
+//! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
+//! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
+//! no-op `fief apply` with their peak RSS).
 
+#[path = "cluster_agent/phases.rs"]
+mod agent_phases;
 #[path = "../tests/common/mod.rs"]
 mod common;
 
@@ -534,6 +540,38 @@ fn main() {
         "cluster benchmark: {tenants} tenants (kubectl comparison at {small}), {runs} runs, concurrency {CONCURRENCY}"
     );
 
+    if std::env::var_os("FIEF_BENCH_AGENT_ONLY").is_some() {
+        let big = work.path().join("big0");
+        synth::write_files(&big, &synth::repo_files_named(tenants, "big0")).unwrap();
+        let (secs, objects, _) = fief_apply(&big, &kubeconfig);
+        row(
+            &format!("2. cold apply, {tenants} tenants (fief apply)"),
+            format!("{secs:.1} s, {:.0} objects/s", objects as f64 / secs),
+        );
+        // Its own agent namespace, so neither agent sees the other's inventories (as orphans).
+        let fs0 = work.path().join("fs0");
+        let mut files = synth::repo_files_named(small, "fs0");
+        files.push((
+            "fief.yaml".into(),
+            "baseDomain: bench.example\nagentNamespace: fief-bench-small\n".into(),
+        ));
+        synth::write_files(&fs0, &files).unwrap();
+        fief_apply(&fs0, &kubeconfig);
+        agent_phases::run(
+            &rt,
+            &client,
+            &kubeconfig,
+            work.path(),
+            &big,
+            &fs0,
+            tenants,
+            small,
+            runs,
+            &mut row,
+        );
+        return;
+    }
+
     // 1. Render + validate.
     let files = synth::repo_files_named(tenants, "big0");
     let mut t = Vec::new();
@@ -684,110 +722,18 @@ fn main() {
         ),
     );
 
-    // 4, 5, 6: the agent on the last N-tenant repo, served by git daemon.
-    let base = work.path().join("git");
-    std::fs::create_dir_all(base.join("repo")).unwrap();
-    let repo_dir = base.join("repo");
-    for entry in ["fief.yaml", "tenants", "components", "environments"] {
-        let _ = Command::new("cp")
-            .arg("-r")
-            .arg(last_big.join(entry))
-            .arg(&repo_dir)
-            .status();
-    }
-    git(&repo_dir, &["init", "-q", "-b", "main"]);
-    git(&repo_dir, &["add", "-A"]);
-    git(&repo_dir, &["commit", "-q", "-m", "init"]);
-    let port = free_port();
-    let _daemon = git_daemon(&base, port);
-    let url = format!("git://127.0.0.1:{port}/repo");
-    let secret = work.path().join("secret");
-    std::fs::write(&secret, SECRET).unwrap();
-    let start = Instant::now();
-    let agent = AgentProc::start(&url, &kubeconfig, &work.path().join("cache"), &secret);
-    row(
-        &format!("   agent start to ready over {tenants} applied tenants"),
-        format!("{:.1} s", start.elapsed().as_secs_f64()),
-    );
-    let prefix = last_big.file_name().unwrap().to_string_lossy().to_string();
-    let tenant0 = format!("{prefix}-00001");
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(client.clone(), &format!("{tenant0}-prod"));
-    let mut one = Vec::new();
-    let mut one_requests = BTreeMap::new();
-    let tenant_file = repo_dir.join(format!("tenants/{tenant0}.yaml"));
-    let original = std::fs::read_to_string(&tenant_file).unwrap();
-    for i in 0..runs.max(5) {
-        let value = format!("run-{i}");
-        let text = original.replace(
-            "    - name: worker\n",
-            &format!("    - name: worker\n      values: {{queues: [{value}]}}\n"),
-        );
-        std::fs::write(&tenant_file, text).unwrap();
-        git(&repo_dir, &["commit", "-q", "-am", &value]);
-        let before = agent.requests();
-        let start = Instant::now();
-        agent.push();
-        rt.block_on(wait_value(&api, "worker", "QUEUES", &value));
-        one.push(start.elapsed().as_secs_f64());
-        std::thread::sleep(Duration::from_millis(300));
-        one_requests = delta(&before, &agent.requests());
-    }
-    row(
-        "4. one tenant's value changed: webhook to applied",
-        format!("{:.0} ms", median(one) * 1000.0),
-    );
-    row(
-        "   requests the agent sent for it",
-        format!("{one_requests:?}"),
-    );
-
-    let syncs_before = agent.metric("fief_tenant_syncs_total");
-    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
-    std::fs::write(repo_dir.join("components/worker/varz.yaml"), change).unwrap();
-    git(&repo_dir, &["commit", "-q", "-am", "shared"]);
-    let start = Instant::now();
-    agent.push();
-    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    row(
-        &format!("5. shared component changed, {tenants} tenants: converged"),
-        format!("{:.1} s", start.elapsed().as_secs_f64()),
-    );
-    row(
-        &format!("6. agent peak RSS, {tenants} tenants"),
-        format!("{:.0} MiB", agent.peak_rss_mib()),
-    );
-    drop(agent);
-
-    // 6 at the small size: an agent over the small fief repo.
-    let sbase = work.path().join("git-small");
-    let srepo = sbase.join("repo");
-    std::fs::create_dir_all(&srepo).unwrap();
-    let sdir = work.path().join("fs0");
-    for entry in ["fief.yaml", "tenants", "components", "environments"] {
-        let _ = Command::new("cp")
-            .arg("-r")
-            .arg(sdir.join(entry))
-            .arg(&srepo)
-            .status();
-    }
-    git(&srepo, &["init", "-q", "-b", "main"]);
-    git(&srepo, &["add", "-A"]);
-    git(&srepo, &["commit", "-q", "-m", "init"]);
-    let sport = free_port();
-    let _sdaemon = git_daemon(&sbase, sport);
-    let small_agent = AgentProc::start(
-        &format!("git://127.0.0.1:{sport}/repo"),
+    // 4-7, 12: the agent on the last N-tenant repo and on the small one.
+    agent_phases::run(
+        &rt,
+        &client,
         &kubeconfig,
-        &work.path().join("cache-small"),
-        &secret,
+        work.path(),
+        &last_big,
+        &work.path().join("fs0"),
+        tenants,
+        small,
+        runs,
+        &mut row,
     );
-    row(
-        &format!("6. agent peak RSS, {small} tenants"),
-        format!("{:.0} MiB", small_agent.peak_rss_mib()),
-    );
-    drop(small_agent);
     let _ = rows;
 }

@@ -511,3 +511,66 @@ fn logs_carry_no_colour_off_a_terminal_and_json_logs_have_flat_plain_fields() {
     assert_eq!(commit["commit"], head.as_str(), "flat, plain: {commit}");
     assert!(!log.contains("Some("), "{log}");
 }
+
+#[test]
+fn a_credential_file_that_does_not_exist_stops_the_agent_at_start_saying_which_and_why() {
+    let agent_ns = common::unique("fief-cred");
+    let t = common::unique("cred");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    let missing = tempfile::tempdir().unwrap();
+    let token = missing.path().join("git/token");
+    let age = missing.path().join("age/keys.txt");
+    let mut agent = Agent::spawn(
+        &server.url(),
+        &[
+            "--interval",
+            "300s",
+            "--git-token-file",
+            token.to_str().unwrap(),
+            "--age-key-file",
+            age.to_str().unwrap(),
+        ],
+        &[],
+    );
+    wait_until("the agent exits", Duration::from_secs(30), || {
+        !agent.running()
+    });
+    let code = agent.child.wait().unwrap().code();
+    assert_eq!(code, Some(2), "usage error; log:\n{}", agent.log());
+    let log = agent.log();
+    for expected in [
+        "refusing to start",
+        "2 credential file(s) missing",
+        &format!("--git-token-file {}: no such file", token.display()),
+        "create the Secret `fief-git` with key `token`",
+        &format!("--age-key-file {}: no such file", age.display()),
+        "create the Secret `fief-age-key` with key `keys.txt`",
+    ] {
+        assert!(log.contains(expected), "{expected:?} not in:\n{log}");
+    }
+    // Nothing was fetched or applied: the tenant's namespace does not exist.
+    assert!(kubectl_json(&["get", "namespace", &format!("{t}-prod")]).is_none());
+
+    // With the files in place, the same command line starts and applies.
+    std::fs::create_dir_all(token.parent().unwrap()).unwrap();
+    std::fs::write(&token, "not-needed-by-git-daemon\n").unwrap();
+    std::fs::create_dir_all(age.parent().unwrap()).unwrap();
+    common::sops::age_keygen(age.parent().unwrap(), "keys.txt");
+    let agent = Agent::start(
+        &server.url(),
+        &[
+            "--interval",
+            "300s",
+            "--git-token-file",
+            token.to_str().unwrap(),
+            "--age-key-file",
+            age.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref(),
+        Some("hi"),
+        "log:\n{}",
+        agent.log()
+    );
+}

@@ -137,7 +137,7 @@ fn deleted(shared: &Shared, id: &ObjectId) {
         if shared.is_in_flight(&tenant) {
             return;
         }
-        tracing::info!(tenant, object = %id, "drift: managed object deleted; queueing a sync");
+        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: managed object deleted; queueing a sync");
         shared.metrics.drift.inc();
         shared.enqueue_for(&tenant, "drift");
     }
@@ -153,7 +153,7 @@ fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) {
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(id.clone(), hash.clone());
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
-        tracing::info!(tenant, object = %id, "drift: a field fief owns changed; queueing a sync");
+        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: a field fief owns changed; queueing a sync");
         shared.metrics.drift.inc();
         shared.enqueue_for(&tenant, "drift");
     }

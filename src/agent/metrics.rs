@@ -70,6 +70,12 @@ pub struct Metrics {
     pub failures: Family<CategoryLabel, Counter>,
     /// Unix time of the last successful fetch.
     pub last_fetch_unix: AtomicI64,
+    /// Tenant files parsed for new commits (unchanged ones are reused).
+    pub tenants_loaded: Counter,
+    /// Tenant input hashes computed for new commits (unchanged ones are reused).
+    pub tenants_hashed: Counter,
+    /// Tenants rendered (and validated).
+    pub tenants_rendered: Counter,
 }
 
 impl Default for Metrics {
@@ -137,8 +143,29 @@ impl Default for Metrics {
             "Kubernetes API requests sent, by verb",
             api_requests.clone(),
         );
+        let tenants_loaded = Counter::default();
+        registry.register(
+            "tenants_loaded",
+            "Tenant files parsed for new commits (unchanged files are not parsed again)",
+            tenants_loaded.clone(),
+        );
+        let tenants_hashed = Counter::default();
+        registry.register(
+            "tenants_hashed",
+            "Tenant input hashes computed for new commits (only tenants whose inputs changed)",
+            tenants_hashed.clone(),
+        );
+        let tenants_rendered = Counter::default();
+        registry.register(
+            "tenants_rendered",
+            "Tenants rendered and validated",
+            tenants_rendered.clone(),
+        );
         Metrics {
             registry,
+            tenants_loaded,
+            tenants_hashed,
+            tenants_rendered,
             syncs,
             applied,
             pruned,

@@ -7,6 +7,7 @@
 //! two replicas safe: losing the Lease or SIGTERM cancels the batch between tenants, SIGTERM
 //! releases the Lease, and the leader labels its own Pod so the Service routes webhooks to it.
 
+mod desired;
 pub mod drift;
 mod events;
 pub mod http;
@@ -15,6 +16,7 @@ pub mod metrics;
 mod outcome;
 pub mod queue;
 mod reconciler;
+mod requests;
 mod source_loop;
 pub mod webhook;
 
@@ -149,8 +151,8 @@ pub struct Shared {
     fetch_now: Notify,
     wake: Notify,
     queue: Mutex<Queue>,
-    /// Desired objects of the last render: tenant and compact JSON.
-    desired: RwLock<HashMap<ObjectId, (String, Arc<str>)>>,
+    /// Desired objects of the last render: tenant and interned shape.
+    desired: RwLock<desired::Desired>,
     /// Live hashes from the watches.
     live: RwLock<HashMap<ObjectId, String>>,
     /// Live hashes recorded in the inventories after apply, with their tenant.
@@ -166,6 +168,8 @@ pub struct Shared {
     /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
     relist: tokio::sync::watch::Sender<u64>,
     age_keys: Option<Arc<crate::core::secrets::Keys>>,
+    /// Suspended tenants and `fief reconcile` requests (see [`requests`]).
+    requests: requests::Requests,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -190,15 +194,12 @@ impl Shared {
         lock(&self.queue).len()
     }
 
-    fn desired_of(&self, id: &ObjectId) -> Option<(String, Value)> {
-        let desired = read(&self.desired);
-        let (tenant, json) = desired.get(id)?;
-        let value = serde_json::from_str(json).ok()?;
-        Some((tenant.clone(), value))
+    fn desired_of(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
+        read(&self.desired).get(id)
     }
 
-    fn tenant_of(&self, id: &ObjectId) -> Option<String> {
-        read(&self.desired).get(id).map(|(t, _)| t.clone())
+    fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
+        read(&self.desired).get(id).map(|(t, _)| t)
     }
 
     fn recorded_live(&self, id: &ObjectId) -> Option<String> {
@@ -325,7 +326,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         fetch_now: Notify::new(),
         wake: Notify::new(),
         queue: Mutex::new(Queue::default()),
-        desired: RwLock::new(HashMap::new()),
+        desired: RwLock::new(desired::Desired::default()),
         live: RwLock::new(HashMap::new()),
         recorded: RwLock::new(HashMap::new()),
         watches: Mutex::new(HashMap::new()),
@@ -335,6 +336,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         shutdown: CancellationToken::new(),
         relist: tokio::sync::watch::Sender::new(0),
         age_keys: options.age_keys.clone(),
+        requests: Default::default(),
     });
     on_signals(shared.shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -353,6 +355,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
 
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
+    requests::set_revisions(&shared, rev_rx.clone());
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
     let term = if options.leader_election {

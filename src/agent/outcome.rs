@@ -46,13 +46,11 @@ pub(super) fn record(
         }
     }
     let now = Instant::now();
-    let hashes = state
-        .rev
-        .as_ref()
-        .map(|r| r.hashes.clone())
-        .unwrap_or_default();
+    let rev = state.rev.clone();
+    let empty = BTreeMap::new();
+    let hashes = rev.as_ref().map(|r| &r.hashes).unwrap_or(&empty);
     for report in &result.reports {
-        account(shared, state, report, &hashes, degraded, now);
+        account(shared, state, report, hashes, degraded, now);
     }
 }
 

@@ -45,29 +45,27 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
     let repo = rev.repo.clone();
     let rendered = tokio::task::spawn_blocking(move || {
         let renders = crate::core::pipeline::render_all(&repo, &due);
-        let mut desired = Vec::new();
-        for r in renders.iter().filter(|r| r.is_ok()) {
-            for o in &r.objects {
-                let json: Arc<str> = serde_json::to_string(&o.object).unwrap_or_default().into();
-                desired.push((o.id.clone(), r.tenant.clone(), json));
-            }
-        }
-        (renders, desired)
+        let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
+            .iter()
+            .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))
+            .collect();
+        (renders, shapes)
     })
     .await;
-    let (renders, objects) = match rendered {
+    let (renders, shapes) = match rendered {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "render task failed");
             return Vec::new();
         }
     };
+    shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
     let mut desired = write(&shared.desired);
-    let synced: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-    desired.retain(|_, (t, _)| !synced.contains(t.as_str()));
-    for (id, tenant, json) in objects {
-        desired.insert(id, (tenant, json));
+    for (tenant, objects) in shapes {
+        desired.replace(&tenant, objects);
     }
+    desired.drop_unused_shapes();
+    tracing::debug!(shapes = desired.shapes(), "desired shapes held");
     renders
 }
 
@@ -152,6 +150,15 @@ fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTre
     }
 }
 
+/// Record why `tenants` are degraded now (those not in `degraded` are not).
+fn set_degraded(shared: &Shared, tenants: &[String], degraded: &BTreeMap<String, String>) {
+    let mut h = lock(&shared.health);
+    for t in tenants {
+        h.degraded.remove(t);
+    }
+    h.degraded.extend(degraded.clone());
+}
+
 /// Render and sync the due tenants, a chunk at a time; stop between tenants when `stop` is
 /// cancelled. Every due tenant's desired objects are recorded before the watches' first
 /// lists are used, so their live hashes are all known (no re-apply on start).
@@ -164,28 +171,31 @@ pub(super) async fn batch(
     stop: &CancellationToken,
 ) {
     let Some(rev) = state.rev.clone() else { return };
+    let (due, ticket) = super::requests::admit(shared, &rev, options, due).await;
     let started = Instant::now();
     let triggers: HashMap<String, &'static str> = {
         let mut q = lock(&shared.queue);
         due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
     let chunks: Vec<Vec<String>> = due.chunks(CHUNK).map(<[String]>::to_vec).collect();
-    let mut kinds = BTreeMap::new();
+    // Until the first full pass is done, every due tenant's desired shapes are recorded before
+    // the watches' first lists are used (hole 11): render every chunk once for that. After it,
+    // the watches hold every live hash already, so each chunk is rendered once, and only a kind
+    // not watched yet waits for its list.
+    let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;
     let mut first = None;
-    for chunk in &chunks {
-        let renders = render(shared, state, chunk.clone()).await;
-        kinds_of(&renders, &mut kinds);
-        if chunks.len() == 1 {
-            first = Some(renders);
+    let mut degraded = BTreeMap::new();
+    if prepass || chunks.len() == 1 {
+        let mut kinds = BTreeMap::new();
+        for chunk in &chunks {
+            let renders = render(shared, state, chunk.clone()).await;
+            kinds_of(&renders, &mut kinds);
+            if chunks.len() == 1 {
+                first = Some(renders);
+            }
         }
-    }
-    let degraded = watch_kinds(shared, resources, &kinds, stop).await;
-    {
-        let mut h = lock(&shared.health);
-        for t in &due {
-            h.degraded.remove(t);
-        }
-        h.degraded.extend(degraded.clone());
+        degraded = watch_kinds(shared, resources, &kinds, stop).await;
+        set_degraded(shared, &due, &degraded);
     }
     let config = rev.repo.config.as_ref().ok();
     let agent_namespace = config
@@ -215,7 +225,16 @@ pub(super) async fn batch(
         }
         let mut renders = match first.take() {
             Some(r) => r,
-            None => render(shared, state, chunk.clone()).await,
+            None => {
+                let renders = render(shared, state, chunk.clone()).await;
+                if !prepass {
+                    let mut kinds = BTreeMap::new();
+                    kinds_of(&renders, &mut kinds);
+                    degraded = watch_kinds(shared, resources, &kinds, stop).await;
+                    set_degraded(shared, chunk, &degraded);
+                }
+                renders
+            }
         };
         for r in renders.iter_mut() {
             if let Some(why) = degraded.get(&r.tenant) {
@@ -248,7 +267,9 @@ pub(super) async fn batch(
                 .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t)),
         );
         outcome::record(shared, state, cs, &result, &degraded);
+        super::requests::after_batch(shared, ticket, &result.reports);
         publish_events(shared, &agent_namespace, &result.reports).await;
+        super::requests::tenant_events(shared, &result).await;
     }
     let now = Instant::now();
     for t in &cancelled {

@@ -1,6 +1,12 @@
 //! `fief agent`: start the in-cluster reconciler with the command line's settings.
 //!
 //! In: [`AgentArgs`]. Out: runs until SIGTERM; exit code 3 when it cannot start.
+//!
+//! Credential files (`--git-token-file`, `--ssh-key-file`, `--known-hosts-file`,
+//! `--webhook-secret-file`, `--age-key-file`) must exist when named: a missing one stops the
+//! agent at start (exit code 2) with the flag, the file and what to do, before anything is
+//! fetched or applied. A credential that is not there never silently means an anonymous fetch,
+//! a webhook turned off or tenants failing on their secrets.
 
 use super::{AgentArgs, CliError, EXIT_EXTERNAL, EXIT_OK, LogFormat, runtime};
 use crate::agent::{self, AgentOptions};
@@ -31,15 +37,63 @@ fn read_secret(path: &std::path::Path) -> Result<String, CliError> {
         .map_err(|e| CliError::Usage(format!("{}: cannot read: {e}", path.display())))
 }
 
+/// Every credential file named on the command line exists; else the error names the flag,
+/// the file and what to do.
+fn check_credential_files(args: &AgentArgs) -> Result<(), CliError> {
+    let named = [
+        (
+            "--git-token-file",
+            &args.git_token_file,
+            "fief-git",
+            "token",
+        ),
+        ("--ssh-key-file", &args.ssh_key_file, "fief-git", "ssh-key"),
+        (
+            "--known-hosts-file",
+            &args.known_hosts_file,
+            "fief-git",
+            "known_hosts",
+        ),
+        (
+            "--webhook-secret-file",
+            &args.webhook_secret_file,
+            "fief-webhook",
+            "secret",
+        ),
+        (
+            "--age-key-file",
+            &args.age_key_file,
+            "fief-age-key",
+            "keys.txt",
+        ),
+    ];
+    let missing: Vec<String> = named
+        .iter()
+        .filter_map(|(flag, file, secret, key)| {
+            let file = file.as_ref()?;
+            (!file.is_file()).then(|| {
+                format!(
+                    "{flag} {}: no such file. In the cluster: create the Secret `{secret}` with key `{key}` (deploy/README.md, step 4), or remove {flag} from the agent's arguments if you do not use this credential",
+                    file.display()
+                )
+            })
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "refusing to start: {} credential file(s) missing (the agent never runs without a credential it was told to use):\n  {}",
+        missing.len(),
+        missing.join("\n  ")
+    )))
+}
+
 /// `fief agent`.
 pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
     init_logs(args.log_format);
+    check_credential_files(args)?;
     let token = match (&args.git_token_file, &args.git_token_env) {
-        // The credential Secret is optional (public repos): a missing file is no token.
-        (Some(f), _) if !f.exists() => {
-            tracing::warn!(file = %f.display(), "git token file not found; fetching without a token");
-            None
-        }
         (Some(f), _) => Some(read_secret(f)?),
         (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
             CliError::Usage(format!(
@@ -53,12 +107,6 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         None => None,
     };
     let age_keys = match &args.age_key_file {
-        // The key Secret is optional: without it, tenants that read secrets fail (never apply
-        // placeholders).
-        Some(f) if !f.exists() => {
-            tracing::warn!(file = %f.display(), "age key file not found; tenants that read SOPS secrets will fail");
-            None
-        }
         Some(f) => Some(std::sync::Arc::new(
             crate::core::secrets::Keys::parse(&read_secret(f)?)
                 .map_err(|e| CliError::Usage(format!("{}: {e}", f.display())))?,

@@ -7,14 +7,15 @@
 //! (followed transitively, wherever it lives in the repo), the baseline, and the encrypted
 //! secret files it reads (shared and its own, as committed: no decryption). A change to a
 //! shared component changes exactly the hashes of the tenants that use it; a rotated
-//! per-tenant secret changes only that tenant's. Pure.
+//! per-tenant secret changes only that tenant's. [`InputIndex`] remembers what each hash read,
+//! so the next commit rehashes only the tenants and components that read a changed path. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
 use crate::core::model::{BUILTIN_BASELINE, Repo};
-use crate::core::snapshot::Entry;
+use crate::core::snapshot::{Entry, Snapshot};
 
 fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     h.update(path.as_bytes());
@@ -79,89 +80,235 @@ fn referenced_outside(snapshot: &crate::core::snapshot::Snapshot, dir: &str) -> 
     seen
 }
 
-/// Input hashes of every tenant of the repo, by tenant name.
-pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
-    let snapshot = &repo.snapshot;
-    let dir_hash = |dir: &str| {
-        let mut h = Sha256::new();
-        for (path, entry) in snapshot.under(dir) {
-            hash_entry(&mut h, path, Some(entry));
-        }
-        hex(h)
-    };
+/// What each hash was computed from, so the next commit recomputes only the hashes whose
+/// inputs changed. Build it with [`InputIndex::update`].
+#[derive(Debug, Clone, Default)]
+pub struct InputIndex {
+    /// Hash of the inputs every tenant reads (fief.yaml, the baseline).
+    shared: String,
+    /// Per component: its hash and the files outside its folder that it includes.
+    components: BTreeMap<String, ComponentInputs>,
+    /// Per tenant: its hash and what it reads.
+    tenants: BTreeMap<String, TenantInputs>,
+}
+
+#[derive(Debug, Clone)]
+struct ComponentInputs {
+    hash: String,
+    outside: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct TenantInputs {
+    hash: String,
+    /// Every path whose change (including appearing or disappearing) changes the hash,
+    /// components aside.
+    files: Vec<String>,
+    /// The components it uses, dependencies included (missing ones too).
+    components: BTreeSet<String>,
+}
+
+/// What [`InputIndex::update`] computed afresh.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HashStats {
+    /// Tenant hashes computed (the others were kept).
+    pub tenants_hashed: usize,
+    /// Component hashes computed.
+    pub components_hashed: usize,
+}
+
+fn dir_hash(snapshot: &Snapshot, dir: &str) -> String {
+    let mut h = Sha256::new();
+    for (path, entry) in snapshot.under(dir) {
+        hash_entry(&mut h, path, Some(entry));
+    }
+    hex(h)
+}
+
+fn shared_hash(snapshot: &Snapshot) -> String {
     let mut shared = Sha256::new();
     hash_entry(&mut shared, "fief.yaml", snapshot.get("fief.yaml"));
     if snapshot.has_dir("baseline") {
-        shared.update(dir_hash("baseline").as_bytes());
+        shared.update(dir_hash(snapshot, "baseline").as_bytes());
     } else {
         for (name, text) in BUILTIN_BASELINE {
             shared.update(name.as_bytes());
             shared.update(text.as_bytes());
         }
     }
-    let shared = hex(shared);
-    let components: BTreeMap<&str, String> = repo
-        .components
-        .keys()
-        .map(|c| {
-            let dir = format!("components/{c}");
-            let mut h = Sha256::new();
-            h.update(dir_hash(&dir).as_bytes());
-            for path in referenced_outside(snapshot, &dir) {
-                hash_entry(&mut h, &path, snapshot.get(&path));
-            }
-            (c.as_str(), hex(h))
-        })
-        .collect();
-    let mut out = BTreeMap::new();
-    for (name, tenant) in &repo.tenants {
-        let mut h = Sha256::new();
-        h.update(shared.as_bytes());
-        let file = format!("tenants/{name}.yaml");
-        hash_entry(&mut h, &file, snapshot.get(&file));
-        for path in repo.secrets.paths_for(name) {
-            hash_entry(&mut h, &path, snapshot.get(&path));
-        }
-        if let Ok(tenant) = tenant {
-            let envs = if tenant.spec.environments.is_empty() {
-                repo.config
-                    .as_ref()
-                    .map(|c| c.default_environments.clone())
-                    .unwrap_or_default()
-            } else {
-                tenant.spec.environments.clone()
-            };
-            for env in envs {
-                let path = format!("environments/{env}.yaml");
-                hash_entry(&mut h, &path, snapshot.get(&path));
-            }
-            // Enabled components and, transitively, what they depend on.
-            let mut todo: Vec<&str> = tenant
-                .spec
-                .components
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect();
-            let mut seen = BTreeSet::new();
-            while let Some(c) = todo.pop() {
-                if !seen.insert(c) {
-                    continue;
-                }
-                if let Some(Ok(component)) = repo.components.get(c) {
-                    todo.extend(component.meta.depends_on.iter().map(String::as_str));
-                }
-            }
-            for c in seen {
-                h.update(c.as_bytes());
-                match components.get(c) {
-                    Some(hash) => h.update(hash.as_bytes()),
-                    None => h.update(b"<missing>"),
-                }
-            }
-        }
-        out.insert(name.clone(), hex(h));
+    hex(shared)
+}
+
+fn component_inputs(snapshot: &Snapshot, name: &str) -> ComponentInputs {
+    let dir = format!("components/{name}");
+    let mut h = Sha256::new();
+    h.update(dir_hash(snapshot, &dir).as_bytes());
+    let outside = referenced_outside(snapshot, &dir);
+    for path in &outside {
+        hash_entry(&mut h, path, snapshot.get(path));
     }
-    out
+    ComponentInputs {
+        hash: hex(h),
+        outside,
+    }
+}
+
+fn tenant_inputs(
+    repo: &Repo,
+    name: &str,
+    shared: &str,
+    components: &BTreeMap<String, ComponentInputs>,
+) -> TenantInputs {
+    let snapshot = &repo.snapshot;
+    let mut files = vec![
+        format!("tenants/{name}.yaml"),
+        format!("tenants/{name}.yml"),
+    ];
+    files.extend(crate::core::secrets::SHARED.map(str::to_string));
+    files.extend(crate::core::secrets::tenant_paths(name));
+    let mut h = Sha256::new();
+    h.update(shared.as_bytes());
+    let file = format!("tenants/{name}.yaml");
+    hash_entry(&mut h, &file, snapshot.get(&file));
+    for path in repo.secrets.paths_for(name) {
+        hash_entry(&mut h, &path, snapshot.get(&path));
+    }
+    let mut seen = BTreeSet::new();
+    if let Some(Ok(tenant)) = repo.tenants.get(name) {
+        let envs = if tenant.spec.environments.is_empty() {
+            repo.config
+                .as_ref()
+                .map(|c| c.default_environments.clone())
+                .unwrap_or_default()
+        } else {
+            tenant.spec.environments.clone()
+        };
+        for env in envs {
+            let path = format!("environments/{env}.yaml");
+            hash_entry(&mut h, &path, snapshot.get(&path));
+            files.push(path);
+            files.push(format!("environments/{env}.yml"));
+        }
+        // Enabled components and, transitively, what they depend on.
+        let mut todo: Vec<&str> = tenant
+            .spec
+            .components
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        while let Some(c) = todo.pop() {
+            if !seen.insert(c.to_string()) {
+                continue;
+            }
+            if let Some(Ok(component)) = repo.components.get(c) {
+                todo.extend(component.meta.depends_on.iter().map(String::as_str));
+            }
+        }
+        for c in &seen {
+            h.update(c.as_bytes());
+            match components.get(c) {
+                Some(inputs) => h.update(inputs.hash.as_bytes()),
+                None => h.update(b"<missing>"),
+            }
+        }
+    }
+    TenantInputs {
+        hash: hex(h),
+        files,
+        components: seen,
+    }
+}
+
+impl InputIndex {
+    /// Index `repo` afresh (`prev` none), or from `prev`, the index of the previous commit,
+    /// and `changed`, the paths changed since ([`Snapshot::changed_since`]): only the
+    /// components and tenants that read a changed path are hashed again. The hashes equal a
+    /// full index of the same repo; a one-tenant change hashes one tenant at any fleet size,
+    /// a shared component change exactly the tenants that use it.
+    pub fn update(
+        repo: &Repo,
+        prev: Option<(&InputIndex, &BTreeSet<String>)>,
+    ) -> (InputIndex, HashStats) {
+        let snapshot = &repo.snapshot;
+        let mut stats = HashStats::default();
+        let touched = |prefix: &str, changed: &BTreeSet<String>| {
+            changed
+                .range(prefix.to_string()..)
+                .next()
+                .is_some_and(|p| p.starts_with(prefix))
+        };
+        let shared = match prev {
+            Some((p, changed))
+                if !changed.contains("fief.yaml") && !touched("baseline/", changed) =>
+            {
+                p.shared.clone()
+            }
+            _ => shared_hash(snapshot),
+        };
+        let shared_changed = prev.is_none_or(|(p, _)| p.shared != shared);
+        // Components: new, removed or changed ones are "dirty".
+        let mut dirty: BTreeSet<String> = BTreeSet::new();
+        let mut components = BTreeMap::new();
+        for name in repo.components.keys() {
+            let kept = prev.and_then(|(p, changed)| {
+                let old = p.components.get(name)?;
+                let unchanged = !touched(&format!("components/{name}/"), changed)
+                    && old.outside.iter().all(|f| !changed.contains(f));
+                unchanged.then(|| old.clone())
+            });
+            let inputs = kept.unwrap_or_else(|| {
+                stats.components_hashed += 1;
+                dirty.insert(name.clone());
+                component_inputs(snapshot, name)
+            });
+            components.insert(name.clone(), inputs);
+        }
+        if let Some((p, _)) = prev {
+            dirty.extend(
+                p.components
+                    .keys()
+                    .filter(|c| !components.contains_key(*c))
+                    .cloned(),
+            );
+        }
+        let mut tenants = BTreeMap::new();
+        for name in repo.tenants.keys() {
+            let kept = match prev {
+                Some((p, changed)) if !shared_changed => p.tenants.get(name).filter(|old| {
+                    old.files.iter().all(|f| !changed.contains(f))
+                        && old.components.iter().all(|c| !dirty.contains(c))
+                }),
+                _ => None,
+            };
+            let inputs = match kept {
+                Some(old) => old.clone(),
+                None => {
+                    stats.tenants_hashed += 1;
+                    tenant_inputs(repo, name, &shared, &components)
+                }
+            };
+            tenants.insert(name.clone(), inputs);
+        }
+        let index = InputIndex {
+            shared,
+            components,
+            tenants,
+        };
+        (index, stats)
+    }
+
+    /// Input hash of every tenant, by tenant name.
+    pub fn hashes(&self) -> BTreeMap<String, String> {
+        self.tenants
+            .iter()
+            .map(|(n, t)| (n.clone(), t.hash.clone()))
+            .collect()
+    }
+}
+
+/// Input hashes of every tenant of the repo, by tenant name.
+pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
+    InputIndex::update(repo, None).0.hashes()
 }
 
 #[cfg(test)]
@@ -280,5 +427,92 @@ mod tests {
         for t in ["a", "b", "c"] {
             assert_ne!(before[t], after[t]);
         }
+    }
+
+    /// Load `before`, then `after` incrementally; the hashes must equal a full load of
+    /// `after`. Returns what the incremental pass parsed and hashed.
+    fn incremental(
+        before: &[(&str, &str)],
+        after: &[(&str, &str)],
+    ) -> (crate::core::model::LoadStats, HashStats) {
+        let files = |extra: &[(&str, &str)]| {
+            let mut files: BTreeMap<String, String> = [
+                tenant("a", &["web"]),
+                tenant("b", &["db"]),
+                tenant("c", &["web"]),
+            ]
+            .into_iter()
+            .collect();
+            for (p, t) in [
+                (
+                    "components/web/templates/x.yaml",
+                    "{% include 'shared/s.txt' %}",
+                ),
+                ("components/web/component.yaml", "dependsOn: [base]\n"),
+                ("components/base/templates/x.yaml", "b"),
+                ("components/db/templates/x.yaml", "d"),
+                ("environments/prod.yaml", "values: {}\n"),
+                ("shared/s.txt", "one"),
+            ] {
+                files.insert(p.to_string(), t.to_string());
+            }
+            for (p, t) in extra {
+                if t.is_empty() {
+                    files.remove(*p);
+                } else {
+                    files.insert(p.to_string(), t.to_string());
+                }
+            }
+            Arc::new(Snapshot::from_files(files))
+        };
+        let (old, new) = (files(before), files(after));
+        let prev = Repo::load(old.clone());
+        let (index, _) = InputIndex::update(&prev, None);
+        let changed = new.changed_since(&old);
+        let (repo, loaded) = Repo::load_reusing(new.clone(), &prev, &changed);
+        let (next, hashed) = InputIndex::update(&repo, Some((&index, &changed)));
+        let full = Repo::load(new);
+        assert_eq!(next.hashes(), tenant_hashes(&full), "incremental == full");
+        assert_eq!(format!("{:?}", repo.tenants), format!("{:?}", full.tenants));
+        assert_eq!(
+            format!("{:?}", repo.components),
+            format!("{:?}", full.components)
+        );
+        (loaded, hashed)
+    }
+
+    #[test]
+    fn an_incremental_pass_equals_a_full_one_and_touches_only_what_changed() {
+        let (p, t) = tenant("b", &["db", "web"]);
+        let (loaded, hashed) = incremental(&[], &[(p.as_str(), t.as_str())]);
+        assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (1, 1));
+        let (loaded, hashed) = incremental(&[], &[("components/base/templates/x.yaml", "z")]);
+        assert_eq!(loaded.tenants_parsed, 0);
+        assert_eq!(loaded.components_parsed, 1);
+        assert_eq!(hashed.tenants_hashed, 2, "a and c use web, which uses base");
+        let (_, hashed) = incremental(&[], &[("shared/s.txt", "two")]);
+        assert_eq!(hashed.tenants_hashed, 2, "included from web");
+        let (_, hashed) = incremental(&[], &[("environments/prod.yaml", "values: {x: 1}\n")]);
+        assert_eq!(
+            hashed.tenants_hashed, 3,
+            "every tenant is in prod by default"
+        );
+        let (_, hashed) = incremental(&[], &[("secrets/tenants/c.sops.yaml", "x: 1\n")]);
+        assert_eq!(hashed.tenants_hashed, 1, "a new per-tenant secret file");
+        let (_, hashed) = incremental(&[], &[("secrets/shared.sops.yaml", "x: 1\n")]);
+        assert_eq!(hashed.tenants_hashed, 3);
+        let (_, hashed) = incremental(&[], &[("fief.yaml", "baseDomain: x.example\n")]);
+        assert_eq!(hashed.tenants_hashed, 3);
+        let (_, hashed) = incremental(&[], &[("components/db/templates/x.yaml", "")]);
+        assert_eq!(hashed.tenants_hashed, 1, "db removed: b");
+        let (_, hashed) = incremental(&[("components/db/templates/x.yaml", "")], &[]);
+        assert_eq!(hashed.tenants_hashed, 1, "db added back: b");
+        let (p, t) = tenant("d", &["db"]);
+        let (loaded, hashed) = incremental(&[], &[(p.as_str(), t.as_str())]);
+        assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (1, 1));
+        let (loaded, hashed) = incremental(&[], &[("tenants/c.yaml", "")]);
+        assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (0, 0));
+        let (_, hashed) = incremental(&[], &[]);
+        assert_eq!(hashed, HashStats::default());
     }
 }

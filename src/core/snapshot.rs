@@ -5,7 +5,7 @@
 //! or to the reason the file cannot be used. Everything downstream (templates included) reads
 //! the snapshot, so a template can never reach a file outside the repo. Pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -102,6 +102,54 @@ impl Snapshot {
     /// Whether any file exists under `dir/`.
     pub fn has_dir(&self, dir: &str) -> bool {
         self.under(dir).next().is_some()
+    }
+
+    /// Paths whose entry differs between `prev` and this snapshot: added, removed or changed.
+    /// Entries shared between the two (the same text, as a cached git read gives) compare by
+    /// pointer, so this is one cheap pass over the paths.
+    pub fn changed_since(&self, prev: &Snapshot) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let (mut a, mut b) = (prev.files.iter().peekable(), self.files.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some((pa, _)), None) => {
+                    out.insert((*pa).clone());
+                    a.next();
+                }
+                (None, Some((pb, _))) => {
+                    out.insert((*pb).clone());
+                    b.next();
+                }
+                (Some((pa, ea)), Some((pb, eb))) => match pa.cmp(pb) {
+                    std::cmp::Ordering::Less => {
+                        out.insert((*pa).clone());
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        out.insert((*pb).clone());
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if !same_entry(ea, eb) {
+                            out.insert((*pa).clone());
+                        }
+                        a.next();
+                        b.next();
+                    }
+                },
+            }
+        }
+        out
+    }
+}
+
+/// Whether two entries hold the same content (or the same problem).
+pub fn same_entry(a: &Entry, b: &Entry) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => Arc::ptr_eq(x, y) || x == y,
+        (Err(x), Err(y)) => x == y,
+        _ => false,
     }
 }
 

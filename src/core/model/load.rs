@@ -1,8 +1,10 @@
 //! Loading a [`Repo`] from a [`Snapshot`]: parse each file on its own, check the settings.
 //!
-//! In: a snapshot. Out: a repo whose parts are each parsed or a list of diagnostics. Pure.
+//! In: a snapshot (and, for an incremental load, the previous repo and the paths changed
+//! since). Out: a repo whose parts are each parsed or a list of diagnostics; an incremental
+//! load parses only the parts that read a changed path. Pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -57,19 +59,67 @@ pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+/// What a load parsed afresh (the rest was taken from the previous load).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Tenant files parsed.
+    pub tenants_parsed: usize,
+    /// Components parsed.
+    pub components_parsed: usize,
+}
+
+/// The previous load and the paths changed since, for [`Repo::load_reusing`].
+type Reuse<'a> = Option<(&'a Repo, &'a BTreeSet<String>)>;
+
 impl Repo {
     /// Parse every part of the repo; never fails as a whole.
     pub fn load(snapshot: Arc<Snapshot>) -> Repo {
-        let config = match parse_file::<Config>(&snapshot, "fief.yaml") {
-            Ok(c) => check_config(&snapshot, c.unwrap_or_default()),
-            Err(d) => Err(vec![d]),
+        Repo::load_inner(snapshot, None).0
+    }
+
+    /// Parse the parts of the repo that read a path in `changed` (see
+    /// [`Snapshot::changed_since`]); take every other part from `prev`, the load of the
+    /// previous snapshot. The result equals [`Repo::load`] of the same snapshot; the work is
+    /// proportional to what changed (a one-tenant change parses one tenant file).
+    pub fn load_reusing(
+        snapshot: Arc<Snapshot>,
+        prev: &Repo,
+        changed: &BTreeSet<String>,
+    ) -> (Repo, LoadStats) {
+        Repo::load_inner(snapshot, Some((prev, changed)))
+    }
+
+    fn load_inner(snapshot: Arc<Snapshot>, reuse: Reuse<'_>) -> (Repo, LoadStats) {
+        let mut stats = LoadStats::default();
+        let unchanged = |path: &str| reuse.is_some_and(|(_, c)| !c.contains(path));
+        let config = match reuse {
+            Some((prev, _)) if unchanged("fief.yaml") => prev.config.clone(),
+            _ => match parse_file::<Config>(&snapshot, "fief.yaml") {
+                Ok(c) => check_config(&snapshot, c.unwrap_or_default()),
+                Err(d) => Err(vec![d]),
+            },
         };
         let mut tenants = BTreeMap::new();
         for (path, _) in snapshot.under("tenants") {
             let Some(stem) = yaml_stem(path, "tenants/") else {
                 continue;
             };
-            tenants.insert(stem.to_string(), load_tenant(&snapshot, path, stem));
+            // `a.yaml` and `a.yml` share a stem: reuse only when neither changed.
+            let same_stem = [
+                format!("tenants/{stem}.yaml"),
+                format!("tenants/{stem}.yml"),
+            ];
+            let kept = match reuse {
+                Some((prev, _)) if same_stem.iter().all(|p| unchanged(p)) => {
+                    prev.tenants.get(stem).cloned()
+                }
+                _ => None,
+            };
+            let tenant = kept.unwrap_or_else(|| {
+                stats.tenants_parsed += 1;
+                load_tenant(&snapshot, path, stem)
+            });
+            tenants.insert(stem.to_string(), tenant);
         }
         let mut components = BTreeMap::new();
         let mut names: Vec<String> = snapshot
@@ -78,7 +128,25 @@ impl Repo {
             .collect();
         names.dedup();
         for name in names {
-            let component = load_component(&snapshot, &name);
+            let kept = match reuse {
+                Some((prev, changed)) => {
+                    let prefix = format!("components/{name}/");
+                    let touched = changed
+                        .range(prefix.clone()..)
+                        .next()
+                        .is_some_and(|p| p.starts_with(&prefix));
+                    if touched {
+                        None
+                    } else {
+                        prev.components.get(&name).cloned()
+                    }
+                }
+                None => None,
+            };
+            let component = kept.unwrap_or_else(|| {
+                stats.components_parsed += 1;
+                load_component(&snapshot, &name)
+            });
             components.insert(name, component);
         }
         let mut environments = BTreeMap::new();
@@ -86,10 +154,20 @@ impl Repo {
             let Some(stem) = yaml_stem(path, "environments/") else {
                 continue;
             };
-            let env = match parse_file::<Environment>(&snapshot, path) {
+            let same_stem = [
+                format!("environments/{stem}.yaml"),
+                format!("environments/{stem}.yml"),
+            ];
+            let kept = match reuse {
+                Some((prev, _)) if same_stem.iter().all(|p| unchanged(p)) => {
+                    prev.environments.get(stem).cloned()
+                }
+                _ => None,
+            };
+            let env = kept.unwrap_or_else(|| match parse_file::<Environment>(&snapshot, path) {
                 Ok(e) => Ok(e.unwrap_or_default()),
                 Err(d) => Err(vec![d]),
-            };
+            });
             environments.insert(stem.to_string(), env);
         }
         let baseline = if snapshot.has_dir("baseline") {
@@ -104,15 +182,22 @@ impl Repo {
                 .map(|(n, _)| n.to_string())
                 .collect()
         };
-        Repo {
-            secrets: crate::core::secrets::Secrets::load(&snapshot),
+        let secrets = match reuse {
+            Some((prev, changed)) => {
+                crate::core::secrets::Secrets::load_reusing(&snapshot, &prev.secrets, changed)
+            }
+            None => crate::core::secrets::Secrets::load(&snapshot),
+        };
+        let repo = Repo {
+            secrets,
             snapshot,
             config,
             tenants,
             components,
             environments,
             baseline,
-        }
+        };
+        (repo, stats)
     }
 }
 

@@ -17,7 +17,7 @@ pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
     glob_match, parse_component_kind, plural_of,
 };
-pub use load::{is_dns_label, line_of_key};
+pub use load::{LoadStats, is_dns_label, line_of_key};
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
     pinned_key,

@@ -17,7 +17,7 @@
 pub mod sops;
 pub mod tree;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -158,6 +158,39 @@ impl Secrets {
         for (path, entry) in snapshot.under(DIR) {
             let json = path.ends_with(".sops.json");
             if !(json || path.ends_with(".sops.yaml")) {
+                continue;
+            }
+            let loaded = match entry {
+                Err(problem) => Err(Diagnostic::new(path.clone(), None, problem.clone())),
+                Ok(text) => SopsFile::parse(text, json)
+                    .map(Arc::new)
+                    .map_err(|e| diagnostic(path, &e)),
+            };
+            files.insert(path.clone(), loaded);
+        }
+        Secrets {
+            files,
+            ..Default::default()
+        }
+    }
+
+    /// [`Secrets::load`], taking every file not in `changed` from `prev` (parsed, never
+    /// decrypted; the unlock setting is not carried over).
+    pub fn load_reusing(
+        snapshot: &Snapshot,
+        prev: &Secrets,
+        changed: &BTreeSet<String>,
+    ) -> Secrets {
+        let mut files = BTreeMap::new();
+        for (path, entry) in snapshot.under(DIR) {
+            let json = path.ends_with(".sops.json");
+            if !(json || path.ends_with(".sops.yaml")) {
+                continue;
+            }
+            if !changed.contains(path)
+                && let Some(kept) = prev.files.get(path)
+            {
+                files.insert(path.clone(), kept.clone());
                 continue;
             }
             let loaded = match entry {

@@ -59,7 +59,7 @@ pub fn snapshot_at(checkout: &Path, rev: &str) -> Result<(Snapshot, String), Git
     }
     let id = commit.id().to_string();
     let label = format!("{}@{rev}", checkout.display());
-    let snapshot = read_tree(&repo, tree, &label, &id)?;
+    let snapshot = read_tree(&repo, tree, &label, &id, None)?;
     Ok((snapshot, commit.id().to_string()))
 }
 

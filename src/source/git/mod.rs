@@ -31,6 +31,7 @@ mod tree;
 
 pub use error::GitError;
 pub use local::{commit_files, snapshot_at};
+pub use tree::BlobCache;
 
 use auth::*;
 use tree::*;
@@ -150,6 +151,17 @@ impl GitSource {
     /// used become problem entries, as with [`Snapshot::read_dir`]; only an unreadable
     /// repository, an unknown commit or too many files fail the whole snapshot.
     pub fn snapshot(&self, commit: &str) -> Result<Snapshot, GitError> {
+        self.snapshot_cached(commit, None)
+    }
+
+    /// [`GitSource::snapshot`], taking unchanged files from `cache` (the blobs of the last
+    /// snapshot read through it) and leaving this commit's blobs in it: the agent reads each
+    /// new commit at the cost of what changed.
+    pub fn snapshot_cached(
+        &self,
+        commit: &str,
+        cache: Option<&mut BlobCache>,
+    ) -> Result<Snapshot, GitError> {
         let repo = self.open()?;
         let bad_commit = |detail: String| GitError::BadCommit {
             url: redact_url(&self.url),
@@ -165,7 +177,7 @@ impl GitSource {
             .find_commit(oid)
             .and_then(|c| c.tree())
             .map_err(|e| bad_commit(e.message().to_string()))?;
-        read_tree(&repo, tree, &self.url, commit)
+        read_tree(&repo, tree, &self.url, commit, cache)
     }
 
     /// The repository URL with any userinfo removed, for logs and status.

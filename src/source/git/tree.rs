@@ -2,15 +2,37 @@
 //! the filesystem source: only the top-level entries fief knows, hidden names skipped, size
 //! and count limits, symlinks followed only while they stay inside the repo.
 //!
-//! In: a repository and a commit's tree. Out: a [`Snapshot`] or a [`GitError`].
+//! In: a repository, a commit's tree and optionally the [`BlobCache`] of the last read. Out: a
+//! [`Snapshot`] or a [`GitError`]; with a cache, unchanged blobs are shared with the last
+//! snapshot instead of read again.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use git2::{ObjectType, Oid, Repository};
 
 use super::*;
 use crate::core::diagnostic::Problem;
 use crate::core::snapshot::{Entry, MAX_FILE_BYTES, MAX_FILES, Snapshot};
+
+/// Blobs read for the last snapshot, by object id: a later snapshot of the same repository
+/// takes unchanged files from here instead of reading (and inflating) them again, so reading a
+/// commit costs what changed, plus one walk over the tree entries.
+#[derive(Default)]
+pub struct BlobCache {
+    blobs: HashMap<Oid, Entry>,
+}
+
+impl BlobCache {
+    /// Files held (those of the last snapshot read through this cache).
+    pub fn len(&self) -> usize {
+        self.blobs.len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+    }
+}
 
 /// A tree entry: what it is and where its object is.
 #[derive(Clone, Copy)]
@@ -28,6 +50,10 @@ pub(super) struct TreeReader<'r> {
     pub(super) files: usize,
     pub(super) url: &'r str,
     pub(super) commit: &'r str,
+    /// Blobs of the previous snapshot (reused when unchanged).
+    pub(super) old: HashMap<Oid, Entry>,
+    /// Blobs of this snapshot (become the cache for the next).
+    pub(super) new: HashMap<Oid, Entry>,
 }
 
 /// Where a symlink leads: a node and its path from the repo root (empty for the root).
@@ -104,7 +130,11 @@ impl TreeReader<'_> {
                 }
             }
             Some(ObjectType::Blob) => {
-                let entry = self.read_blob(node.oid, &rel)?;
+                let entry = match self.old.get(&node.oid).or_else(|| self.new.get(&node.oid)) {
+                    Some(known) => known.clone(),
+                    None => self.read_blob(node.oid, &rel)?,
+                };
+                self.new.insert(node.oid, entry.clone());
                 self.insert(rel, entry);
             }
             Some(ObjectType::Commit) => {
@@ -252,13 +282,21 @@ impl TreeReader<'_> {
 }
 
 /// Read the top-level entries fief knows from `root` (a commit's tree, or a folder of it)
-/// into a snapshot; `url` and `commit` only label errors.
+/// into a snapshot; `url` and `commit` only label errors. With a `cache`, unchanged blobs are
+/// taken from it (the same shared text, so a later comparison is a pointer check) and the cache
+/// is left holding this snapshot's blobs.
 pub(super) fn read_tree(
     repo: &Repository,
     root: git2::Tree<'_>,
     url: &str,
     commit: &str,
+    cache: Option<&mut BlobCache>,
 ) -> Result<Snapshot, GitError> {
+    let mut cache = cache;
+    let old = cache
+        .as_mut()
+        .map(|c| std::mem::take(&mut c.blobs))
+        .unwrap_or_default();
     let mut reader = TreeReader {
         repo,
         root,
@@ -266,6 +304,8 @@ pub(super) fn read_tree(
         files: 0,
         url,
         commit,
+        old,
+        new: HashMap::new(),
     };
     for name in TOP_LEVEL {
         let node = reader.root.get_name(name).map(|entry| Node {
@@ -276,6 +316,9 @@ pub(super) fn read_tree(
         if let Some(node) = node {
             reader.walk(node, &[], name.to_string(), name.to_string(), 0)?;
         }
+    }
+    if let Some(cache) = cache {
+        cache.blobs = reader.new;
     }
     Ok(reader.snapshot)
 }

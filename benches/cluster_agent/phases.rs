@@ -1,0 +1,239 @@
+//! The agent's rows of the cluster benchmark (issue 17): start to ready on a cluster applied by
+//! `fief apply` and on one applied by the agent (with the mutating requests each start sent),
+//! webhook-to-applied for one tenant (p50, and the agent's CPU seconds per change at the
+//! large and the small size), a shared component change reaching every tenant (with the API
+//! server's 429 answers meanwhile), and the agent's peak RSS.
+//!
+//! In: a repo of N tenants already applied by `fief apply`, and one of the small size (also
+//! applied). Out: rows of the table. `FIEF_BENCH_AGENT_ONLY=1` runs only these phases (see
+//! `main`).
+
+use super::*;
+
+/// Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux).
+const TICKS: f64 = 100.0;
+
+/// CPU seconds (user + system) a process has used so far.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the command: state is field 3, utime 14, stime 15 (1-based over the whole line).
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / TICKS
+}
+
+/// The machine's load average (1, 5, 15 minutes).
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// 429 answers of the API server so far.
+async fn throttled(client: &kube::Client) -> f64 {
+    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let text = client.request_text(req).await.unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains("code=\"429\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Mutating requests the agent sent (its own client counter).
+fn agent_mutating(agent: &AgentProc) -> f64 {
+    let r = agent.requests();
+    ["POST", "PUT", "PATCH", "DELETE"]
+        .iter()
+        .map(|v| r.get(*v).copied().unwrap_or(0.0))
+        .sum()
+}
+
+/// A repo served by git daemon, copied from an applied synth repo.
+pub struct Served {
+    pub repo: PathBuf,
+    pub url: String,
+    pub prefix: String,
+    _daemon: Daemon,
+}
+
+pub fn serve(applied: &Path, base: &Path) -> Served {
+    let repo = base.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for entry in ["fief.yaml", "tenants", "components", "environments"] {
+        let _ = Command::new("cp")
+            .arg("-r")
+            .arg(applied.join(entry))
+            .arg(&repo)
+            .status();
+    }
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let port = free_port();
+    let daemon = git_daemon(base, port);
+    Served {
+        repo,
+        url: format!("git://127.0.0.1:{port}/repo"),
+        prefix: applied.file_name().unwrap().to_string_lossy().to_string(),
+        _daemon: daemon,
+    }
+}
+
+/// Change one tenant's value `runs` times through the webhook; (median ms webhook to
+/// applied, median agent CPU seconds per change, the requests of the last change).
+fn one_tenant_changes(
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    agent: &AgentProc,
+    served: &Served,
+    runs: usize,
+    tag: &str,
+) -> (f64, f64, BTreeMap<String, f64>) {
+    let tenant0 = format!("{}-00001", served.prefix);
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &format!("{tenant0}-prod"));
+    let tenant_file = served.repo.join(format!("tenants/{tenant0}.yaml"));
+    let original = std::fs::read_to_string(&tenant_file).unwrap();
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    let mut requests = BTreeMap::new();
+    for i in 0..runs {
+        let value = format!("{tag}-{i}");
+        let text = original.replace(
+            "    - name: worker\n",
+            &format!("    - name: worker\n      values: {{queues: [{value}]}}\n"),
+        );
+        std::fs::write(&tenant_file, text).unwrap();
+        git(&served.repo, &["commit", "-q", "-am", &value]);
+        std::thread::sleep(Duration::from_millis(300));
+        let before = agent.requests();
+        let cpu_before = cpu_seconds(agent.child.id());
+        let start = Instant::now();
+        agent.push();
+        rt.block_on(wait_value(&api, "worker", "QUEUES", &value));
+        wall.push(start.elapsed().as_secs_f64());
+        // Let the sync finish (final inventory write, Event) before reading CPU.
+        std::thread::sleep(Duration::from_millis(500));
+        cpu.push(cpu_seconds(agent.child.id()) - cpu_before);
+        requests = delta(&before, &agent.requests());
+    }
+    (median(wall) * 1000.0, median(cpu), requests)
+}
+
+/// Run the agent phases. `big` and `small` are synth repos already applied by `fief apply`.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    kubeconfig: &Path,
+    work: &Path,
+    big: &Path,
+    small_repo: &Path,
+    tenants: usize,
+    small: usize,
+    runs: usize,
+    row: &mut dyn FnMut(&str, String),
+) {
+    let secret = work.join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    row("   load average before the agent phases", loadavg());
+    let served = serve(big, &work.join("git"));
+
+    // Start to ready on a cluster applied by `fief apply`.
+    let api_before = rt.block_on(apiserver_requests(client));
+    let start = Instant::now();
+    let agent = AgentProc::start(&served.url, kubeconfig, &work.join("cache"), &secret);
+    let ready = start.elapsed().as_secs_f64();
+    let sent = agent_mutating(&agent);
+    let api = delta(&api_before, &rt.block_on(apiserver_requests(client)));
+    row(
+        &format!("7. agent start to ready, {tenants} tenants applied by `fief apply`"),
+        format!(
+            "{ready:.1} s, {sent:.0} mutating requests sent by the agent ({:.0} mutating in apiserver_request_total meanwhile, controller-manager included)",
+            mutating(&api)
+        ),
+    );
+
+    let (p50, cpu, requests) = one_tenant_changes(rt, client, &agent, &served, runs.max(5), "big");
+    row(
+        &format!("4. one tenant's value changed: webhook to applied, {tenants} tenants (p50)"),
+        format!("{p50:.0} ms"),
+    );
+    row(
+        &format!("12. agent CPU per one-tenant change, {tenants} tenants"),
+        format!("{cpu:.3} s"),
+    );
+    row("   requests the agent sent for it", format!("{requests:?}"));
+
+    let syncs_before = agent.metric("fief_tenant_syncs_total");
+    let throttled_before = rt.block_on(throttled(client));
+    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
+    git(&served.repo, &["commit", "-q", "-am", "shared"]);
+    let cpu_before = cpu_seconds(agent.child.id());
+    let start = Instant::now();
+    agent.push();
+    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(agent.child.id()) - cpu_before;
+    let throttled = rt.block_on(throttled(client)) - throttled_before;
+    row(
+        &format!("5. shared component changed, {tenants} tenants: webhook to converged"),
+        format!("{took:.1} s (agent CPU {cpu:.1} s), {throttled:.0} answers 429"),
+    );
+    row(
+        &format!("6. agent peak RSS, {tenants} tenants"),
+        format!("{:.0} MiB", agent.peak_rss_mib()),
+    );
+    drop(agent);
+
+    // Start to ready on a cluster the agent applied itself.
+    let api_before = rt.block_on(apiserver_requests(client));
+    let start = Instant::now();
+    let agent = AgentProc::start(&served.url, kubeconfig, &work.join("cache"), &secret);
+    let ready = start.elapsed().as_secs_f64();
+    let sent = agent_mutating(&agent);
+    let api = delta(&api_before, &rt.block_on(apiserver_requests(client)));
+    row(
+        &format!("7'. agent start to ready, {tenants} tenants applied by the agent"),
+        format!(
+            "{ready:.1} s, {sent:.0} mutating requests sent by the agent ({:.0} mutating in apiserver_request_total meanwhile)",
+            mutating(&api)
+        ),
+    );
+    row(
+        &format!("6'. agent peak RSS over a start, {tenants} tenants"),
+        format!("{:.0} MiB", agent.peak_rss_mib()),
+    );
+    drop(agent);
+
+    // The same one-tenant change at the small size: the CPU it costs must not grow with N.
+    let served_small = serve(small_repo, &work.join("git-small"));
+    let agent = AgentProc::start(
+        &served_small.url,
+        kubeconfig,
+        &work.join("cache-small"),
+        &secret,
+    );
+    let (p50, cpu, _) = one_tenant_changes(rt, client, &agent, &served_small, runs.max(5), "small");
+    row(
+        &format!("12. agent CPU per one-tenant change, {small} tenants"),
+        format!("{cpu:.3} s (webhook to applied p50 {p50:.0} ms)"),
+    );
+    row(
+        &format!("6. agent peak RSS, {small} tenants"),
+        format!("{:.0} MiB", agent.peak_rss_mib()),
+    );
+    drop(agent);
+    row("   load average after the agent phases", loadavg());
+}

@@ -1,0 +1,144 @@
+//! The desired objects' shapes, as much of them as drift detection needs, kept lean.
+//!
+//! In: each render's objects. Out: per object its tenant and its *shape* — the desired object
+//! with every scalar replaced by null. [`crate::core::plan::projection`] reads only the desired
+//! object's keys and array lengths, so the live hash computed from the shape equals the one
+//! computed from the object. Shapes are interned: the objects of one template have the same
+//! shape in every tenant, so 26,000 objects hold a few dozen shapes, not 26,000 copies of the
+//! desired JSON. Replacing a tenant's objects costs that tenant's objects, not the fleet's.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::core::objects::ObjectId;
+
+/// `value` with every scalar replaced by null (objects and arrays kept).
+pub fn shape(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+        _ => Value::Null,
+    }
+}
+
+/// One object's id, shape and the shape's JSON (the interning key).
+pub type Shaped = (ObjectId, Value, String);
+
+/// The shapes of a render's objects (none for a failed render: nothing of it is desired).
+pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
+    if !render.is_ok() {
+        return Vec::new();
+    }
+    render
+        .objects
+        .iter()
+        .map(|o| {
+            let shape = shape(&o.object);
+            let key = shape.to_string();
+            (o.id.clone(), shape, key)
+        })
+        .collect()
+}
+
+/// Desired objects by id: tenant and interned shape.
+#[derive(Default)]
+pub struct Desired {
+    objects: HashMap<ObjectId, (Arc<str>, Arc<Value>)>,
+    by_tenant: HashMap<Arc<str>, Vec<ObjectId>>,
+    shapes: HashMap<String, Arc<Value>>,
+}
+
+impl Desired {
+    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON).
+    pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>) {
+        if let Some(old) = self.by_tenant.remove(tenant) {
+            for id in old {
+                self.objects.remove(&id);
+            }
+        }
+        let tenant: Arc<str> = tenant.into();
+        let mut ids = Vec::with_capacity(objects.len());
+        for (id, shape, key) in objects {
+            let shape = self
+                .shapes
+                .entry(key)
+                .or_insert_with(|| Arc::new(shape))
+                .clone();
+            ids.push(id.clone());
+            self.objects.insert(id, (tenant.clone(), shape));
+        }
+        if !ids.is_empty() {
+            self.by_tenant.insert(tenant, ids);
+        }
+    }
+
+    /// Forget shapes no object uses any more.
+    pub fn drop_unused_shapes(&mut self) {
+        self.shapes.retain(|_, s| Arc::strong_count(s) > 1);
+    }
+
+    /// The tenant and shape of a desired object.
+    pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
+        self.objects.get(id).map(|(t, s)| (t.clone(), s.clone()))
+    }
+
+    /// Distinct shapes held.
+    pub fn shapes(&self) -> usize {
+        self.shapes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_live_hash_from_the_shape_equals_the_one_from_the_object() {
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}, "list": [1, {"a": 2}], "empty": {}});
+        let live = json!({"metadata": {"name": "a", "labels": {"x": "2", "y": "3"}, "uid": "u"}, "data": {"k": "edited", "other": "o"}, "list": [5, {"a": 6, "b": 7}], "empty": {"z": 1}, "status": {}});
+        assert_eq!(
+            crate::core::plan::live_hash(&desired, &live),
+            crate::core::plan::live_hash(&shape(&desired), &live)
+        );
+        let short = json!({"list": [1]});
+        assert_eq!(
+            crate::core::plan::live_hash(&desired, &short),
+            crate::core::plan::live_hash(&shape(&desired), &short)
+        );
+    }
+
+    #[test]
+    fn shapes_are_shared_between_tenants_and_replaced_per_tenant() {
+        let id = |t: &str| ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: format!("{t}-prod"),
+            name: "app".into(),
+        };
+        let object = |v: &str| json!({"data": {"k": v}});
+        let entry = |t: &str, v: &str| {
+            let s = shape(&object(v));
+            let key = s.to_string();
+            vec![(id(t), s, key)]
+        };
+        let mut d = Desired::default();
+        d.replace("a", entry("a", "1"));
+        d.replace("b", entry("b", "2"));
+        assert_eq!(d.shapes(), 1);
+        assert!(Arc::ptr_eq(
+            &d.get(&id("a")).unwrap().1,
+            &d.get(&id("b")).unwrap().1
+        ));
+        d.replace("a", Vec::new());
+        assert!(d.get(&id("a")).is_none());
+        assert_eq!(d.get(&id("b")).unwrap().0.as_ref(), "b");
+        d.replace("b", Vec::new());
+        d.drop_unused_shapes();
+        assert_eq!(d.shapes(), 0);
+    }
+}
