@@ -9,6 +9,8 @@
 //!
 //! `FIEF_BENCH_AGENT_ONLY=1 cargo bench --bench cluster -- 1000 3 100` runs only the agent's
 //! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
+//! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
+//! no-op `fief apply` with their peak RSS).
 
 #[path = "cluster_agent/phases.rs"]
 mod agent_phases;
@@ -117,8 +119,26 @@ fn mutating(d: &BTreeMap<String, f64>) -> f64 {
 
 /// `fief apply` on a repo; (seconds, objects created+configured, mutating requests fief sent).
 fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64) {
+    let (secs, objects, sent, _) = fief_apply_rss(repo, kubeconfig);
+    (secs, objects, sent)
+}
+
+/// [`fief_apply`] under `/usr/bin/time`, also returning fief's peak RSS in MiB (0 when
+/// `/usr/bin/time` is missing).
+fn fief_apply_rss(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64, f64) {
+    let rss_file = tempfile::NamedTempFile::new().unwrap();
+    let timed = Path::new("/usr/bin/time").exists();
+    let mut cmd = if timed {
+        let mut c = Command::new("/usr/bin/time");
+        c.args(["-f", "%M", "-o"])
+            .arg(rss_file.path())
+            .arg(env!("CARGO_BIN_EXE_fief"));
+        c
+    } else {
+        fief()
+    };
     let start = Instant::now();
-    let out = fief()
+    let out = cmd
         .args([
             "apply",
             repo.to_str().unwrap(),
@@ -152,7 +172,11 @@ fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64) {
         .iter()
         .map(|k| r[*k].as_u64().unwrap_or(0))
         .sum();
-    (secs, objects, sent)
+    let rss_kib: f64 = std::fs::read_to_string(rss_file.path())
+        .ok()
+        .and_then(|t| t.trim().lines().last()?.trim().parse().ok())
+        .unwrap_or(0.0);
+    (secs, objects, sent, rss_kib / 1024.0)
 }
 
 /// The same manifests through kubectl, as a kubectl pipeline would run them: per tenant, the
@@ -490,6 +514,9 @@ fn main() {
     let tenants: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let small: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    // `FIEF_BENCH_ONLY=cli`: only render, the raw write rate and fief apply at N tenants (cold
+    // and no-op); no kubectl side by side, no agent.
+    let cli_only = std::env::var("FIEF_BENCH_ONLY").is_ok_and(|v| v == "cli");
     let cp = common::control_plane();
     let kubeconfig = cp.admin_kubeconfig().to_path_buf();
     let kubectl = cp.kubectl_path().to_path_buf();
@@ -580,14 +607,17 @@ fn main() {
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut last_big = PathBuf::new();
     let mut fief_sent = Vec::new();
+    let (mut cold_rss, mut noop_rss) = (vec![], vec![]);
     for r in 0..runs {
         let dir = work.path().join(format!("big{r}"));
         synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("big{r}"))).unwrap();
-        let (secs, objects, _) = fief_apply(&dir, &kubeconfig);
+        let (secs, objects, _, rss) = fief_apply_rss(&dir, &kubeconfig);
         cold.push(secs);
         cold_rate.push(objects as f64 / secs);
+        cold_rss.push(rss);
         let before = rt.block_on(apiserver_requests(&client));
-        let (secs, objects, sent) = fief_apply(&dir, &kubeconfig);
+        let (secs, objects, sent, rss) = fief_apply_rss(&dir, &kubeconfig);
+        noop_rss.push(rss);
         fief_sent.push(sent as f64);
         let d = delta(&before, &rt.block_on(apiserver_requests(&client)));
         assert_eq!(objects, 0);
@@ -596,6 +626,9 @@ fn main() {
         noop_reads
             .push(d.get("LIST").copied().unwrap_or(0.0) + d.get("GET").copied().unwrap_or(0.0));
         last_big = dir;
+        if cli_only {
+            continue;
+        }
 
         // Side by side at the small size: fief apply vs kubectl, same manifests.
         let fdir = work.path().join(format!("fs{r}"));
@@ -651,6 +684,13 @@ fn main() {
             median(noop_reads)
         ),
     );
+    row(
+        &format!("   fief apply peak RSS, {tenants} tenants: cold / no-op"),
+        format!("{:.0} MiB / {:.0} MiB", median(cold_rss), median(noop_rss)),
+    );
+    if cli_only {
+        return;
+    }
     let ratio = |f: &Vec<f64>, k: &Vec<f64>| median(k.clone()) / median(f.clone());
     row(
         &format!("2'. cold apply, {small} tenants: fief / kubectl"),

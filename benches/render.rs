@@ -1,5 +1,6 @@
 //! Render benchmark: a synthetic repo of N tenants (default 1,000), rendered and validated
-//! in memory, and serialized to the YAML stream `fief render` prints. Prints the median and
+//! in memory, and serialized to the YAML stream `fief render` prints, and that stream read back
+//! (fast path and full parser alone, same run). Prints the median and
 //! the spread of several runs.
 //!
 //! `cargo bench --bench render [-- TENANTS RUNS]`
@@ -40,6 +41,7 @@ fn main() {
     synth::write_repo(dir.path(), tenants).expect("write synthetic repo");
 
     let (mut read, mut render, mut stream, mut total) = (vec![], vec![], vec![], vec![]);
+    let (mut parse_fast, mut parse_full) = (vec![], vec![]);
     let mut stream_before = vec![];
     let mut objects = 0;
     for _ in 0..runs {
@@ -53,12 +55,24 @@ fn main() {
         let t3 = Instant::now();
         assert!(renders.iter().all(|r| r.is_ok()));
         objects = renders.iter().map(|r| r.objects.len()).sum();
-        std::hint::black_box(text);
         // The stream as serialized before the block emitter (serde-saphyr's serializer),
         // measured in the same run for comparison; not part of `total`.
         let t4 = Instant::now();
         std::hint::black_box(serde_saphyr_stream(&renders));
         stream_before.push(t4.elapsed());
+        // Reading objects back: the stream's documents through `parse_value` (fast path) and
+        // through the full event parser alone (as every rendered document was read before).
+        let docs = fief::core::yaml::split_documents(&text);
+        let t5 = Instant::now();
+        for d in &docs {
+            std::hint::black_box(fief::core::yaml::parse_value(d).expect("parse"));
+        }
+        let t6 = Instant::now();
+        for d in &docs {
+            std::hint::black_box(fief::core::yaml::parse_value_full(d).expect("parse"));
+        }
+        parse_fast.push(t6 - t5);
+        parse_full.push(t6.elapsed());
         read.push(t1 - t0);
         render.push(t2 - t1);
         stream.push(t3 - t2);
@@ -76,6 +90,11 @@ fn main() {
     println!(
         "  (same stream through serde-saphyr's serializer, as before: median {})",
         ms(median(stream_before))
+    );
+    println!(
+        "  read the stream back    median {} (full parser alone: {})",
+        ms(median(parse_fast)),
+        ms(median(parse_full))
     );
     let mut sorted = total.clone();
     sorted.sort();

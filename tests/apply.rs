@@ -372,6 +372,137 @@ fn hand_edit_of_a_managed_field_is_restored_by_the_next_apply_and_shown_by_diff(
     assert_eq!(cm["data"]["greeting"], "hello");
 }
 
+/// The entries of a tenant's inventory ConfigMap.
+fn inventory_entries(agent_ns: &str, tenant: &str) -> Vec<Value> {
+    let cm = kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        &format!("fief-tenant-{tenant}"),
+    ]);
+    serde_json::from_str(cm["data"]["entries"].as_str().expect("entries")).expect("entries JSON")
+}
+
+/// Rewrite the inventory entry of ConfigMap `name` (as a hand edit of the inventory would).
+fn edit_inventory_entry(agent_ns: &str, tenant: &str, name: &str, edit: impl Fn(&mut Value)) {
+    let mut entries = inventory_entries(agent_ns, tenant);
+    let entry = entries
+        .iter_mut()
+        .find(|e| e["kind"] == "ConfigMap" && e["name"] == name)
+        .expect("entry recorded");
+    edit(entry);
+    let patch = serde_json::json!({"data": {"entries": serde_json::to_string(&entries).unwrap()}});
+    let out = kubectl(&[
+        "-n",
+        agent_ns,
+        "patch",
+        "configmap",
+        &format!("fief-tenant-{tenant}"),
+        "--type",
+        "merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_no_op_apply_reads_only_objects_whose_resource_version_moved() {
+    let repo = TestRepo::new("");
+    let t = common::unique("rv");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, BOTH);
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    // Every applied entry records the live object's resourceVersion and uid.
+    let live = kubectl_json(&["get", "configmap", "-n", &ns, "app-config"]);
+    let entries = inventory_entries(&repo.agent_ns, &t);
+    let entry = entries
+        .iter()
+        .find(|e| e["kind"] == "ConfigMap" && e["name"] == "app-config")
+        .expect("app-config recorded");
+    assert_eq!(
+        entry["resourceVersion"], live["metadata"]["resourceVersion"],
+        "{entry}"
+    );
+    assert_eq!(entry["uid"], live["metadata"]["uid"], "{entry}");
+    assert!(
+        entries.iter().all(|e| e["resourceVersion"].is_string()),
+        "{entries:?}"
+    );
+
+    // A wrong recorded live hash is trusted while the object's resourceVersion is the
+    // recorded one: the object's body is not read, so nothing is applied.
+    edit_inventory_entry(&repo.agent_ns, &t, "app-config", |e| {
+        e["live"] = "recorded-by-hand".into();
+    });
+    let trusted = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(trusted["requests"]["patch"], 0, "{trusted}");
+
+    // An entry without a resourceVersion (an older fief's inventory) is read in full once:
+    // the real live hash differs from the recorded one, so the object is applied again and
+    // the entry gets its resourceVersion back.
+    edit_inventory_entry(&repo.agent_ns, &t, "app-config", |e| {
+        e.as_object_mut().unwrap().remove("resourceVersion");
+    });
+    let old = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(tenant_report(&old, &t)["counts"]["configured"], 1, "{old}");
+    let entries = inventory_entries(&repo.agent_ns, &t);
+    assert!(
+        entries.iter().all(|e| e["resourceVersion"].is_string()),
+        "{entries:?}"
+    );
+
+    // A moved resourceVersion (any write to the object) makes the object read again.
+    edit_inventory_entry(&repo.agent_ns, &t, "app-config", |e| {
+        e["live"] = "recorded-by-hand".into();
+        e["resourceVersion"] = "1".into();
+    });
+    let moved = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(
+        tenant_report(&moved, &t)["counts"]["configured"],
+        1,
+        "{moved}"
+    );
+    let steady = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(steady["requests"]["patch"], 0, "{steady}");
+}
+
+#[test]
+fn more_tenants_than_one_batch_are_each_synced_once_and_an_orphan_reported_once() {
+    // `fief apply` renders and syncs 100 tenants at a time; 101 tenants span two batches.
+    let repo = TestRepo::new("");
+    let prefix = common::unique("batch");
+    let names: Vec<String> = (0..101).map(|i| format!("{prefix}-{i:03}")).collect();
+    for name in &names {
+        repo.tenant(name, "  components: []\n");
+    }
+    let first = apply_json(repo.path(), &[], 0);
+    let reports = first["tenants"].as_array().unwrap();
+    assert_eq!(reports.len(), names.len(), "{first}");
+    assert!(reports.iter().all(|r| r["outcome"] == "applied"), "{first}");
+    let tenants: BTreeSet<&str> = reports
+        .iter()
+        .filter_map(|r| r["tenant"].as_str())
+        .collect();
+    assert_eq!(tenants.len(), names.len(), "each tenant reported once");
+
+    repo.remove(&format!("tenants/{}.yaml", names[0]));
+    let second = apply_json(repo.path(), &[], 0);
+    let reports = second["tenants"].as_array().unwrap();
+    assert_eq!(reports.len(), names.len(), "{second}");
+    let orphaned: Vec<&Value> = reports
+        .iter()
+        .filter(|r| r["outcome"] == "orphaned")
+        .collect();
+    assert_eq!(orphaned.len(), 1, "{second}");
+    assert_eq!(orphaned[0]["tenant"], names[0].as_str());
+    // Only the orphan's inventory is marked; the others send nothing.
+    assert_eq!(second["requests"]["patch"], 1, "{second}");
+    let third = apply_json(repo.path(), &[], 0);
+    assert_eq!(third["requests"]["patch"], 0, "{third}");
+}
+
 #[test]
 fn a_template_error_leaves_that_tenant_untouched_and_others_applied() {
     let repo = TestRepo::new("");

@@ -9,9 +9,11 @@ use std::io::Write;
 
 use super::{
     ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
-    Format, load_and_render, report_errors, resources, runtime,
+    Format, load_and_render, load_repo_with, report_errors, resources, runtime,
 };
+use crate::cli::secrets::WithoutKey;
 use crate::core::model::Repo;
+use crate::core::pipeline;
 use crate::core::render::TenantRender;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
@@ -64,12 +66,28 @@ fn progress_line(r: &TenantReport) -> String {
 
 /// `fief apply`.
 pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
-    let (repo, renders) = load_and_render(&args.repo)?;
+    // Without --wait (which needs every render afterwards), tenants are rendered and synced a
+    // batch at a time, so memory holds one batch's objects.
+    let batched = !args.wait;
+    let (repo, renders) = if batched {
+        (load_repo_with(&args.repo, WithoutKey::Fail)?, Vec::new())
+    } else {
+        load_and_render(&args.repo)?
+    };
     let config = repo.config.as_ref().map_err(|_| CliError::Config);
     if config.is_err() {
-        report_errors(&renders);
+        if batched {
+            report_errors(&pipeline::render_all(&repo, &args.repo.tenants));
+        } else {
+            report_errors(&renders);
+        }
     }
     let config = config?;
+    let names: Vec<String> = if args.repo.tenants.is_empty() {
+        repo.tenants.keys().cloned().collect()
+    } else {
+        args.repo.tenants.clone()
+    };
     let options = SyncOptions {
         agent_namespace: config.agent_namespace.clone(),
         concurrency: args.concurrency,
@@ -84,7 +102,12 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
         // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
-        let suspended = suspended_tenants(&resources, &options.agent_namespace, &renders).await?;
+        let suspended = suspended_tenants(&resources, &options.agent_namespace, &names).await?;
+        let names: Vec<String> = names
+            .iter()
+            .filter(|n| !suspended.contains_key(*n))
+            .cloned()
+            .collect();
         let active: Vec<TenantRender>;
         let renders: &[TenantRender] = if suspended.is_empty() {
             &renders
@@ -96,7 +119,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 .collect();
             &active
         };
-        let total = renders.len();
+        let total = if batched { names.len() } else { renders.len() };
         // Text output: each tenant's line as soon as it is done, and on a terminal a
         // progress line (done/total, elapsed) on stderr.
         let mut options = options;
@@ -105,14 +128,26 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             options.progress = Some(tx);
             tokio::spawn(print_progress(rx, total))
         });
-        let reports = crate::kube::sync::sync(
-            &resources,
-            renders,
-            &known,
-            args.repo.tenants.is_empty(),
-            &options,
-        )
-        .await;
+        let reports = if batched {
+            crate::kube::sync::sync_batched(
+                &resources,
+                &names,
+                |batch| pipeline::render_all(&repo, batch),
+                &known,
+                args.repo.tenants.is_empty(),
+                &options,
+            )
+            .await
+        } else {
+            crate::kube::sync::sync(
+                &resources,
+                renders,
+                &known,
+                args.repo.tenants.is_empty(),
+                &options,
+            )
+            .await
+        };
         options.progress = None;
         let streamed = match printer {
             Some(task) => task.await.unwrap_or_default(),
@@ -263,17 +298,17 @@ async fn tenant_events(resources: &Resources, agent_namespace: &str, reports: &[
     publish(resources.client(), "fief-apply", reports, &namespaces).await;
 }
 
-/// The tenants in `renders` whose inventory is marked suspended, with who/when/why.
+/// The tenants in `names` whose inventory is marked suspended, with who/when/why.
 async fn suspended_tenants(
     resources: &Resources,
     agent_namespace: &str,
-    renders: &[TenantRender],
+    names: &[String],
 ) -> Result<BTreeMap<String, String>, CliError> {
     let flags = crate::kube::tenant_flags::load_flags(resources.client(), agent_namespace).await?;
     Ok(flags
         .into_iter()
         .filter_map(|(t, f)| Some((t, f.suspended?)))
-        .filter(|(t, _)| renders.iter().any(|r| &r.tenant == t))
+        .filter(|(t, _)| names.contains(t))
         .collect())
 }
 

@@ -136,6 +136,13 @@ pub fn load_and_render_with(
     args: &RepoArgs,
     without_key: secrets::WithoutKey,
 ) -> Result<(Repo, Vec<TenantRender>), CliError> {
+    let repo = load_repo_with(args, without_key)?;
+    let renders = pipeline::render_all(&repo, &args.tenants);
+    Ok((repo, renders))
+}
+
+/// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
+pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
     let mut repo = load_with_pins(&args.repo, Snapshot::read_dir(&args.repo)?);
     let unknown: Vec<&String> = args
         .tenants
@@ -152,8 +159,7 @@ pub fn load_and_render_with(
         )));
     }
     secrets::unlock(&mut repo, args, without_key)?;
-    let renders = pipeline::render_all(&repo, &args.tenants);
-    Ok((repo, renders))
+    Ok(repo)
 }
 
 /// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git

@@ -41,6 +41,14 @@ pub struct Entry {
     /// Hash of the live object's fields that fief sets, as the server returned them (empty
     /// while the object is recorded but not yet applied).
     pub live: String,
+    /// `metadata.resourceVersion` of the object the server returned when fief last applied
+    /// it: while the live object still has it, `live` stands without reading the object
+    /// (empty in entries of older versions, and while not yet applied).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// `metadata.uid` of that object (empty as `resource_version`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// Namespaces only: `true` when fief created it (it did not exist before the tenant's
     /// first apply), `false` when it existed and was handed over (labelled as the tenant's).
     /// Purge deletes only created namespaces. Absent in entries of older versions: then purge
@@ -279,6 +287,8 @@ mod tests {
             },
             hash: "h".into(),
             live: "l".into(),
+            resource_version: String::new(),
+            uid: String::new(),
             created: None,
         }
     }

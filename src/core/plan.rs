@@ -259,6 +259,8 @@ mod tests {
                     api_version: "v1".into(),
                     hash: content_hash(&o.object),
                     live: l,
+                    resource_version: String::new(),
+                    uid: String::new(),
                     created: None,
                 },
             );

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
 use super::sync::{Ctx, api_version};
@@ -47,10 +47,11 @@ pub(super) async fn apply_one(
             &params,
             &Patch::Apply(&o.object),
         );
-        let result: Result<DynamicObject, kube::Error> =
+        // Read straight into a JSON value (no typed detour): the caller hashes it.
+        let result: Result<Value, kube::Error> =
             send_as(ctx.resources.client(), request, identity.as_deref()).await;
         match result {
-            Ok(returned) => return Ok(serde_json::to_value(returned).unwrap_or(Value::Null)),
+            Ok(returned) => return Ok(returned),
             // A RoleBinding applied moments ago may not be in the authorizer's cache yet:
             // retry for up to FORBIDDEN_RETRY, then report the 403.
             Err(kube::Error::Api(s))

@@ -1,25 +1,30 @@
 //! Observe: what a sync needs to know before it starts — the agent namespace, the
 //! inventories, and the live state of the kinds the tenants in scope have or had.
 //!
-//! In: rendered tenants. Out: a [`ClusterState`] (inventories and live hashes), one LIST per
-//! kind. Reads only (creates the agent namespace when it is missing).
+//! In: rendered tenants. Out: a [`ClusterState`] (inventories and live hashes). Only objects
+//! fief applied before need a live hash; per kind, one metadata-only LIST (paged) says which
+//! still carry the resourceVersion recorded in the inventory (their recorded hash stands), and
+//! only the others are read in full. Reads only (creates the agent namespace when it is
+//! missing).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
+use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
-use super::{ClusterError, FIELD_MANAGER, Resources, list_all, live_id};
+use super::{ClusterError, FIELD_MANAGER, Resource, Resources, live_id};
+use crate::core::inventory::{Entry, Inventory, InventoryError};
 use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
 use crate::core::render::TenantRender;
 
 /// Read what a sync needs: the agent namespace (created if missing), the inventories, and the
-/// live state of every kind the tenants in scope have or had (one LIST per kind).
+/// live hash of every rendered object fief applied before (see the module docs).
 pub async fn observe(
     resources: &Resources,
     renders: &[TenantRender],
@@ -29,15 +34,39 @@ pub async fn observe(
     let client = resources.client().clone();
     ensure_namespace(&client, &options.agent_namespace).await?;
     let inventories = load_inventories(&client, &options.agent_namespace).await?;
-    let mut kinds: BTreeSet<(String, String)> = BTreeSet::new();
+    let live = observe_live(resources, renders, &inventories, all_tenants).await?;
+    Ok(ClusterState { inventories, live })
+}
+
+/// The live hash of every rendered object fief applied before (recorded in `inventories`);
+/// see the module docs. `all_tenants`: the renders are the whole repo (a selector on the
+/// tenant label then replaces the list of names when they are many).
+pub async fn observe_live(
+    resources: &Resources,
+    renders: &[TenantRender],
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    all_tenants: bool,
+) -> Result<HashMap<ObjectId, String>, ClusterError> {
+    // Only objects applied before need a live hash: anything else is applied anyway.
+    let mut wanted: HashMap<(String, String), HashMap<ObjectId, Wanted<'_>>> = HashMap::new();
     for r in renders {
+        let Some(Ok(inv)) = inventories.get(&r.tenant) else {
+            continue;
+        };
         for o in &r.objects {
-            kinds.insert((api_version(&o.object), o.id.kind.clone()));
-        }
-        if let Some(Ok(inv)) = inventories.get(&r.tenant) {
-            for e in inv.entries.values() {
-                kinds.insert((e.api_version.clone(), e.id.kind.clone()));
-            }
+            let Some(entry) = inv.entries.get(&o.id).filter(|e| !e.live.is_empty()) else {
+                continue;
+            };
+            wanted
+                .entry((api_version(&o.object), o.id.kind.clone()))
+                .or_default()
+                .insert(
+                    o.id.clone(),
+                    Wanted {
+                        desired: &o.object,
+                        entry,
+                    },
+                );
         }
     }
     // Name the tenants when they are few (the cluster may hold many more of other repos);
@@ -47,16 +76,33 @@ pub async fn observe(
     } else {
         tenant_selector(renders)
     };
-    let objects = load_live(resources, &kinds, &selector).await?;
+    let kinds: Vec<_> = wanted.into_iter().collect();
+    // The kinds are read concurrently (a few at a time): each is a round trip or more.
+    let selector = &selector;
+    let per_kind: Vec<Result<HashMap<ObjectId, String>, ClusterError>> = stream::iter(kinds)
+        .map(|((api_version, kind), wanted)| async move {
+            let mut live = HashMap::new();
+            let Some(resource) = resources.resolve(&api_version, &kind).await else {
+                return Ok(live);
+            };
+            live_hashes(resources, &resource, selector, &wanted, &mut live)
+                .await
+                .map_err(|source| {
+                    ClusterError::request(
+                        format!("list {kind} ({api_version}) where {selector}"),
+                        source,
+                    )
+                })?;
+            Ok(live)
+        })
+        .buffer_unordered(KINDS_AT_ONCE)
+        .collect()
+        .await;
     let mut live = HashMap::new();
-    for r in renders {
-        for o in &r.objects {
-            if let Some(l) = objects.get(&o.id) {
-                live.insert(o.id.clone(), plan::live_hash(&o.object, l));
-            }
-        }
+    for part in per_kind {
+        live.extend(part?);
     }
-    Ok(ClusterState { inventories, live })
+    Ok(live)
 }
 
 /// `fief.dev/tenant in (...)` over the tenants whose names are valid label values. A tenant
@@ -89,28 +135,110 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), C
     Ok(())
 }
 
-/// Every object of these kinds matching `selector`, by identity (one LIST per kind).
-pub async fn load_live(
+/// Objects per LIST page.
+const PAGE: u32 = 500;
+
+/// Kinds read at once.
+const KINDS_AT_ONCE: usize = 6;
+
+/// A rendered object applied before: what its live hash is computed against.
+struct Wanted<'a> {
+    desired: &'a Value,
+    entry: &'a Entry,
+}
+
+/// Above this many changed objects of one kind, one paged LIST of full bodies is cheaper than
+/// a GET per object.
+const GET_LIMIT: usize = 64;
+
+/// The live hash of every wanted object of one resource that exists, into `live`.
+///
+/// One metadata-only LIST (paged) finds which objects exist and their resourceVersion; an
+/// object whose resourceVersion and uid are those fief recorded when it last applied it is
+/// exactly the object the server returned then, so its recorded live hash stands. Only the
+/// others (changed since, or recorded by an older fief without a resourceVersion) are read in
+/// full: one GET each when few, else a paged LIST of full bodies. No page is kept.
+async fn live_hashes(
     resources: &Resources,
-    kinds: &BTreeSet<(String, String)>,
+    resource: &Resource,
     selector: &str,
-) -> Result<HashMap<ObjectId, Value>, ClusterError> {
-    let mut live = HashMap::new();
-    for (api_version, kind) in kinds {
-        let Some(resource) = resources.resolve(api_version, kind).await else {
-            continue;
-        };
-        let items = list_all(resources, &resource, selector)
-            .await
-            .map_err(|source| {
-                ClusterError::request(
-                    format!("list {kind} ({api_version}) where {selector}"),
-                    source,
-                )
-            })?;
-        for item in items {
-            live.insert(live_id(&resource, &item), item);
+    wanted: &HashMap<ObjectId, Wanted<'_>>,
+    live: &mut HashMap<ObjectId, String>,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
+    let mut moved: HashSet<ObjectId> = HashSet::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(PAGE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = api.list_metadata(&params).await?;
+        for item in page.items {
+            let id = ObjectId {
+                group: resource.api.group.clone(),
+                kind: resource.api.kind.clone(),
+                namespace: item.metadata.namespace.unwrap_or_default(),
+                name: item.metadata.name.unwrap_or_default(),
+            };
+            let Some(w) = wanted.get(&id) else { continue };
+            let same = !w.entry.resource_version.is_empty()
+                && item.metadata.resource_version.as_deref() == Some(&w.entry.resource_version)
+                && item.metadata.uid.as_deref() == Some(&w.entry.uid);
+            if same {
+                live.insert(id, w.entry.live.clone());
+            } else {
+                moved.insert(id);
+            }
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => break,
         }
     }
-    Ok(live)
+    if moved.is_empty() {
+        return Ok(());
+    }
+    if moved.len() <= GET_LIMIT {
+        let bodies: Vec<(ObjectId, Result<Option<DynamicObject>, kube::Error>)> =
+            stream::iter(moved)
+                .map(|id| async move {
+                    let api = resources.api(resource, &id.namespace);
+                    let got = api.get_opt(&id.name).await;
+                    (id, got)
+                })
+                .buffer_unordered(16)
+                .collect()
+                .await;
+        for (id, got) in bodies {
+            if let (Some(object), Some(w)) = (got?, wanted.get(&id)) {
+                let object = serde_json::to_value(object).unwrap_or(Value::Null);
+                live.insert(id, plan::live_hash(w.desired, &object));
+            }
+        }
+        return Ok(());
+    }
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(PAGE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = api.list(&params).await?;
+        for item in page.items {
+            let object = serde_json::to_value(item).unwrap_or(Value::Null);
+            let id = live_id(resource, &object);
+            if !moved.contains(&id) {
+                continue;
+            }
+            if let Some(w) = wanted.get(&id) {
+                live.insert(id, plan::live_hash(w.desired, &object));
+            }
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => break,
+        }
+    }
+    Ok(())
 }

@@ -1,16 +1,21 @@
 //! Prune: delete one inventory entry that left git, if it is still this tenant's member
 //! and not marked `fief.dev/prune: disabled`.
 //!
-//! In: an inventory [`Entry`]. Out: [`Pruned`] or a [`ClusterError`]. A uid precondition makes
-//! sure the object deleted is the one that was checked.
+//! In: an inventory [`Entry`] (or a tenant's whole prune plan). Out: [`Pruned`] or a
+//! [`ClusterError`] (or the inventory and report updated). A uid precondition makes sure the
+//! object deleted is the one that was checked.
+
+use std::collections::BTreeSet;
 
 use kube::api::{DeleteParams, Preconditions};
 
 use super::sync::Ctx;
 use super::{ClusterError, send_as};
-use crate::core::inventory::Entry;
+use crate::core::inventory::{Entry, Inventory};
 use crate::core::model::BASELINE;
 use crate::core::objects;
+use crate::core::plan::Plan;
+use crate::core::status::TenantReport;
 
 /// What became of an entry to prune.
 pub(super) enum Pruned {
@@ -92,5 +97,59 @@ pub(super) async fn prune_one(
         Ok(_) => Ok(Pruned::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Pruned::Gone),
         Err(e) => Err(object_err("delete (kept in the inventory)", e)),
+    }
+}
+
+/// Prune the plan's entries (workloads first, namespaces last), removing each deleted or gone
+/// entry from `inv`. A namespace holding objects that are kept must stay (deleting it deletes
+/// them), and those objects stay in the inventory so the namespace is held on every later
+/// sync too.
+pub(super) async fn prune_entries(
+    ctx: &Ctx<'_>,
+    tenant: &str,
+    plan: &Plan<'_>,
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+) {
+    let applyset = objects::tenant_applyset_id(tenant, &ctx.options.agent_namespace);
+    let pruned_namespaces: BTreeSet<&str> = plan
+        .prune
+        .iter()
+        .filter(|e| e.id.group.is_empty() && e.id.kind == "Namespace")
+        .map(|e| e.id.name.as_str())
+        .collect();
+    let mut holding: BTreeSet<String> = BTreeSet::new();
+    for entry in &plan.prune {
+        let is_namespace = entry.id.group.is_empty() && entry.id.kind == "Namespace";
+        if is_namespace && holding.contains(&entry.id.name) {
+            report.kept.push(format!(
+                "{}: holds objects that are kept; left in place",
+                entry.id
+            ));
+            continue;
+        }
+        let held = pruned_namespaces.contains(entry.id.namespace.as_str());
+        match prune_one(ctx, entry, tenant, &applyset).await {
+            Ok(Pruned::Deleted) => {
+                inv.entries.remove(&entry.id);
+                report.counts.pruned += 1;
+            }
+            Ok(Pruned::Gone) => {
+                inv.entries.remove(&entry.id);
+            }
+            Ok(Pruned::Kept(reason)) => {
+                if held {
+                    holding.insert(entry.id.namespace.clone());
+                } else {
+                    inv.entries.remove(&entry.id);
+                }
+                report.kept.push(format!("{}: {reason}", entry.id));
+            }
+            Err(e) => {
+                holding.insert(entry.id.namespace.clone());
+                report.counts.failed += 1;
+                report.errors.push(e.to_string());
+            }
+        }
     }
 }

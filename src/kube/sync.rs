@@ -15,11 +15,11 @@ use serde_json::Value;
 use super::adopt::{check_new_namespaces, is_namespace};
 use super::apply::{apply_one, wait_established};
 use super::inventory_store::{delete_inventory, write_inventory};
-use super::prune::{Pruned, prune_one};
+use super::prune::prune_entries;
 use super::{ClusterError, Resources};
 use crate::core::inventory::{Entry, Inventory, InventoryError};
 use crate::core::model::{PruneGuard, TenantState, is_dns_label};
-use crate::core::objects::{self, ObjectId};
+use crate::core::objects::ObjectId;
 use crate::core::plan::{self, Apply, Plan};
 use crate::core::render::TenantRender;
 use crate::core::status;
@@ -172,30 +172,88 @@ pub async fn sync_with(
         result.reports.push(report);
     }
     if report_orphans {
-        for (tenant, inv) in inventories {
-            if known.contains(tenant) {
-                continue;
-            }
-            let mut rep = TenantReport::new(tenant, "orphaned");
-            if let Ok(inv) = inv {
-                rep.counts.objects = inv.entries.len();
-                let mut marked = inv.clone();
-                marked.status.set_condition(
-                    "Orphaned",
-                    true,
-                    "TenantFileRemoved",
-                    "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
-                    &ctx.now,
-                );
-                if let Err(e) = write_inventory(&ctx, &marked, Some(inv)).await {
-                    rep.errors.push(e.to_string());
-                }
-            }
-            result.reports.push(rep);
-        }
+        result
+            .reports
+            .extend(orphans(&ctx, inventories, known).await);
     }
     result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     result
+}
+
+/// Inventories of tenants not in `known` (their file left git): each marked `Orphaned` and
+/// reported; their objects are left running.
+async fn orphans(
+    ctx: &Ctx<'_>,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    known: &BTreeSet<String>,
+) -> Vec<TenantReport> {
+    let mut reports = Vec::new();
+    for (tenant, inv) in inventories {
+        if known.contains(tenant) {
+            continue;
+        }
+        let mut rep = TenantReport::new(tenant, "orphaned");
+        if let Ok(inv) = inv {
+            rep.counts.objects = inv.entries.len();
+            let mut marked = inv.clone();
+            marked.status.set_condition(
+                "Orphaned",
+                true,
+                "TenantFileRemoved",
+                "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
+                &ctx.now,
+            );
+            if let Err(e) = write_inventory(ctx, &marked, Some(inv)).await {
+                rep.errors.push(e.to_string());
+            }
+        }
+        reports.push(rep);
+    }
+    reports
+}
+
+/// Tenants rendered, observed and synced at a time by [`sync_batched`].
+pub const BATCH: usize = 100;
+
+/// [`sync`] a [`BATCH`] of tenants at a time: `render` renders the named tenants; each batch
+/// is rendered, observed (live hashes of its objects only), synced and dropped before the next
+/// is rendered, so memory holds one batch's objects rather than the whole repo's. The
+/// inventories are read once. Orphans (when `report_orphans`) are reported after the last
+/// batch. Reports as [`sync`], sorted by tenant.
+pub async fn sync_batched(
+    resources: &Resources,
+    names: &[String],
+    render: impl Fn(&[String]) -> Vec<TenantRender>,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError> {
+    let client = resources.client().clone();
+    super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
+    let mut state = ClusterState {
+        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
+            .await?,
+        live: HashMap::new(),
+    };
+    let mut reports = Vec::new();
+    for batch in names.chunks(BATCH) {
+        let renders = render(batch);
+        state.live =
+            super::observe::observe_live(resources, &renders, &state.inventories, false).await?;
+        let result = sync_with(resources, &renders, &state, known, false, options).await;
+        reports.extend(result.reports);
+    }
+    if report_orphans {
+        let ctx = Ctx {
+            resources,
+            live: &state.live,
+            options,
+            now: now_rfc3339(),
+        };
+        reports.extend(orphans(&ctx, &state.inventories, known).await);
+    }
+    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    Ok(reports)
 }
 
 /// The `apiVersion` of an object.
@@ -303,6 +361,8 @@ async fn sync_tenant(
                 api_version: api_version(&a.object.object),
                 hash: String::new(),
                 live: String::new(),
+                resource_version: String::new(),
+                uid: String::new(),
                 created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
             },
         );
@@ -412,6 +472,12 @@ async fn apply_stages(
                         crds.push(a);
                     }
                     let created = inv.entries.get(&id).and_then(|e| e.created);
+                    let meta_text = |key: &str| {
+                        returned["metadata"][key]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    };
                     inv.entries.insert(
                         id.clone(),
                         Entry {
@@ -420,6 +486,8 @@ async fn apply_stages(
                             api_version: api_version(&a.object.object),
                             hash: a.hash.clone(),
                             live: plan::live_hash(&a.object.object, &returned),
+                            resource_version: meta_text("resourceVersion"),
+                            uid: meta_text("uid"),
                             created,
                         },
                     );
@@ -442,60 +510,6 @@ async fn apply_stages(
                 }
             }
             if let Err(e) = ctx.resources.refresh().await {
-                report.errors.push(e.to_string());
-            }
-        }
-    }
-}
-
-/// Prune the plan's entries (workloads first, namespaces last), removing each deleted or gone
-/// entry from `inv`. A namespace holding objects that are kept must stay (deleting it deletes
-/// them), and those objects stay in the inventory so the namespace is held on every later
-/// sync too.
-async fn prune_entries(
-    ctx: &Ctx<'_>,
-    tenant: &str,
-    plan: &Plan<'_>,
-    inv: &mut Inventory,
-    report: &mut TenantReport,
-) {
-    let applyset = objects::tenant_applyset_id(tenant, &ctx.options.agent_namespace);
-    let pruned_namespaces: BTreeSet<&str> = plan
-        .prune
-        .iter()
-        .filter(|e| e.id.group.is_empty() && e.id.kind == "Namespace")
-        .map(|e| e.id.name.as_str())
-        .collect();
-    let mut holding: BTreeSet<String> = BTreeSet::new();
-    for entry in &plan.prune {
-        let is_namespace = entry.id.group.is_empty() && entry.id.kind == "Namespace";
-        if is_namespace && holding.contains(&entry.id.name) {
-            report.kept.push(format!(
-                "{}: holds objects that are kept; left in place",
-                entry.id
-            ));
-            continue;
-        }
-        let held = pruned_namespaces.contains(entry.id.namespace.as_str());
-        match prune_one(ctx, entry, tenant, &applyset).await {
-            Ok(Pruned::Deleted) => {
-                inv.entries.remove(&entry.id);
-                report.counts.pruned += 1;
-            }
-            Ok(Pruned::Gone) => {
-                inv.entries.remove(&entry.id);
-            }
-            Ok(Pruned::Kept(reason)) => {
-                if held {
-                    holding.insert(entry.id.namespace.clone());
-                } else {
-                    inv.entries.remove(&entry.id);
-                }
-                report.kept.push(format!("{}: {reason}", entry.id));
-            }
-            Err(e) => {
-                holding.insert(entry.id.namespace.clone());
-                report.counts.failed += 1;
                 report.errors.push(e.to_string());
             }
         }

@@ -73,6 +73,12 @@ pub(super) fn parse_rendered(
     env: &str,
     namespace: &str,
 ) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
+    #[cfg(test)]
+    tests::CAPTURED.with(|c| {
+        if let Some(texts) = c.borrow_mut().as_mut() {
+            texts.push(rendered.to_string());
+        }
+    });
     let docs = yaml::split_documents(rendered);
     let parsed: Vec<Result<Option<Value>, yaml::YamlError>> =
         docs.iter().map(yaml::parse_value).collect();
@@ -178,3 +184,6 @@ pub(super) fn parse_rendered(
     }
     (objects, errors)
 }
+
+#[cfg(test)]
+mod tests;

@@ -40,8 +40,12 @@ pub(super) fn emit(value: &Value) -> Option<String> {
 }
 
 fn indent(out: &mut String, n: usize) {
-    for _ in 0..n {
-        out.push(' ');
+    const SPACES: &str = "                                                                ";
+    let mut n = n;
+    while n > 0 {
+        let step = n.min(SPACES.len());
+        out.push_str(&SPACES[..step]);
+        n -= step;
     }
 }
 
@@ -159,7 +163,43 @@ fn is_plain_safe(s: &str) -> bool {
     if first.is_ascii_alphabetic() && b.len() > 5 {
         return true;
     }
+    if first.is_ascii_alphabetic() {
+        // Letter-led and short: only the YAML 1.1 boolean and null words read as non-strings.
+        return !is_yaml11_word(s);
+    }
     matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::String(ref r) if r == s)
+}
+
+/// The YAML 1.1 booleans and nulls kubectl reads from plain scalars (see `scalar.rs`).
+fn is_yaml11_word(s: &str) -> bool {
+    matches!(
+        s,
+        "null"
+            | "Null"
+            | "NULL"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "on"
+            | "On"
+            | "ON"
+            | "y"
+            | "Y"
+            | "false"
+            | "False"
+            | "FALSE"
+            | "no"
+            | "No"
+            | "NO"
+            | "off"
+            | "Off"
+            | "OFF"
+            | "n"
+            | "N"
+    )
 }
 
 /// Whether `s` reads back unchanged from a literal block: several lines of printable text

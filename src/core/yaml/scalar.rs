@@ -75,8 +75,9 @@ fn parse_int(text: &str) -> Option<Value> {
     }
     let magnitude = u64::from_str_radix(digits, radix).ok()?;
     if negative {
-        let n = i64::try_from(magnitude).ok()?;
-        Some(Value::from(-n))
+        // Through i128: the smallest i64 has no positive counterpart in i64.
+        let n = i64::try_from(-i128::from(magnitude)).ok()?;
+        Some(Value::from(n))
     } else {
         Some(Value::from(magnitude))
     }
@@ -162,5 +163,35 @@ mod tests {
             parse::<Value>(&docs[0]).unwrap().unwrap(),
             json!({"mode": 420, "flag": true})
         );
+    }
+
+    #[test]
+    fn the_smallest_i64_reads_back_as_an_integer() {
+        let v = value(
+            "min: -9223372036854775808\nmax: 9223372036854775807\nbelow: -9223372036854775809\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(v["min"], json!(i64::MIN));
+        assert!(v["min"].is_i64(), "{v}");
+        assert_eq!(v["max"], json!(i64::MAX));
+        assert!(v["below"].is_f64(), "{v}");
+    }
+
+    #[test]
+    fn a_quoted_merge_key_is_an_ordinary_key() {
+        let text = "base: &b {x: 1}\nm:\n  \"<<\": *b\n  '<<': 2\n  y: 3\n";
+        let err = value(text).unwrap_err();
+        assert!(err.message.contains("duplicate key `<<`"), "{err:?}");
+        let v = value("base: &b {x: 1}\nm:\n  \"<<\": *b\n  y: 3\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v["m"], json!({"<<": {"x": 1}, "y": 3}));
+        let v = value("base: &b {x: 1}\nm:\n  <<: *b\n  y: 3\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v["m"], json!({"x": 1, "y": 3}));
+        let v = value("m: {\"<<\": 1}\n").unwrap().unwrap();
+        assert_eq!(v["m"], json!({"<<": 1}));
     }
 }

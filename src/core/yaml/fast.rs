@@ -1,0 +1,517 @@
+//! The fast path of [`super::parse_value`]: a narrow reader for the plain block YAML that
+//! templates produce, about ten times cheaper than the full event parser.
+//!
+//! In: one document's text. Out: `Some(value)` when the document stays inside the narrow
+//! subset below, or `None` ("not mine"), in which case the caller parses it with the full
+//! serde-saphyr event parser, which also produces every error. The fast path never reports an
+//! error of its own, so its only duty is identity: whenever it answers, the answer is the one
+//! the full parser would give (proven by the differential tests at the end of this file).
+//!
+//! The subset: printable ASCII and newlines only (no tab, CR, BOM or other characters);
+//! block mappings and block sequences (including compact `- key: value` entries and sequences
+//! at their parent key's indentation); single-line plain, single-quoted and double-quoted
+//! scalars (YAML escapes decoded); single-line flow collections (JSON-like `{"a":1}` too)
+//! without trailing commas;
+//! comments. Anything else is declined: anchors, aliases, tags, `<<` merge keys, block
+//! scalars (`|`, `>`), multi-line scalars or flow collections, explicit `?` keys, directives,
+//! document markers, duplicate keys, keys over 1,000 characters, deep nesting or more than
+//! [`super::MAX_NODES`] nodes. Scalars resolve through the same [`super::resolve_scalar`].
+
+use serde_json::{Map, Value};
+use serde_saphyr::granit_parser::ScalarStyle;
+
+use super::resolve_scalar;
+
+#[cfg(test)]
+mod tests;
+
+/// Nesting the fast path handles; deeper documents go to the full parser (limit 64).
+const MAX_FAST_DEPTH: usize = 40;
+/// Longest mapping key the fast path handles (YAML limits implicit keys to 1,024 characters).
+const MAX_KEY_LEN: usize = 1_000;
+
+/// Parse `text` if it lies inside the fast subset; `None` means "use the full parser".
+pub(crate) fn parse(text: &str) -> Option<Value> {
+    if !text
+        .bytes()
+        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
+    {
+        return None;
+    }
+    let mut lines = Vec::with_capacity(text.len() / 16);
+    for line in text.lines() {
+        let rest = line.trim_start_matches(' ');
+        let rest = rest.trim_end_matches(' ');
+        if rest.is_empty() || rest.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if indent == 0
+            && (rest.starts_with("---") || rest.starts_with("...") || rest.starts_with('%'))
+        {
+            return None;
+        }
+        lines.push(Line { indent, text: rest });
+    }
+    let first = lines.first()?.indent;
+    let mut reader = Reader {
+        lines,
+        pos: 0,
+        nodes: 0,
+        depth: 0,
+    };
+    let root = reader.block_node(first)?;
+    (reader.pos == reader.lines.len()).then_some(root)
+}
+
+/// One content line: its indentation and its text without the indentation or trailing spaces.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    indent: usize,
+    text: &'a str,
+}
+
+struct Reader<'a> {
+    lines: Vec<Line<'a>>,
+    pos: usize,
+    nodes: usize,
+    depth: usize,
+}
+
+fn is_seq_entry(text: &str) -> bool {
+    text == "-" || text.starts_with("- ")
+}
+
+/// Nothing but spaces and an optional comment (led by a space) after a quoted scalar or a flow
+/// collection.
+fn only_comment(after: &str) -> bool {
+    let rest = after.trim_start_matches(' ');
+    rest.is_empty() || (rest.starts_with('#') && after.starts_with(' '))
+}
+
+/// A plain scalar may not start with these (or with `-`, `?`, `:` followed by a space).
+fn bad_plain_start(s: &str, flow: bool) -> bool {
+    let b = s.as_bytes();
+    match b.first() {
+        None => true,
+        Some(b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>')
+        | Some(b'\'' | b'"' | b'%' | b'@' | b'`') => true,
+        Some(b'-' | b'?' | b':') => match b.get(1) {
+            None | Some(b' ') => true,
+            Some(b',' | b'[' | b']' | b'{' | b'}') => flow,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `'text'` at the start of `s` (which starts with `'`): the text and what follows.
+fn single_quoted(s: &str) -> Option<(String, &str)> {
+    let mut out = String::new();
+    let mut rest = &s[1..];
+    loop {
+        let end = rest.find('\'')?;
+        out.push_str(&rest[..end]);
+        if rest[end + 1..].starts_with('\'') {
+            out.push('\'');
+            rest = &rest[end + 2..];
+        } else {
+            return Some((out, &rest[end + 1..]));
+        }
+    }
+}
+
+/// `"text"` at the start of `s` (which starts with `"`), escapes decoded.
+fn double_quoted(s: &str) -> Option<(String, &str)> {
+    let mut out = String::new();
+    let mut chars = s[1..].char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &s[i + 2..])),
+            '\\' => {
+                let (_, e) = chars.next()?;
+                let hex = |n: usize, chars: &mut std::str::CharIndices<'_>| {
+                    let digits: String = chars.by_ref().take(n).map(|(_, c)| c).collect();
+                    if digits.len() != n || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        return None;
+                    }
+                    char::from_u32(u32::from_str_radix(&digits, 16).ok()?)
+                };
+                out.push(match e {
+                    '0' => '\0',
+                    'a' => '\x07',
+                    'b' => '\x08',
+                    't' => '\t',
+                    'n' => '\n',
+                    'v' => '\x0b',
+                    'f' => '\x0c',
+                    'r' => '\r',
+                    'e' => '\x1b',
+                    ' ' | '"' | '/' | '\\' => e,
+                    'N' => '\u{85}',
+                    '_' => '\u{a0}',
+                    'L' => '\u{2028}',
+                    'P' => '\u{2029}',
+                    'x' => hex(2, &mut chars)?,
+                    'u' => hex(4, &mut chars)?,
+                    'U' => hex(8, &mut chars)?,
+                    _ => return None,
+                });
+            }
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+fn quoted(s: &str) -> Option<(String, &str)> {
+    if s.starts_with('\'') {
+        single_quoted(s)
+    } else {
+        double_quoted(s)
+    }
+}
+
+/// A block mapping entry `key: rest` (or `key:`): the key and the text after `: `.
+fn split_key(text: &str) -> Option<(String, &str)> {
+    let (key, after) = if text.starts_with(['\'', '"']) {
+        let (key, after) = quoted(text)?;
+        (key, after.trim_start_matches(' '))
+    } else {
+        if bad_plain_start(text, false) {
+            return None;
+        }
+        let b = text.as_bytes();
+        let colon =
+            (0..b.len()).find(|&i| b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ')))?;
+        let key = text[..colon].trim_end_matches(' ');
+        if key == "<<" || key.contains(['#', '[', ']', '{', '}', ',']) {
+            return None;
+        }
+        (key.to_string(), &text[colon..])
+    };
+    let rest = after.strip_prefix(':')?;
+    if !(rest.is_empty() || rest.starts_with(' ')) || key.len() > MAX_KEY_LEN {
+        return None;
+    }
+    Some((key, rest.trim_start_matches(' ')))
+}
+
+impl<'a> Reader<'a> {
+    fn count(&mut self, n: usize) -> Option<()> {
+        self.nodes += n;
+        (self.nodes <= super::MAX_NODES).then_some(())
+    }
+
+    fn open(&mut self) -> Option<()> {
+        self.depth += 1;
+        self.count(2)?;
+        (self.depth <= MAX_FAST_DEPTH).then_some(())
+    }
+
+    fn next_indent(&self) -> Option<usize> {
+        self.lines.get(self.pos).map(|l| l.indent)
+    }
+
+    /// The block node whose first line is the current one, at `indent`.
+    fn block_node(&mut self, indent: usize) -> Option<Value> {
+        let line = *self.lines.get(self.pos)?;
+        debug_assert_eq!(line.indent, indent);
+        if is_seq_entry(line.text) {
+            self.sequence(indent)
+        } else if split_key(line.text).is_some() {
+            self.mapping(indent)
+        } else {
+            None
+        }
+    }
+
+    /// The value of a mapping key or sequence entry with nothing after it on its line.
+    fn empty_value(&mut self, indent: usize, in_mapping: bool) -> Option<Value> {
+        match self.lines.get(self.pos) {
+            Some(l) if l.indent > indent => self.block_node(l.indent),
+            Some(l) if in_mapping && l.indent == indent && is_seq_entry(l.text) => {
+                self.sequence(indent)
+            }
+            _ => {
+                self.count(1)?;
+                Some(Value::Null)
+            }
+        }
+    }
+
+    fn mapping(&mut self, indent: usize) -> Option<Value> {
+        self.open()?;
+        let mut map = Map::new();
+        while let Some(line) = self.lines.get(self.pos).copied() {
+            if line.indent != indent {
+                break;
+            }
+            if is_seq_entry(line.text) {
+                return None;
+            }
+            let (key, rest) = split_key(line.text)?;
+            self.count(1)?;
+            self.pos += 1;
+            let value = if rest.is_empty() || rest.starts_with('#') {
+                self.empty_value(indent, true)?
+            } else {
+                let value = self.inline(rest)?;
+                if self.next_indent().is_some_and(|i| i > indent) {
+                    return None;
+                }
+                value
+            };
+            if map.contains_key(&key) {
+                return None;
+            }
+            map.insert(key, value);
+        }
+        if self.next_indent().is_some_and(|i| i > indent) {
+            return None;
+        }
+        self.depth -= 1;
+        Some(Value::Object(map))
+    }
+
+    fn sequence(&mut self, indent: usize) -> Option<Value> {
+        self.open()?;
+        let mut items = Vec::new();
+        while let Some(line) = self.lines.get(self.pos).copied() {
+            if line.indent != indent || !is_seq_entry(line.text) {
+                break;
+            }
+            let after_dash = &line.text[1..];
+            let rest = after_dash.trim_start_matches(' ');
+            let column = indent + 1 + (after_dash.len() - rest.len());
+            let value = if rest.is_empty() || rest.starts_with('#') {
+                self.pos += 1;
+                self.empty_value(indent, false)?
+            } else if is_seq_entry(rest) || split_key(rest).is_some() {
+                // A compact nested node: the rest of the line is its first line.
+                self.lines[self.pos] = Line {
+                    indent: column,
+                    text: rest,
+                };
+                self.block_node(column)?
+            } else {
+                self.pos += 1;
+                let value = self.inline(rest)?;
+                if self.next_indent().is_some_and(|i| i > indent) {
+                    return None;
+                }
+                value
+            };
+            items.push(value);
+        }
+        if self.next_indent().is_some_and(|i| i > indent) {
+            return None;
+        }
+        self.depth -= 1;
+        Some(Value::Array(items))
+    }
+
+    /// A scalar or flow collection that fills the rest of a block line.
+    fn inline(&mut self, rest: &str) -> Option<Value> {
+        match rest.as_bytes().first()? {
+            b'\'' | b'"' => {
+                let (text, after) = quoted(rest)?;
+                self.count(1)?;
+                only_comment(after).then_some(Value::String(text))
+            }
+            b'[' | b'{' => {
+                let mut flow = Flow {
+                    s: rest.as_bytes(),
+                    text: rest,
+                    i: 0,
+                };
+                let value = flow.node(self)?;
+                only_comment(&rest[flow.i..]).then_some(value)
+            }
+            _ => {
+                if bad_plain_start(rest, false) {
+                    return None;
+                }
+                let text = match rest.find(" #") {
+                    Some(i) => rest[..i].trim_end_matches(' '),
+                    None => rest,
+                };
+                if text.contains(": ") || text.ends_with(':') {
+                    return None;
+                }
+                self.count(1)?;
+                Some(resolve_scalar(text, ScalarStyle::Plain, None))
+            }
+        }
+    }
+}
+
+/// A single-line flow collection being read.
+struct Flow<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+fn is_flow_indicator(b: u8) -> bool {
+    matches!(b, b',' | b'[' | b']' | b'{' | b'}')
+}
+
+impl Flow<'_> {
+    fn skip_spaces(&mut self) {
+        while self.s.get(self.i) == Some(&b' ') {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn node(&mut self, r: &mut Reader<'_>) -> Option<Value> {
+        match self.peek()? {
+            b'[' => self.sequence(r),
+            b'{' => self.mapping(r),
+            b'\'' | b'"' => {
+                let (text, after) = quoted(&self.text[self.i..])?;
+                self.i = self.text.len() - after.len();
+                r.count(1)?;
+                Some(Value::String(text))
+            }
+            _ => {
+                let text = self.plain(false)?;
+                r.count(1)?;
+                Some(resolve_scalar(text, ScalarStyle::Plain, None))
+            }
+        }
+    }
+
+    /// A plain scalar in flow context; `key` when it must end on `: `.
+    fn plain(&mut self, key: bool) -> Option<&str> {
+        let start = self.i;
+        let rest = &self.text[start..];
+        if bad_plain_start(rest, true) {
+            return None;
+        }
+        let mut j = start;
+        while j < self.s.len() {
+            let b = self.s[j];
+            if is_flow_indicator(b) {
+                break;
+            }
+            if b == b':'
+                && self
+                    .s
+                    .get(j + 1)
+                    .is_none_or(|&n| n == b' ' || is_flow_indicator(n))
+            {
+                break;
+            }
+            if b == b'#' && self.s[j - 1] == b' ' {
+                return None;
+            }
+            j += 1;
+        }
+        let stop = self.s.get(j).copied();
+        let ok = match stop {
+            Some(b':') => key,
+            Some(b',' | b']' | b'}') => !key,
+            _ => false,
+        };
+        let text = self.text[start..j].trim_end_matches(' ');
+        if !ok || text.is_empty() || (key && (text == "<<" || text.len() > MAX_KEY_LEN)) {
+            return None;
+        }
+        self.i = j;
+        Some(text)
+    }
+
+    fn sequence(&mut self, r: &mut Reader<'_>) -> Option<Value> {
+        r.open()?;
+        self.i += 1;
+        self.skip_spaces();
+        let mut items = Vec::new();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+        } else {
+            loop {
+                items.push(self.node(r)?);
+                self.skip_spaces();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.skip_spaces();
+                        if self.peek() == Some(b']') {
+                            return None;
+                        }
+                    }
+                    b']' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        r.depth -= 1;
+        Some(Value::Array(items))
+    }
+
+    fn mapping(&mut self, r: &mut Reader<'_>) -> Option<Value> {
+        r.open()?;
+        self.i += 1;
+        self.skip_spaces();
+        let mut map = Map::new();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+        } else {
+            loop {
+                let key = match self.peek()? {
+                    b'\'' | b'"' => {
+                        let (text, after) = quoted(&self.text[self.i..])?;
+                        self.i = self.text.len() - after.len();
+                        self.skip_spaces();
+                        // A JSON-like key: its value may follow the `:` directly.
+                        if self.peek() != Some(b':') {
+                            return None;
+                        }
+                        self.i += 1;
+                        text
+                    }
+                    _ => {
+                        let text = self.plain(true)?.to_string();
+                        if self.s.get(self.i + 1) != Some(&b' ') {
+                            return None;
+                        }
+                        self.i += 2;
+                        text
+                    }
+                };
+                self.skip_spaces();
+                r.count(1)?;
+                let value = self.node(r)?;
+                if map.contains_key(&key) {
+                    return None;
+                }
+                map.insert(key, value);
+                self.skip_spaces();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.skip_spaces();
+                        if self.peek() == Some(b'}') {
+                            return None;
+                        }
+                    }
+                    b'}' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        r.depth -= 1;
+        Some(Value::Object(map))
+    }
+}
