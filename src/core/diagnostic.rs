@@ -217,6 +217,58 @@ pub enum Problem {
         /// The subject, e.g. `Group system:authenticated`.
         subject: String,
     },
+    /// A component's merged values break its `values.schema.json`.
+    #[error(
+        "values of component `{component}`: `{path}` {detail} (schema {schema_file}, at {schema_path}){allowed}"
+    )]
+    ValuesSchema {
+        /// The component.
+        component: String,
+        /// The offending value, `values.image.tag`.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+        /// The schema file.
+        schema_file: String,
+        /// Where in the schema the rule is (a JSON pointer).
+        schema_path: String,
+        /// `; allowed here: a, b (did you mean `a`?)`, or empty.
+        allowed: String,
+    },
+    /// A `values.schema.json` that is not JSON or not a valid JSON Schema.
+    #[error("invalid values schema: {detail}")]
+    InvalidSchema {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A field of a built-in kind that the Kubernetes API does not have, or of the wrong type.
+    #[error("{kind} `{name}`: `{path}` {detail} (Kubernetes {version} API schema)")]
+    KubeSchema {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The field, `spec.replicas`.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+        /// The Kubernetes version of the offline schema.
+        version: String,
+    },
+    /// A kind that a built-in API group does not serve.
+    #[error(
+        "`kind: {kind}` is not served by apiVersion `{api_version}` in Kubernetes {version}{suggestion}"
+    )]
+    UnknownKind {
+        /// The apiVersion as written.
+        api_version: String,
+        /// The kind as written.
+        kind: String,
+        /// ` (did you mean ...?)`, or empty.
+        suggestion: String,
+        /// The Kubernetes version of the offline schema.
+        version: String,
+    },
     /// A render thread panicked; the tenants it rendered are reported failed.
     #[error("rendering this tenant crashed: {message}")]
     RenderPanicked {
@@ -286,6 +338,18 @@ impl Problem {
             }
             Problem::ForeignSubject { .. } => {
                 "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
+            }
+            Problem::ValuesSchema { .. } => {
+                "correct the value at this line, or change the component's values.schema.json if it should be allowed"
+            }
+            Problem::InvalidSchema { .. } => {
+                "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
+            }
+            Problem::KubeSchema { .. } => {
+                "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
+            }
+            Problem::UnknownKind { .. } => {
+                "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
             }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"

@@ -89,11 +89,14 @@ impl TenantRender {
 /// A minijinja environment over one snapshot; shared by every tenant of a render.
 pub struct Renderer {
     env: Environment<'static>,
+    /// Every component's `values.schema.json`, compiled once per render.
+    values_schemas: crate::core::schema::values::ValuesSchemas,
 }
 
 impl Renderer {
     /// Set up minijinja: loader over the snapshot, strict undefined, fuel, fief's filters.
     pub fn new(snapshot: Arc<Snapshot>) -> Renderer {
+        let values_schemas = crate::core::schema::values::ValuesSchemas::load(&snapshot);
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_fuel(Some(TEMPLATE_FUEL));
@@ -119,7 +122,10 @@ impl Renderer {
         });
         env.set_loader(move |name| load_template(&snapshot, name));
         filters::register(&mut env);
-        Renderer { env }
+        Renderer {
+            env,
+            values_schemas,
+        }
     }
 
     fn render_template(&self, name: &str, ctx: &JValue) -> Result<String, Diagnostic> {
