@@ -13,11 +13,11 @@ mod completion;
 mod diff;
 pub mod output;
 mod render;
+mod report;
 pub mod secrets;
 mod status;
 mod validate;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -172,17 +172,9 @@ pub fn load_with_pins(checkout: &Path, snapshot: Snapshot) -> Repo {
     )))
 }
 
-/// Print every diagnostic on stderr; whether there were any.
+/// Print every diagnostic on stderr, one repeated in many tenants once; whether there were any.
 pub fn report_errors(renders: &[TenantRender]) -> bool {
-    let mut stderr = std::io::stderr().lock();
-    let mut any = false;
-    for r in renders {
-        for d in &r.errors {
-            any = true;
-            let _ = writeln!(stderr, "error: {d}");
-        }
-    }
-    any
+    report::report_errors(renders)
 }
 
 fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {

@@ -51,6 +51,18 @@ pub fn kubernetes_version() -> &'static str {
     schema().map_or("unknown", |s| s.kubernetes.as_str())
 }
 
+/// Whether `object` names a kind that its API group, one the schema knows, does not serve.
+pub fn is_unknown_builtin(object: &Value) -> bool {
+    let Some(schema) = schema() else {
+        return false;
+    };
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    schema.kinds.get(api_version).is_none_or(|ks| !ks.contains_key(kind))
+        && schema.kinds.keys().any(|gv| gv.rsplit_once('/').map_or("", |(g, _)| g) == group)
+}
+
 /// Check every object of a built-in kind against the offline schema.
 pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> Vec<Diagnostic> {
     let Some(schema) = schema() else {
