@@ -61,8 +61,13 @@ pub fn grouped(renders: &[TenantRender]) -> String {
                 tenants.len() - NAMES_SHOWN
             ));
         }
+        let all = if tenants.len() == renders.len() {
+            "all "
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "error: {}: {}\n  in {} tenants: {names}\n  hint: {}\n",
+            "error: {}: {}\n  in {all}{} tenants: {names}\n  hint: {}\n",
             d.location(),
             d.problem,
             tenants.len(),

@@ -22,7 +22,7 @@ pub enum Problem {
         path: String,
     },
     /// The YAML could not be parsed or does not match the expected schema.
-    #[error("invalid YAML: {detail}")]
+    #[error("invalid YAML: {}", readable_yaml(.detail))]
     Yaml {
         /// The parser's message.
         detail: String,
@@ -88,6 +88,14 @@ pub enum Problem {
     Template {
         /// minijinja's message.
         detail: String,
+    },
+    /// A template error on a line written in Helm (Go template) syntax.
+    #[error("template error: {detail} (this line is written in Helm's Go template syntax)")]
+    HelmSyntax {
+        /// minijinja's message.
+        detail: String,
+        /// The Jinja way to write it.
+        jinja: &'static str,
     },
     /// A rendered document is not a Kubernetes object.
     #[error("rendered document is not a Kubernetes object: {detail}")]
@@ -304,6 +312,7 @@ impl Problem {
             }
             Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
             Problem::Template { .. } => "fix the template at this line",
+            Problem::HelmSyntax { jinja, .. } => jinja,
             Problem::NotAnObject { .. } => {
                 "every rendered document needs apiVersion, kind and metadata.name"
             }
@@ -358,6 +367,28 @@ impl Problem {
     }
 }
 
+/// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
+fn readable_yaml(detail: &str) -> String {
+    if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(", set DuplicateKeyPolicy").next().unwrap_or(rest);
+        return format!("duplicate key `{key}` (a key may appear once in a map)");
+    }
+    if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
+        return if name.trim() == "Quantity" {
+            "not a quantity: write a number or a string such as `500m`, `2` or `4Gi`".to_string()
+        } else {
+            "this value has none of the accepted forms".to_string()
+        };
+    }
+    let replaced = detail
+        .replace("expected sequence start", "expected a list (`[a, b]` or `- a` lines)")
+        .replace("expected mapping start", "expected a map (`key: value` lines)");
+    match replaced.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head.to_string(),
+        None => replaced,
+    }
+}
+
 /// One problem at one place, for one tenant (or for every tenant, when `tenant` is `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -408,3 +439,20 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_messages_name_no_parser_internals() {
+        let p = |d: &str| Problem::Yaml { detail: d.to_string() }.to_string();
+        assert_eq!(
+            p("duplicate mapping key: name, set DuplicateKeyPolicy in Options if acceptable"),
+            "invalid YAML: duplicate key `name` (a key may appear once in a map)"
+        );
+        let q = p("data did not match any variant of untagged enum Quantity");
+        assert!(q.contains("not a quantity"), "{q}");
+        assert!(p("expected sequence start").contains("expected a list"));
+    }
+}

@@ -251,7 +251,7 @@ impl Emitter<'_, '_> {
         templates: &[String],
     ) {
         let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
-        let ctx = JValue::from(minijinja::value::Serde(&json!({
+        let context = json!({
             "tenant": self.tenant_ctx,
             "env": env,
             "namespace": namespace,
@@ -259,11 +259,12 @@ impl Emitter<'_, '_> {
             "values": vals,
             "fief": self.fief_ctx,
             "secrets": self.secrets_ctx,
-        })));
+        });
+        let ctx = JValue::from(minijinja::value::Serde(&context));
         let name = &self.tenant.metadata.name;
         let state = self.tenant.spec.state;
         for template in templates {
-            let rendered = match self.renderer.render_template(template, &ctx) {
+            let rendered = match self.renderer.render_template(template, &ctx, &context) {
                 Ok(r) => r,
                 Err(d) => {
                     self.errors.push(d);
