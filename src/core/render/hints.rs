@@ -20,17 +20,17 @@ const NOT_VARIABLES: &[&str] = &[
 
 /// A Helm construct found on the line, with what to write instead.
 pub fn helm_hint(line: &str) -> Option<&'static str> {
-    if line.contains(".Values") || line.contains(".Release") || line.contains(".Chart") {
-        Some(
-            "fief templates are Jinja (minijinja), not Helm's Go templates: write `{{ values.replicas }}` for `{{ .Values.replicas }}` (the context is `values`, `tenant`, `env`, `namespace`, `component`, `fief`, `secrets`)",
-        )
-    } else if line.contains("include \"") && line.contains(" .") || line.contains("template \"") {
+    if line.contains("include \"") && line.contains(" .") || line.contains("template \"") {
         Some(
             "fief templates are Jinja (minijinja), not Helm's Go templates: instead of `{{ include \"name\" . }}` write `{% include \"_name.yaml\" %}` (a `_`-prefixed file in templates/ is a partial and sees the same context) or define a `{% macro %}`",
         )
     } else if line.contains("toYaml") || line.contains("nindent") || line.contains("{{ $") {
         Some(
             "fief templates are Jinja (minijinja), not Helm's Go templates: instead of `{{- toYaml .Values.x | nindent 4 }}` write `{{ values.x | to_yaml | indent(4) }}`",
+        )
+    } else if line.contains(".Values") || line.contains(".Release") || line.contains(".Chart") {
+        Some(
+            "fief templates are Jinja (minijinja), not Helm's Go templates: write `{{ values.replicas }}` for `{{ .Values.replicas }}` (the context is `values`, `tenant`, `env`, `namespace`, `component`, `fief`, `secrets`)",
         )
     } else {
         None
@@ -211,7 +211,7 @@ mod tests {
             "`values.image.tagg` is not defined; `values.image` has: repo, tag (did you mean `values.image.tag`?)"
         );
         let d = undefined_detail("{{ valuez.greeting }}", "", &ctx()).unwrap();
-        assert!(d.contains("the template context has: values, env"), "{d}");
+        assert!(d.contains("the template context has: env, values"), "{d}");
         assert!(d.contains("did you mean `values`"), "{d}");
     }
 
