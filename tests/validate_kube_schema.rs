@@ -62,7 +62,10 @@ impl Compactor<'_> {
         if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
             return self.named(r);
         }
-        if let Some([one]) = schema.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
+        if let Some([one]) = schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
             && let Some(r) = one.get("$ref").and_then(Value::as_str)
         {
             return self.named(r);
@@ -126,11 +129,14 @@ fn generate() -> String {
     let mut schemas = Map::new();
     let paths = index["paths"].as_object().expect("openapi v3 paths");
     for (path, entry) in paths {
-        let is_gv = path == "api/v1" || (path.starts_with("apis/") && path.matches('/').count() == 2);
+        let is_gv =
+            path == "api/v1" || (path.starts_with("apis/") && path.matches('/').count() == 2);
         if !is_gv {
             continue;
         }
-        let url = entry["serverRelativeURL"].as_str().expect("serverRelativeURL");
+        let url = entry["serverRelativeURL"]
+            .as_str()
+            .expect("serverRelativeURL");
         let doc = raw(url);
         if let Some(s) = doc["components"]["schemas"].as_object() {
             for (k, v) in s {
@@ -149,16 +155,25 @@ fn generate() -> String {
             .into_iter()
             .flatten()
         {
-            let (Some(g), Some(v), Some(k)) =
-                (gvk["group"].as_str(), gvk["version"].as_str(), gvk["kind"].as_str())
-            else {
+            let (Some(g), Some(v), Some(k)) = (
+                gvk["group"].as_str(),
+                gvk["version"].as_str(),
+                gvk["kind"].as_str(),
+            ) else {
                 continue;
             };
             if k.ends_with("List") {
                 continue;
             }
-            let gv = if g.is_empty() { v.to_string() } else { format!("{g}/{v}") };
-            kinds.entry(gv).or_default().insert(k.to_string(), short(name));
+            let gv = if g.is_empty() {
+                v.to_string()
+            } else {
+                format!("{g}/{v}")
+            };
+            kinds
+                .entry(gv)
+                .or_default()
+                .insert(k.to_string(), short(name));
             roots.push(name.clone());
         }
     }
@@ -184,14 +199,26 @@ fn generate() -> String {
     ));
     let kind_lines: Vec<String> = kinds
         .iter()
-        .map(|(gv, ks)| format!("{}: {}", serde_json::to_string(gv).unwrap(), serde_json::to_string(ks).unwrap()))
+        .map(|(gv, ks)| {
+            format!(
+                "{}: {}",
+                serde_json::to_string(gv).unwrap(),
+                serde_json::to_string(ks).unwrap()
+            )
+        })
         .collect();
     out.push_str(&kind_lines.join(",\n"));
     out.push_str("\n},\n\"types\": {\n");
     let type_lines: Vec<String> = c
         .types
         .iter()
-        .map(|(t, fs)| format!("{}: {}", serde_json::to_string(t).unwrap(), serde_json::to_string(fs).unwrap()))
+        .map(|(t, fs)| {
+            format!(
+                "{}: {}",
+                serde_json::to_string(t).unwrap(),
+                serde_json::to_string(fs).unwrap()
+            )
+        })
         .collect();
     out.push_str(&type_lines.join(",\n"));
     out.push_str("\n}\n}\n");

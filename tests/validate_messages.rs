@@ -70,7 +70,10 @@ fn assert_invalid(out: &Output, wanted: &[&str]) -> String {
 #[test]
 /// Also through a filter: `{{ values.typo | quote }}` used to render `""` silently.
 fn an_undefined_value_is_named_with_what_is_defined_beside_it() {
-    let repo = Repo::new(&configmap("  tag: {{ values.image.tagg | quote }}"), &["acme"]);
+    let repo = Repo::new(
+        &configmap("  tag: {{ values.image.tagg | quote }}"),
+        &["acme"],
+    );
     let out = repo.validate(&[]);
     assert_invalid(
         &out,
@@ -81,7 +84,10 @@ fn an_undefined_value_is_named_with_what_is_defined_beside_it() {
     let top = Repo::new(&configmap("  greeting: {{ value.greeting }}"), &["acme"]);
     assert_invalid(
         &top.validate(&[]),
-        &["`value` is not defined; the template context has:", "(did you mean `values`?)"],
+        &[
+            "`value` is not defined; the template context has:",
+            "(did you mean `values`?)",
+        ],
     );
 }
 
@@ -100,7 +106,10 @@ fn helm_values_syntax_gets_the_jinja_equivalent() {
 
 #[test]
 fn helm_include_and_to_yaml_get_the_jinja_equivalent() {
-    let include = Repo::new(&configmap("  labels: {{ include \"app.labels\" . }}"), &["acme"]);
+    let include = Repo::new(
+        &configmap("  labels: {{ include \"app.labels\" . }}"),
+        &["acme"],
+    );
     assert_invalid(
         &include.validate(&[]),
         &["app.yaml:6", "write `{% include \"_name.yaml\" %}`"],
@@ -142,7 +151,11 @@ fn one_error_in_many_tenants_is_printed_once_with_the_count_and_a_few_names() {
             "in all 8 tenants: t1, t2, t3, t4, t5 and 3 more (`validate --output json` lists them all)",
         ],
     );
-    assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
     let json = repo.validate(&["--output", "json"]);
     let summary: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let failing: Vec<&str> = summary
@@ -184,7 +197,13 @@ fn messages_name_no_library_internals() {
     let err = stderr(&repo.validate(&[]));
     assert!(err.contains("tenants/acme.yaml:5"), "{err}");
     assert!(err.contains("tenants/beta.yaml:6"), "{err}");
-    for internal in ["DuplicateKeyPolicy", "Error {", "Some(", "untagged enum", "Options"] {
+    for internal in [
+        "DuplicateKeyPolicy",
+        "Error {",
+        "Some(",
+        "untagged enum",
+        "Options",
+    ] {
         assert!(!err.contains(internal), "`{internal}` in: {err}");
     }
 }

@@ -28,9 +28,9 @@ pub fn grouped(renders: &[TenantRender]) -> String {
     let mut groups: Vec<(&Diagnostic, Vec<&str>)> = Vec::new();
     for r in renders {
         for d in &r.errors {
-            let same = groups.iter_mut().find(|(g, _)| {
-                g.file == d.file && g.line == d.line && g.problem == d.problem
-            });
+            let same = groups
+                .iter_mut()
+                .find(|(g, _)| g.file == d.file && g.line == d.line && g.problem == d.problem);
             match same {
                 Some((_, tenants)) => {
                     if let Some(t) = d.tenant.as_deref()

@@ -226,22 +226,14 @@ pub enum Problem {
         subject: String,
     },
     /// A component's merged values break its `values.schema.json`.
-    #[error(
-        "values of component `{component}`: `{path}` {detail} (schema {schema_file}, at {schema_path}){allowed}"
-    )]
+    #[error("values of component `{component}`: `{path}` {detail}")]
     ValuesSchema {
         /// The component.
         component: String,
         /// The offending value, `values.image.tag`.
         path: String,
-        /// What is wrong with it.
+        /// What is wrong with it, the schema file and path, and what is allowed there.
         detail: String,
-        /// The schema file.
-        schema_file: String,
-        /// Where in the schema the rule is (a JSON pointer).
-        schema_path: String,
-        /// `; allowed here: a, b (did you mean `a`?)`, or empty.
-        allowed: String,
     },
     /// A `values.schema.json` that is not JSON or not a valid JSON Schema.
     #[error("invalid values schema: {detail}")]
@@ -250,7 +242,10 @@ pub enum Problem {
         detail: String,
     },
     /// A field of a built-in kind that the Kubernetes API does not have, or of the wrong type.
-    #[error("{kind} `{name}`: `{path}` {detail} (Kubernetes {version} API schema)")]
+    #[error(
+        "{kind} `{name}`: `{path}` {detail} (Kubernetes {} API schema)",
+        crate::core::schema::k8s::kubernetes_version()
+    )]
     KubeSchema {
         /// The kind.
         kind: String,
@@ -260,12 +255,11 @@ pub enum Problem {
         path: String,
         /// What is wrong with it.
         detail: String,
-        /// The Kubernetes version of the offline schema.
-        version: String,
     },
     /// A kind that a built-in API group does not serve.
     #[error(
-        "`kind: {kind}` is not served by apiVersion `{api_version}` in Kubernetes {version}{suggestion}"
+        "`kind: {kind}` is not served by apiVersion `{api_version}` in Kubernetes {}{suggestion}",
+        crate::core::schema::k8s::kubernetes_version()
     )]
     UnknownKind {
         /// The apiVersion as written.
@@ -274,8 +268,6 @@ pub enum Problem {
         kind: String,
         /// ` (did you mean ...?)`, or empty.
         suggestion: String,
-        /// The Kubernetes version of the offline schema.
-        version: String,
     },
     /// A render thread panicked; the tenants it rendered are reported failed.
     #[error("rendering this tenant crashed: {message}")]
@@ -370,7 +362,10 @@ impl Problem {
 /// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
 fn readable_yaml(detail: &str) -> String {
     if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
-        let key = rest.split(", set DuplicateKeyPolicy").next().unwrap_or(rest);
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
         return format!("duplicate key `{key}` (a key may appear once in a map)");
     }
     if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
@@ -381,8 +376,14 @@ fn readable_yaml(detail: &str) -> String {
         };
     }
     let replaced = detail
-        .replace("expected sequence start", "expected a list (`[a, b]` or `- a` lines)")
-        .replace("expected mapping start", "expected a map (`key: value` lines)");
+        .replace(
+            "expected sequence start",
+            "expected a list (`[a, b]` or `- a` lines)",
+        )
+        .replace(
+            "expected mapping start",
+            "expected a map (`key: value` lines)",
+        );
     match replaced.split_once(", set DuplicateKeyPolicy") {
         Some((head, _)) => head.to_string(),
         None => replaced,
@@ -446,7 +447,12 @@ mod tests {
 
     #[test]
     fn yaml_messages_name_no_parser_internals() {
-        let p = |d: &str| Problem::Yaml { detail: d.to_string() }.to_string();
+        let p = |d: &str| {
+            Problem::Yaml {
+                detail: d.to_string(),
+            }
+            .to_string()
+        };
         assert_eq!(
             p("duplicate mapping key: name, set DuplicateKeyPolicy in Options if acceptable"),
             "invalid YAML: duplicate key `name` (a key may appear once in a map)"

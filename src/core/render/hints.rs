@@ -10,12 +10,59 @@ use crate::core::validate::suggest;
 
 /// Words of the Jinja language and of fief's template context that are not variables.
 const NOT_VARIABLES: &[&str] = &[
-    "if", "elif", "else", "endif", "for", "endfor", "in", "not", "and", "or", "is", "true",
-    "false", "none", "True", "False", "None", "set", "endset", "loop", "include", "import",
-    "from", "as", "with", "endwith", "macro", "endmacro", "call", "endcall", "filter",
-    "endfilter", "block", "endblock", "extends", "raw", "endraw", "recursive", "defined",
-    "undefined", "caller", "range", "dict", "namespace", "debug", "lipsum", "cycler",
-    "joiner", "self", "super", "ignore", "missing", "context",
+    "if",
+    "elif",
+    "else",
+    "endif",
+    "for",
+    "endfor",
+    "in",
+    "not",
+    "and",
+    "or",
+    "is",
+    "true",
+    "false",
+    "none",
+    "True",
+    "False",
+    "None",
+    "set",
+    "endset",
+    "loop",
+    "include",
+    "import",
+    "from",
+    "as",
+    "with",
+    "endwith",
+    "macro",
+    "endmacro",
+    "call",
+    "endcall",
+    "filter",
+    "endfilter",
+    "block",
+    "endblock",
+    "extends",
+    "raw",
+    "endraw",
+    "recursive",
+    "defined",
+    "undefined",
+    "caller",
+    "range",
+    "dict",
+    "namespace",
+    "debug",
+    "lipsum",
+    "cycler",
+    "joiner",
+    "self",
+    "super",
+    "ignore",
+    "missing",
+    "context",
 ];
 
 /// A Helm construct found on the line, with what to write instead.
@@ -90,7 +137,12 @@ pub fn undefined_detail(line: &str, template: &str, context: &Value) -> Option<S
 
 fn list(keys: &[&str]) -> String {
     const SHOWN: usize = 12;
-    let mut out = keys.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    let mut out = keys
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if keys.len() > SHOWN {
         out.push_str(&format!(" and {} more", keys.len() - SHOWN));
     }
@@ -169,7 +221,9 @@ fn dotted_names(line: &str) -> Vec<String> {
         }
         if c.is_alphabetic() || c == '_' {
             let start = i;
-            while i < bytes.len() && (bytes[i].is_alphanumeric() || bytes[i] == '_' || bytes[i] == '.') {
+            while i < bytes.len()
+                && (bytes[i].is_alphanumeric() || bytes[i] == '_' || bytes[i] == '.')
+            {
                 i += 1;
             }
             let word: String = bytes[start..i].iter().collect::<String>();
@@ -226,8 +280,16 @@ mod tests {
     #[test]
     fn recognises_helm_syntax() {
         assert!(helm_hint("  replicas: {{ .Values.replicas }}").is_some());
-        assert!(helm_hint("{{ include \"app.labels\" . | nindent 4 }}").unwrap().contains("include"));
-        assert!(helm_hint("{{- toYaml values.x | nindent 2 }}").unwrap().contains("to_yaml"));
+        assert!(
+            helm_hint("{{ include \"app.labels\" . | nindent 4 }}")
+                .unwrap()
+                .contains("include")
+        );
+        assert!(
+            helm_hint("{{- toYaml values.x | nindent 2 }}")
+                .unwrap()
+                .contains("to_yaml")
+        );
         assert_eq!(helm_hint("{{ values.x | to_yaml }}"), None);
     }
 }

@@ -59,8 +59,14 @@ pub fn is_unknown_builtin(object: &Value) -> bool {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    schema.kinds.get(api_version).is_none_or(|ks| !ks.contains_key(kind))
-        && schema.kinds.keys().any(|gv| gv.rsplit_once('/').map_or("", |(g, _)| g) == group)
+    schema
+        .kinds
+        .get(api_version)
+        .is_none_or(|ks| !ks.contains_key(kind))
+        && schema
+            .kinds
+            .keys()
+            .any(|gv| gv.rsplit_once('/').map_or("", |(g, _)| g) == group)
 }
 
 /// Check every object of a built-in kind against the offline schema.
@@ -98,7 +104,6 @@ pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> V
                     name: o.id.name.clone(),
                     path: dotted(&path),
                     detail,
-                    version: schema.kubernetes.clone(),
                 },
             ));
         }
@@ -107,7 +112,12 @@ pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> V
 }
 
 /// A kind the schema does not have: an error only in an API group the schema knows.
-fn unknown_kind(schema: &KubeSchema, api_version: &str, group: &str, kind: &str) -> Option<Problem> {
+fn unknown_kind(
+    schema: &KubeSchema,
+    api_version: &str,
+    group: &str,
+    kind: &str,
+) -> Option<Problem> {
     let group_of = |gv: &str| gv.rsplit_once('/').map_or("", |(g, _)| g).to_string();
     let group_known = schema.kinds.keys().any(|gv| group_of(gv) == group);
     if !group_known {
@@ -155,7 +165,6 @@ fn unknown_kind(schema: &KubeSchema, api_version: &str, group: &str, kind: &str)
         api_version: api_version.to_string(),
         kind: kind.to_string(),
         suggestion,
-        version: schema.kubernetes.clone(),
     })
 }
 
@@ -172,15 +181,14 @@ fn type_word(ty: &str) -> String {
 }
 
 fn shown(value: &Value) -> String {
-    let text = match value {
+    match value {
         Value::String(s) => format!("the string {:?}", truncate(s)),
         Value::Number(n) => format!("the number {n}"),
         Value::Bool(b) => format!("{b}"),
         Value::Array(_) => "a list".to_string(),
         Value::Object(_) => "a map".to_string(),
         Value::Null => "null".to_string(),
-    };
-    text
+    }
 }
 
 fn truncate(s: &str) -> String {

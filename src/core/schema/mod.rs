@@ -8,6 +8,6 @@
 //!
 //! In: the snapshot and rendered or merged values. Out: diagnostics. Pure.
 
+pub mod k8s;
 pub mod locate;
 pub mod values;
-pub mod k8s;

@@ -113,8 +113,14 @@ impl ValuesSchemas {
                     continue;
                 }
                 ValidationErrorKind::Required { property } => {
-                    let name = property.as_str().map_or_else(|| property.to_string(), str::to_string);
-                    (parent, format!("lacks the required key `{name}`"), String::new())
+                    let name = property
+                        .as_str()
+                        .map_or_else(|| property.to_string(), str::to_string);
+                    (
+                        parent,
+                        format!("lacks the required key `{name}`"),
+                        String::new(),
+                    )
                 }
                 _ => {
                     let mut message = err.to_string();
@@ -145,15 +151,16 @@ impl ValuesSchemas {
 }
 
 fn compile(path: &str, text: &str) -> Result<Compiled, Diagnostic> {
-    let invalid = |line, detail: String| {
-        Diagnostic::new(path, line, Problem::InvalidSchema { detail })
-    };
+    let invalid =
+        |line, detail: String| Diagnostic::new(path, line, Problem::InvalidSchema { detail });
     let raw: Value = serde_json::from_str(text)
         .map_err(|e| invalid(Some(e.line()), format!("not JSON: {e}")))?;
     let validator = jsonschema::validator_for(&raw).map_err(|e| {
         let mut detail = e.to_string();
         if detail.contains("http") || detail.contains("resolve") || detail.contains("retriev") {
-            detail.push_str(" (fief resolves `$ref` only inside the schema file; nothing is fetched)");
+            detail.push_str(
+                " (fief resolves `$ref` only inside the schema file; nothing is fetched)",
+            );
         }
         invalid(None, detail)
     })?;
@@ -240,17 +247,18 @@ fn diagnostic(
     schema_path: &str,
     allowed: String,
 ) -> Diagnostic {
+    let schema_path = if schema_path.is_empty() {
+        "/"
+    } else {
+        schema_path
+    };
     let problem = Problem::ValuesSchema {
         component: component.to_string(),
         path: dotted(path),
-        detail,
-        schema_file: compiled.file.clone(),
-        schema_path: if schema_path.is_empty() {
-            "/".to_string()
-        } else {
-            schema_path.to_string()
-        },
-        allowed,
+        detail: format!(
+            "{detail} (schema {}, at {schema_path}){allowed}",
+            compiled.file
+        ),
     };
     let Some(layer) = blame(layers, path) else {
         return Diagnostic::new(compiled.file.clone(), None, problem);
