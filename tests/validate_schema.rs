@@ -200,9 +200,13 @@ fn a_values_schema_with_a_remote_ref_is_refused_without_fetching_it() {
     let out = repo.run("validate");
     assert_invalid(
         &out,
-        &["components/app/values.schema.json", "invalid values schema"],
+        &[
+            "components/app/values.schema.json",
+            "invalid values schema: `$ref` to `http://127.0.0.1:9/schema.json` points outside the schema file; fief fetches nothing",
+        ],
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(!stderr(&out).contains("feature"), "{}", stderr(&out));
 }
 
 const DEPLOYMENT: &str = "\
@@ -304,7 +308,7 @@ fn an_unknown_field_of_a_builtin_kind_is_an_error_with_did_you_mean() {
         &out,
         &[
             "components/app/templates/deployment.yaml:6: Deployment `web`: `spec.replicsa` is not a field of DeploymentSpec (did you mean `replicas`?)",
-            "`spec.template.spec.containers[0].imagePullPolcy` is not a field of Container (did you mean `imagePullPolicy`?)",
+            "components/app/templates/deployment.yaml:15: Deployment `web`: `spec.template.spec.containers[0].imagePullPolcy` is not a field of Container (did you mean `imagePullPolicy`?)",
             "in all 2 tenants: alpha, beta",
         ],
     );

@@ -331,8 +331,10 @@ fn field_line(snapshot: &Snapshot, o: &RenderedObject, path: &[String]) -> Optio
         .collect();
     let steps: Vec<Step<'_>> = path
         .iter()
-        .take_while(|s| !s.bytes().all(|b| b.is_ascii_digit()))
-        .map(|s| Step::Key(s.as_str()))
+        .map(|s| match s.parse::<usize>() {
+            Ok(i) => Step::Index(i),
+            Err(_) => Step::Key(s.as_str()),
+        })
         .collect();
     line_of_path(&doc, &steps).map(|l| l + skip)
 }

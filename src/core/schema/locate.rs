@@ -12,6 +12,8 @@ pub enum Step<'a> {
     Key(&'a str),
     /// The list item whose `key` is `value` (e.g. `- name: web`).
     ItemWith(&'a str, &'a str),
+    /// The n-th (0-based) item of a block-style list.
+    Index(usize),
 }
 
 /// Column where a line's content starts and the content itself, after any `- ` markers.
@@ -64,14 +66,20 @@ pub fn line_of_path(text: &str, path: &[Step<'_>]) -> Option<usize> {
     let mut start = 0usize;
     let mut parent_col: Option<usize> = None;
     let mut parent_is_item = false;
+    // After an `Index`, the item's first key is on the item's own line (`- name: x`).
+    let mut item_line: Option<usize> = None;
     let mut found = None;
     for step in path {
         let mut hit = None;
+        let mut dash_indent: Option<usize> = None;
+        let mut items_seen = 0usize;
         for (i, line) in lines.iter().enumerate().skip(start) {
             let Some((indent, col, rest)) = content(line) else {
                 continue;
             };
-            if let Some(p) = parent_col {
+            if let Some(p) = parent_col
+                && item_line != Some(i)
+            {
                 let next_item_of_parent_list = !parent_is_item && indent == p && col > indent;
                 if indent <= p && !next_item_of_parent_list {
                     break;
@@ -95,13 +103,31 @@ pub fn line_of_path(text: &str, path: &[Step<'_>]) -> Option<usize> {
                         }
                     }
                 }
+                Step::Index(n) => {
+                    if col > indent && item_line != Some(i) {
+                        let list = *dash_indent.get_or_insert(indent);
+                        if indent == list {
+                            if items_seen == *n {
+                                hit = Some((i, indent, true));
+                                break;
+                            }
+                            items_seen += 1;
+                        }
+                    }
+                }
             }
         }
         let Some((i, col, is_item)) = hit else {
             break;
         };
         found = Some(i + 1);
-        start = i + 1;
+        if matches!(step, Step::Index(_)) {
+            start = i;
+            item_line = Some(i);
+        } else {
+            start = i + 1;
+            item_line = None;
+        }
         parent_col = Some(col);
         parent_is_item = is_item;
     }
@@ -160,6 +186,48 @@ spec:
             Some(1)
         );
         assert_eq!(line_of_path(text, &[Key("nothing")]), None);
+    }
+
+    #[test]
+    fn finds_keys_inside_the_nth_item_of_a_list() {
+        let text = "\
+spec:
+  containers:
+  - name: a
+    image: x
+  - name: b
+    image: y
+    ports:
+    - containerPort: 80
+    - containerPort: 81
+      protocl: TCP
+";
+        let at = |path: &[Step<'_>]| line_of_path(text, path);
+        assert_eq!(
+            at(&[Key("spec"), Key("containers"), Index(0), Key("name")]),
+            Some(3)
+        );
+        assert_eq!(
+            at(&[Key("spec"), Key("containers"), Index(1), Key("image")]),
+            Some(6)
+        );
+        assert_eq!(
+            at(&[
+                Key("spec"),
+                Key("containers"),
+                Index(1),
+                Key("ports"),
+                Index(1),
+                Key("protocl")
+            ]),
+            Some(10)
+        );
+        // A key the item does not have stops at the item's line.
+        assert_eq!(
+            at(&[Key("spec"), Key("containers"), Index(0), Key("ports")]),
+            Some(3)
+        );
+        assert_eq!(at(&[Key("spec"), Key("containers"), Index(5)]), Some(2));
     }
 
     #[test]

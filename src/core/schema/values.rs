@@ -156,12 +156,24 @@ fn compile(path: &str, text: &str) -> Result<Compiled, Diagnostic> {
     let raw: Value = serde_json::from_str(text)
         .map_err(|e| invalid(Some(e.line()), format!("not JSON: {e}")))?;
     let validator = jsonschema::validator_for(&raw).map_err(|e| {
-        let mut detail = e.to_string();
-        if detail.contains("http") || detail.contains("resolve") || detail.contains("retriev") {
-            detail.push_str(
-                " (fief resolves `$ref` only inside the schema file; nothing is fetched)",
-            );
-        }
+        let message = e.to_string();
+        let detail = match message
+            .split_once("Resource '")
+            .and_then(|(_, rest)| rest.split_once('\''))
+            .filter(|_| message.contains("not present in a registry"))
+        {
+            Some((uri, _)) => format!(
+                "`$ref` to `{uri}` points outside the schema file; fief fetches nothing (no network, no other files): copy what it refers to into `$defs` of this file"
+            ),
+            None => {
+                let at = e.instance_path().as_str();
+                if at.is_empty() {
+                    message
+                } else {
+                    format!("{message} (at {at})")
+                }
+            }
+        };
         invalid(None, detail)
     })?;
     Ok(Compiled {
@@ -265,10 +277,10 @@ fn diagnostic(
     };
     let mut steps = layer.anchor.clone();
     for seg in path {
-        if seg.bytes().all(|b| b.is_ascii_digit()) {
-            break;
-        }
-        steps.push(Step::Key(seg));
+        steps.push(match seg.parse::<usize>() {
+            Ok(i) => Step::Index(i),
+            Err(_) => Step::Key(seg),
+        });
     }
     let line = snapshot
         .get(&layer.file)
