@@ -16,9 +16,11 @@
 //!                                                                                   prune,
 //!                                                                                   inventory
 //!                                                                                   store, diff
-//!   cli/   render, validate (core only); apply, diff, status (core + kube)
+//!   cli/   render, validate (core only); apply, diff, status, suspend/resume, reconcile
+//!          (core + kube)
 //!   agent/ source loop (git) → inputs (per-tenant hashes) → queue → reconciler (pipeline +
-//!          kube::sync), drift watches, leader election, webhook, HTTP, metrics, events
+//!          kube::sync), drift watches, leader election, webhook, HTTP, metrics, events,
+//!          requests (suspended tenants, `fief reconcile` through the cluster)
 //! ```
 //!
 //! - [`core`] is pure: files in, objects, inventories, plans and statuses out. Its only

@@ -11,7 +11,11 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             let code = err.exit_code();
-            eprintln!("error: {:#}", anyhow::Error::from(err));
+            eprintln!(
+                "{} {:#}",
+                cli::colour::error_prefix(),
+                anyhow::Error::from(err)
+            );
             ExitCode::from(code)
         }
     }

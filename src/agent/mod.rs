@@ -15,6 +15,7 @@ pub mod metrics;
 mod outcome;
 pub mod queue;
 mod reconciler;
+mod requests;
 mod source_loop;
 pub mod webhook;
 
@@ -166,6 +167,8 @@ pub struct Shared {
     /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
     relist: tokio::sync::watch::Sender<u64>,
     age_keys: Option<Arc<crate::core::secrets::Keys>>,
+    /// Suspended tenants and `fief reconcile` requests (see [`requests`]).
+    requests: requests::Requests,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -335,6 +338,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         shutdown: CancellationToken::new(),
         relist: tokio::sync::watch::Sender::new(0),
         age_keys: options.age_keys.clone(),
+        requests: Default::default(),
     });
     on_signals(shared.shutdown.clone())?;
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -353,6 +357,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
 
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
+    requests::set_revisions(&shared, rev_rx.clone());
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
     let term = if options.leader_election {

@@ -164,6 +164,7 @@ pub(super) async fn batch(
     stop: &CancellationToken,
 ) {
     let Some(rev) = state.rev.clone() else { return };
+    let (due, ticket) = super::requests::admit(shared, &rev, options, due).await;
     let started = Instant::now();
     let triggers: HashMap<String, &'static str> = {
         let mut q = lock(&shared.queue);
@@ -248,7 +249,9 @@ pub(super) async fn batch(
                 .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t)),
         );
         outcome::record(shared, state, cs, &result, &degraded);
+        super::requests::after_batch(shared, ticket, &result.reports);
         publish_events(shared, &agent_namespace, &result.reports).await;
+        super::requests::tenant_events(shared, &result).await;
     }
     let now = Instant::now();
     for t in &cancelled {

@@ -23,10 +23,30 @@ const ORPHANS_LISTED: usize = 5;
 
 fn progress_line(r: &TenantReport) -> String {
     let c = &r.counts;
+    let on = super::colour::stdout();
     let mut line = format!(
         "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
-        r.tenant, r.outcome, c.created, c.configured, c.unchanged, c.pruned, c.failed
+        r.tenant,
+        // Problems stand out; success stays plain (scripts grep `t: applied` on a terminal too).
+        match super::colour::style_of(&r.outcome) {
+            Some(style) if style != super::colour::Style::Good =>
+                super::colour::paint(on, style, &r.outcome),
+            _ => r.outcome.clone(),
+        },
+        c.created,
+        c.configured,
+        c.unchanged,
+        c.pruned,
+        c.failed
     );
+    if let Some(why) = &r.suspended {
+        return format!(
+            "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
+            r.tenant,
+            super::colour::word(super::colour::stdout(), "suspended"),
+            r.tenant
+        );
+    }
     if r.outcome == "orphaned" {
         line = format!(
             "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
@@ -61,9 +81,22 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         progress: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    let total = renders.len();
     let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
+        // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
+        let suspended = suspended_tenants(&resources, &options.agent_namespace, &renders).await?;
+        let active: Vec<TenantRender>;
+        let renders: &[TenantRender] = if suspended.is_empty() {
+            &renders
+        } else {
+            active = renders
+                .iter()
+                .filter(|r| !suspended.contains_key(&r.tenant))
+                .cloned()
+                .collect();
+            &active
+        };
+        let total = renders.len();
         // Text output: each tenant's line as soon as it is done, and on a terminal a
         // progress line (done/total, elapsed) on stderr.
         let mut options = options;
@@ -74,7 +107,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         });
         let reports = crate::kube::sync::sync(
             &resources,
-            &renders,
+            renders,
             &known,
             args.repo.tenants.is_empty(),
             &options,
@@ -85,9 +118,16 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             Some(task) => task.await.unwrap_or_default(),
             None => BTreeSet::new(),
         };
-        let reports = reports?;
+        let mut reports = reports?;
+        tenant_events(&resources, &options.agent_namespace, &reports).await;
+        for (tenant, why) in suspended {
+            let mut r = TenantReport::new(&tenant, "suspended");
+            r.suspended = Some(why);
+            reports.push(r);
+        }
+        reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
         let unhealthy = if args.wait {
-            wait_for_health(&resources, &repo, &renders, &reports, args.timeout).await
+            wait_for_health(&resources, &repo, renders, &reports, args.timeout).await
         } else {
             BTreeMap::new()
         };
@@ -95,20 +135,21 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     })?;
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
+    let error = super::colour::error_prefix();
     for r in &reports {
         for e in &r.errors {
-            let _ = writeln!(stderr, "error: tenant `{}`: {e}", r.tenant);
+            let _ = writeln!(stderr, "{error} tenant `{}`: {e}", r.tenant);
         }
         if r.prune_blocked
             && let Some(hold) = &r.prune_held
         {
-            let _ = writeln!(stderr, "error: tenant `{}`: prune held: {hold}", r.tenant);
+            let _ = writeln!(stderr, "{error} tenant `{}`: prune held: {hold}", r.tenant);
         }
         for u in unhealthy.get(&r.tenant).into_iter().flatten() {
             let what = if u.failed { "failed" } else { "not healthy" };
             let _ = writeln!(
                 stderr,
-                "error: tenant `{}`: {what}: {}: {}",
+                "{error} tenant `{}`: {what}: {}: {}",
                 r.tenant, u.object, u.reason
             );
         }
@@ -201,6 +242,39 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// Status Events in the tenants' own namespaces for the syncs that changed something or
+/// failed (none when nothing changed: no extra request).
+async fn tenant_events(resources: &Resources, agent_namespace: &str, reports: &[TenantReport]) {
+    use crate::kube::tenant_events::{event_for, owned_namespaces, publish};
+    if !reports.iter().any(|r| event_for(r).is_some()) {
+        return;
+    }
+    let Ok(inventories) =
+        crate::kube::inventory_store::load_inventories(resources.client(), agent_namespace).await
+    else {
+        return;
+    };
+    let namespaces = inventories
+        .iter()
+        .filter_map(|(t, inv)| Some((t.clone(), owned_namespaces(inv.as_ref().ok()?))))
+        .collect();
+    publish(resources.client(), "fief-apply", reports, &namespaces).await;
+}
+
+/// The tenants in `renders` whose inventory is marked suspended, with who/when/why.
+async fn suspended_tenants(
+    resources: &Resources,
+    agent_namespace: &str,
+    renders: &[TenantRender],
+) -> Result<BTreeMap<String, String>, CliError> {
+    let flags = crate::kube::tenant_flags::load_flags(resources.client(), agent_namespace).await?;
+    Ok(flags
+        .into_iter()
+        .filter_map(|(t, f)| Some((t, f.suspended?)))
+        .filter(|(t, _)| renders.iter().any(|r| &r.tenant == t))
+        .collect())
 }
 
 /// With `--wait`: every applied tenant's component objects, polled until healthy (tenants

@@ -18,6 +18,10 @@ pub const VERSION: &str = concat!(
 #[derive(Debug, Parser)]
 #[command(name = "fief", version = VERSION, about)]
 pub struct Cli {
+    /// Colour the output: auto (only on a terminal, and not when NO_COLOR is set), always,
+    /// never.
+    #[arg(long, global = true, value_enum, default_value_t = Colour::Auto, value_name = "WHEN")]
+    pub color: Colour,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -45,6 +49,60 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.
     Man,
+    /// Suspend a tenant: `apply` and the agent leave it alone (no apply, drift repair or
+    /// prune) until `fief resume`. Recorded on its inventory in the cluster.
+    Suspend(SuspendArgs),
+    /// Resume a suspended tenant; the agent syncs it at once.
+    Resume(ResumeArgs),
+    /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
+    /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
+    Reconcile(ReconcileArgs),
+}
+
+/// `fief suspend`.
+#[derive(Debug, Args)]
+pub struct SuspendArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Why (recorded with who and when; shown by `fief status`).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Namespace of the inventories.
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Namespace of the inventories.
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// Only this tenant (default: every tenant).
+    #[arg(long, value_name = "NAME")]
+    pub tenant: Option<String>,
+    /// How long to wait for the agent's answer.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Namespace of the inventories (the agent's namespace).
+    #[arg(long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// `fief bump`.
@@ -242,9 +300,6 @@ pub struct DiffArgs {
     /// Only tenants whose spec.cluster is this (as `apply`).
     #[arg(long = "cluster", default_value = "default", value_name = "NAME")]
     pub cluster_name: String,
-    /// Colour the diff: auto (when stdout is a terminal), always, never.
-    #[arg(long, value_enum, default_value_t = Colour::Auto)]
-    pub color: Colour,
     /// No cluster: compare the repo as it is at this git revision of its checkout (branch,
     /// tag, commit, `origin/main`) with the new one (`--to`, default the files in REPO).
     #[arg(long, value_name = "REF")]
@@ -272,7 +327,7 @@ pub enum DiffFormat {
 /// When to colour output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Colour {
-    /// When stdout is a terminal.
+    /// When the stream is a terminal, NO_COLOR is unset or empty and TERM is not `dumb`.
     Auto,
     /// Always.
     Always,

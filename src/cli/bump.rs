@@ -46,7 +46,7 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
     let mut stderr = std::io::stderr().lock();
     if !problems.is_empty() {
         for p in &problems {
-            let _ = writeln!(stderr, "error: {p}");
+            let _ = writeln!(stderr, "{} {p}", super::colour::error_prefix());
         }
         let _ = writeln!(
             stderr,

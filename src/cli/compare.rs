@@ -7,12 +7,11 @@
 //! revision), 2 for a folder that is not a git checkout or an unknown revision.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, Colour, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render_with,
-    report_errors,
+    CliError, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render_with, report_errors,
 };
 use crate::core::compare::{Action, Comparison, Group, compare};
 use crate::core::pipeline;
@@ -64,14 +63,7 @@ pub(super) fn report(
         DiffFormat::Markdown => markdown(comparison, md_label),
         // Like `kubectl diff`, no difference prints nothing (the exit code says it).
         DiffFormat::Text if !comparison.differs() => String::new(),
-        DiffFormat::Text => {
-            let colour = match args.color {
-                Colour::Always => true,
-                Colour::Never => false,
-                Colour::Auto => std::io::stdout().is_terminal(),
-            };
-            plain(comparison, label, colour)
-        }
+        DiffFormat::Text => plain(comparison, label, super::colour::stdout()),
     })
 }
 

@@ -47,7 +47,7 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
         let _ = writeln!(stderr, "note: {n}");
     }
     for e in errors {
-        let _ = writeln!(stderr, "error: {e}");
+        let _ = writeln!(stderr, "{} {e}", super::colour::error_prefix());
     }
     Ok(if !errors.is_empty() {
         EXIT_EXTERNAL

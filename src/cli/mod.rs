@@ -8,14 +8,17 @@ mod agent;
 mod apply;
 mod args;
 mod bump;
+pub mod colour;
 mod compare;
 mod completion;
 mod diff;
 pub mod output;
+mod reconcile;
 mod render;
 mod report;
 pub mod secrets;
 mod status;
+mod suspend;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -100,6 +103,7 @@ impl CliError {
 
 /// Run a parsed command; returns the exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
+    colour::set(cli.color);
     match cli.command {
         Command::Render(args) => render::render_cmd(&args),
         Command::Validate(args) => validate::validate_cmd(&args),
@@ -110,6 +114,9 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Bump(args) => bump::bump_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
+        Command::Suspend(args) => suspend::suspend_cmd(&args),
+        Command::Resume(args) => suspend::resume_cmd(&args),
+        Command::Reconcile(args) => reconcile::reconcile_cmd(&args),
     }
 }
 

@@ -46,7 +46,7 @@ pub fn grouped(renders: &[TenantRender]) -> String {
     let mut out = String::new();
     for (d, tenants) in groups {
         if tenants.len() <= 1 {
-            out.push_str(&format!("error: {d}\n"));
+            out.push_str(&format!("{} {d}\n", super::colour::error_prefix()));
             continue;
         }
         let mut names = tenants
@@ -67,7 +67,8 @@ pub fn grouped(renders: &[TenantRender]) -> String {
             ""
         };
         out.push_str(&format!(
-            "error: {}: {}\n  in {all}{} tenants: {names}\n  hint: {}\n",
+            "{} {}: {}\n  in {all}{} tenants: {names}\n  hint: {}\n",
+            super::colour::error_prefix(),
             d.location(),
             d.problem,
             tenants.len(),

@@ -6,13 +6,14 @@
 //! cannot be reached the inventories are shown alone, with a note.
 
 use std::io::Write;
+use std::str::FromStr;
 
 use super::{CliError, EXIT_INVALID, EXIT_OK, Format, StatusArgs, runtime};
 use crate::core::inventory::{Inventory, InventoryError};
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
-    let (inventories, agent) = runtime()?.block_on(async {
+    let (inventories, agent, flags) = runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),
             args.cluster.context.as_deref(),
@@ -22,8 +23,10 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         let inventories =
             crate::kube::inventory_store::load_inventories(&client, &args.namespace).await?;
         let agent = agent_view(&client, args).await;
-        Ok::<_, CliError>((inventories, agent))
+        let flags = crate::kube::tenant_flags::load_flags(&client, &args.namespace).await?;
+        Ok::<_, CliError>((inventories, agent, flags))
     })?;
+    let suspended = |t: &str| flags.get(t).and_then(|f| f.suspended.clone());
     let attempt = |t: &str| agent.as_ref().ok().map(|a| a["tenants"][t].clone());
     let unknown: Vec<&str> = args
         .tenants
@@ -65,6 +68,8 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                         "tenant": t,
                         "status": inv.status,
                         "attempt": attempt(t.as_str()),
+                        "suspended": suspended(t.as_str()),
+                        "lastSyncAge": last_sync(inv, attempt(t.as_str()).as_ref()).map(|u| (crate::agent::metrics::unix_now() - u).max(0)),
                     }),
                     Err(e) => serde_json::json!({"tenant": t, "error": e.to_string()}),
                 })
@@ -75,10 +80,11 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         Format::Text => {
             out.push_str(&agent_line(&agent));
             out.push_str(&format!(
-                "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {:<22} {}\n",
+                "{:<24} {:<9} {:<8} {:<5} {:<10} {:<8} {:<12} {:<22} {}\n",
                 "TENANT",
                 "READY",
                 "STALLED",
+                "AGE",
                 "REVISION",
                 "OBJECTS",
                 "COMMIT",
@@ -102,11 +108,40 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                         let tried = attempt(t.as_str())
                             .map(|a| attempt_cell(&a))
                             .unwrap_or_default();
+                        let suspension = suspended(t.as_str());
+                        let (ready, message) = match &suspension {
+                            Some(why) => (
+                                "Suspended".to_string(),
+                                format!("suspended {why}; was: {message}"),
+                            ),
+                            None => (condition(inv, "Ready"), message),
+                        };
+                        let sync_age = last_sync(inv, attempt(t.as_str()).as_ref())
+                            .map_or("-".to_string(), short_age);
+                        let on = super::colour::stdout();
+                        let pad = |w: &str, n: usize| {
+                            let padded = format!("{w:<n$}");
+                            match super::colour::style_of(w) {
+                                Some(s) => padded.replacen(w, &super::colour::paint(on, s, w), 1),
+                                None => padded,
+                            }
+                        };
+                        let stalled = condition(inv, "Stalled");
+                        let stalled = if stalled == "True" {
+                            super::colour::paint(
+                                on,
+                                super::colour::Style::Bad,
+                                &format!("{stalled:<8}"),
+                            )
+                        } else {
+                            format!("{stalled:<8}")
+                        };
                         out.push_str(&format!(
-                            "{:<24} {:<8} {:<8} {:<10} {:<8} {:<12} {:<22} {}{}\n",
+                            "{:<24} {} {} {:<5} {:<10} {:<8} {:<12} {:<22} {}{}\n",
                             t,
-                            condition(inv, "Ready"),
-                            condition(inv, "Stalled"),
+                            pad(&ready, 9),
+                            stalled,
+                            sync_age,
                             inv.status.revision.chars().take(10).collect::<String>(),
                             inv.entries.len(),
                             inv.status
@@ -150,10 +185,9 @@ async fn agent_view(client: &kube::Client, args: &StatusArgs) -> Result<serde_js
             let request = http::Request::get(path)
                 .body(Vec::new())
                 .map_err(|e| e.to_string())?;
-            client
-                .request_text(request)
-                .await
-                .map_err(|e| format!("through the Service fief-agent: {e}"))?
+            client.request_text(request).await.map_err(|e| {
+                format!("through the Service fief-agent: {}", crate::kube::brief(&e))
+            })?
         }
     };
     serde_json::from_str(&text).map_err(|e| format!("not the agent's /status: {e}"))
@@ -201,7 +235,7 @@ fn age(unix: i64) -> String {
     }
 }
 
-/// `abc123456789 applied 12s ago`.
+/// The last attempt: `abc12345 applied 12s ago`, `3f2a91c0 failed 2m ago`.
 fn attempt_cell(a: &serde_json::Value) -> String {
     let Some(commit) = a["commit"].as_str() else {
         return String::new();
@@ -224,5 +258,33 @@ fn agent_line(agent: &Result<serde_json::Value, String>) -> String {
             a["fetchError"].as_str().unwrap_or("none"),
         ),
         Err(e) => format!("agent: not reachable ({e}); showing the inventories alone\n"),
+    }
+}
+
+/// Unix time of the tenant's last sync: the agent's last attempt when known, else the latest
+/// condition transition recorded in the inventory (an unchanged sync writes nothing).
+fn last_sync(inv: &Inventory, attempt: Option<&serde_json::Value>) -> Option<i64> {
+    let from_agent = attempt.and_then(|a| a["at"].as_i64()).filter(|u| *u > 0);
+    let recorded = inv
+        .status
+        .conditions
+        .iter()
+        .filter_map(|c| k8s_openapi::jiff::Timestamp::from_str(&c.last_transition_time).ok())
+        .map(|t| t.as_second())
+        .max();
+    match (from_agent, recorded) {
+        (Some(a), Some(r)) => Some(a.max(r)),
+        (a, r) => a.or(r),
+    }
+}
+
+/// `45s`, `3m`, `2h`, `4d` since `unix`.
+fn short_age(unix: i64) -> String {
+    let s = (crate::agent::metrics::unix_now() - unix).max(0);
+    match s {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! In: the inventory, the tenant's render and the sync's [`TenantReport`]. Out: conditions
 //! `Ready` / `Reconciling` / `Stalled`, revision, counts and last error set on the inventory's
-//! status. Pure.
+//! status. Pure. Also the day-2 flags people set on an inventory (suspension, reconcile
+//! requests): their annotation names and how they are read ([`Flags`]).
 
 use serde::Serialize;
 
@@ -33,6 +34,9 @@ pub struct TenantReport {
     pub prune_blocked: bool,
     /// Errors.
     pub errors: Vec<String>,
+    /// Why the tenant was left alone (outcome `suspended`): who suspended it, when, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
 }
 
 impl TenantReport {
@@ -49,7 +53,7 @@ impl TenantReport {
     pub fn is_ok(&self) -> bool {
         matches!(
             self.outcome.as_str(),
-            "applied" | "purged" | "orphaned" | "skipped"
+            "applied" | "purged" | "orphaned" | "skipped" | "suspended"
         ) && self.errors.is_empty()
     }
 }
@@ -135,4 +139,82 @@ pub fn revision(render: &TenantRender) -> String {
         .map(|o| plan::content_hash(&o.object))
         .collect();
     objects::sha256_hex(hashes.join(",").as_bytes())[..16].to_string()
+}
+
+/// Annotation on a tenant's inventory ConfigMap: the tenant is suspended (`fief suspend`);
+/// the value says who, when and why. Neither `fief apply` nor the agent applies, repairs or
+/// prunes a suspended tenant.
+pub const ANNOTATION_SUSPENDED: &str = "fief.dev/suspended";
+/// Annotation set by `fief reconcile`: when a sync was asked for (RFC 3339). On a tenant's
+/// inventory ConfigMap it asks for that tenant; on [`RECONCILE_ALL`] for every tenant.
+pub const ANNOTATION_REQUESTED_AT: &str = "fief.dev/requestedAt";
+/// Annotation set by the agent once it handled a request: the `requestedAt` it answered.
+pub const ANNOTATION_HANDLED_AT: &str = "fief.dev/lastHandledReconcileAt";
+/// Annotation set by the agent with [`ANNOTATION_HANDLED_AT`]: `Ready: ...` or `Failed: ...`.
+pub const ANNOTATION_RECONCILE_RESULT: &str = "fief.dev/reconcileResult";
+/// Name of the ConfigMap (agent namespace) whose `requestedAt` asks for every tenant.
+pub const RECONCILE_ALL: &str = "fief-reconcile";
+
+/// The day-2 flags of one inventory ConfigMap, read from its annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Flags {
+    /// Set when suspended: who, when, why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
+    /// The last reconcile request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_at: Option<String>,
+    /// The last request the agent handled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handled_at: Option<String>,
+    /// The result of the last handled request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+impl Flags {
+    /// Read the flags from an object's annotations.
+    pub fn from_annotations(annotations: &std::collections::BTreeMap<String, String>) -> Flags {
+        let get = |k: &str| annotations.get(k).cloned();
+        Flags {
+            suspended: get(ANNOTATION_SUSPENDED),
+            requested_at: get(ANNOTATION_REQUESTED_AT),
+            handled_at: get(ANNOTATION_HANDLED_AT),
+            result: get(ANNOTATION_RECONCILE_RESULT),
+        }
+    }
+
+    /// A reconcile request the agent has not answered yet.
+    pub fn pending_request(&self) -> Option<&str> {
+        let at = self.requested_at.as_deref()?;
+        (self.handled_at.as_deref() != Some(at)).then_some(at)
+    }
+}
+
+/// The value of [`ANNOTATION_SUSPENDED`]: `by alice at 2026-01-01T00:00:00Z: reason`.
+pub fn suspension_note(who: &str, at: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(r) if !r.trim().is_empty() => format!("by {who} at {at}: {}", r.trim()),
+        _ => format!("by {who} at {at}"),
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_pending_until_the_agent_answers_that_same_time() {
+        let mut a = std::collections::BTreeMap::new();
+        a.insert(ANNOTATION_REQUESTED_AT.to_string(), "t2".to_string());
+        a.insert(ANNOTATION_HANDLED_AT.to_string(), "t1".to_string());
+        assert_eq!(Flags::from_annotations(&a).pending_request(), Some("t2"));
+        a.insert(ANNOTATION_HANDLED_AT.to_string(), "t2".to_string());
+        assert_eq!(Flags::from_annotations(&a).pending_request(), None);
+        assert_eq!(
+            suspension_note("alice", "t", Some(" incident 42 ")),
+            "by alice at t: incident 42"
+        );
+    }
 }

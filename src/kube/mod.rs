@@ -13,6 +13,8 @@ pub mod inventory_store;
 pub mod observe;
 pub mod prune;
 pub mod sync;
+pub mod tenant_events;
+pub mod tenant_flags;
 
 use std::collections::HashMap;
 use std::path::Path;
