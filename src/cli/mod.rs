@@ -15,12 +15,12 @@ mod diff;
 pub mod output;
 mod reconcile;
 mod render;
+mod report;
 pub mod secrets;
 mod status;
 mod suspend;
 mod validate;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -185,17 +185,9 @@ pub fn load_with_pins(checkout: &Path, snapshot: Snapshot) -> Repo {
     )))
 }
 
-/// Print every diagnostic on stderr; whether there were any.
+/// Print every diagnostic on stderr, one repeated in many tenants once; whether there were any.
 pub fn report_errors(renders: &[TenantRender]) -> bool {
-    let mut stderr = std::io::stderr().lock();
-    let mut any = false;
-    for r in renders {
-        for d in &r.errors {
-            any = true;
-            let _ = writeln!(stderr, "{} {d}", colour::error_prefix());
-        }
-    }
-    any
+    report::report_errors(renders)
 }
 
 fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {

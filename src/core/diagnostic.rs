@@ -22,7 +22,7 @@ pub enum Problem {
         path: String,
     },
     /// The YAML could not be parsed or does not match the expected schema.
-    #[error("invalid YAML: {detail}")]
+    #[error("invalid YAML: {}", readable_yaml(.detail))]
     Yaml {
         /// The parser's message.
         detail: String,
@@ -88,6 +88,14 @@ pub enum Problem {
     Template {
         /// minijinja's message.
         detail: String,
+    },
+    /// A template error on a line written in Helm (Go template) syntax.
+    #[error("template error: {detail} (this line is written in Helm's Go template syntax)")]
+    HelmSyntax {
+        /// minijinja's message.
+        detail: String,
+        /// The Jinja way to write it.
+        jinja: &'static str,
     },
     /// A rendered document is not a Kubernetes object.
     #[error("rendered document is not a Kubernetes object: {detail}")]
@@ -217,6 +225,50 @@ pub enum Problem {
         /// The subject, e.g. `Group system:authenticated`.
         subject: String,
     },
+    /// A component's merged values break its `values.schema.json`.
+    #[error("values of component `{component}`: `{path}` {detail}")]
+    ValuesSchema {
+        /// The component.
+        component: String,
+        /// The offending value, `values.image.tag`.
+        path: String,
+        /// What is wrong with it, the schema file and path, and what is allowed there.
+        detail: String,
+    },
+    /// A `values.schema.json` that is not JSON or not a valid JSON Schema.
+    #[error("invalid values schema: {detail}")]
+    InvalidSchema {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A field of a built-in kind that the Kubernetes API does not have, or of the wrong type.
+    #[error(
+        "{kind} `{name}`: `{path}` {detail} (Kubernetes {} API schema)",
+        crate::core::schema::k8s::kubernetes_version()
+    )]
+    KubeSchema {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The field, `spec.replicas`.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A kind that a built-in API group does not serve.
+    #[error(
+        "`kind: {kind}` is not served by apiVersion `{api_version}` in Kubernetes {}{suggestion}",
+        crate::core::schema::k8s::kubernetes_version()
+    )]
+    UnknownKind {
+        /// The apiVersion as written.
+        api_version: String,
+        /// The kind as written.
+        kind: String,
+        /// ` (did you mean ...?)`, or empty.
+        suggestion: String,
+    },
     /// A render thread panicked; the tenants it rendered are reported failed.
     #[error("rendering this tenant crashed: {message}")]
     RenderPanicked {
@@ -252,6 +304,7 @@ impl Problem {
             }
             Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
             Problem::Template { .. } => "fix the template at this line",
+            Problem::HelmSyntax { jinja, .. } => jinja,
             Problem::NotAnObject { .. } => {
                 "every rendered document needs apiVersion, kind and metadata.name"
             }
@@ -287,10 +340,53 @@ impl Problem {
             Problem::ForeignSubject { .. } => {
                 "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
             }
+            Problem::ValuesSchema { .. } => {
+                "correct the value at this line, or change the component's values.schema.json if it should be allowed"
+            }
+            Problem::InvalidSchema { .. } => {
+                "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
+            }
+            Problem::KubeSchema { .. } => {
+                "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
+            }
+            Problem::UnknownKind { .. } => {
+                "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
+            }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
             }
         }
+    }
+}
+
+/// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
+fn readable_yaml(detail: &str) -> String {
+    if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!("duplicate key `{key}` (a key may appear once in a map)");
+    }
+    if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
+        return if name.trim() == "Quantity" {
+            "not a quantity: write a number or a string such as `500m`, `2` or `4Gi`".to_string()
+        } else {
+            "this value has none of the accepted forms".to_string()
+        };
+    }
+    let replaced = detail
+        .replace(
+            "expected sequence start",
+            "expected a list (`[a, b]` or `- a` lines)",
+        )
+        .replace(
+            "expected mapping start",
+            "expected a map (`key: value` lines)",
+        );
+    match replaced.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head.to_string(),
+        None => replaced,
     }
 }
 
@@ -344,3 +440,25 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_messages_name_no_parser_internals() {
+        let p = |d: &str| {
+            Problem::Yaml {
+                detail: d.to_string(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            p("duplicate mapping key: name, set DuplicateKeyPolicy in Options if acceptable"),
+            "invalid YAML: duplicate key `name` (a key may appear once in a map)"
+        );
+        let q = p("data did not match any variant of untagged enum Quantity");
+        assert!(q.contains("not a quantity"), "{q}");
+        assert!(p("expected sequence start").contains("expected a list"));
+    }
+}

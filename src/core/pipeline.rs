@@ -33,6 +33,10 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         ));
         errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
         errors.extend(validate::check_names(&out.objects));
+        errors.extend(crate::core::schema::k8s::check_builtin_kinds(
+            &out.objects,
+            &repo.snapshot,
+        ));
         errors.extend(validate::check_component_kinds(&out.objects, config));
         errors.extend(validate::check_component_bindings(
             &out.objects,

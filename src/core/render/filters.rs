@@ -1,7 +1,9 @@
 //! Template filters users expect beyond minijinja's own: `to_yaml`, `to_json`, `b64encode`,
 //! `b64decode`, `sha256`, `required`, `quote`.
 //!
-//! In: minijinja values. Out: strings (or the value itself, for `required`). Pure.
+//! In: minijinja values. Out: strings (or the value itself, for `required`). An undefined
+//! value (a typo such as `values.replicsa`) is an error in every filter but `required`, as
+//! it is everywhere else in a template (strict undefined). Pure.
 
 use base64::Engine;
 use minijinja::{Environment, Error, ErrorKind, Value};
@@ -21,6 +23,18 @@ fn bad(detail: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidOperation, detail.into())
 }
 
+/// An undefined value piped into `filter` is the same error as printing it.
+fn defined(value: &Value, filter: &str) -> Result<(), Error> {
+    if value.is_undefined() {
+        Err(Error::new(
+            ErrorKind::UndefinedError,
+            format!("the `{filter}` filter got an undefined value"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Text of a value: strings as they are, anything else as minijinja prints it.
 fn text(value: &Value) -> String {
     match value.as_str() {
@@ -31,6 +45,7 @@ fn text(value: &Value) -> String {
 
 /// YAML of a value, without the trailing newline (combine with `indent`).
 fn to_yaml(value: Value) -> Result<String, Error> {
+    defined(&value, "to_yaml")?;
     let json = serde_json::to_value(&value).map_err(|e| bad(format!("to_yaml: {e}")))?;
     let out = crate::core::yaml::to_string(&json).map_err(|e| bad(format!("to_yaml: {e}")))?;
     Ok(out.trim_end_matches('\n').to_string())
@@ -38,22 +53,26 @@ fn to_yaml(value: Value) -> Result<String, Error> {
 
 /// Compact JSON of a value (valid YAML flow style, strings quoted).
 fn to_json(value: Value) -> Result<String, Error> {
+    defined(&value, "to_json")?;
     serde_json::to_string(&value).map_err(|e| bad(format!("to_json: {e}")))
 }
 
-fn b64encode(value: Value) -> String {
-    base64::engine::general_purpose::STANDARD.encode(text(&value))
+fn b64encode(value: Value) -> Result<String, Error> {
+    defined(&value, "b64encode")?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(text(&value)))
 }
 
 fn b64decode(value: Value) -> Result<String, Error> {
+    defined(&value, "b64decode")?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text(&value))
         .map_err(|e| bad(format!("b64decode: {e}")))?;
     String::from_utf8(bytes).map_err(|_| bad("b64decode: the decoded bytes are not UTF-8"))
 }
 
-fn sha256(value: Value) -> String {
-    crate::core::objects::sha256_hex(text(&value).as_bytes())
+fn sha256(value: Value) -> Result<String, Error> {
+    defined(&value, "sha256")?;
+    Ok(crate::core::objects::sha256_hex(text(&value).as_bytes()))
 }
 
 /// Fail the render with `message` when the value is undefined, none or an empty string.
@@ -70,8 +89,9 @@ fn required(value: Value, message: Option<String>) -> Result<Value, Error> {
 }
 
 /// A double-quoted YAML/JSON string of the value's text.
-fn quote(value: Value) -> String {
-    serde_json::Value::String(text(&value)).to_string()
+fn quote(value: Value) -> Result<String, Error> {
+    defined(&value, "quote")?;
+    Ok(serde_json::Value::String(text(&value)).to_string())
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! from the snapshot; execution is bounded by minijinja fuel and recursion limits.
 
 pub mod filters;
+mod hints;
 mod order;
 mod parse;
 mod state;
@@ -89,11 +90,17 @@ impl TenantRender {
 /// A minijinja environment over one snapshot; shared by every tenant of a render.
 pub struct Renderer {
     env: Environment<'static>,
+    /// The snapshot the templates load from (for error lines).
+    snapshot: Arc<Snapshot>,
+    /// Every component's `values.schema.json`, compiled once per render.
+    values_schemas: crate::core::schema::values::ValuesSchemas,
 }
 
 impl Renderer {
     /// Set up minijinja: loader over the snapshot, strict undefined, fuel, fief's filters.
     pub fn new(snapshot: Arc<Snapshot>) -> Renderer {
+        let values_schemas = crate::core::schema::values::ValuesSchemas::load(&snapshot);
+        let source = snapshot.clone();
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_fuel(Some(TEMPLATE_FUEL));
@@ -119,10 +126,20 @@ impl Renderer {
         });
         env.set_loader(move |name| load_template(&snapshot, name));
         filters::register(&mut env);
-        Renderer { env }
+        Renderer {
+            env,
+            snapshot: source,
+            values_schemas,
+        }
     }
 
-    fn render_template(&self, name: &str, ctx: &JValue) -> Result<String, Diagnostic> {
+    /// Render `name` with `ctx` (`context` is the same context as JSON, to explain errors).
+    fn render_template(
+        &self,
+        name: &str,
+        ctx: &JValue,
+        context: &Value,
+    ) -> Result<String, Diagnostic> {
         let result = self.env.get_template(name).and_then(|t| t.render(ctx));
         match result {
             Ok(out) if out.len() > MAX_RENDERED_BYTES => Err(Diagnostic::new(
@@ -133,7 +150,11 @@ impl Renderer {
                 },
             )),
             Ok(out) => Ok(out),
-            Err(e) => Err(template_diagnostic(name, &e)),
+            Err(e) => Err(explained(
+                template_diagnostic(name, &e),
+                &self.snapshot,
+                context,
+            )),
         }
     }
 }
@@ -189,6 +210,34 @@ fn template_diagnostic(name: &str, err: &minijinja::Error) -> Diagnostic {
         );
     }
     Diagnostic::new(file, innermost.line(), Problem::Template { detail })
+}
+
+/// A template diagnostic with what fief can add: the undefined name and its neighbours, or
+/// the Jinja equivalent of Helm syntax on that line.
+fn explained(d: Diagnostic, snapshot: &Snapshot, context: &Value) -> Diagnostic {
+    let Problem::Template { detail } = d.problem.as_ref() else {
+        return d;
+    };
+    let source = template_source(snapshot, &d.file);
+    let Some(text) = d.line.and_then(|l| source.lines().nth(l.saturating_sub(1))) else {
+        return d;
+    };
+    if let Some(jinja) = hints::helm_hint(text) {
+        let problem = Problem::HelmSyntax {
+            detail: detail.clone(),
+            jinja,
+        };
+        return Diagnostic::new(d.file, d.line, problem);
+    }
+    if detail.starts_with(&ErrorKind::UndefinedError.to_string())
+        && let Some(more) = hints::undefined_detail(text, source, context)
+    {
+        let problem = Problem::Template {
+            detail: format!("undefined value: {more}"),
+        };
+        return Diagnostic::new(d.file, d.line, problem);
+    }
+    d
 }
 
 /// The namespaces of a tenant, by environment.

@@ -14,8 +14,12 @@ use super::parse::parse_rendered;
 use super::state::{freeze, keep_for_state};
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
 use crate::core::diagnostic::{Diagnostic, Problem};
-use crate::core::model::{BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key};
+use crate::core::model::{
+    BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
+};
 use crate::core::objects;
+use crate::core::schema::locate::Step;
+use crate::core::schema::values::Layer;
 
 /// Render one tenant; a tenant with errors in its own files or its components' keeps the
 /// diagnostics and no objects.
@@ -88,14 +92,26 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         let version = cref
             .and_then(|c| c.version.as_deref())
             .or(component.meta.version.as_deref());
+        let dir = match &component.pinned {
+            Some(r) => pinned_key(&component.name, r),
+            None => component.name.clone(),
+        };
         for env in &envs {
             let env_file = env_files.get(env.as_str()).copied().flatten();
-            let vals = values::layered([
-                Some(&component.values),
-                env_file.and_then(|e| e.values.as_ref()),
-                env_file.and_then(|e| e.components.get(&component.name)),
-                cref.and_then(|c| c.values.as_ref()),
-            ]);
+            let layers = value_layers(&dir, &component.name, name, env, component, env_file, cref);
+            let vals = values::layered(layers.iter().map(|l| l.value));
+            let invalid = renderer.values_schemas.check(
+                &repo.snapshot,
+                &dir,
+                &component.name,
+                &vals,
+                &layers,
+            );
+            if !invalid.is_empty() {
+                // Values the component refuses are not rendered: its templates may assume them.
+                emitter.errors.extend(invalid);
+                continue;
+            }
             emitter.emit(&component.name, version, vals, env, &component.templates);
         }
     }
@@ -103,6 +119,47 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     crate::core::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
     out
+}
+
+/// A component's value layers in precedence order, each with the file (and place in it)
+/// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's.
+fn value_layers<'a>(
+    dir: &str,
+    component: &'a str,
+    tenant: &str,
+    env: &str,
+    parsed: &'a crate::core::model::Component,
+    env_file: Option<&'a Environment>,
+    cref: Option<&'a crate::core::model::ComponentRef>,
+) -> [Layer<'a>; 4] {
+    let env_path = format!("environments/{env}.yaml");
+    [
+        Layer {
+            value: Some(&parsed.values),
+            file: format!("components/{dir}/varz.yaml"),
+            anchor: Vec::new(),
+        },
+        Layer {
+            value: env_file.and_then(|e| e.values.as_ref()),
+            file: env_path.clone(),
+            anchor: vec![Step::Key("values")],
+        },
+        Layer {
+            value: env_file.and_then(|e| e.components.get(component)),
+            file: env_path,
+            anchor: vec![Step::Key("components"), Step::Key(component)],
+        },
+        Layer {
+            value: cref.and_then(|c| c.values.as_ref()),
+            file: format!("tenants/{tenant}.yaml"),
+            anchor: vec![
+                Step::Key("spec"),
+                Step::Key("components"),
+                Step::ItemWith("name", component),
+                Step::Key("values"),
+            ],
+        },
+    ]
 }
 
 /// The repo settings and the tenant file; `Ok(None)` for a tenant the repo does not have.
@@ -194,7 +251,7 @@ impl Emitter<'_, '_> {
         templates: &[String],
     ) {
         let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
-        let ctx = JValue::from(minijinja::value::Serde(&json!({
+        let context = json!({
             "tenant": self.tenant_ctx,
             "env": env,
             "namespace": namespace,
@@ -202,11 +259,12 @@ impl Emitter<'_, '_> {
             "values": vals,
             "fief": self.fief_ctx,
             "secrets": self.secrets_ctx,
-        })));
+        });
+        let ctx = JValue::from(minijinja::value::Serde(&context));
         let name = &self.tenant.metadata.name;
         let state = self.tenant.spec.state;
         for template in templates {
-            let rendered = match self.renderer.render_template(template, &ctx) {
+            let rendered = match self.renderer.render_template(template, &ctx, &context) {
                 Ok(r) => r,
                 Err(d) => {
                     self.errors.push(d);

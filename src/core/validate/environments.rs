@@ -54,9 +54,16 @@ pub fn check_declared(repo: &Repo, tenant: &str, envs: &[String]) -> Vec<Diagnos
 
 /// The declared name nearest to `name` by edit distance, if it is near enough to be a typo.
 fn closest<'a>(name: &str, declared: &BTreeSet<&'a str>) -> Option<&'a str> {
-    declared
-        .iter()
-        .map(|d| (edit_distance(name, d), *d))
+    suggest(name, declared.iter().copied())
+}
+
+/// The candidate nearest to `name` by edit distance, if it is near enough to be a typo
+/// ("did you mean"); `None` for an exact match or when nothing is close.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .filter(|d| *d != name)
+        .map(|d| (edit_distance(name, d), d))
         .filter(|(dist, d)| *dist <= 2.max(d.len() / 3))
         .min()
         .map(|(_, d)| d)

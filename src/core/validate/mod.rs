@@ -15,7 +15,7 @@ pub use tenancy::{
 
 mod environments;
 
-pub use environments::{check_declared, declared};
+pub use environments::{check_declared, declared, suggest};
 
 use std::collections::{BTreeMap, HashMap};
 

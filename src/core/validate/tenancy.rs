@@ -75,6 +75,9 @@ pub fn check_component_kinds(objects: &[RenderedObject], config: &Config) -> Vec
                 .iter()
                 .any(|k| k.group == o.id.group && k.kind == o.id.kind)
         })
+        // A kind that its built-in API group does not serve (a typo) is reported, with a
+        // suggestion, by the Kubernetes schema check instead.
+        .filter(|o| !crate::core::schema::k8s::is_unknown_builtin(&o.object))
         .map(|o| {
             Diagnostic::new(
                 o.source.file.clone(),

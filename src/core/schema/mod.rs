@@ -1,0 +1,13 @@
+//! Schemas checked before anything reaches a cluster.
+//!
+//! - [`values`]: a component's own `values.schema.json` (JSON Schema) over each tenant's
+//!   merged values, before render.
+//! - [`k8s`]: rendered objects of built-in Kubernetes kinds against a compact, committed
+//!   copy of the Kubernetes API schema (fields and types), after render.
+//! - [`locate`]: the line of a nested key in a YAML file, for their diagnostics.
+//!
+//! In: the snapshot and rendered or merged values. Out: diagnostics. Pure.
+
+pub mod k8s;
+pub mod locate;
+pub mod values;

@@ -1,0 +1,209 @@
+//! Error messages of `fief validate` / `fief render` as a user reads them: the undefined name
+//! and what is defined beside it, Helm syntax answered with the Jinja way, YAML errors at the
+//! template's line, one error of many tenants printed once, and no library internals.
+
+use std::process::{Command, Output};
+
+fn fief(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .output()
+        .expect("run fief")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// Component `app` with `template` as its only template, used by tenants `names`.
+    fn new(template: &str, names: &[&str]) -> Repo {
+        let r = Repo {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        r.write(
+            "components/app/varz.yaml",
+            "greeting: hello\nimage:\n  repository: web\n  tag: \"1\"\n",
+        );
+        r.write("components/app/templates/app.yaml", template);
+        for n in names {
+            r.write(
+                &format!("tenants/{n}.yaml"),
+                &format!(
+                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {n}\nspec:\n  components:\n    - name: app\n"
+                ),
+            );
+        }
+        r
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let p = self.dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn validate(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["validate", self.dir.path().to_str().unwrap()];
+        args.extend(extra);
+        fief(&args)
+    }
+}
+
+fn configmap(data_line: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n{data_line}\n")
+}
+
+fn assert_invalid(out: &Output, wanted: &[&str]) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    for w in wanted {
+        assert!(err.contains(w), "expected `{w}` in: {err}");
+    }
+    err
+}
+
+#[test]
+/// Also through a filter: `{{ values.typo | quote }}` used to render `""` silently.
+fn an_undefined_value_is_named_with_what_is_defined_beside_it() {
+    let repo = Repo::new(
+        &configmap("  tag: {{ values.image.tagg | quote }}"),
+        &["acme"],
+    );
+    let out = repo.validate(&[]);
+    assert_invalid(
+        &out,
+        &[
+            "components/app/templates/app.yaml:6: tenant `acme`: template error: undefined value: `values.image.tagg` is not defined; `values.image` has: repository, tag (did you mean `values.image.tag`?)",
+        ],
+    );
+    let top = Repo::new(&configmap("  greeting: {{ value.greeting }}"), &["acme"]);
+    assert_invalid(
+        &top.validate(&[]),
+        &[
+            "`value` is not defined; the template context has:",
+            "(did you mean `values`?)",
+        ],
+    );
+}
+
+#[test]
+fn helm_values_syntax_gets_the_jinja_equivalent() {
+    let repo = Repo::new(&configmap("  greeting: {{ .Values.greeting }}"), &["acme"]);
+    assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "components/app/templates/app.yaml:6: tenant `acme`: template error:",
+            "this line is written in Helm's Go template syntax",
+            "hint: fief templates are Jinja (minijinja), not Helm's Go templates: write `{{ values.replicas }}` for `{{ .Values.replicas }}`",
+        ],
+    );
+}
+
+#[test]
+fn helm_include_and_to_yaml_get_the_jinja_equivalent() {
+    let include = Repo::new(
+        &configmap("  labels: {{ include \"app.labels\" . }}"),
+        &["acme"],
+    );
+    assert_invalid(
+        &include.validate(&[]),
+        &["app.yaml:6", "write `{% include \"_name.yaml\" %}`"],
+    );
+    let to_yaml = Repo::new(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  {{- toYaml .Values.data | nindent 2 }}\n",
+        &["acme"],
+    );
+    assert_invalid(
+        &to_yaml.validate(&[]),
+        &["app.yaml:6", "write `{{ values.x | to_yaml | indent(4) }}`"],
+    );
+}
+
+#[test]
+fn a_yaml_error_in_rendered_output_points_at_the_template_line() {
+    let repo = Repo::new(
+        "{% set n = 2 %}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: [1\n  b: {{ n }}\n",
+        &["acme"],
+    );
+    assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "components/app/templates/app.yaml:8: tenant `acme`: invalid YAML:",
+            "(line 7 of the rendered output)",
+        ],
+    );
+}
+
+#[test]
+fn one_error_in_many_tenants_is_printed_once_with_the_count_and_a_few_names() {
+    let names = ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"];
+    let repo = Repo::new(&configmap("  greeting: {{ values.greting }}"), &names);
+    let out = repo.validate(&[]);
+    let err = assert_invalid(
+        &out,
+        &[
+            "error: components/app/templates/app.yaml:6: template error: undefined value: `values.greting`",
+            "in all 8 tenants: t1, t2, t3, t4, t5 and 3 more (`validate --output json` lists them all)",
+        ],
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
+    let json = repo.validate(&["--output", "json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let failing: Vec<&str> = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["errors"].as_array().is_some_and(|e| !e.is_empty()))
+        .map(|t| t["tenant"].as_str().unwrap())
+        .collect();
+    assert_eq!(failing, names);
+}
+
+#[test]
+fn fief_yaml_errors_are_printed_once_for_the_repo() {
+    let repo = Repo::new(&configmap("  a: b"), &["alpha", "beta", "gamma"]);
+    repo.write("fief.yaml", "environments: [prod]\nenvironments: [dev]\n");
+    let err = assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "error: fief.yaml:2: invalid YAML: duplicate key `environments` (a key may appear once in a map)",
+            "in all 3 tenants: alpha, beta, gamma",
+        ],
+    );
+    assert_eq!(err.matches("fief.yaml").count(), 1, "{err}");
+}
+
+#[test]
+fn messages_name_no_library_internals() {
+    let repo = Repo::new(&configmap("  a: b"), &["acme", "beta"]);
+    repo.write(
+        "tenants/acme.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\n  name: acme\n",
+    );
+    repo.write(
+        "tenants/beta.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: beta\nspec:\n  quota: {cpu: [1]}\n",
+    );
+    repo.write("components/app/varz.yaml", "a: 1\na: 2\n");
+    let err = stderr(&repo.validate(&[]));
+    assert!(err.contains("tenants/acme.yaml:5"), "{err}");
+    assert!(err.contains("tenants/beta.yaml:6"), "{err}");
+    for internal in [
+        "DuplicateKeyPolicy",
+        "Error {",
+        "Some(",
+        "untagged enum",
+        "Options",
+    ] {
+        assert!(!err.contains(internal), "`{internal}` in: {err}");
+    }
+}
