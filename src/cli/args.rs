@@ -42,8 +42,9 @@ pub enum Command {
     Agent(Box<AgentArgs>),
     /// Print every tenant's status from its inventory in the cluster.
     Status(StatusArgs),
-    /// Set a component's version in chosen tenant files (a one-line change each, comments
-    /// kept), print the diff, and optionally commit it: the fleet deploy tool, GitOps style.
+    /// Set a component's version or git ref in chosen tenant files (a one-line change each,
+    /// comments kept), print the diff, and optionally commit it: the fleet deploy tool, GitOps
+    /// style.
     Bump(BumpArgs),
     /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
     Completion(CompletionArgs),
