@@ -140,6 +140,30 @@ fn a_yaml_error_in_rendered_output_points_at_the_template_line() {
 }
 
 #[test]
+fn a_yaml_error_after_a_leading_comment_points_at_the_template_line() {
+    let repo = Repo::new(
+        "# the app's settings\n\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: [1\n  b: 2\n",
+        &["acme"],
+    );
+    let out = repo.validate(&[]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let rendered: usize = err
+        .split("(line ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no rendered line in: {err}"));
+    // The rendered output keeps the comment and the blank line, so a rendered line is the
+    // template line with the same number.
+    assert!(
+        err.contains(&format!(
+            "components/app/templates/app.yaml:{rendered}: tenant `acme`: invalid YAML:"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn one_error_in_many_tenants_is_printed_once_with_the_count_and_a_few_names() {
     let names = ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"];
     let repo = Repo::new(&configmap("  greeting: {{ values.greting }}"), &names);

@@ -100,9 +100,18 @@ pub(super) fn parse_rendered(
             Ok(None) => continue,
             Err(e) => {
                 let rendered_line = e.line.unwrap_or(doc.first_line);
+                // `line` is the template's first content line; count from the rendered
+                // document's first content line too (leading comments and blank lines are
+                // skipped on both sides).
+                let rendered_start = doc.first_line
+                    + doc
+                        .text
+                        .lines()
+                        .take_while(|l| is_non_content_line(l))
+                        .count();
                 errors.push(Diagnostic::new(
                     template,
-                    Some(line + rendered_line.saturating_sub(doc.first_line)),
+                    Some(line + rendered_line.saturating_sub(rendered_start)),
                     Problem::Yaml {
                         detail: format!(
                             "{} (line {rendered_line} of the rendered output)",
