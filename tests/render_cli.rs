@@ -161,6 +161,38 @@ fn secrets_are_redacted_unless_asked() {
 }
 
 #[test]
+fn render_output_json_is_one_list_of_the_same_objects_with_secrets_redacted() {
+    let repo = example();
+    let yaml = stdout(&fief(&["render", repo.to_str().unwrap()]));
+    let out = fief(&["render", repo.to_str().unwrap(), "-o", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    let items = list["items"].as_array().unwrap();
+    let docs =
+        yaml.matches("\napiVersion: ").count() + usize::from(yaml.starts_with("apiVersion: "));
+    assert_eq!(items.len(), docs, "same objects as the YAML stream");
+    let secrets: Vec<&serde_json::Value> = items.iter().filter(|o| o["kind"] == "Secret").collect();
+    assert!(!secrets.is_empty());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("<redacted>"));
+    assert!(!text.contains("YXBw"), "base64 of `app` leaked");
+    let both = fief(&[
+        "render",
+        repo.to_str().unwrap(),
+        "-o",
+        "json",
+        "--out",
+        "/tmp/x",
+    ]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "-o json and --out together are a usage error"
+    );
+}
+
+#[test]
 fn out_dir_gets_one_file_per_object() {
     let dir = tempfile::tempdir().unwrap();
     let out = fief(&[

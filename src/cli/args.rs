@@ -372,6 +372,18 @@ pub struct RenderArgs {
     /// Print Secrets' values instead of `<redacted>` (decrypts: needs the age key).
     #[arg(long)]
     pub show_secrets: bool,
+    /// Format of the stream on stdout: a multi-document YAML stream, or one JSON `v1/List`.
+    #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Yaml, conflicts_with = "out")]
+    pub output: RenderFormat,
+}
+
+/// Output format of `fief render` on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// A multi-document YAML stream with `# Source:` comments.
+    Yaml,
+    /// One JSON object `{"apiVersion": "v1", "kind": "List", "items": [...]}`, as `kubectl get -o json`.
+    Json,
 }
 
 /// `fief validate`.

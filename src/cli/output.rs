@@ -1,4 +1,4 @@
-//! Output: rendered objects as a multi-document YAML stream or as one file per object.
+//! Output: rendered objects as a multi-document YAML stream, one JSON `v1/List`, or one file per object.
 //!
 //! In: [`TenantRender`]s. Out: text (stdout) and relative paths for `--out`; Secrets' values
 //! redacted unless asked otherwise. A redacted Secret carries a comment saying it will not
@@ -37,6 +37,27 @@ pub fn stream(renders: &[TenantRender], show_secrets: bool) -> Result<String, St
         }
     }
     Ok(out)
+}
+
+/// Every cleanly rendered tenant's objects as one JSON `v1/List` (Secrets redacted unless
+/// `show_secrets`; a redacted Secret will not apply, as in the YAML stream).
+pub fn json_list(renders: &[TenantRender], show_secrets: bool) -> Result<String, String> {
+    let items: Vec<std::borrow::Cow<'_, serde_json::Value>> = renders
+        .iter()
+        .filter(|r| r.is_ok())
+        .flat_map(|r| &r.objects)
+        .map(|o| {
+            if !show_secrets && is_secret(&o.object) {
+                std::borrow::Cow::Owned(redact(&o.object))
+            } else {
+                std::borrow::Cow::Borrowed(&o.object)
+            }
+        })
+        .collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let mut text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// `<tenant>/<namespace or _cluster>/<kind>.<name>.yaml`.

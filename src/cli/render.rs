@@ -1,4 +1,5 @@
-//! `fief render`: the repo's objects as one YAML stream, or a tree of files with `--out`.
+//! `fief render`: the repo's objects as one YAML stream (or a JSON `v1/List` with `-o json`),
+//! or a tree of files with `--out`.
 //!
 //! In: [`RenderArgs`]. Out: YAML on stdout or files; diagnostics on stderr; exit code 0 or 1.
 //!
@@ -15,8 +16,8 @@ use std::path::{Component, Path, PathBuf};
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, load_and_render_with, output, report_errors,
-    write_err,
+    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, load_and_render_with, output,
+    report_errors, write_err,
 };
 use crate::core::render::TenantRender;
 
@@ -33,7 +34,11 @@ pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
     let (_, renders) = load_and_render_with(&args.repo, without_key)?;
     match &args.out {
         None => {
-            let text = output::stream(&renders, args.show_secrets).map_err(CliError::Serialize)?;
+            let text = match args.output {
+                RenderFormat::Yaml => output::stream(&renders, args.show_secrets),
+                RenderFormat::Json => output::json_list(&renders, args.show_secrets),
+            }
+            .map_err(CliError::Serialize)?;
             std::io::stdout()
                 .lock()
                 .write_all(text.as_bytes())
