@@ -12,30 +12,8 @@ use std::time::Duration;
 use common::agent::{
     Agent, GitServer, condition, configmap_value, small_repo, status, tenant, wait_until,
 };
-use common::cluster_cli::{APP, TestRepo, fief, kubectl_json, kubectl_ok};
+use common::cluster_cli::{APP, TestRepo, fief, fief_cmd, kubectl_json, kubectl_ok, ok};
 use common::util::text;
-
-/// Run `fief <args> --kubeconfig admin`.
-fn fief_cmd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(common::control_plane().admin_kubeconfig())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run fief")
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
 
 fn rv(kind: &str, ns: &str, name: &str) -> String {
     kubectl_json(&["get", kind, "-n", ns, name])["metadata"]["resourceVersion"]

@@ -9,30 +9,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::agent::{Agent, GitServer, condition, small_repo, status, wait_until};
-use common::cluster_cli::{APP, TestRepo, fief};
+use common::cluster_cli::{APP, TestRepo, fief, fief_cmd, ok};
 use common::util::text;
-
-/// Run `fief <args> --kubeconfig admin`.
-fn fief_cmd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(common::control_plane().admin_kubeconfig())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run fief")
-}
-
-fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
 
 #[test]
 fn status_shows_the_age_of_the_last_sync_and_a_failed_attempt_beside_the_applied_commit() {

@@ -197,3 +197,26 @@ pub fn assert_one_line_error(stderr: &str) {
         assert!(!stderr.contains(bad), "{bad:?} in: {stderr}");
     }
 }
+
+/// Run `fief <args> --kubeconfig admin` (for commands whose first argument is not a repo).
+pub fn fief_cmd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(super::control_plane().admin_kubeconfig())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fief")
+}
+
+/// Assert exit 0 and return stdout (both streams in the failure message).
+pub fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        super::util::text(&out.stdout),
+        super::util::text(&out.stderr)
+    );
+    super::util::text(&out.stdout)
+}

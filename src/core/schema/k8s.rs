@@ -9,6 +9,7 @@
 //! matches and regenerates it). Kinds of API groups it does not know (custom resources) are
 //! left to the cluster. Pure; the schema is parsed once per process.
 
+use super::dotted;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -299,22 +300,6 @@ fn walk(
             }
         }
     }
-}
-
-/// `["spec", "containers", "0", "image"]` → `spec.containers[0].image`.
-fn dotted(path: &[String]) -> String {
-    let mut out = String::new();
-    for seg in path {
-        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{seg}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(seg);
-        }
-    }
-    out
 }
 
 /// The template line of `path` inside the object's document, if the template writes it

@@ -11,3 +11,20 @@
 pub mod k8s;
 pub mod locate;
 pub mod values;
+
+/// A path of keys and list indexes as written in YAML: `["spec", "containers", "0", "image"]`
+/// → `spec.containers[0].image`.
+pub(crate) fn dotted(path: &[String]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}

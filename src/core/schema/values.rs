@@ -8,6 +8,7 @@
 //! diagnostic at the schema file, given to every tenant that uses the component. Remote
 //! `$ref`s are never fetched (the `jsonschema` crate is built without its resolvers). Pure.
 
+use super::dotted;
 use std::collections::BTreeMap;
 
 use jsonschema::error::ValidationErrorKind;
@@ -200,26 +201,6 @@ fn allowed_keys(raw: &Value, schema_path: &str) -> Vec<String> {
         .and_then(Value::as_object)
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default()
-}
-
-/// `["image", "tag"]` → `image.tag`; `["hosts", "0"]` → `hosts[0]`.
-fn dotted(path: &[String]) -> String {
-    let mut out = String::new();
-    for seg in path {
-        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{seg}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(seg);
-        }
-    }
-    if out.is_empty() {
-        "values".to_string()
-    } else {
-        format!("values.{out}")
-    }
 }
 
 /// Whether `value` holds `path` (map keys and list indexes).
