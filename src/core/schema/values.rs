@@ -8,7 +8,6 @@
 //! diagnostic at the schema file, given to every tenant that uses the component. Remote
 //! `$ref`s are never fetched (the `jsonschema` crate is built without its resolvers). Pure.
 
-use super::dotted;
 use std::collections::BTreeMap;
 
 use jsonschema::error::ValidationErrorKind;
@@ -247,7 +246,7 @@ fn diagnostic(
     };
     let problem = Problem::ValuesSchema {
         component: component.to_string(),
-        path: dotted(path),
+        path: values_path(path),
         detail: format!(
             "{detail} (schema {}, at {schema_path}){allowed}",
             compiled.file
@@ -268,4 +267,14 @@ fn diagnostic(
         .and_then(|e| e.as_ref().ok())
         .and_then(|text| line_of_path(text, &steps));
     Diagnostic::new(layer.file.clone(), line, problem)
+}
+
+/// `["image", "tag"]` → `values.image.tag`; `["hosts", "0"]` → `values.hosts[0]`; `[]` → `values`.
+fn values_path(path: &[String]) -> String {
+    let out = super::dotted(path);
+    if out.is_empty() {
+        "values".to_string()
+    } else {
+        format!("values.{out}")
+    }
 }
