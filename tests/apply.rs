@@ -386,10 +386,15 @@ fn inventory_entries(agent_ns: &str, tenant: &str) -> Vec<Value> {
 
 /// Rewrite the inventory entry of ConfigMap `name` (as a hand edit of the inventory would).
 fn edit_inventory_entry(agent_ns: &str, tenant: &str, name: &str, edit: impl Fn(&mut Value)) {
+    edit_entry_of(agent_ns, tenant, "ConfigMap", name, edit);
+}
+
+/// Rewrite the inventory entry of the `kind` object `name`.
+fn edit_entry_of(agent_ns: &str, tenant: &str, kind: &str, name: &str, edit: impl Fn(&mut Value)) {
     let mut entries = inventory_entries(agent_ns, tenant);
     let entry = entries
         .iter_mut()
-        .find(|e| e["kind"] == "ConfigMap" && e["name"] == name)
+        .find(|e| e["kind"] == kind && e["name"] == name)
         .expect("entry recorded");
     edit(entry);
     let patch = serde_json::json!({"data": {"entries": serde_json::to_string(&entries).unwrap()}});
@@ -453,10 +458,12 @@ fn a_no_op_apply_reads_only_objects_whose_resource_version_moved() {
         "{entries:?}"
     );
 
-    // A moved resourceVersion (any write to the object) makes the object read again.
+    // A moved resourceVersion (any write to the object) with fief's field-manager entry
+    // not as recorded makes the object read again.
     edit_inventory_entry(&repo.agent_ns, &t, "app-config", |e| {
         e["live"] = "recorded-by-hand".into();
         e["resourceVersion"] = "1".into();
+        e["managed"] = "0".into();
     });
     let moved = apply_json(repo.path(), &["--tenant", &t], 0);
     assert_eq!(
@@ -464,6 +471,88 @@ fn a_no_op_apply_reads_only_objects_whose_resource_version_moved() {
         1,
         "{moved}"
     );
+    let steady = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(steady["requests"]["patch"], 0, "{steady}");
+}
+
+#[test]
+fn a_controllers_status_writes_do_not_make_a_no_op_apply_read_the_object_but_hand_edits_do() {
+    let repo = TestRepo::new("");
+    let t = common::unique("fp");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, &format!("  quota: {{pods: \"10\"}}\n{BOTH}"));
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    let entry = || {
+        inventory_entries(&repo.agent_ns, &t)
+            .into_iter()
+            .find(|e| e["kind"] == "ResourceQuota")
+            .expect("quota recorded")
+    };
+    let recorded = entry();
+    assert!(recorded["managed"].is_string(), "{recorded}");
+    // The controller-manager writes the quota's status: its resourceVersion moves.
+    let quota = || kubectl_json(&["get", "resourcequota", "-n", &ns, "fief-quota"]);
+    common::util::wait_until(
+        "the ResourceQuota's status written",
+        std::time::Duration::from_secs(60),
+        || {
+            let live = quota();
+            live["metadata"]["resourceVersion"] != recorded["resourceVersion"]
+                && live["status"]["used"].is_object()
+        },
+    );
+    // A wrong recorded live hash is still trusted: fief's own managedFields entry is as
+    // recorded, so the body is not read and nothing is applied.
+    edit_entry_of(&repo.agent_ns, &t, "ResourceQuota", "fief-quota", |e| {
+        e["live"] = "recorded-by-hand".into();
+    });
+    let trusted = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(trusted["requests"]["patch"], 0, "{trusted}");
+    edit_entry_of(&repo.agent_ns, &t, "ResourceQuota", "fief-quota", |e| {
+        e["live"] = recorded["live"].clone();
+    });
+    let steady = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(steady["requests"]["patch"], 0, "{steady}");
+
+    // A hand edit of a field fief sets is seen and repaired.
+    let out = kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "resourcequota",
+        "fief-quota",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"hard":{"pods":"99"}}}"#,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fixed = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(
+        tenant_report(&fixed, &t)["counts"]["configured"],
+        1,
+        "{fixed}"
+    );
+    assert_eq!(quota()["spec"]["hard"]["pods"], "10");
+
+    // So is a label fief set that was removed by hand.
+    let label = "fief.dev/component";
+    let out = kubectl(&[
+        "-n",
+        &ns,
+        "label",
+        "resourcequota",
+        "fief-quota",
+        &format!("{label}-"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fixed = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert_eq!(
+        tenant_report(&fixed, &t)["counts"]["configured"],
+        1,
+        "{fixed}"
+    );
+    assert_eq!(quota()["metadata"]["labels"][label], "baseline");
     let steady = apply_json(repo.path(), &["--tenant", &t], 0);
     assert_eq!(steady["requests"]["patch"], 0, "{steady}");
 }

@@ -74,6 +74,8 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     } else {
         load_and_render(&args.repo)?
     };
+    // Shared with the threads that render batches.
+    let repo = std::sync::Arc::new(repo);
     let config = repo.config.as_ref().map_err(|_| CliError::Config);
     if config.is_err() {
         if batched {
@@ -132,7 +134,10 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             crate::kube::sync::sync_batched(
                 &resources,
                 &names,
-                |batch| pipeline::render_all(&repo, batch),
+                {
+                    let repo = std::sync::Arc::clone(&repo);
+                    move |batch: &[String]| pipeline::render_all(&repo, batch)
+                },
                 &known,
                 args.repo.tenants.is_empty(),
                 &options,

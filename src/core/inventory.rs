@@ -49,6 +49,12 @@ pub struct Entry {
     /// `metadata.uid` of that object (empty as `resource_version`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// [`crate::core::plan::managed_fingerprint`] of that object: fief's own `managedFields`
+    /// entry. A write by anyone else that leaves it unchanged (a controller's status update)
+    /// touched no field fief sets, so `live` stands without reading the object (empty in
+    /// entries of older versions, and while not yet applied).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub managed: String,
     /// Namespaces only: `true` when fief created it (it did not exist before the tenant's
     /// first apply), `false` when it existed and was handed over (labelled as the tenant's).
     /// Purge deletes only created namespaces. Absent in entries of older versions: then purge
@@ -289,6 +295,7 @@ mod tests {
             live: "l".into(),
             resource_version: String::new(),
             uid: String::new(),
+            managed: String::new(),
             created: None,
         }
     }

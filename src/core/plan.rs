@@ -145,6 +145,41 @@ pub fn live_hash(desired: &Value, live: &Value) -> String {
     content_hash(&projected)
 }
 
+/// Fingerprint of field manager `manager`'s `Apply` entries in an object's
+/// `metadata.managedFields` (given here; their apiVersion, time and field set), as the server
+/// returns them; empty when it has none.
+///
+/// Server-side apply moves a field to whoever changes it (an update takes it over, a forced
+/// apply too) and drops fields that are removed, so while this fingerprint (and the object's
+/// uid) is the one recorded when fief last applied the object, nobody else has changed a
+/// field fief sets: writes that bump the resourceVersion without touching fief's fields, such
+/// as a controller's status updates, leave it unchanged. Not promised against a writer that
+/// uses fief's own field manager name.
+pub fn managed_fingerprint(managed_fields: &Value, manager: &str) -> String {
+    let mut text = Vec::new();
+    for m in managed_fields.as_array().into_iter().flatten() {
+        let ours = m["manager"] == manager
+            && m["operation"] == "Apply"
+            && m["subresource"].as_str().unwrap_or_default().is_empty();
+        if !ours {
+            continue;
+        }
+        for key in ["apiVersion", "time"] {
+            text.extend_from_slice(m[key].as_str().unwrap_or_default().as_bytes());
+            text.push(0);
+        }
+        // serde_json's maps are sorted, so the field set serializes canonically.
+        text.extend_from_slice(&serde_json::to_vec(&m["fieldsV1"]).unwrap_or_default());
+        text.push(0);
+    }
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut hex = objects::sha256_hex(&text);
+    hex.truncate(32);
+    hex
+}
+
 /// Plan one tenant's sync.
 ///
 /// `live` maps each object that exists in the cluster to the hash of its projection on the
@@ -261,6 +296,7 @@ mod tests {
                     live: l,
                     resource_version: String::new(),
                     uid: String::new(),
+                    managed: String::new(),
                     created: None,
                 },
             );
@@ -425,5 +461,31 @@ mod tests {
         let p = plan(&purged, Some(&inv), &live, &PruneGuard::default(), false);
         let kinds: Vec<_> = p.prune.iter().map(|e| e.id.kind.as_str()).collect();
         assert_eq!(kinds, ["ConfigMap", "Role", "Namespace"]);
+    }
+
+    #[test]
+    fn managed_fingerprint_moves_only_with_fiefs_own_apply_entry() {
+        let meta = |fief_fields: Value, status_time: &str| {
+            serde_json::json!([
+                {"manager": "fief", "operation": "Apply", "apiVersion": "apps/v1",
+                 "time": "2026-11-23T10:00:00Z", "fieldsV1": fief_fields},
+                {"manager": "kube-controller-manager", "operation": "Update",
+                 "subresource": "status", "time": status_time, "fieldsV1": {"f:status": {}}},
+            ])
+        };
+        let owned = serde_json::json!({"f:spec": {"f:replicas": {}}});
+        let before = managed_fingerprint(&meta(owned.clone(), "2026-11-23T10:00:01Z"), "fief");
+        assert_eq!(before.len(), 32);
+        // A controller's status write: same fingerprint.
+        let status = managed_fingerprint(&meta(owned, "2026-11-23T10:05:00Z"), "fief");
+        assert_eq!(before, status);
+        // Someone took over (or removed) a field fief set: a different fingerprint.
+        let taken = serde_json::json!({"f:spec": {}});
+        assert_ne!(
+            before,
+            managed_fingerprint(&meta(taken, "2026-11-23T10:00:01Z"), "fief")
+        );
+        // No entry of fief's: empty (the object is then read).
+        assert_eq!(managed_fingerprint(&serde_json::json!({}), "fief"), "");
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod adopt;
 pub mod apply;
+pub mod batched;
 pub mod counter;
 pub mod diff;
 pub mod health;

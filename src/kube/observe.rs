@@ -3,7 +3,8 @@
 //!
 //! In: rendered tenants. Out: a [`ClusterState`] (inventories and live hashes). Only objects
 //! fief applied before need a live hash; per kind, one metadata-only LIST (paged) says which
-//! still carry the resourceVersion recorded in the inventory (their recorded hash stands), and
+//! still carry the resourceVersion recorded in the inventory, or fief's own `managedFields`
+//! entry as recorded (their recorded hash stands: no field fief sets was written), and
 //! only the others are read in full. Reads only (creates the agent namespace when it is
 //! missing).
 
@@ -12,6 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::inventory_store::load_inventories;
@@ -147,6 +149,59 @@ struct Wanted<'a> {
     entry: &'a Entry,
 }
 
+/// Whether a live object (its metadata) is still the one fief last applied, as far as the
+/// fields fief sets go: same uid, and either the same resourceVersion (no write at all) or
+/// fief's own `managedFields` entry unchanged (writes since touched none of fief's fields,
+/// e.g. a controller's status updates).
+fn unchanged_since_applied(
+    entry: &Entry,
+    resource_version: &str,
+    uid: &str,
+    managed_fields: &Value,
+) -> bool {
+    if entry.resource_version.is_empty() || entry.uid != uid {
+        return false;
+    }
+    entry.resource_version == resource_version
+        || (!entry.managed.is_empty()
+            && plan::managed_fingerprint(managed_fields, FIELD_MANAGER) == entry.managed)
+}
+
+/// One page of a metadata-only LIST, as far as [`live_hashes`] reads it.
+#[derive(Deserialize)]
+struct MetaPage {
+    #[serde(default)]
+    metadata: PageMeta,
+    #[serde(default)]
+    items: Vec<MetaItem>,
+}
+
+#[derive(Deserialize, Default)]
+struct PageMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MetaItem {
+    metadata: ItemMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ItemMeta {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    resource_version: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    managed_fields: Value,
+}
+
 /// Above this many changed objects of one kind, one paged LIST of full bodies is cheaper than
 /// a GET per object.
 const GET_LIMIT: usize = 64;
@@ -155,7 +210,9 @@ const GET_LIMIT: usize = 64;
 ///
 /// One metadata-only LIST (paged) finds which objects exist and their resourceVersion; an
 /// object whose resourceVersion and uid are those fief recorded when it last applied it is
-/// exactly the object the server returned then, so its recorded live hash stands. Only the
+/// exactly the object the server returned then, so its recorded live hash stands; so does one
+/// whose only writes since left fief's own `managedFields` entry as recorded (a controller's
+/// status updates to Deployments, StatefulSets, ResourceQuotas...). Only the
 /// others (changed since, or recorded by an older fief without a resourceVersion) are read in
 /// full: one GET each when few, else a paged LIST of full bodies. No page is kept.
 async fn live_hashes(
@@ -173,19 +230,21 @@ async fn live_hashes(
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
-        let page = api.list_metadata(&params).await?;
+        // Read into a lean shape: only the metadata this needs is kept.
+        let request = kube::core::Request::new(api.resource_url())
+            .list_metadata(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        let page: MetaPage = resources.client().request(request).await?;
         for item in page.items {
+            let m = item.metadata;
             let id = ObjectId {
                 group: resource.api.group.clone(),
                 kind: resource.api.kind.clone(),
-                namespace: item.metadata.namespace.unwrap_or_default(),
-                name: item.metadata.name.unwrap_or_default(),
+                namespace: m.namespace,
+                name: m.name,
             };
             let Some(w) = wanted.get(&id) else { continue };
-            let same = !w.entry.resource_version.is_empty()
-                && item.metadata.resource_version.as_deref() == Some(&w.entry.resource_version)
-                && item.metadata.uid.as_deref() == Some(&w.entry.uid);
-            if same {
+            if unchanged_since_applied(w.entry, &m.resource_version, &m.uid, &m.managed_fields) {
                 live.insert(id, w.entry.live.clone());
             } else {
                 moved.insert(id);

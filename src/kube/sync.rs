@@ -115,47 +115,7 @@ pub async fn sync_with(
     };
     let inventories = &state.inventories;
     let done: Vec<(TenantReport, Option<Option<Inventory>>)> = stream::iter(renders.iter())
-        .map(|r| {
-            let ctx = &ctx;
-            async move {
-                if r.cluster
-                    .as_deref()
-                    .is_some_and(|c| c != ctx.options.cluster)
-                {
-                    return (TenantReport::new(&r.tenant, "skipped"), None);
-                }
-                if !is_dns_label(&r.tenant) {
-                    // Its file is invalid (the render says why); no inventory can be named
-                    // after it, and nothing of it touches the cluster.
-                    let mut rep = TenantReport::new(&r.tenant, "invalid");
-                    rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
-                    if rep.errors.is_empty() {
-                        rep.errors.push(format!(
-                            "tenant name `{}` is not a DNS-1123 label; nothing applied",
-                            r.tenant
-                        ));
-                    }
-                    return (rep, None);
-                }
-                match inventories.get(&r.tenant) {
-                    Some(Err(e)) => {
-                        let mut rep = TenantReport::new(&r.tenant, "failed");
-                        rep.errors.push(format!(
-                            "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
-                        ));
-                        (rep, None)
-                    }
-                    Some(Ok(inv)) => {
-                        let (rep, inv) = sync_tenant(ctx, r, Some(inv)).await;
-                        (rep, Some(inv))
-                    }
-                    None => {
-                        let (rep, inv) = sync_tenant(ctx, r, None).await;
-                        (rep, Some(inv))
-                    }
-                }
-            }
-        })
+        .map(|r| sync_one(&ctx, r, inventories))
         .buffer_unordered(options.concurrency.max(1))
         .inspect(|(report, _)| {
             if let Some(tx) = &options.progress {
@@ -180,9 +140,55 @@ pub async fn sync_with(
     result
 }
 
+/// Sync one rendered tenant against its inventory (if any): skipped when another cluster's,
+/// refused when its name is invalid or its inventory unreadable, else [`sync_tenant`].
+/// Returns its report and (when synced) its inventory as it now stands.
+pub(super) async fn sync_one(
+    ctx: &Ctx<'_>,
+    r: &TenantRender,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+) -> (TenantReport, Option<Option<Inventory>>) {
+    if r.cluster
+        .as_deref()
+        .is_some_and(|c| c != ctx.options.cluster)
+    {
+        return (TenantReport::new(&r.tenant, "skipped"), None);
+    }
+    if !is_dns_label(&r.tenant) {
+        // Its file is invalid (the render says why); no inventory can be named after it, and
+        // nothing of it touches the cluster.
+        let mut rep = TenantReport::new(&r.tenant, "invalid");
+        rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
+        if rep.errors.is_empty() {
+            rep.errors.push(format!(
+                "tenant name `{}` is not a DNS-1123 label; nothing applied",
+                r.tenant
+            ));
+        }
+        return (rep, None);
+    }
+    match inventories.get(&r.tenant) {
+        Some(Err(e)) => {
+            let mut rep = TenantReport::new(&r.tenant, "failed");
+            rep.errors.push(format!(
+                "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
+            ));
+            (rep, None)
+        }
+        Some(Ok(inv)) => {
+            let (rep, inv) = sync_tenant(ctx, r, Some(inv)).await;
+            (rep, Some(inv))
+        }
+        None => {
+            let (rep, inv) = sync_tenant(ctx, r, None).await;
+            (rep, Some(inv))
+        }
+    }
+}
+
 /// Inventories of tenants not in `known` (their file left git): each marked `Orphaned` and
 /// reported; their objects are left running.
-async fn orphans(
+pub(super) async fn orphans(
     ctx: &Ctx<'_>,
     inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
     known: &BTreeSet<String>,
@@ -212,49 +218,7 @@ async fn orphans(
     reports
 }
 
-/// Tenants rendered, observed and synced at a time by [`sync_batched`].
-pub const BATCH: usize = 100;
-
-/// [`sync`] a [`BATCH`] of tenants at a time: `render` renders the named tenants; each batch
-/// is rendered, observed (live hashes of its objects only), synced and dropped before the next
-/// is rendered, so memory holds one batch's objects rather than the whole repo's. The
-/// inventories are read once. Orphans (when `report_orphans`) are reported after the last
-/// batch. Reports as [`sync`], sorted by tenant.
-pub async fn sync_batched(
-    resources: &Resources,
-    names: &[String],
-    render: impl Fn(&[String]) -> Vec<TenantRender>,
-    known: &BTreeSet<String>,
-    report_orphans: bool,
-    options: &SyncOptions,
-) -> Result<Vec<TenantReport>, ClusterError> {
-    let client = resources.client().clone();
-    super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
-    let mut state = ClusterState {
-        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
-            .await?,
-        live: HashMap::new(),
-    };
-    let mut reports = Vec::new();
-    for batch in names.chunks(BATCH) {
-        let renders = render(batch);
-        state.live =
-            super::observe::observe_live(resources, &renders, &state.inventories, false).await?;
-        let result = sync_with(resources, &renders, &state, known, false, options).await;
-        reports.extend(result.reports);
-    }
-    if report_orphans {
-        let ctx = Ctx {
-            resources,
-            live: &state.live,
-            options,
-            now: now_rfc3339(),
-        };
-        reports.extend(orphans(&ctx, &state.inventories, known).await);
-    }
-    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-    Ok(reports)
-}
+pub use super::batched::{BATCH, sync_batched};
 
 /// The `apiVersion` of an object.
 pub(super) fn api_version(object: &Value) -> String {
@@ -363,6 +327,7 @@ async fn sync_tenant(
                 live: String::new(),
                 resource_version: String::new(),
                 uid: String::new(),
+                managed: String::new(),
                 created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
             },
         );
@@ -488,6 +453,10 @@ async fn apply_stages(
                             live: plan::live_hash(&a.object.object, &returned),
                             resource_version: meta_text("resourceVersion"),
                             uid: meta_text("uid"),
+                            managed: plan::managed_fingerprint(
+                                &returned["metadata"]["managedFields"],
+                                super::FIELD_MANAGER,
+                            ),
                             created,
                         },
                     );

@@ -1,0 +1,127 @@
+//! Batched sync: the whole repo's tenants, [`BATCH`] at a time, as one pipeline.
+//!
+//! In: the tenant names in scope and a function that renders some of them. Out: one
+//! [`TenantReport`] per tenant (and per orphaned inventory), as [`super::sync::sync`] gives.
+//! Rendering a batch (on a blocking thread) and reading its live state overlap with the
+//! previous batches' reads and syncs, and tenants flow into one pool of `concurrency` syncs
+//! with no barrier between batches; memory holds only the few batches in flight.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+
+use super::sync::{ClusterState, Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
+use super::{ClusterError, Resources};
+use crate::core::objects::ObjectId;
+use crate::core::render::TenantRender;
+
+/// Tenants rendered and observed at a time by [`sync_batched`].
+pub const BATCH: usize = 100;
+
+/// Batches being rendered or observed while earlier ones sync.
+const BATCHES_AHEAD: usize = 2;
+
+/// One rendered, observed batch; its tenants' syncs share it.
+struct Batch {
+    renders: Vec<TenantRender>,
+    live: HashMap<ObjectId, String>,
+}
+
+/// [`super::sync::sync`] a [`BATCH`] of tenants at a time: `render` renders the named
+/// tenants (on a blocking thread); each batch is rendered, observed (live hashes of its
+/// objects only) and its tenants synced, and dropped once they are done, so memory holds a
+/// few batches' objects rather than the whole repo's. The next batches are rendered and
+/// observed while the current one syncs. The inventories are read once. Orphans (when
+/// `report_orphans`) are reported after the last batch. Reports sorted by tenant.
+pub async fn sync_batched<R>(
+    resources: &Resources,
+    names: &[String],
+    render: R,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError>
+where
+    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
+{
+    let client = resources.client().clone();
+    super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
+    let state = ClusterState {
+        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
+            .await?,
+        live: HashMap::new(),
+    };
+    let inventories = &state.inventories;
+    let render = Arc::new(render);
+    let now = now_rfc3339();
+    let batches = stream::iter(names.chunks(BATCH))
+        .map(|chunk| {
+            let render = Arc::clone(&render);
+            let chunk = chunk.to_vec();
+            async move {
+                let renders = match tokio::task::spawn_blocking(move || render(&chunk)).await {
+                    Ok(renders) => renders,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    // Cancelled: only when the runtime shuts down, and then nothing is synced.
+                    Err(_) => Vec::new(),
+                };
+                let live =
+                    super::observe::observe_live(resources, &renders, inventories, false).await?;
+                Ok::<_, ClusterError>(Arc::new(Batch { renders, live }))
+            }
+        })
+        .buffered(BATCHES_AHEAD);
+    // A failed read of a batch's live state stops the later batches; the sync ends with that
+    // error, as one sync would.
+    let failure: std::sync::Mutex<Option<ClusterError>> = std::sync::Mutex::new(None);
+    let tenants = batches
+        .scan((), |(), batch| {
+            let next = match batch {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    None
+                }
+            };
+            futures::future::ready(next)
+        })
+        .flat_map(|b| stream::iter((0..b.renders.len()).map(move |i| (Arc::clone(&b), i))));
+    let mut reports: Vec<TenantReport> = tenants
+        .map(|(b, i)| {
+            let now = now.clone();
+            async move {
+                let ctx = Ctx {
+                    resources,
+                    live: &b.live,
+                    options,
+                    now,
+                };
+                sync_one(&ctx, &b.renders[i], inventories).await.0
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .inspect(|report| {
+            if let Some(tx) = &options.progress {
+                let _ = tx.send(report.clone());
+            }
+        })
+        .collect()
+        .await;
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    if report_orphans {
+        let ctx = Ctx {
+            resources,
+            live: &state.live,
+            options,
+            now,
+        };
+        reports.extend(orphans(&ctx, inventories, known).await);
+    }
+    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    Ok(reports)
+}
