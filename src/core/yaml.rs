@@ -388,6 +388,16 @@ pub fn value_to_string(value: &Value) -> Result<String, String> {
     }
 }
 
+/// [`value_to_string`] appended to `out` (no copy of the document on its own).
+pub fn write_value(out: &mut String, value: &Value) -> Result<(), String> {
+    let start = out.len();
+    if emit::emit_into(out, value).is_none() {
+        out.truncate(start);
+        out.push_str(&to_string(value)?);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

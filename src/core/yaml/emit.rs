@@ -28,15 +28,22 @@ const MAX_IMPLICIT_KEY: usize = 1000;
 /// implicit key (the caller then uses the general serializer).
 pub(super) fn emit(value: &Value) -> Option<String> {
     let mut out = String::with_capacity(1024);
+    emit_into(&mut out, value)?;
+    Some(out)
+}
+
+/// [`emit`] appended to `out`; on `None`, `out` may hold part of the document (the caller
+/// truncates it).
+pub(super) fn emit_into(out: &mut String, value: &Value) -> Option<()> {
     match value {
-        Value::Object(map) if !map.is_empty() => mapping(&mut out, map, 0)?,
-        Value::Array(items) if !items.is_empty() => sequence(&mut out, items, 0)?,
+        Value::Object(map) if !map.is_empty() => mapping(out, map, 0)?,
+        Value::Array(items) if !items.is_empty() => sequence(out, items, 0)?,
         other => {
-            inline(&mut out, other, 0);
+            inline(out, other, 0);
             out.push('\n');
         }
     }
-    Some(out)
+    Some(())
 }
 
 fn indent(out: &mut String, n: usize) {
