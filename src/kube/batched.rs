@@ -2,25 +2,30 @@
 //!
 //! In: the tenant names in scope and a function that renders some of them. Out: one
 //! [`TenantReport`] per tenant (and per orphaned inventory), as [`super::sync::sync`] gives.
-//! Rendering a batch (on a blocking thread) and reading its live state overlap with the
-//! previous batches' reads and syncs, and tenants flow into one pool of `concurrency` syncs
-//! with no barrier between batches; memory holds only the few batches in flight.
+//! Past one batch, the metadata of the recorded objects is listed once for all tenants (one
+//! paged metadata-only LIST per kind) while the first batch renders; each batch then reads
+//! only the bodies of objects that moved. Rendering a batch (on a blocking thread) and reading
+//! its live state overlap with the previous batch's syncs, and tenants flow into one pool of
+//! `concurrency` syncs with no barrier between batches; memory holds only the few batches in
+//! flight.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
+use super::observe::{Prefetch, prefetch};
 use super::sync::{ClusterState, Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
 use super::{ClusterError, Resources};
-use crate::core::objects::ObjectId;
+use crate::core::model::is_dns_label;
+use crate::core::objects::{self, ObjectId};
 use crate::core::render::TenantRender;
 
 /// Tenants rendered and observed at a time by [`sync_batched`].
 pub const BATCH: usize = 100;
 
-/// Batches being rendered or observed while earlier ones sync.
-const BATCHES_AHEAD: usize = 2;
+/// Batches rendered and observed ahead while earlier ones sync.
+const BATCHES_AHEAD: usize = 1;
 
 /// One rendered, observed batch; its tenants' syncs share it.
 struct Batch {
@@ -53,6 +58,21 @@ where
         live: HashMap::new(),
     };
     let inventories = &state.inventories;
+    // Past one batch, the metadata of every kind is listed once for all the tenants (while
+    // the first batch renders) rather than once per batch.
+    let selector = if names.len() > 200 {
+        objects::LABEL_TENANT.to_string()
+    } else {
+        let valid: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| is_dns_label(n))
+            .collect();
+        format!("{} in ({})", objects::LABEL_TENANT, valid.join(","))
+    };
+    let prefetched: tokio::sync::OnceCell<Prefetch> = tokio::sync::OnceCell::new();
+    let (prefetched, selector) = (&prefetched, &selector);
+    let many = names.len() > BATCH;
     let render = Arc::new(render);
     let now = now_rfc3339();
     let batches = stream::iter(names.chunks(BATCH))
@@ -60,14 +80,31 @@ where
             let render = Arc::clone(&render);
             let chunk = chunk.to_vec();
             async move {
-                let renders = match tokio::task::spawn_blocking(move || render(&chunk)).await {
+                let rendering = tokio::task::spawn_blocking(move || render(&chunk));
+                let prefetch = async {
+                    if !many {
+                        return Ok(None);
+                    }
+                    prefetched
+                        .get_or_try_init(|| prefetch(resources, inventories, names, selector))
+                        .await
+                        .map(Some)
+                };
+                let (rendered, prefetch) = futures::join!(rendering, prefetch);
+                let renders = match rendered {
                     Ok(renders) => renders,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                     // Cancelled: only when the runtime shuts down, and then nothing is synced.
                     Err(_) => Vec::new(),
                 };
-                let live =
-                    super::observe::observe_live(resources, &renders, inventories, false).await?;
+                let live = super::observe::observe_live(
+                    resources,
+                    &renders,
+                    inventories,
+                    false,
+                    prefetch?,
+                )
+                .await?;
                 Ok::<_, ClusterError>(Arc::new(Batch { renders, live }))
             }
         })

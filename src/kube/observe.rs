@@ -36,18 +36,21 @@ pub async fn observe(
     let client = resources.client().clone();
     ensure_namespace(&client, &options.agent_namespace).await?;
     let inventories = load_inventories(&client, &options.agent_namespace).await?;
-    let live = observe_live(resources, renders, &inventories, all_tenants).await?;
+    let live = observe_live(resources, renders, &inventories, all_tenants, None).await?;
     Ok(ClusterState { inventories, live })
 }
 
 /// The live hash of every rendered object fief applied before (recorded in `inventories`);
 /// see the module docs. `all_tenants`: the renders are the whole repo (a selector on the
-/// tenant label then replaces the list of names when they are many).
+/// tenant label then replaces the list of names when they are many). With `prefetch` (the
+/// metadata of these tenants' objects, read beforehand by [`prefetch`]), no metadata is
+/// listed again: only the bodies of objects it found moved are read.
 pub async fn observe_live(
     resources: &Resources,
     renders: &[TenantRender],
     inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
     all_tenants: bool,
+    prefetch: Option<&Prefetch>,
 ) -> Result<HashMap<ObjectId, String>, ClusterError> {
     // Only objects applied before need a live hash: anything else is applied anyway.
     let mut wanted: HashMap<(String, String), HashMap<ObjectId, Wanted<'_>>> = HashMap::new();
@@ -87,7 +90,7 @@ pub async fn observe_live(
             let Some(resource) = resources.resolve(&api_version, &kind).await else {
                 return Ok(live);
             };
-            live_hashes(resources, &resource, selector, &wanted, &mut live)
+            live_hashes(resources, &resource, selector, &wanted, &mut live, prefetch)
                 .await
                 .map_err(|source| {
                     ClusterError::request(
@@ -148,6 +151,95 @@ struct Wanted<'a> {
     desired: &'a Value,
     entry: &'a Entry,
 }
+
+/// What one metadata-only pass over the objects recorded for many tenants found (see
+/// [`prefetch`]): the recorded live hash of each object still as fief left it, and every
+/// recorded object that exists.
+#[derive(Debug, Default)]
+pub struct Prefetch {
+    trusted: HashMap<ObjectId, String>,
+    found: HashSet<ObjectId>,
+}
+
+/// Read, once for all of `tenants`, the metadata of every kind their inventories record: one
+/// metadata-only LIST per kind (paged, the kinds concurrently) with `selector`, instead of one
+/// per batch of tenants. Keeps only identities and recorded hashes, not the pages.
+pub async fn prefetch(
+    resources: &Resources,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    tenants: &[String],
+    selector: &str,
+) -> Result<Prefetch, ClusterError> {
+    let mut kinds: HashMap<(String, String), HashMap<&ObjectId, &Entry>> = HashMap::new();
+    for t in tenants {
+        let Some(Ok(inv)) = inventories.get(t) else {
+            continue;
+        };
+        for e in inv.entries.values().filter(|e| !e.live.is_empty()) {
+            kinds
+                .entry((e.api_version.clone(), e.id.kind.clone()))
+                .or_default()
+                .insert(&e.id, e);
+        }
+    }
+    let per_kind: Vec<Result<Prefetch, ClusterError>> = stream::iter(kinds)
+        .map(|((api_version, kind), recorded)| async move {
+            let mut out = Prefetch::default();
+            let Some(resource) = resources.resolve(&api_version, &kind).await else {
+                return Ok(out);
+            };
+            let failed = |source| {
+                ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                )
+            };
+            let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
+            let mut token: Option<String> = None;
+            loop {
+                let mut params = ListParams::default().labels(selector).limit(PREFETCH_PAGE);
+                if let Some(t) = &token {
+                    params = params.continue_token(t);
+                }
+                let request = kube::core::Request::new(api.resource_url())
+                    .list_metadata(&params)
+                    .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+                let page: MetaPage = resources.client().request(request).await.map_err(failed)?;
+                for item in page.items {
+                    let m = item.metadata;
+                    let id = ObjectId {
+                        group: resource.api.group.clone(),
+                        kind: resource.api.kind.clone(),
+                        namespace: m.namespace,
+                        name: m.name,
+                    };
+                    let Some(e) = recorded.get(&id) else { continue };
+                    if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
+                        out.trusted.insert(id.clone(), e.live.clone());
+                    }
+                    out.found.insert(id);
+                }
+                match page.metadata.continue_ {
+                    Some(t) if !t.is_empty() => token = Some(t),
+                    _ => break,
+                }
+            }
+            Ok(out)
+        })
+        .buffer_unordered(KINDS_AT_ONCE)
+        .collect()
+        .await;
+    let mut all = Prefetch::default();
+    for part in per_kind {
+        let part = part?;
+        all.trusted.extend(part.trusted);
+        all.found.extend(part.found);
+    }
+    Ok(all)
+}
+
+/// Objects per page of a [`prefetch`] LIST (metadata only, about 1 KiB each).
+const PREFETCH_PAGE: u32 = 2000;
 
 /// Whether a live object (its metadata) is still the one fief last applied, as far as the
 /// fields fief sets go: same uid, and either the same resourceVersion (no write at all) or
@@ -221,11 +313,26 @@ async fn live_hashes(
     selector: &str,
     wanted: &HashMap<ObjectId, Wanted<'_>>,
     live: &mut HashMap<ObjectId, String>,
+    prefetch: Option<&Prefetch>,
 ) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
     let mut moved: HashSet<ObjectId> = HashSet::new();
     let mut token: Option<String> = None;
-    loop {
+    if let Some(p) = prefetch {
+        for (id, w) in wanted {
+            match p.trusted.get(id) {
+                Some(hash) if *hash == w.entry.live => {
+                    live.insert(id.clone(), hash.clone());
+                }
+                _ if p.found.contains(id) => {
+                    moved.insert(id.clone());
+                }
+                // Not found by the prefetch: it does not exist (it is applied).
+                _ => {}
+            }
+        }
+    }
+    while prefetch.is_none() {
         let mut params = ListParams::default().labels(selector).limit(PAGE);
         if let Some(t) = &token {
             params = params.continue_token(t);
