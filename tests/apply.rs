@@ -559,7 +559,7 @@ fn a_controllers_status_writes_do_not_make_a_no_op_apply_read_the_object_but_han
 
 #[test]
 fn more_tenants_than_one_batch_are_each_synced_once_and_an_orphan_reported_once() {
-    // `fief apply` renders and syncs 100 tenants at a time; 101 tenants span two batches.
+    // `fief apply` renders and syncs tenants in batches (50 at a time); 101 tenants span several.
     let repo = TestRepo::new("");
     let prefix = common::unique("batch");
     let names: Vec<String> = (0..101).map(|i| format!("{prefix}-{i:03}")).collect();

@@ -22,10 +22,11 @@ use crate::core::objects::{self, ObjectId};
 use crate::core::render::TenantRender;
 
 /// Tenants rendered and observed at a time by [`sync_batched`].
-pub const BATCH: usize = 100;
+pub const BATCH: usize = 50;
 
-/// Batches rendered and observed ahead while earlier ones sync.
-const BATCHES_AHEAD: usize = 1;
+/// Batches in the making (rendered, then observed) at once: the next one is rendered while
+/// the current one is observed and its tenants sync.
+const BATCHES_AHEAD: usize = 2;
 
 /// One rendered, observed batch; its tenants' syncs share it.
 struct Batch {
