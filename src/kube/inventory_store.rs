@@ -24,20 +24,20 @@ pub async fn load_inventories(
         "{LABEL_APPLYSET_ID},{}=fief",
         objects::LABEL_MANAGED_BY
     ));
-    let list = api.list(&params).await.map_err(|source| {
-        ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source)
-    })?;
+    let failed =
+        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
+    // Read straight into JSON values (one decode of what can be megabytes; no typed detour).
+    let request = kube::core::Request::new(api.resource_url())
+        .list(&params)
+        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+    let list: Value = client.request(request).await.map_err(failed)?;
     let mut out = BTreeMap::new();
-    for cm in list.items {
-        let value = serde_json::to_value(&cm).unwrap_or(Value::Null);
-        let tenant = cm
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(objects::LABEL_TENANT))
-            .cloned()
-            .unwrap_or_default();
-        out.insert(tenant, Inventory::from_configmap(&value));
+    for cm in list["items"].as_array().into_iter().flatten() {
+        let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        out.insert(tenant, Inventory::from_configmap(cm));
     }
     Ok(out)
 }

@@ -238,8 +238,9 @@ pub async fn prefetch(
     Ok(all)
 }
 
-/// Objects per page of a [`prefetch`] LIST (metadata only, about 1 KiB each).
-const PREFETCH_PAGE: u32 = 2000;
+/// Objects per page of a [`prefetch`] LIST (metadata only, about 1 KiB each; a few kinds are
+/// read at once, so this bounds the memory pages take).
+const PREFETCH_PAGE: u32 = 500;
 
 /// Whether a live object (its metadata) is still the one fief last applied, as far as the
 /// fields fief sets go: same uid, and either the same resourceVersion (no write at all) or
