@@ -10,6 +10,7 @@ pub mod counter;
 pub mod diff;
 pub mod health;
 pub mod inventory_store;
+pub mod live;
 pub mod observe;
 pub mod prune;
 pub mod sync;
