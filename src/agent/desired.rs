@@ -174,4 +174,29 @@ mod tests {
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
     }
+
+    #[test]
+    fn an_object_id_is_allocated_once_and_shared_by_every_lookup() {
+        let id = ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "a-prod".into(),
+            name: "app".into(),
+        };
+        let s = shape(&json!({"data": {"k": "v"}}));
+        let key = s.to_string();
+        let mut d = Desired::default();
+        d.replace("a", vec![(id.clone(), s, key)]);
+        let found = d.find(&id).unwrap();
+        assert_eq!(found.tenant.as_ref(), "a");
+        assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
+        assert!(Arc::ptr_eq(&found.id, &d.find(&id).unwrap().id));
+        assert!(
+            d.intern(&ObjectId {
+                name: "other".into(),
+                ..id
+            })
+            .is_none()
+        );
+    }
 }
