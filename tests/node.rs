@@ -9,6 +9,8 @@
 //! start fails every test here with the reason.
 
 mod common;
+#[path = "node/rollout.rs"]
+mod rollout;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -619,7 +619,9 @@ failSwapOn: false
 podLogsDir: ${node_dir}/pod-logs
 resolvConf: ${node_dir}/resolv.conf
 clusterDomain: cluster.local
-maxPods: 40
+# Room for tests/node/rollout.rs (13 tenants with a Pod each, a surge and a stuck wave)
+# beside the other node tests running at the same time.
+maxPods: 100
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99

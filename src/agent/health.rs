@@ -238,6 +238,28 @@ impl Gate {
         }
     }
 
+    /// Where `tenant` stands for a rollout: waiting for health, stalled (why), or done
+    /// (healthy, or nothing of it is waited on).
+    pub fn rollout_state(&self, tenant: &str) -> crate::core::rollout::TenantState {
+        use crate::core::rollout::TenantState;
+        let t = lock(&self.tracker);
+        if t.syncing.contains(tenant) {
+            return TenantState::Waiting;
+        }
+        match t.verdicts.get(tenant) {
+            Some(Verdict::Stalled(objects)) => TenantState::Failed(format!(
+                "Stalled: {}",
+                objects
+                    .iter()
+                    .map(|(o, why)| format!("{o}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            _ if t.waiting.contains_key(tenant) => TenantState::Waiting,
+            _ => TenantState::Healthy,
+        }
+    }
+
     /// A tenant left git (purged) or was not synced: forget it.
     pub fn forget(&self, tenant: &str) {
         let mut t = lock(&self.tracker);

@@ -53,6 +53,8 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     shared.metrics.queue_depth.set(depth);
     let mut text = shared.metrics.encode(shared.counter.stats());
     super::health::append_metrics(&mut text, &shared.gate.metrics_text());
+    let rollout = super::rollout::metrics_text(super::lock(&shared.rollout).as_ref());
+    super::health::append_metrics(&mut text, &rollout);
     (StatusCode::OK, headers, text)
 }
 

@@ -20,6 +20,7 @@ mod pins;
 pub mod queue;
 mod reconciler;
 mod requests;
+mod rollout;
 mod source_loop;
 pub mod webhook;
 
@@ -179,6 +180,8 @@ pub struct Shared {
     gate: Arc<health::Gate>,
     /// Suspended tenants and `fief reconcile` requests (see [`requests`]).
     requests: requests::Requests,
+    /// The rollout as last published (see [`rollout`]).
+    rollout: Mutex<Option<crate::core::rollout::Record>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -238,6 +241,7 @@ impl Shared {
             "fetchError": h.last_fetch_error,
             "tenants": h.attempts,
             "health": self.gate.status_json(),
+            "rollout": lock(&self.rollout).clone(),
         })
     }
 
@@ -290,6 +294,10 @@ struct LoopState {
     namespace_ready: bool,
     /// Inventories as they stand after the last batch (`None`: read them afresh).
     inventories: Option<BTreeMap<String, Result<Inventory, InventoryError>>>,
+    /// The revision each tenant was last synced (or found invalid) at.
+    synced_rev: BTreeMap<String, Arc<Revision>>,
+    /// The progressive rollout, if one is under way.
+    rollout: Option<rollout::Active>,
 }
 
 /// Up to 10 % of `interval`, varying from call to call.
@@ -351,6 +359,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             options.health_timeout,
         )),
         requests: Default::default(),
+        rollout: Mutex::new(None),
     });
     on_signals(shared.shutdown.clone())?;
     shared
@@ -417,6 +426,9 @@ async fn main_loop(
         Instant::now() + options.resync_interval + jitter(options.resync_interval);
     loop {
         if let Some(rev) = rev_rx.borrow_and_update().clone() {
+            if state.rev.is_none() {
+                rollout::restore(shared, options, &mut state, &rev).await;
+            }
             source_loop::take_revision(shared, &mut state, rev);
         }
         if Instant::now() >= next_resync && state.rev.is_some() {
@@ -439,11 +451,25 @@ async fn main_loop(
                 reconciler::batch(shared, resources, options, &mut state, due, stop).await;
             }
         }
+        let rolling = rollout::advance(shared, &mut state);
+        if let Some(rev) = &state.rev {
+            let ns = rev
+                .repo
+                .config
+                .as_ref()
+                .map(|c| c.agent_namespace.clone())
+                .unwrap_or_else(|_| options.lease_namespace.clone());
+            rollout::publish(shared, &state, &ns);
+        }
         if stop.is_cancelled() {
             return;
         }
         let due = lock(&shared.queue).next_due();
-        let wake_at = due.map_or(next_resync, |d| d.min(next_resync));
+        let mut wake_at = due.map_or(next_resync, |d| d.min(next_resync));
+        if rolling {
+            // Health verdicts come from the watches: look again soon.
+            wake_at = wake_at.min(Instant::now() + Duration::from_millis(500));
+        }
         tokio::select! {
             _ = tokio::time::sleep_until(wake_at.max(Instant::now()).into()) => {}
             _ = shared.wake.notified() => {}

@@ -53,11 +53,8 @@ pub(super) fn record(
         }
     }
     let now = Instant::now();
-    let rev = state.rev.clone();
-    let empty = BTreeMap::new();
-    let hashes = rev.as_ref().map(|r| &r.hashes).unwrap_or(&empty);
     for report in &result.reports {
-        account(shared, state, report, hashes, degraded, now);
+        account(shared, state, report, degraded, now);
     }
 }
 
@@ -65,19 +62,16 @@ fn account(
     shared: &Shared,
     state: &mut LoopState,
     report: &TenantReport,
-    hashes: &BTreeMap<String, String>,
     degraded: &BTreeMap<String, String>,
     now: Instant,
 ) {
     let ok = report.is_ok();
     let is_degraded = degraded.contains_key(&report.tenant);
+    // The revision it was synced at: the head, or its last one while a rollout holds it.
+    let rev = super::rollout::revision_for(state, &report.tenant);
     if report.outcome != "orphaned" {
         let attempt = super::Attempt {
-            commit: state
-                .rev
-                .as_ref()
-                .map(|r| r.commit.clone())
-                .unwrap_or_default(),
+            commit: rev.as_ref().map(|r| r.commit.clone()).unwrap_or_default(),
             outcome: report.outcome.clone(),
             at: super::metrics::unix_now(),
             error: report.errors.first().cloned(),
@@ -104,8 +98,11 @@ fn account(
         _ if is_degraded => q.failed(&report.tenant, now),
         "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
             q.succeeded(&report.tenant);
-            if let Some(h) = hashes.get(&report.tenant) {
+            if let Some(rev) = rev
+                && let Some(h) = rev.hashes.get(&report.tenant)
+            {
                 state.synced.insert(report.tenant.clone(), h.clone());
+                state.synced_rev.insert(report.tenant.clone(), rev);
             }
         }
         "orphaned" => {}

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::publish_events;
+use super::source_loop::Revision;
 use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::render::TenantRender;
@@ -30,11 +31,28 @@ use crate::kube::{ClusterError, Resources};
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
 const LIST_WAIT: Duration = Duration::from_secs(30);
 
-/// Render the due tenants on a blocking thread; record their desired objects.
+/// Render the due tenants, each at its revision (the head, or the one a rollout holds it
+/// at); record their desired objects.
 async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<TenantRender> {
-    let Some(rev) = state.rev.clone() else {
-        return Vec::new();
-    };
+    let mut groups: Vec<(Arc<Revision>, Vec<String>)> = Vec::new();
+    for t in due {
+        let Some(rev) = super::rollout::revision_for(state, &t) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(r, _)| Arc::ptr_eq(r, &rev)) {
+            Some((_, ts)) => ts.push(t),
+            None => groups.push((rev, vec![t])),
+        }
+    }
+    let mut out = Vec::new();
+    for (rev, due) in groups {
+        out.extend(render_at(shared, rev, due).await);
+    }
+    out
+}
+
+/// Render `due` at `rev` on a blocking thread; record their desired objects.
+async fn render_at(shared: &Shared, rev: Arc<Revision>, due: Vec<String>) -> Vec<TenantRender> {
     let due: Vec<String> = due
         .into_iter()
         .filter(|t| rev.hashes.contains_key(t))
@@ -386,12 +404,35 @@ async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRende
         .as_ref()
         .map(|r| r.hashes.keys().cloned().collect())
         .unwrap_or_default();
-    let repo = state.rev.as_ref().map(|r| r.repo.clone());
+    // Each tenant's revision: its status records that commit, its health uses that repo.
+    let revs: HashMap<String, Arc<Revision>> = renders
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r.tenant.clone(),
+                super::rollout::revision_for(state, &r.tenant)?,
+            ))
+        })
+        .collect();
     let parts: Vec<SyncResult> = stream::iter(renders.iter())
         .map(|r| {
             let known = &known;
-            let repo = repo.as_deref();
+            let rev = revs.get(&r.tenant);
+            let repo = rev.map(|r| r.repo.as_ref());
             async move {
+                let held;
+                let sync_options = match rev {
+                    Some(rev)
+                        if ctx.sync_options.commit.as_deref() != Some(rev.commit.as_str()) =>
+                    {
+                        held = SyncOptions {
+                            commit: Some(rev.commit.clone()),
+                            ..ctx.sync_options.clone()
+                        };
+                        &held
+                    }
+                    _ => ctx.sync_options,
+                };
                 if ctx.stop.is_cancelled() {
                     return None;
                 }
@@ -401,12 +442,12 @@ async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRende
                 let span = tracing::info_span!(
                     "sync",
                     tenant = r.tenant.as_str(),
-                    commit = ctx.sync_options.commit.as_deref().unwrap_or(""),
+                    commit = sync_options.commit.as_deref().unwrap_or(""),
                     trigger = trigger,
                 );
                 let timer = Instant::now();
                 let one = std::slice::from_ref(r);
-                let out = sync_with(ctx.resources, one, ctx.cs, known, false, ctx.sync_options)
+                let out = sync_with(ctx.resources, one, ctx.cs, known, false, sync_options)
                     .instrument(span)
                     .await;
                 ctx.shared

@@ -149,6 +149,11 @@ pub(super) async fn admit(
     (admitted, ticket)
 }
 
+/// Whether `tenant` is suspended now (a rollout does not wait for it).
+pub(super) fn is_suspended(shared: &Shared, tenant: &str) -> bool {
+    lock(&shared.requests.inner).suspended.contains_key(tenant)
+}
+
 /// The watch has not listed: read the suspensions with one metadata LIST instead. When that
 /// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
 /// right, so the batch itself will report the failure).

@@ -280,13 +280,21 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
         return;
     }
     let now = Instant::now();
-    let mut changed = 0;
-    let mut q = lock(&shared.queue);
+    let mut changed = Vec::new();
     for (tenant, hash) in &rev.hashes {
         if state.synced.get(tenant) != Some(hash) {
-            q.push(tenant, now);
-            changed += 1;
+            changed.push(tenant.clone());
+        } else if state.synced_rev.contains_key(tenant) {
+            // Unchanged: the new revision renders it the same (older revisions are freed).
+            state.synced_rev.insert(tenant.clone(), rev.clone());
         }
+    }
+    let changed_count = changed.len();
+    let queued = super::rollout::begin(state, &rev, changed);
+    let held = changed_count - queued.len();
+    let mut q = lock(&shared.queue);
+    for tenant in &queued {
+        q.push(tenant, now);
     }
     let removed: Vec<String> = match &state.rev {
         Some(old) => old
@@ -303,11 +311,13 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
     for t in &removed {
         q.forget(t);
         state.synced.remove(t);
+        state.synced_rev.remove(t);
     }
     drop(q);
     tracing::info!(
         commit = rev.commit,
-        changed,
+        changed = changed_count,
+        held,
         removed = removed.len(),
         "new commit"
     );

@@ -24,8 +24,23 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             crate::kube::inventory_store::load_inventories(&client, &args.namespace).await?;
         let agent = agent_view(&client, args).await;
         let flags = crate::kube::tenant_flags::load_flags(&client, &args.namespace).await?;
-        Ok::<_, CliError>((inventories, agent, flags))
+        // The rollout record is best effort: without it the table is still right.
+        let rollout = crate::kube::rollout_store::read_record(&client, &args.namespace)
+            .await
+            .ok()
+            .flatten();
+        Ok::<_, CliError>((inventories, agent, (flags, rollout)))
     })?;
+    let (flags, rollout) = flags;
+    let wave_of = |t: &str| {
+        let r = rollout.as_ref()?;
+        let (i, w) = r
+            .waves
+            .iter()
+            .enumerate()
+            .find(|(_, w)| w.tenants.iter().any(|x| x == t))?;
+        Some((i, w.name.clone(), r.held.contains_key(t)))
+    };
     let suspended = |t: &str| flags.get(t).and_then(|f| f.suspended.clone());
     let attempt = |t: &str| agent.as_ref().ok().map(|a| a["tenants"][t].clone());
     let unknown: Vec<&str> = args
@@ -69,6 +84,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                         "status": inv.status,
                         "attempt": attempt(t.as_str()),
                         "suspended": suspended(t.as_str()),
+                        "rollout": wave_of(t.as_str()).map(|(i, name, held)| serde_json::json!({"commit": rollout.as_ref().map(|r| r.commit.clone()), "wave": i + 1, "waveName": name, "held": held})),
                         "lastSyncAge": last_sync(inv, attempt(t.as_str()).as_ref()).map(|u| (crate::agent::metrics::unix_now() - u).max(0)),
                     }),
                     Err(e) => serde_json::json!({"tenant": t, "error": e.to_string()}),
@@ -79,6 +95,10 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         }
         Format::Text => {
             out.push_str(&agent_line(&agent));
+            if let Some(r) = &rollout {
+                out.push_str(&r.summary());
+                out.push('\n');
+            }
             out.push_str(&format!(
                 "{:<24} {:<9} {:<8} {:<5} {:<10} {:<8} {:<12} {:<22} {}\n",
                 "TENANT",
@@ -115,6 +135,13 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                                 format!("suspended {why}; was: {message}"),
                             ),
                             None => (condition(inv, "Ready"), message),
+                        };
+                        let message = match wave_of(t.as_str()) {
+                            Some((i, name, true)) => format!(
+                                "held by the rollout (wave {} \"{name}\"); {message}",
+                                i + 1
+                            ),
+                            _ => message,
                         };
                         let sync_age = last_sync(inv, attempt(t.as_str()).as_ref())
                             .map_or("-".to_string(), short_age);

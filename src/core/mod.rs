@@ -13,6 +13,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod redact;
 pub mod render;
+pub mod rollout;
 pub mod schema;
 pub mod secrets;
 pub mod snapshot;

@@ -13,6 +13,7 @@ pub mod inventory_store;
 pub mod live;
 pub mod observe;
 pub mod prune;
+pub mod rollout_store;
 pub mod sync;
 pub mod tenant_events;
 pub mod tenant_flags;

@@ -30,6 +30,9 @@ pub struct Config {
     /// (`monitoring.coreos.com/ServiceMonitor`) or `group/Kind/resource` when the plural
     /// resource name is not the regular English plural of the kind.
     pub component_kinds: Vec<String>,
+    /// Progressive rollout waves for changes that reach many tenants (the agent only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<crate::core::rollout::RolloutConfig>,
 }
 
 /// Namespaces no tenant may have, whatever fief.yaml says (the agent namespace too).
@@ -172,6 +175,7 @@ impl Default for Config {
             policy: Policy::default(),
             reserved_namespaces: Vec::new(),
             component_kinds: Vec::new(),
+            rollout: None,
         }
     }
 }

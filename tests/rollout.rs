@@ -1,0 +1,190 @@
+//! Progressive rollouts on the test control plane: a wave whose tenants fail to render halts
+//! the rollout; an agent restarted (SIGKILL) while it is halted takes it up again — the held
+//! tenants stay at their commit, and a hand deletion of a held tenant's object is repaired at
+//! that commit, not at the head; the fix commit completes it. (Health-driven halts on a real
+//! node: tests/node/rollout.rs.)
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use common::agent::{Agent, GitServer, kubectl_json, resource_version};
+use common::util::wait_until;
+
+const APP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+
+fn tenant(name: &str, ring: &str, values: &str) -> (String, String) {
+    (
+        format!("tenants/{name}.yaml"),
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n  labels: {{ring: {ring}}}\nspec:\n  components:\n    - name: app\n      values: {{{values}}}\n"
+        ),
+    )
+}
+
+fn greeting(tenant: &str) -> Option<String> {
+    kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        &format!("{tenant}-prod"),
+        "app-config",
+    ])
+    .and_then(|cm| cm["data"]["greeting"].as_str().map(str::to_string))
+}
+
+fn record(agent_ns: &str) -> Value {
+    kubectl_json(&["get", "configmap", "-n", agent_ns, "fief-rollout"])
+        .and_then(|cm| {
+            cm["data"]["rollout.json"]
+                .as_str()
+                .and_then(|s| serde_json::from_str(s).ok())
+        })
+        .unwrap_or(Value::Null)
+}
+
+fn head(server: &GitServer) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(server.repo())
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git rev-parse");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their_commit_and_the_fix_completes_it()
+ {
+    let agent_ns = common::unique("fief-ro");
+    let p = common::unique("ro");
+    let (canary, early, rest) = (
+        [format!("{p}-c1"), format!("{p}-c2")],
+        [format!("{p}-e1"), format!("{p}-e2")],
+        [format!("{p}-r1"), format!("{p}-r2")],
+    );
+    let mut files = vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
+            ),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g1\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            APP.to_string(),
+        ),
+    ];
+    // Only the canary and rest tenants define `extra`: the next template fails for early ones.
+    files.extend(canary.iter().map(|t| tenant(t, "canary", "extra: x")));
+    files.extend(early.iter().map(|t| tenant(t, "early", "")));
+    files.extend(rest.iter().map(|t| tenant(t, "other", "extra: x")));
+    let server = GitServer::new(&files);
+    let mut agent = Agent::start(&server.url(), &["--interval", "1s"]);
+    let all: Vec<&String> = canary.iter().chain(&early).chain(&rest).collect();
+    for t in &all {
+        assert_eq!(greeting(t).as_deref(), Some("g1"), "{t}");
+    }
+    let rest_versions: Vec<String> = rest
+        .iter()
+        .map(|t| resource_version(&format!("{t}-prod"), "configmap", "app-config"))
+        .collect();
+
+    // A shared change the early tenants cannot render.
+    server.commit(
+        &[
+            (
+                "components/app/varz.yaml".to_string(),
+                "greeting: g2\n".to_string(),
+            ),
+            (
+                "components/app/templates/app.yaml".to_string(),
+                format!("{APP}  extra: {{{{ values.extra | quote }}}}\n"),
+            ),
+        ],
+        "g2 with extra",
+    );
+    let broken = head(&server);
+    wait_until(
+        "the rollout halts at the early wave",
+        Duration::from_secs(60),
+        || {
+            let r = record(&agent_ns);
+            r["commit"] == broken.as_str() && r["phase"] == "Halted"
+        },
+    );
+    let r = record(&agent_ns);
+    assert_eq!(r["wave"], 1, "{r}");
+    let reason = r["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("wave 2 \"early\"")
+            && reason.contains("invalid")
+            && reason.contains("extra"),
+        "{reason}"
+    );
+    for t in &canary {
+        assert_eq!(greeting(t).as_deref(), Some("g2"), "{t}");
+    }
+    assert_eq!(r["held"].as_object().map(|h| h.len()), Some(2), "{r}");
+
+    // SIGKILL and start again: the rollout is taken up, the rest stays held.
+    agent.kill();
+    let agent = Agent::start(&server.url(), &["--interval", "1s"]);
+    assert!(
+        agent.log().contains("rollout taken up again"),
+        "{}",
+        agent.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    for (t, rv) in rest.iter().zip(&rest_versions) {
+        assert_eq!(greeting(t).as_deref(), Some("g1"), "{t} held");
+        assert_eq!(
+            &resource_version(&format!("{t}-prod"), "configmap", "app-config"),
+            rv,
+            "{t} untouched"
+        );
+    }
+    assert_eq!(record(&agent_ns)["phase"], "Halted");
+    // A held tenant's deleted object comes back as it was at its commit.
+    common::control_plane()
+        .kubectl_admin()
+        .args([
+            "delete",
+            "configmap",
+            "-n",
+            &format!("{}-prod", rest[0]),
+            "app-config",
+        ])
+        .output()
+        .expect("kubectl delete");
+    wait_until(
+        "the held tenant's ConfigMap is repaired at g1",
+        Duration::from_secs(30),
+        || greeting(&rest[0]).as_deref() == Some("g1"),
+    );
+
+    // The fix completes the rollout through every wave.
+    server.commit(
+        &[(
+            "components/app/varz.yaml".to_string(),
+            "greeting: g3\nextra: default\n".to_string(),
+        )],
+        "g3, extra has a default",
+    );
+    let fixed = head(&server);
+    wait_until("the rollout completes", Duration::from_secs(60), || {
+        let r = record(&agent_ns);
+        r["commit"] == fixed.as_str() && r["phase"] == "Complete"
+    });
+    for t in &all {
+        assert_eq!(greeting(t).as_deref(), Some("g3"), "{t}");
+    }
+    let metrics = agent.get("/metrics").map(|(_, b)| b).unwrap_or_default();
+    assert!(metrics.contains("fief_rollout_halted 0"), "{metrics}");
+}
