@@ -8,7 +8,9 @@
 //! degraded), tenants pushed to the queue and the drift counter. Events on the objects of a
 //! tenant being synced are fief's own writes: recorded, never counted or queued as drift.
 //! After a relist (a watch gap), objects that changed or disappeared meanwhile are compared
-//! with what was known and their tenants queued. Status-only changes hash the same.
+//! with what was known and their tenants queued. Status-only changes hash the same. Lists are
+//! read in pages of [`PAGE`], at most three kinds at once, each object parsed without its
+//! `managedFields` ([`LiveObject`]); desired objects are held by their interned id.
 
 use std::collections::HashSet;
 use std::sync::Arc;
