@@ -36,13 +36,13 @@ fn greeting(tenant: &str) -> Option<String> {
 }
 
 fn record(agent_ns: &str) -> Value {
-    kubectl_json(&["get", "configmap", "-n", agent_ns, "fief-rollout"])
-        .and_then(|cm| {
-            cm["data"]["rollout.json"]
-                .as_str()
-                .and_then(|s| serde_json::from_str(s).ok())
-        })
-        .unwrap_or(Value::Null)
+    common::util::rollout_record(kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        "fief-rollout",
+    ]))
 }
 
 fn head(server: &GitServer) -> String {

@@ -300,6 +300,16 @@ struct LoopState {
     rollout: Option<rollout::Active>,
 }
 
+/// The agent namespace a revision names (fief.yaml `agentNamespace`), or `--lease-namespace`
+/// when its fief.yaml does not parse.
+fn agent_namespace(rev: &Revision, options: &AgentOptions) -> String {
+    rev.repo
+        .config
+        .as_ref()
+        .map(|c| c.agent_namespace.clone())
+        .unwrap_or_else(|_| options.lease_namespace.clone())
+}
+
 /// Up to 10 % of `interval`, varying from call to call.
 pub(crate) fn jitter(interval: Duration) -> Duration {
     let nanos = std::time::SystemTime::now()
@@ -453,13 +463,7 @@ async fn main_loop(
         }
         let rolling = rollout::advance(shared, &mut state);
         if let Some(rev) = &state.rev {
-            let ns = rev
-                .repo
-                .config
-                .as_ref()
-                .map(|c| c.agent_namespace.clone())
-                .unwrap_or_else(|_| options.lease_namespace.clone());
-            rollout::publish(shared, &state, &ns);
+            rollout::publish(shared, &state, &agent_namespace(rev, options));
         }
         if stop.is_cancelled() {
             return;

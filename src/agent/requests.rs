@@ -87,12 +87,7 @@ pub(super) async fn admit(
     options: &AgentOptions,
     due: Vec<String>,
 ) -> (Vec<String>, u64) {
-    let namespace = rev
-        .repo
-        .config
-        .as_ref()
-        .map(|c| c.agent_namespace.clone())
-        .unwrap_or_else(|_| options.lease_namespace.clone());
+    let namespace = super::agent_namespace(rev, options);
     let start = {
         let mut inner = lock(&shared.requests.inner);
         if inner.namespace.as_deref() == Some(namespace.as_str()) {

@@ -121,3 +121,15 @@ pub fn output_with_stdin(
     }
     child.wait_with_output().expect("cannot wait for the child")
 }
+
+/// The rollout record in the ConfigMap `fief-rollout` (as `kubectl get -o json` printed it),
+/// or null.
+pub fn rollout_record(configmap: Option<serde_json::Value>) -> serde_json::Value {
+    configmap
+        .and_then(|cm| {
+            cm["data"]["rollout.json"]
+                .as_str()
+                .and_then(|s| serde_json::from_str(s).ok())
+        })
+        .unwrap_or(serde_json::Value::Null)
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::common;
+use super::common::agent::condition;
 use super::common::node::{kubectl, kubectl_json, node_cluster, wait_for};
 
 const TENANTS: usize = 30;
@@ -103,25 +104,14 @@ fn inventory_status(agent_ns: &str, tenant: &str) -> Value {
     .unwrap_or(Value::Null)
 }
 
-fn condition(status: &Value, type_: &str) -> String {
-    status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == type_)
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 fn record(agent_ns: &str) -> Value {
-    kubectl_json(&["get", "configmap", "-n", agent_ns, "fief-rollout"])
-        .and_then(|cm| {
-            cm["data"]["rollout.json"]
-                .as_str()
-                .and_then(|s| serde_json::from_str(s).ok())
-        })
-        .unwrap_or(Value::Null)
+    common::util::rollout_record(kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        "fief-rollout",
+    ]))
 }
 
 #[test]
@@ -178,7 +168,11 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
         .stderr(fs::File::create(&log).expect("log"))
         .spawn()
         .expect("start fief agent");
-    let agent_log = || fs::read_to_string(&log).unwrap_or_default();
+    let agent_log = || {
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(40).collect();
+        tail.join("\n")
+    };
     let head = || {
         let out = Command::new("git")
             .args(["-C"])
@@ -205,14 +199,23 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
                     "{} not Ready at {commit}: {behind:?}\nagent log tail:\n{}",
                     behind.len(),
                     agent_log()
-                        .lines()
-                        .rev()
-                        .take(40)
-                        .collect::<Vec<_>>()
-                        .join("\n")
                 ))
             }
         })
+    };
+
+    // The rollout record at `commit` in `phase` (at wave index `wave` when given).
+    let wait_record = |what: &str, commit: &str, phase: &str, wave: Option<i64>, timeout| {
+        wait_for(what, timeout, || {
+            let r = record(&agent_ns);
+            let at_wave = wave.is_none_or(|w| r["wave"] == w);
+            if r["commit"] == commit && r["phase"] == phase && at_wave {
+                Ok(r)
+            } else {
+                Err(format!("record: {r}\nagent log tail:\n{}", agent_log()))
+            }
+        })
+        .0
     };
 
     // The first sync (the agent's start) is not a rollout: every tenant becomes Ready.
@@ -229,25 +232,12 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
     // A shared change whose new probe fails for the early tenants only.
     server.commit(&[template("v2", "nextProbe")], "web v2: probe at nextProbe");
     let broken = head();
-    let (halted, _) = wait_for(
+    let halted = wait_record(
         "the rollout halts at wave 2",
+        &broken,
+        "Halted",
+        Some(1),
         Duration::from_secs(240),
-        || {
-            let r = record(&agent_ns);
-            if r["commit"] == broken.as_str() && r["phase"] == "Halted" {
-                Ok(r)
-            } else {
-                Err(format!(
-                    "record: {r}\nagent log tail:\n{}",
-                    agent_log()
-                        .lines()
-                        .rev()
-                        .take(40)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                ))
-            }
-        },
     );
     assert_eq!(halted["wave"], 1, "{halted}");
     let reason = halted["reason"].as_str().unwrap_or("");
@@ -348,17 +338,12 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
         Duration::from_secs(90),
     );
     assert_eq!(deployments(std::slice::from_ref(own))[own].2, "v2");
-    wait_for(
+    wait_record(
         "the rollout of the new commit halts at wave 2 again",
+        &own_commit,
+        "Halted",
+        Some(1),
         Duration::from_secs(30),
-        || {
-            let r = record(&agent_ns);
-            if r["commit"] == own_commit.as_str() && r["phase"] == "Halted" && r["wave"] == 1 {
-                Ok(())
-            } else {
-                Err(format!("record: {r}"))
-            }
-        },
     );
     let now = deployments(&names);
     for t in rest.iter().skip(2) {
@@ -368,22 +353,13 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
     // The fix completes the rollout: every tenant Ready at the fix commit with v3.
     server.commit(&[template("v3", "probePath")], "web v3: fix the probe");
     let fixed = head();
-    wait_for("the rollout completes", Duration::from_secs(400), || {
-        let r = record(&agent_ns);
-        if r["commit"] == fixed.as_str() && r["phase"] == "Complete" {
-            Ok(())
-        } else {
-            Err(format!(
-                "record: {r}\nagent log tail:\n{}",
-                agent_log()
-                    .lines()
-                    .rev()
-                    .take(40)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            ))
-        }
-    });
+    wait_record(
+        "the rollout completes",
+        &fixed,
+        "Complete",
+        None,
+        Duration::from_secs(400),
+    );
     all_at(
         "every tenant Ready at the fix",
         &names,
