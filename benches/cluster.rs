@@ -557,6 +557,10 @@ fn main() {
         ));
         synth::write_files(&fs0, &files).unwrap();
         fief_apply(&fs0, &kubeconfig);
+        if let Some(file) = std::env::var_os("FIEF_BENCH_AGENT_HOLD") {
+            agent_phases::hold(Path::new(&file), &kubeconfig, work.path(), &big, &fs0);
+            return;
+        }
         agent_phases::run(
             &rt,
             &client,

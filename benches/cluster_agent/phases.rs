@@ -237,3 +237,28 @@ pub fn run(
     drop(agent);
     row("   load average after the agent phases", loadavg());
 }
+
+/// `FIEF_BENCH_AGENT_HOLD=FILE`: for profiling the agent by hand. After the two `fief apply`
+/// runs, serve both repos as git repos, write their URLs and the kubeconfig to `FILE` as shell
+/// variables (`KUBECONFIG`, `BIG_URL`, `BIG_REPO`, `SMALL_URL`, `SMALL_REPO`) and keep the
+/// control plane up until `FILE` is removed.
+pub fn hold(file: &Path, kubeconfig: &Path, work: &Path, big: &Path, small_repo: &Path) {
+    let served = serve(big, &work.join("git"));
+    let served_small = serve(small_repo, &work.join("git-small"));
+    let text = format!(
+        "KUBECONFIG={}\nBIG_URL={}\nBIG_REPO={}\nSMALL_URL={}\nSMALL_REPO={}\n",
+        kubeconfig.display(),
+        served.url,
+        served.repo.display(),
+        served_small.url,
+        served_small.repo.display()
+    );
+    std::fs::write(file, text).unwrap();
+    println!(
+        "holding the control plane until {} is removed",
+        file.display()
+    );
+    while file.exists() {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}

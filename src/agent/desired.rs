@@ -6,6 +6,9 @@
 //! computed from the object. Shapes are interned: the objects of one template have the same
 //! shape in every tenant, so 26,000 objects hold a few dozen shapes, not 26,000 copies of the
 //! desired JSON. Replacing a tenant's objects costs that tenant's objects, not the fleet's.
+//! Object ids are interned too: each desired object's id is allocated once, here, and the
+//! agent's other per-object maps (live hashes, recorded hashes, the watches' known sets) key
+//! on the same [`Id`] instead of holding copies of its four strings.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +31,9 @@ pub fn shape(value: &Value) -> Value {
 /// One object's id, shape and the shape's JSON (the interning key).
 pub type Shaped = (ObjectId, Value, String);
 
+/// An interned object id: one allocation shared by every map that keys on it.
+pub type Id = Arc<ObjectId>;
+
 /// The shapes of a render's objects (none for a failed render: nothing of it is desired).
 pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
     if !render.is_ok() {
@@ -47,9 +53,19 @@ pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
 /// Desired objects by id: tenant and interned shape.
 #[derive(Default)]
 pub struct Desired {
-    objects: HashMap<ObjectId, (Arc<str>, Arc<Value>)>,
-    by_tenant: HashMap<Arc<str>, Vec<ObjectId>>,
+    objects: HashMap<Id, (Arc<str>, Arc<Value>)>,
+    by_tenant: HashMap<Arc<str>, Vec<Id>>,
     shapes: HashMap<String, Arc<Value>>,
+}
+
+/// A desired object as the watches look it up: its interned id, tenant and shape.
+pub struct Found {
+    /// The interned id.
+    pub id: Id,
+    /// The tenant it belongs to.
+    pub tenant: Arc<str>,
+    /// Its shape.
+    pub shape: Arc<Value>,
 }
 
 impl Desired {
@@ -68,6 +84,7 @@ impl Desired {
                 .entry(key)
                 .or_insert_with(|| Arc::new(shape))
                 .clone();
+            let id: Id = Arc::new(id);
             ids.push(id.clone());
             self.objects.insert(id, (tenant.clone(), shape));
         }
@@ -84,6 +101,22 @@ impl Desired {
     /// The tenant and shape of a desired object.
     pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
         self.objects.get(id).map(|(t, s)| (t.clone(), s.clone()))
+    }
+
+    /// A desired object's interned id, tenant and shape.
+    pub fn find(&self, id: &ObjectId) -> Option<Found> {
+        self.objects
+            .get_key_value(id)
+            .map(|(id, (tenant, shape))| Found {
+                id: id.clone(),
+                tenant: tenant.clone(),
+                shape: shape.clone(),
+            })
+    }
+
+    /// The interned id of a desired object.
+    pub fn intern(&self, id: &ObjectId) -> Option<Id> {
+        self.objects.get_key_value(id).map(|(id, _)| id.clone())
     }
 
     /// Distinct shapes held.
@@ -140,5 +173,30 @@ mod tests {
         d.replace("b", Vec::new());
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
+    }
+
+    #[test]
+    fn an_object_id_is_allocated_once_and_shared_by_every_lookup() {
+        let id = ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "a-prod".into(),
+            name: "app".into(),
+        };
+        let s = shape(&json!({"data": {"k": "v"}}));
+        let key = s.to_string();
+        let mut d = Desired::default();
+        d.replace("a", vec![(id.clone(), s, key)]);
+        let found = d.find(&id).unwrap();
+        assert_eq!(found.tenant.as_ref(), "a");
+        assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
+        assert!(Arc::ptr_eq(&found.id, &d.find(&id).unwrap().id));
+        assert!(
+            d.intern(&ObjectId {
+                name: "other".into(),
+                ..id
+            })
+            .is_none()
+        );
     }
 }

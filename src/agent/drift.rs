@@ -8,19 +8,24 @@
 //! degraded), tenants pushed to the queue and the drift counter. Events on the objects of a
 //! tenant being synced are fief's own writes: recorded, never counted or queued as drift.
 //! After a relist (a watch gap), objects that changed or disappeared meanwhile are compared
-//! with what was known and their tenants queued. Status-only changes hash the same.
+//! with what was known and their tenants queued. Status-only changes hash the same. Lists are
+//! read in pages of [`PAGE`], at most three kinds at once, each object parsed without its
+//! `managedFields` ([`LiveObject`]); desired objects are held by their interned id.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
+use super::desired::{Found, Id};
 use super::{Shared, WatchState, lock};
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
+use crate::kube::live::LiveObject;
 use crate::kube::{Resource, live_id};
 
 /// The key of a kind's watch.
@@ -50,15 +55,31 @@ fn set_state(shared: &Shared, key: &str, state: WatchState) {
     shared.wake.notify_one();
 }
 
+/// Objects per page of a watch's list. A page is read whole before its objects are handed
+/// on, so this bounds what one list holds at once (about 100 objects' JSON, not 500).
+const PAGE: u32 = 100;
+
+/// Kinds listed at once (the initial list and each relist); the others wait their turn, so
+/// the pages in memory at once are a few, not one per kind.
+static LISTING: Semaphore = Semaphore::const_new(3);
+
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
-    let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), &resource.api);
-    let config = watcher::Config::default().labels(objects::LABEL_TENANT);
+    let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
+    let config = watcher::Config::default()
+        .labels(objects::LABEL_TENANT)
+        .page_size(PAGE);
     let mut relist = shared.relist.subscribe();
     let mut synced_once = false;
     // Objects of this kind the watch knows, and those seen in the list under way.
-    let mut known: HashSet<ObjectId> = HashSet::new();
-    let mut seen: HashSet<ObjectId> = HashSet::new();
+    // Desired objects are held by their interned id (one allocation for the whole agent).
+    let mut known: HashSet<Id> = HashSet::new();
+    let mut seen: HashSet<Id> = HashSet::new();
     loop {
+        // Held until this list is done (or fails): see [`LISTING`].
+        let mut permit = tokio::select! {
+            p = LISTING.acquire() => p.ok(),
+            _ = shared.shutdown.cancelled() => return,
+        };
         let mut stream = watcher(api.clone(), config.clone())
             .default_backoff()
             .boxed();
@@ -79,10 +100,11 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
             match event {
                 Ok(watcher::Event::Init) => seen.clear(),
                 Ok(watcher::Event::InitApply(obj)) => {
-                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let value = obj.into_body();
                     let id = live_id(&resource, &value);
-                    seen.insert(id.clone());
-                    observe(&shared, &id, &value, synced_once);
+                    let id =
+                        observe(&shared, &id, &value, synced_once).unwrap_or_else(|| Arc::new(id));
+                    seen.insert(id);
                 }
                 Ok(watcher::Event::InitDone) => {
                     if synced_once {
@@ -94,22 +116,29 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                         tracing::debug!(kind = key, "initial list done");
                     }
                     known = std::mem::take(&mut seen);
+                    known.shrink_to_fit();
+                    drop(permit.take());
                     synced_once = true;
                     set_state(&shared, &key, WatchState::Synced);
                 }
                 Ok(watcher::Event::Apply(obj)) => {
-                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let value = obj.into_body();
                     let id = live_id(&resource, &value);
-                    known.insert(id.clone());
-                    observe(&shared, &id, &value, true);
+                    let id = observe(&shared, &id, &value, true).unwrap_or_else(|| Arc::new(id));
+                    known.insert(id);
                 }
                 Ok(watcher::Event::Delete(obj)) => {
-                    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                    let value = obj.into_body();
                     let id = live_id(&resource, &value);
                     known.remove(&id);
                     deleted(&shared, &id);
                 }
-                Err(e) => failed(&shared, &resource, &key, synced_once, &e),
+                Err(e) => {
+                    // A failing list (e.g. 403, retried with backoff) does not hold up the
+                    // other kinds' lists.
+                    drop(permit.take());
+                    failed(&shared, &resource, &key, synced_once, &e)
+                }
             }
         }
     }
@@ -145,18 +174,22 @@ fn deleted(shared: &Shared, id: &ObjectId) {
 }
 
 /// Record the live hash of an object; queue its tenant when it drifted from what was applied
-/// (and the change is not fief's own sync of that tenant).
-fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) {
-    let Some((tenant, desired)) = shared.desired_of(id) else {
-        return;
-    };
-    let hash = plan::live_hash(&desired, value);
+/// (and the change is not fief's own sync of that tenant). Returns the interned id of a
+/// desired object (none for an object not desired).
+fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) -> Option<Id> {
+    let Found {
+        id: interned,
+        tenant,
+        shape,
+    } = shared.find_desired(id)?;
+    let hash = plan::live_hash(&shape, value);
     let recorded = shared.recorded_live(id);
-    shared.write_live().insert(id.clone(), hash.clone());
+    shared.write_live().insert(interned.clone(), hash.clone());
     shared.gate.observed(&tenant, id, &hash, value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: a field fief owns changed; queueing a sync");
         shared.metrics.drift.inc();
         shared.enqueue_for(&tenant, "drift");
     }
+    Some(interned)
 }

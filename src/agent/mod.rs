@@ -13,6 +13,7 @@ mod events;
 pub mod health;
 pub mod http;
 mod leader;
+pub mod memory;
 pub mod metrics;
 mod outcome;
 mod pins;
@@ -160,10 +161,10 @@ pub struct Shared {
     queue: Mutex<Queue>,
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<desired::Desired>,
-    /// Live hashes from the watches.
-    live: RwLock<HashMap<ObjectId, String>>,
+    /// Live hashes from the watches (keyed on the desired objects' interned ids).
+    live: RwLock<HashMap<desired::Id, String>>,
     /// Live hashes recorded in the inventories after apply, with their tenant.
-    recorded: RwLock<HashMap<ObjectId, (String, String)>>,
+    recorded: RwLock<HashMap<desired::Id, (Arc<str>, String)>>,
     /// One watch per kind: its state.
     watches: Mutex<HashMap<String, WatchState>>,
     /// Tenants being synced now: their objects' events are fief's own writes, not drift.
@@ -205,8 +206,8 @@ impl Shared {
         lock(&self.queue).len()
     }
 
-    fn desired_of(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
-        read(&self.desired).get(id)
+    fn find_desired(&self, id: &ObjectId) -> Option<desired::Found> {
+        read(&self.desired).find(id)
     }
 
     fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
@@ -221,7 +222,7 @@ impl Shared {
         lock(&self.in_flight).contains(tenant)
     }
 
-    fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<ObjectId, String>> {
+    fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<desired::Id, String>> {
         write(&self.live)
     }
 

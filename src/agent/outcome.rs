@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::{LoopState, Shared, lock, write};
+use super::{LoopState, Shared, lock, read, write};
 use crate::kube::sync::{ClusterState, SyncResult, TenantReport};
 
 /// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
@@ -29,13 +29,20 @@ pub(super) fn record(
     state.inventories = Some(inventories);
     // What was applied is the new baseline for drift detection.
     {
+        let desired = read(&shared.desired);
         let mut recorded = write(&shared.recorded);
         let mut live = write(&shared.live);
-        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t));
+        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t.as_ref()));
         for (tenant, inv) in &result.inventories {
+            let tenant: std::sync::Arc<str> = tenant.as_str().into();
             for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
+                // The desired object's interned id (an entry kept for a failed prune is not
+                // desired: its own copy).
+                let id = desired
+                    .intern(id)
+                    .unwrap_or_else(|| std::sync::Arc::new(id.clone()));
                 recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
-                live.insert(id.clone(), entry.live.clone());
+                live.insert(id, entry.live.clone());
             }
         }
     }

@@ -151,7 +151,7 @@ fn degrade(render: &mut TenantRender, why: &str) {
 }
 
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants.
-const CHUNK: usize = 200;
+const CHUNK: usize = 50;
 
 /// The kinds (apiVersion, kind) the renders use, with the tenants using each.
 fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
@@ -212,8 +212,17 @@ pub(super) async fn batch(
                 first = Some(renders);
             }
         }
+        tracing::debug!(
+            tenants = due.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "batch: every chunk rendered"
+        );
         degraded = watch_kinds(shared, resources, &kinds, stop).await;
         set_degraded(shared, &due, &degraded);
+        tracing::debug!(
+            seconds = started.elapsed().as_secs_f64(),
+            "batch: watches listed"
+        );
     }
     let config = rev.repo.config.as_ref().ok();
     let agent_namespace = config
@@ -339,6 +348,7 @@ async fn cluster_state(
             }
         },
     };
+    tracing::debug!(tenants = inventories.len(), "inventories in hand");
     let mut cs = {
         let live = read(&shared.live);
         let mut mine = HashMap::new();

@@ -11,6 +11,7 @@ pub mod counter;
 pub mod diff;
 pub mod health;
 pub mod inventory_store;
+pub mod live;
 pub mod observe;
 pub mod prune;
 pub mod rollout_store;

@@ -472,7 +472,7 @@ impl GitSource {
 }
 
 /// Sets libgit2's network timeouts, once per process, before the first network operation.
-#[allow(unsafe_code)] // the one unsafe block of the crate; see SAFETY below
+#[allow(unsafe_code)] // one of the crate's two unsafe blocks (the other: agent::memory); see SAFETY below
 fn set_timeouts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
