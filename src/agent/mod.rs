@@ -182,6 +182,10 @@ pub struct Shared {
     requests: requests::Requests,
     /// The rollout as last published (see [`rollout`]).
     rollout: Mutex<Option<crate::core::rollout::Record>>,
+    /// The rollout record last written to the cluster (held while writing: one write at once).
+    rollout_written: tokio::sync::Mutex<Option<crate::core::rollout::Record>>,
+    /// The last write of the rollout record failed: write it again.
+    rollout_retry: std::sync::atomic::AtomicBool,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -370,6 +374,8 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         )),
         requests: Default::default(),
         rollout: Mutex::new(None),
+        rollout_written: tokio::sync::Mutex::new(None),
+        rollout_retry: Default::default(),
     });
     on_signals(shared.shutdown.clone())?;
     shared

@@ -325,23 +325,37 @@ fief_rollout_tenants{{state=\"updated\"}} {done}\nfief_rollout_tenants{{state=\"
 }
 
 /// Publish the record when it changed: `/status`, `/metrics` and the `fief-rollout`
-/// ConfigMap (written on a task; a failed write is retried on the next change or tick).
+/// ConfigMap. Writes run on tasks one at a time, each writing the latest record (so a slow
+/// earlier write never lands after a later one); a failed write is retried on the main
+/// loop's next turn.
 pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) {
     let record = record(state);
-    let mut current = lock(&shared.rollout);
-    if *current == record {
-        return;
+    let retry = shared
+        .rollout_retry
+        .swap(false, std::sync::atomic::Ordering::Relaxed);
+    {
+        let mut current = lock(&shared.rollout);
+        if *current == record && !retry {
+            return;
+        }
+        *current = record;
     }
-    *current = record.clone();
-    drop(current);
-    let Some(record) = record else { return };
-    let client = shared.client.clone();
-    let ns = namespace.to_string();
     let sh = shared.clone();
+    let ns = namespace.to_string();
     tokio::spawn(async move {
-        if let Err(e) = crate::kube::rollout_store::write_record(&client, &ns, &record).await {
-            tracing::warn!(error = %e, "cannot write the rollout record; retrying on the next change");
-            *lock(&sh.rollout) = None;
+        let mut written = sh.rollout_written.lock().await;
+        let latest = lock(&sh.rollout).clone();
+        let Some(record) = latest.filter(|l| written.as_ref() != Some(l)) else {
+            return;
+        };
+        match crate::kube::rollout_store::write_record(&sh.client, &ns, &record).await {
+            Ok(()) => *written = Some(record),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write the rollout record; retrying");
+                // Written again on the main loop's next turn (at the latest its next tick).
+                sh.rollout_retry
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     });
 }
