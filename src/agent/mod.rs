@@ -347,9 +347,19 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     )
     .await
     .map_err(|e| AgentError::Cluster(Box::new(e)))?;
-    let resources = Resources::discover(client.clone())
-        .await
-        .map_err(|e| AgentError::Cluster(Box::new(e)))?;
+    // An API server that does not answer yet (a Pod started before its network, a busy
+    // control plane) is waited for with backoff, not a restart of the Pod.
+    let mut delay = Duration::from_secs(1);
+    let resources = loop {
+        match Resources::discover(client.clone()).await {
+            Ok(r) => break r,
+            Err(e) => {
+                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
     let shared = Arc::new(Shared {
         client: client.clone(),
         counter,
