@@ -62,7 +62,8 @@ async fn render_at(shared: &Shared, rev: Arc<Revision>, due: Vec<String>) -> Vec
     }
     let repo = rev.repo.clone();
     let rendered = tokio::task::spawn_blocking(move || {
-        let renders = crate::core::pipeline::render_all(&repo, &due);
+        let mut renders = crate::core::pipeline::render_all(&repo, &due);
+        crate::core::inputs::stamp(&mut renders, &rev.hashes);
         let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
             .iter()
             .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))

@@ -69,11 +69,14 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     // Without --wait (which needs every render afterwards), tenants are rendered and synced a
     // batch at a time, so memory holds one batch's objects.
     let batched = !args.wait;
-    let (repo, renders) = if batched {
+    let (repo, mut renders) = if batched {
         (load_repo_with(&args.repo, WithoutKey::Fail)?, Vec::new())
     } else {
         load_and_render(&args.repo)?
     };
+    // Recorded in each synced tenant's status (see `core::inputs`).
+    let hashes = std::sync::Arc::new(crate::core::inputs::tenant_hashes(&repo));
+    crate::core::inputs::stamp(&mut renders, &hashes);
     // Shared with the threads that render batches.
     let repo = std::sync::Arc::new(repo);
     let config = repo.config.as_ref().map_err(|_| CliError::Config);
@@ -136,7 +139,12 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 &names,
                 {
                     let repo = std::sync::Arc::clone(&repo);
-                    move |batch: &[String]| pipeline::render_all(&repo, batch)
+                    let hashes = std::sync::Arc::clone(&hashes);
+                    move |batch: &[String]| {
+                        let mut renders = pipeline::render_all(&repo, batch);
+                        crate::core::inputs::stamp(&mut renders, &hashes);
+                        renders
+                    }
                 },
                 &known,
                 args.repo.tenants.is_empty(),

@@ -8,7 +8,9 @@
 //! secret files it reads (shared and its own, as committed: no decryption). A change to a
 //! shared component changes exactly the hashes of the tenants that use it; a rotated
 //! per-tenant secret changes only that tenant's. [`InputIndex`] remembers what each hash read,
-//! so the next commit rehashes only the tenants and components that read a changed path. Pure.
+//! so the next commit rehashes only the tenants and components that read a changed path. Every
+//! hash is salted with the fief build, and a successful sync records the tenant's in its
+//! inventory status ([`crate::core::inventory::Status::inputs`]). Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -125,8 +127,19 @@ fn dir_hash(snapshot: &Snapshot, dir: &str) -> String {
     hex(h)
 }
 
+/// What every hash is salted with: the fief build that renders (its version and the commit
+/// it was built from), so a recorded hash never outlives a change of the renderer.
+const RENDERER: &str = concat!(
+    "fief ",
+    env!("CARGO_PKG_VERSION"),
+    " ",
+    env!("FIEF_GIT_COMMIT")
+);
+
 fn shared_hash(snapshot: &Snapshot) -> String {
     let mut shared = Sha256::new();
+    shared.update(RENDERER.as_bytes());
+    shared.update([0]);
     hash_entry(&mut shared, "fief.yaml", snapshot.get("fief.yaml"));
     if snapshot.has_dir("baseline") {
         shared.update(dir_hash(snapshot, "baseline").as_bytes());
@@ -309,6 +322,16 @@ impl InputIndex {
 /// Input hashes of every tenant of the repo, by tenant name.
 pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
     InputIndex::update(repo, None).0.hashes()
+}
+
+/// Fill in each render's [`TenantRender::inputs`] from `hashes` (renders of tenants it does
+/// not name keep an empty one: unknown).
+pub fn stamp(renders: &mut [crate::core::render::TenantRender], hashes: &BTreeMap<String, String>) {
+    for r in renders {
+        if let Some(h) = hashes.get(&r.tenant) {
+            r.inputs.clone_from(h);
+        }
+    }
 }
 
 #[cfg(test)]

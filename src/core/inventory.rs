@@ -106,6 +106,11 @@ pub struct Status {
     /// The git commit that last changed this tenant's objects (agent only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// [`crate::core::inputs`] hash of the files the last successful sync rendered (with
+    /// fief's version): while it is the current one and the live objects are as recorded, a
+    /// render would give the same objects. Empty after a failed sync, and in older inventories.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub inputs: String,
     /// Conditions.
     pub conditions: Vec<Condition>,
     /// The last error, if the last sync failed.

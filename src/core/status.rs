@@ -75,6 +75,7 @@ pub fn record_invalid(
     inv.status
         .set_condition("Stalled", true, "RenderFailed", &message, now);
     inv.status.last_error = Some(message);
+    inv.status.inputs.clear();
 }
 
 /// `Reconciling=True` while a sync that changes something is under way.
@@ -116,10 +117,12 @@ pub fn finish(
         status.set_condition("Ready", false, "ApplyFailed", &message, now);
         status.set_condition("Stalled", true, "ApplyFailed", &message, now);
         status.last_error = Some(message);
+        status.inputs.clear();
     } else if let Some(hold) = &report.prune_held {
         status.set_condition("Ready", false, "PruneHeld", hold, now);
         status.set_condition("Stalled", true, "PruneHeld", hold, now);
         status.last_error = Some(hold.clone());
+        status.inputs.clear();
     } else {
         let rev = revision(render);
         let message = format!("applied revision {rev}: {} objects", report.counts.objects);
@@ -127,6 +130,16 @@ pub fn finish(
         status.set_condition("Stalled", false, "Applied", "", now);
         status.revision = rev;
         status.last_error = None;
+    }
+}
+
+/// Record the render's inputs on a successful sync's status, but only when the inventory is
+/// written anyway (`changed`: it differs from the recorded one): a sync whose objects and
+/// status are all as recorded sends no write just for this. The recorded hash then stays that
+/// of an earlier render with the same result, which is still true of the objects.
+pub fn record_inputs(inv: &mut Inventory, render: &TenantRender, changed: bool) {
+    if changed && inv.status.last_error.is_none() {
+        inv.status.inputs.clone_from(&render.inputs);
     }
 }
 
@@ -216,5 +229,47 @@ mod flag_tests {
             suspension_note("alice", "t", Some(" incident 42 ")),
             "by alice at t: incident 42"
         );
+    }
+}
+
+#[cfg(test)]
+mod inputs_tests {
+    use super::*;
+
+    fn render() -> TenantRender {
+        TenantRender {
+            tenant: "acme".into(),
+            inputs: "h2".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_successful_sync_records_its_inputs_only_when_the_inventory_is_written_anyway() {
+        let mut inv = Inventory::new("acme");
+        inv.status.inputs = "h1".into();
+        let mut report = TenantReport::new("acme", "unchanged");
+        finish(&mut inv, &mut report, &render(), false, "t", None);
+        record_inputs(&mut inv, &render(), false);
+        assert_eq!(inv.status.inputs, "h1", "no write just to record inputs");
+        record_inputs(&mut inv, &render(), true);
+        assert_eq!(inv.status.inputs, "h2");
+    }
+
+    #[test]
+    fn a_failed_or_invalid_sync_clears_the_recorded_inputs() {
+        let mut inv = Inventory::new("acme");
+        inv.status.inputs = "h1".into();
+        let mut report = TenantReport::new("acme", "failed");
+        report.errors.push("apply failed".into());
+        finish(&mut inv, &mut report, &render(), true, "t", None);
+        record_inputs(&mut inv, &render(), true);
+        assert!(inv.status.inputs.is_empty());
+
+        let mut inv = Inventory::new("acme");
+        inv.status.inputs = "h1".into();
+        let mut report = TenantReport::new("acme", "invalid");
+        record_invalid(&mut inv, &mut report, &render(), "t");
+        assert!(inv.status.inputs.is_empty());
     }
 }

@@ -387,6 +387,8 @@ async fn sync_tenant(
         now,
         ctx.options.commit.as_deref(),
     );
+    let written = inv != recorded;
+    status::record_inputs(&mut inv, render, written);
     let stands = match write_inventory(ctx, &inv, Some(&recorded)).await {
         Ok(()) => inv,
         Err(e) => {

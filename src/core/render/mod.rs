@@ -78,6 +78,9 @@ pub struct TenantRender {
     pub objects: Vec<RenderedObject>,
     /// Every problem found; a tenant with any is neither applied nor pruned.
     pub errors: Vec<Diagnostic>,
+    /// Hash of everything this render read ([`crate::core::inputs`]), filled in by the caller
+    /// that knows it (empty: unknown). A successful sync records it in the tenant's status.
+    pub inputs: String,
 }
 
 impl TenantRender {
