@@ -125,6 +125,26 @@ fn helm_include_and_to_yaml_get_the_jinja_equivalent() {
 }
 
 #[test]
+fn prometheus_template_text_gets_the_raw_block_hint_and_renders_as_written_inside_one() {
+    let rule = "  rule: 'Instance {{ $labels.instance }} is down'";
+    let repo = Repo::new(&configmap(rule), &["acme"]);
+    assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "components/app/templates/app.yaml:6: tenant `acme`: template error:",
+            "this line holds another tool's template",
+            "hint: to send text with `{{` as written, put it between `{% raw %}` and `{% endraw %}`",
+        ],
+    );
+    let raw = Repo::new(
+        &configmap(&format!("{{% raw %}}\n{rule}\n{{% endraw %}}")),
+        &["acme"],
+    );
+    let out = raw.validate(&[]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+}
+
+#[test]
 fn a_yaml_error_in_rendered_output_points_at_the_template_line() {
     let repo = Repo::new(
         "{% set n = 2 %}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: [1\n  b: {{ n }}\n",

@@ -97,6 +97,15 @@ pub enum Problem {
         /// The Jinja way to write it.
         jinja: &'static str,
     },
+    /// A template error on a line that holds another tool's template text (Prometheus and
+    /// Alertmanager rules, Grafana), meant to reach the cluster as written.
+    #[error(
+        "template error: {detail} (this line holds another tool's template, such as Prometheus's `{{{{ $labels.x }}}}`, which fief reads as Jinja)"
+    )]
+    ForeignTemplate {
+        /// minijinja's message.
+        detail: String,
+    },
     /// A rendered document is not a Kubernetes object.
     #[error("rendered document is not a Kubernetes object: {detail}")]
     NotAnObject {
@@ -305,6 +314,9 @@ impl Problem {
             Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
             Problem::Template { .. } => "fix the template at this line",
             Problem::HelmSyntax { jinja, .. } => jinja,
+            Problem::ForeignTemplate { .. } => {
+                "to send text with `{{` as written, put it between `{% raw %}` and `{% endraw %}` (or write `{{ '{{' }}` for each `{{`)"
+            }
             Problem::NotAnObject { .. } => {
                 "every rendered document needs apiVersion, kind and metadata.name"
             }

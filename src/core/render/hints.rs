@@ -65,6 +65,21 @@ const NOT_VARIABLES: &[&str] = &[
     "context",
 ];
 
+/// Whether the line holds Prometheus/Alertmanager template text (`{{ $labels.x }}`,
+/// `{{ $value | humanize }}`, `{{ .Labels.x }}`), which is meant literally, not Helm.
+pub fn foreign_template(line: &str) -> bool {
+    [
+        "$labels",
+        "$value",
+        "$externalLabels",
+        ".Labels.",
+        ".Annotations.",
+        "humanize",
+    ]
+    .iter()
+    .any(|m| line.contains(m))
+}
+
 /// A Helm construct found on the line, with what to write instead.
 pub fn helm_hint(line: &str) -> Option<&'static str> {
     if line.contains("include \"") && line.contains(" .") || line.contains("template \"") {

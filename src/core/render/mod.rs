@@ -225,6 +225,12 @@ fn explained(d: Diagnostic, snapshot: &Snapshot, context: &Value) -> Diagnostic 
     let Some(text) = d.line.and_then(|l| source.lines().nth(l.saturating_sub(1))) else {
         return d;
     };
+    if text.contains("{{") && hints::foreign_template(text) {
+        let problem = Problem::ForeignTemplate {
+            detail: detail.clone(),
+        };
+        return Diagnostic::new(d.file, d.line, problem);
+    }
     if let Some(jinja) = hints::helm_hint(text) {
         let problem = Problem::HelmSyntax {
             detail: detail.clone(),

@@ -63,6 +63,43 @@ fn is_non_content_line(line: &str) -> bool {
         || (t.starts_with("{#") && t.ends_with("#}"))
 }
 
+/// A `v1` `List` document (as `kubectl get -o yaml` writes and public manifests ship) stands
+/// for its items: each is checked and applied as if it were its own document, at the List's
+/// line. Other documents pass through.
+fn expand_lists<'d, I>(docs: I) -> impl Iterator<Item = ParsedDoc<'d>>
+where
+    I: Iterator<Item = ParsedDoc<'d>>,
+{
+    docs.flat_map(|((doc, result), line)| {
+        let items = match &result {
+            Ok(Some(Value::Object(map)))
+                if map.get("apiVersion").and_then(Value::as_str) == Some("v1")
+                    && map.get("kind").and_then(Value::as_str) == Some("List")
+                    && map.get("items").is_some_and(Value::is_array) =>
+            {
+                match result {
+                    Ok(Some(Value::Object(mut map))) => match map.remove("items") {
+                        Some(Value::Array(items)) => items,
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                }
+            }
+            _ => return vec![((doc, result), line)],
+        };
+        items
+            .into_iter()
+            .map(|item| ((doc, Ok(Some(item))), line))
+            .collect()
+    })
+}
+
+/// A rendered document, its parse, and the template line it most likely came from.
+type ParsedDoc<'d> = (
+    (&'d Document<'d>, Result<Option<Value>, yaml::YamlError>),
+    usize,
+);
+
 /// Split rendered output into objects, checking each is a Kubernetes object, and default
 /// namespaced objects into the environment's namespace.
 pub(super) fn parse_rendered(
@@ -92,7 +129,7 @@ pub(super) fn parse_rendered(
     let lines = source_lines(template_src, &docs, &kinds);
     let mut objects = Vec::new();
     let mut errors = Vec::new();
-    for ((doc, result), line) in docs.iter().zip(parsed).zip(lines) {
+    for ((doc, result), line) in expand_lists(docs.iter().zip(parsed).zip(lines)) {
         let not_object =
             |detail: String| Diagnostic::new(template, Some(line), Problem::NotAnObject { detail });
         let value = match result {
