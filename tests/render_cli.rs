@@ -2,24 +2,11 @@
 
 mod common;
 
+use common::offline::{fief, stderr, stdout, write_file};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
-
-fn fief(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .output()
-        .expect("run fief")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo")
@@ -51,9 +38,7 @@ impl Repo {
     }
 
     fn write(&self, path: &str, text: &str) {
-        let p = self.dir.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
+        write_file(self.dir.path(), path, text);
     }
 
     /// Beta stops using `app`, so a broken `app` template fails only alpha.

@@ -2,23 +2,12 @@
 //! reserved namespaces, host-suffix ownership, allowed component kinds, object names and
 //! `render --out` paths, and YAML read as kubectl reads it. Each test runs `fief` as a user does.
 
+#[path = "common/offline.rs"]
+mod offline;
+use offline::{fief, stderr, stdout};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn fief(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .output()
-        .expect("run fief")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 const CONFIGMAP: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  a: b\n";

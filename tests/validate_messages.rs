@@ -2,18 +2,11 @@
 //! and what is defined beside it, Helm syntax answered with the Jinja way, YAML errors at the
 //! template's line, one error of many tenants printed once, and no library internals.
 
-use std::process::{Command, Output};
+#[path = "common/offline.rs"]
+mod offline;
+use offline::{fief, stderr, write_file};
 
-fn fief(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .output()
-        .expect("run fief")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 struct Repo {
     dir: tempfile::TempDir,
@@ -42,9 +35,7 @@ impl Repo {
     }
 
     fn write(&self, path: &str, text: &str) {
-        let p = self.dir.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
+        write_file(self.dir.path(), path, text);
     }
 
     fn validate(&self, extra: &[&str]) -> Output {

@@ -3,22 +3,11 @@
 //! built-in kinds. Each test runs the real binary on a temporary repo and checks the exit code
 //! and the message (file:line, tenant, what is wrong, what is allowed).
 
-use std::process::{Command, Output};
+#[path = "common/offline.rs"]
+mod offline;
+use offline::{fief, stderr, stdout, write_file};
 
-fn fief(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .output()
-        .expect("run fief")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::Output;
 
 const SCHEMA: &str = r#"{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -56,9 +45,7 @@ impl Repo {
     }
 
     fn write(&self, path: &str, text: &str) {
-        let p = self.dir.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
+        write_file(self.dir.path(), path, text);
     }
 
     /// Tenant `name` using `app`, with `values` (block-style lines under `values:`).

@@ -25,6 +25,7 @@
 pub mod agent;
 pub mod cluster_cli;
 pub mod node;
+pub mod offline;
 pub mod sops;
 pub mod synth;
 pub mod util;

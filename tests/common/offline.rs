@@ -1,0 +1,33 @@
+//! Helpers for tests that run `fief` offline on temporary repos: run the binary, read its
+//! output, write a repo's files. Used through `common` or on its own with
+//! `#[path = "common/offline.rs"] mod offline;` (no control plane is compiled in then).
+
+#![allow(dead_code)] // each test binary uses its own subset of the helpers
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Run the fief binary with `args`.
+pub fn fief(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .output()
+        .expect("run fief")
+}
+
+/// Its stdout, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its stderr, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Write `text` at `path` under `root`, creating folders.
+pub fn write_file(root: &Path, path: &str, text: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().expect("a file path has a parent")).expect("create dirs");
+    std::fs::write(p, text).expect("write file");
+}
