@@ -82,8 +82,7 @@ pub fn hashes(
             continue;
         }
         if let Some(h) = hashes.get_mut(name) {
-            let joined = format!("{h};{mix}");
-            *h = crate::core::objects::sha256_hex(joined.as_bytes());
+            *h = crate::core::inputs::mix(h, &mix);
         }
     }
     hashes

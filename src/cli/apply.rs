@@ -104,6 +104,15 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         progress: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
+    // Tenants rendered by this run (all of them with --wait).
+    let rendered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(renders.len()));
+    // Tenants whose last render may stand in for a new one while their inputs are unchanged.
+    let reusable: BTreeMap<String, String> =
+        pipeline::reuse_candidates(&repo, &names, &args.cluster_name)
+            .into_iter()
+            .filter_map(|t| Some((hashes.get(&t)?.clone(), t)))
+            .map(|(h, t)| (t, h))
+            .collect();
     let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;
         // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
@@ -140,12 +149,15 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 {
                     let repo = std::sync::Arc::clone(&repo);
                     let hashes = std::sync::Arc::clone(&hashes);
+                    let rendered = std::sync::Arc::clone(&rendered);
                     move |batch: &[String]| {
+                        rendered.fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
                         let mut renders = pipeline::render_all(&repo, batch);
                         crate::core::inputs::stamp(&mut renders, &hashes);
                         renders
                     }
                 },
+                &reusable,
                 &known,
                 args.repo.tenants.is_empty(),
                 &options,
@@ -181,6 +193,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         };
         Ok::<_, CliError>((reports, counter.stats(), unhealthy, streamed))
     })?;
+    let rendered = rendered.load(std::sync::atomic::Ordering::Relaxed);
     let mut out = String::new();
     let mut stderr = std::io::stderr().lock();
     let error = super::colour::error_prefix();
@@ -207,12 +220,15 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             #[derive(serde::Serialize)]
             struct Summary<'a> {
                 tenants: &'a [TenantReport],
+                /// Tenants rendered (the others' inputs and objects were as last applied).
+                rendered: usize,
                 requests: RequestStats,
                 #[serde(skip_serializing_if = "Option::is_none")]
                 unhealthy: Option<&'a BTreeMap<String, Vec<Unhealthy>>>,
             }
             let summary = Summary {
                 tenants: &reports,
+                rendered,
                 requests: stats,
                 unhealthy: args.wait.then_some(&unhealthy),
             };
@@ -271,6 +287,10 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 "API requests: {} reads, {} mutating\n",
                 stats.get,
                 stats.mutating()
+            ));
+            out.push_str(&format!(
+                "rendered {rendered} of {} tenants (the others: inputs and objects as last applied)\n",
+                names.len()
             ));
         }
     }

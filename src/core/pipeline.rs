@@ -98,6 +98,13 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
             })
             .collect()
     });
+    check_across(&mut out, repo);
+    out
+}
+
+/// The checks across tenants (namespace and host-suffix collisions), on `out`: they read the
+/// tenant files of the whole repo, not the renders.
+fn check_across(out: &mut [TenantRender], repo: &Repo) {
     // Namespace collisions need every tenant's namespaces, filtered or not.
     let all_namespaces: BTreeMap<String, BTreeMap<String, String>> = match &repo.config {
         Ok(config) => repo
@@ -111,11 +118,48 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
             .collect(),
         Err(_) => BTreeMap::new(),
     };
-    validate::check_namespace_collisions(&mut out, &all_namespaces, repo);
+    validate::check_namespace_collisions(out, &all_namespaces, repo);
     if let Ok(config) = &repo.config {
-        validate::check_host_suffixes(&mut out, repo, config);
+        validate::check_host_suffixes(out, repo, config);
     }
-    out
+}
+
+/// The tenants of `names` whose last successful render may stand in for a new one when its
+/// recorded input hash is still the current one: the tenant file and fief.yaml parse, the
+/// tenant is `cluster`'s and not `purged`, its secrets open with the keys at hand, and no
+/// check across tenants fails it (another
+/// tenant's file can make it invalid without changing its inputs). The others must be
+/// rendered.
+pub fn reuse_candidates(
+    repo: &Repo,
+    names: &[String],
+    cluster: &str,
+) -> std::collections::BTreeSet<String> {
+    if repo.config.is_err() {
+        return Default::default();
+    }
+    let mut probes: Vec<TenantRender> = names
+        .iter()
+        .filter(|n| match repo.tenants.get(*n) {
+            // Secrets that cannot be opened now (no key, a wrong one) fail the render.
+            Some(Ok(t)) => {
+                t.spec.cluster == cluster
+                    && t.spec.state != crate::core::model::TenantState::Purged
+                    && repo.secrets.for_tenant(n).is_ok()
+            }
+            _ => false,
+        })
+        .map(|n| TenantRender {
+            tenant: n.clone(),
+            ..Default::default()
+        })
+        .collect();
+    check_across(&mut probes, repo);
+    probes
+        .into_iter()
+        .filter(|p| p.errors.is_empty())
+        .map(|p| p.tenant)
+        .collect()
 }
 
 /// A failed render for `tenant` whose thread panicked with `payload`.
@@ -171,5 +215,42 @@ mod tests {
         assert!(text.contains("tenant `panics-in-render`"), "{text}");
         assert!(renders[0].is_ok() && renders[2].is_ok(), "{renders:?}");
         assert!(!renders[0].objects.is_empty());
+    }
+
+    #[test]
+    fn only_tenants_no_other_tenant_file_can_fail_are_candidates_for_reuse() {
+        let with = |name: &str, spec: &str| {
+            (
+                format!("tenants/{name}.yaml"),
+                format!(
+                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
+                ),
+            )
+        };
+        let files = [
+            with("acme", "  state: active\n"),
+            // Claims acme's host suffix: it fails, acme does not.
+            with("bad", "  hostSuffixes: [acme.example.com]\n"),
+            with("elsewhere", "  cluster: other\n"),
+            with("gone", "  state: purged\n"),
+            ("tenants/broken.yaml".to_string(), "kind: [".to_string()),
+            (
+                "fief.yaml".to_string(),
+                "baseDomain: example.com\n".to_string(),
+            ),
+        ];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let names: Vec<String> = repo.tenants.keys().cloned().collect();
+        let candidates = reuse_candidates(&repo, &names, "default");
+        assert_eq!(
+            candidates.into_iter().collect::<Vec<_>>(),
+            ["acme"],
+            "{:?}",
+            render_all(&repo, &[])
+                .iter()
+                .map(|r| (&r.tenant, r.errors.len()))
+                .collect::<Vec<_>>()
+        );
     }
 }

@@ -143,6 +143,43 @@ pub fn record_inputs(inv: &mut Inventory, render: &TenantRender, changed: bool) 
     }
 }
 
+/// Whether a tenant's last sync still stands with no render at all: its status is settled
+/// (`Ready`, not `Reconciling`, `Stalled` or `Orphaned`, no last error), it recorded `inputs`
+/// as the render's input hash (which is [`crate::core::inputs::reusable`]), and every object
+/// it recorded is live exactly as fief left it (`unchanged` says so of an entry: same uid and
+/// resourceVersion, or fief's own managedFields entry as recorded). A render of the same
+/// inputs then gives the recorded objects, and the plan of each is "unchanged": a sync would
+/// send nothing and write nothing.
+pub fn stands_unrendered(
+    inv: &Inventory,
+    inputs: &str,
+    unchanged: impl Fn(&crate::core::inventory::Entry) -> bool,
+) -> bool {
+    let s = &inv.status;
+    let is = |type_: &str, value: &str| s.condition(type_).is_some_and(|c| c.status == value);
+    crate::core::inputs::reusable(inputs)
+        && s.inputs == inputs
+        && s.last_error.is_none()
+        && is("Ready", "True")
+        && !is("Reconciling", "True")
+        && !is("Stalled", "True")
+        && s.condition("Orphaned").is_none()
+        && !inv.entries.is_empty()
+        && inv
+            .entries
+            .values()
+            .all(|e| !e.hash.is_empty() && !e.live.is_empty() && unchanged(e))
+}
+
+/// The report of a tenant whose last sync stands ([`stands_unrendered`]): applied, every
+/// recorded object unchanged.
+pub fn unchanged_report(inv: &Inventory) -> TenantReport {
+    let mut report = TenantReport::new(&inv.tenant, "applied");
+    report.counts.objects = inv.entries.len();
+    report.counts.unchanged = inv.entries.len();
+    report
+}
+
 /// The revision of a render: a hash of its objects' content hashes (not the commit, so a
 /// commit that does not change a tenant does not change its revision).
 pub fn revision(render: &TenantRender) -> String {
@@ -271,5 +308,90 @@ mod inputs_tests {
         let mut report = TenantReport::new("acme", "invalid");
         record_invalid(&mut inv, &mut report, &render(), "t");
         assert!(inv.status.inputs.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod reuse_tests {
+    use super::*;
+    use crate::core::inventory::Entry;
+    use crate::core::objects::ObjectId;
+
+    fn settled() -> Inventory {
+        let mut inv = Inventory::new("acme");
+        for name in ["a", "b"] {
+            let id = ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: "acme-prod".into(),
+                name: name.into(),
+            };
+            inv.entries.insert(
+                id.clone(),
+                Entry {
+                    id,
+                    component: "web".into(),
+                    api_version: "v1".into(),
+                    hash: "h".into(),
+                    live: "l".into(),
+                    resource_version: "1".into(),
+                    uid: "u".into(),
+                    managed: String::new(),
+                    created: None,
+                },
+            );
+        }
+        inv.status.inputs = "in1".into();
+        inv.status.set_condition("Ready", true, "Applied", "", "t");
+        inv.status
+            .set_condition("Stalled", false, "Applied", "", "t");
+        inv.status
+            .set_condition("Reconciling", false, "Done", "", "t");
+        inv
+    }
+
+    #[test]
+    fn a_settled_tenant_with_the_same_inputs_and_untouched_objects_stands_without_a_render() {
+        let inv = settled();
+        assert!(stands_unrendered(&inv, "in1", |_| true));
+        let report = unchanged_report(&inv);
+        assert_eq!(
+            (report.outcome.as_str(), report.counts.unchanged),
+            ("applied", 2)
+        );
+        assert!(report.is_ok());
+    }
+
+    #[test]
+    fn anything_moved_or_unsettled_needs_a_render() {
+        let inv = settled();
+        assert!(!stands_unrendered(&inv, "in2", |_| true), "inputs changed");
+        assert!(!stands_unrendered(&inv, "", |_| true));
+        assert!(!stands_unrendered(&inv, "opaque:in1", |_| true));
+        assert!(
+            !stands_unrendered(&inv, "in1", |e| e.id.name != "b"),
+            "one object moved"
+        );
+        let mut reconciling = settled();
+        reconciling
+            .status
+            .set_condition("Reconciling", true, "Progressing", "", "t");
+        assert!(!stands_unrendered(&reconciling, "in1", |_| true));
+        let mut failed = settled();
+        failed.status.last_error = Some("boom".into());
+        assert!(!stands_unrendered(&failed, "in1", |_| true));
+        let mut orphaned = settled();
+        orphaned
+            .status
+            .set_condition("Orphaned", true, "TenantFileRemoved", "", "t");
+        assert!(!stands_unrendered(&orphaned, "in1", |_| true));
+        let mut unapplied = settled();
+        if let Some(e) = unapplied.entries.values_mut().next() {
+            e.live.clear();
+        }
+        assert!(!stands_unrendered(&unapplied, "in1", |_| true));
+        let mut empty = settled();
+        empty.entries.clear();
+        assert!(!stands_unrendered(&empty, "in1", |_| true));
     }
 }

@@ -7,9 +7,11 @@
 //! only the bodies of objects that moved. Rendering a batch (on a blocking thread) and reading
 //! its live state overlap with the previous batch's last syncs, and tenants flow into one pool of
 //! `concurrency` syncs with no barrier between batches; memory holds only the few batches in
-//! flight.
+//! flight. A tenant whose inventory recorded its current input hash, with a settled status
+//! and every recorded object as fief left it (by that metadata pass), is not rendered at all:
+//! a no-op pass renders nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
@@ -20,6 +22,7 @@ use super::{ClusterError, Resources};
 use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::render::TenantRender;
+use crate::core::status;
 
 /// Tenants rendered and observed at a time by [`sync_batched`].
 pub const BATCH: usize = 50;
@@ -33,6 +36,31 @@ const BATCHES_AHEAD: usize = 1;
 struct Batch {
     renders: Vec<TenantRender>,
     live: HashMap<ObjectId, String>,
+    /// Tenants whose last sync stands with no render (see `core::status::stands_unrendered`).
+    unchanged: Vec<TenantReport>,
+}
+
+/// One tenant's turn in the pool.
+enum Turn {
+    Sync(Arc<Batch>, usize),
+    Unchanged(TenantReport),
+}
+
+/// Render `names` on a blocking thread (none: nothing to render, not the whole repo).
+async fn render_some<R>(render: &Arc<R>, names: Vec<String>) -> Vec<TenantRender>
+where
+    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
+{
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let render = Arc::clone(render);
+    match tokio::task::spawn_blocking(move || render(&names)).await {
+        Ok(renders) => renders,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled: only when the runtime shuts down, and then nothing is synced.
+        Err(_) => Vec::new(),
+    }
 }
 
 /// [`super::sync::sync`] a [`BATCH`] of tenants at a time: `render` renders the named
@@ -41,10 +69,17 @@ struct Batch {
 /// few batches' objects rather than the whole repo's. The next batches are rendered and
 /// observed while the current one syncs. The inventories are read once. Orphans (when
 /// `report_orphans`) are reported after the last batch. Reports sorted by tenant.
+///
+/// `reusable` names the tenants whose last successful render may stand in for a new one
+/// (`core::pipeline::reuse_candidates`), with their current input hash: such a tenant whose
+/// inventory recorded that hash, whose status is settled and whose recorded objects the
+/// metadata pass finds exactly as fief left them is not rendered at all (its report says
+/// every object unchanged). Every other tenant is rendered and synced.
 pub async fn sync_batched<R>(
     resources: &Resources,
     names: &[String],
     render: R,
+    reusable: &BTreeMap<String, String>,
     known: &BTreeSet<String>,
     report_orphans: bool,
     options: &SyncOptions,
@@ -77,14 +112,21 @@ where
     let many = names.len() > BATCH;
     let render = Arc::new(render);
     let now = now_rfc3339();
+    // Tenants that recorded their current inputs may need no render: they wait for the
+    // metadata pass; the others are rendered at once.
+    let may_stand = |t: &String| {
+        reusable.get(t).is_some_and(
+            |inputs| matches!(inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
+        )
+    };
     let batches = stream::iter(names.chunks(BATCH))
         .map(|chunk| {
-            let render = Arc::clone(&render);
-            let chunk = chunk.to_vec();
+            let render = &render;
+            let (maybe, must): (Vec<String>, Vec<String>) =
+                chunk.iter().cloned().partition(|t| may_stand(t));
             async move {
-                let rendering = tokio::task::spawn_blocking(move || render(&chunk));
                 let prefetch = async {
-                    if !many {
+                    if !many && maybe.is_empty() {
                         return Ok(None);
                     }
                     prefetched
@@ -92,22 +134,31 @@ where
                         .await
                         .map(Some)
                 };
-                let (rendered, prefetch) = futures::join!(rendering, prefetch);
-                let renders = match rendered {
-                    Ok(renders) => renders,
-                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    // Cancelled: only when the runtime shuts down, and then nothing is synced.
-                    Err(_) => Vec::new(),
-                };
-                let live = super::observe::observe_live(
-                    resources,
-                    &renders,
-                    inventories,
-                    false,
-                    prefetch?,
-                )
-                .await?;
-                Ok::<_, ClusterError>(Arc::new(Batch { renders, live }))
+                let (mut renders, prefetch) = futures::join!(render_some(render, must), prefetch);
+                let prefetch = prefetch?;
+                let mut unchanged = Vec::new();
+                let mut redo = Vec::new();
+                for t in maybe {
+                    let stands = match (inventories.get(&t), reusable.get(&t), prefetch) {
+                        (Some(Ok(inv)), Some(inputs), Some(p)) => {
+                            status::stands_unrendered(inv, inputs, |e| p.unchanged(e))
+                        }
+                        _ => false,
+                    };
+                    match inventories.get(&t) {
+                        Some(Ok(inv)) if stands => unchanged.push(status::unchanged_report(inv)),
+                        _ => redo.push(t),
+                    }
+                }
+                renders.extend(render_some(render, redo).await);
+                let live =
+                    super::observe::observe_live(resources, &renders, inventories, false, prefetch)
+                        .await?;
+                Ok::<_, ClusterError>(Arc::new(Batch {
+                    renders,
+                    live,
+                    unchanged,
+                }))
             }
         })
         .buffered(BATCHES_AHEAD);
@@ -127,11 +178,19 @@ where
             };
             futures::future::ready(next)
         })
-        .flat_map(|b| stream::iter((0..b.renders.len()).map(move |i| (Arc::clone(&b), i))));
+        .flat_map(|b| {
+            let unchanged: Vec<Turn> = b.unchanged.iter().cloned().map(Turn::Unchanged).collect();
+            let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
+            stream::iter(unchanged.into_iter().chain(syncs))
+        });
     let mut reports: Vec<TenantReport> = tenants
-        .map(|(b, i)| {
+        .map(|turn| {
             let now = now.clone();
             async move {
+                let (b, i) = match turn {
+                    Turn::Unchanged(report) => return report,
+                    Turn::Sync(b, i) => (b, i),
+                };
                 let ctx = Ctx {
                     resources,
                     live: &b.live,

@@ -161,6 +161,14 @@ pub struct Prefetch {
     found: HashSet<ObjectId>,
 }
 
+impl Prefetch {
+    /// Whether the object of a recorded entry is live exactly as fief left it (so its
+    /// recorded live hash stands).
+    pub fn unchanged(&self, entry: &Entry) -> bool {
+        self.trusted.get(&entry.id) == Some(&entry.live)
+    }
+}
+
 /// Read, once for all of `tenants`, the metadata of every kind their inventories record: one
 /// metadata-only LIST per kind (paged, the kinds concurrently) with `selector`, instead of one
 /// per batch of tenants. Keeps only identities and recorded hashes, not the pages.

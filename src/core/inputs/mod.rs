@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 use crate::core::model::{BUILTIN_BASELINE, Repo};
 use crate::core::snapshot::{Entry, Snapshot};
 
+mod refs;
+
 fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     h.update(path.as_bytes());
     h.update([0]);
@@ -32,54 +34,6 @@ fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
 
 fn hex(h: Sha256) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Template names a file names by a literal in `{% include/import/extends/from ... %}`,
-/// resolved as the renderer does (a name without `/` is next to the including file).
-fn template_refs(path: &str, text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let dir = path.rsplit_once('/').map(|(d, _)| d);
-    for block in text.split("{%").skip(1) {
-        let body = block.split("%}").next().unwrap_or("");
-        let body = body.trim_start_matches(['-', '+']).trim_start();
-        let word = body.split_whitespace().next().unwrap_or("");
-        if !matches!(word, "include" | "import" | "extends" | "from") {
-            continue;
-        }
-        let mut rest = &body[word.len()..];
-        while let Some(start) = rest.find(['"', '\'']) {
-            let quote = &rest[start..start + 1];
-            let after = &rest[start + 1..];
-            let Some(end) = after.find(quote) else { break };
-            let name = &after[..end];
-            out.push(match (name.contains('/'), dir) {
-                (false, Some(d)) => format!("{d}/{name}"),
-                _ => name.to_string(),
-            });
-            rest = &after[end + 1..];
-        }
-    }
-    out
-}
-
-/// Files outside `dir` that the templates under it reach by literal includes, transitively.
-fn referenced_outside(snapshot: &crate::core::snapshot::Snapshot, dir: &str) -> BTreeSet<String> {
-    let prefix = format!("{dir}/");
-    let mut todo: Vec<String> = snapshot
-        .under(dir)
-        .filter_map(|(p, e)| e.as_ref().ok().map(|t| template_refs(p, t)))
-        .flatten()
-        .collect();
-    let mut seen = BTreeSet::new();
-    while let Some(path) = todo.pop() {
-        if path.starts_with(&prefix) || !seen.insert(path.clone()) {
-            continue;
-        }
-        if let Some(Ok(text)) = snapshot.get(&path) {
-            todo.extend(template_refs(&path, text));
-        }
-    }
-    seen
 }
 
 /// What each hash was computed from, so the next commit recomputes only the hashes whose
@@ -98,6 +52,8 @@ pub struct InputIndex {
 struct ComponentInputs {
     hash: String,
     outside: BTreeSet<String>,
+    /// Some template of it (or one it reaches) names a template by a computed expression.
+    computed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -136,6 +92,28 @@ const RENDERER: &str = concat!(
     env!("FIEF_GIT_COMMIT")
 );
 
+/// How a tenant hash starts when the render it stands for may read a template whose name is
+/// computed while rendering: the hash still changes with every file it knows of (so the agent
+/// re-syncs on those), but it is never recorded as a render's inputs ([`stamp`]), so no
+/// render of that tenant is ever skipped on its strength.
+const OPAQUE: &str = "opaque:";
+
+/// Whether a render with these input hash may be skipped while the hash stands (see
+/// [`OPAQUE`]).
+pub fn reusable(hash: &str) -> bool {
+    !hash.is_empty() && !hash.starts_with(OPAQUE)
+}
+
+/// `hash` with `extra` mixed in (e.g. a pinned ref's tree id), still opaque if it was.
+pub fn mix(hash: &str, extra: &str) -> String {
+    let mixed = crate::core::objects::sha256_hex(format!("{hash};{extra}").as_bytes());
+    if reusable(hash) {
+        mixed
+    } else {
+        format!("{OPAQUE}{mixed}")
+    }
+}
+
 fn shared_hash(snapshot: &Snapshot) -> String {
     let mut shared = Sha256::new();
     shared.update(RENDERER.as_bytes());
@@ -143,6 +121,13 @@ fn shared_hash(snapshot: &Snapshot) -> String {
     hash_entry(&mut shared, "fief.yaml", snapshot.get("fief.yaml"));
     if snapshot.has_dir("baseline") {
         shared.update(dir_hash(snapshot, "baseline").as_bytes());
+        let reach = refs::reach(snapshot, "baseline");
+        for path in &reach.outside {
+            hash_entry(&mut shared, path, snapshot.get(path));
+        }
+        if reach.computed {
+            return format!("{OPAQUE}{}", hex(shared));
+        }
     } else {
         for (name, text) in BUILTIN_BASELINE {
             shared.update(name.as_bytes());
@@ -156,13 +141,14 @@ fn component_inputs(snapshot: &Snapshot, name: &str) -> ComponentInputs {
     let dir = format!("components/{name}");
     let mut h = Sha256::new();
     h.update(dir_hash(snapshot, &dir).as_bytes());
-    let outside = referenced_outside(snapshot, &dir);
+    let refs::Reach { outside, computed } = refs::reach(snapshot, &dir);
     for path in &outside {
         hash_entry(&mut h, path, snapshot.get(path));
     }
     ComponentInputs {
         hash: hex(h),
         outside,
+        computed,
     }
 }
 
@@ -202,19 +188,15 @@ fn tenant_inputs(
             files.push(path);
             files.push(format!("environments/{env}.yml"));
         }
-        // Enabled components and, transitively, what they depend on.
-        let mut todo: Vec<&str> = tenant
-            .spec
-            .components
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
+        // Enabled components (a pinned one as the folder read at its ref) and, transitively,
+        // what they depend on (at the head).
+        let mut todo: Vec<String> = tenant.spec.components.iter().map(|c| c.key()).collect();
         while let Some(c) = todo.pop() {
-            if !seen.insert(c.to_string()) {
+            if !seen.insert(c.clone()) {
                 continue;
             }
-            if let Some(Ok(component)) = repo.components.get(c) {
-                todo.extend(component.meta.depends_on.iter().map(String::as_str));
+            if let Some(Ok(component)) = repo.components.get(&c) {
+                todo.extend(component.meta.depends_on.iter().cloned());
             }
         }
         for c in &seen {
@@ -225,8 +207,17 @@ fn tenant_inputs(
             }
         }
     }
+    let computed = shared.starts_with(OPAQUE)
+        || seen
+            .iter()
+            .any(|c| components.get(c).is_some_and(|i| i.computed));
+    let hash = hex(h);
     TenantInputs {
-        hash: hex(h),
+        hash: if computed {
+            format!("{OPAQUE}{hash}")
+        } else {
+            hash
+        },
         files,
         components: seen,
     }
@@ -325,10 +316,10 @@ pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
 }
 
 /// Fill in each render's [`TenantRender::inputs`] from `hashes` (renders of tenants it does
-/// not name keep an empty one: unknown).
+/// not name, or whose hash is not [`reusable`], keep an empty one: unknown).
 pub fn stamp(renders: &mut [crate::core::render::TenantRender], hashes: &BTreeMap<String, String>) {
     for r in renders {
-        if let Some(h) = hashes.get(&r.tenant) {
+        if let Some(h) = hashes.get(&r.tenant).filter(|h| reusable(h)) {
             r.inputs.clone_from(h);
         }
     }
@@ -537,5 +528,52 @@ mod tests {
         assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (0, 0));
         let (_, hashed) = incremental(&[], &[]);
         assert_eq!(hashed, HashStats::default());
+    }
+
+    #[test]
+    fn a_pinned_component_is_hashed_as_the_folder_read_at_its_ref() {
+        let pinned = (
+            "tenants/a.yaml",
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: a\nspec:\n  components:\n    - name: web\n      ref: v1\n",
+        );
+        let before = hashes(&[pinned, ("components/web@v1/templates/x.yaml", "one")]);
+        let after = hashes(&[pinned, ("components/web@v1/templates/x.yaml", "two")]);
+        assert_ne!(before["a"], after["a"], "the ref's content moved");
+        assert_eq!(before["c"], after["c"], "c uses web at the head");
+    }
+
+    #[test]
+    fn a_tenant_whose_templates_compute_a_template_name_is_never_recorded_for_reuse() {
+        let computed = (
+            "components/db/templates/x.yaml",
+            "{% include \"shared/\" ~ values.part %}\n",
+        );
+        let h = hashes(&[computed]);
+        assert!(!reusable(&h["b"]), "b uses db");
+        assert!(reusable(&h["a"]));
+        assert_ne!(
+            h["b"],
+            hashes(&[computed, ("tenants/b.yaml", "x: 1\n")])["b"]
+        );
+        let mut renders = vec![
+            crate::core::render::TenantRender {
+                tenant: "a".into(),
+                ..Default::default()
+            },
+            crate::core::render::TenantRender {
+                tenant: "b".into(),
+                ..Default::default()
+            },
+        ];
+        stamp(&mut renders, &h);
+        assert_eq!(renders[0].inputs, h["a"]);
+        assert!(renders[1].inputs.is_empty());
+        assert!(!reusable(&mix(&h["b"], "web@v1=tree")));
+        assert!(reusable(&mix(&h["a"], "web@v1=tree")));
+        let baseline = (
+            "baseline/ns.yaml",
+            "{% include 'baseline/' ~ env ~ '.yaml' %}",
+        );
+        assert!(!reusable(&hashes(&[baseline])["a"]), "the baseline too");
     }
 }
