@@ -10,7 +10,8 @@
 //! `FIEF_BENCH_AGENT_ONLY=1 cargo bench --bench cluster -- 1000 3 100` runs only the agent's
 //! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
 //! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
-//! no-op `fief apply` with their peak RSS).
+//! no-op `fief apply` with their peak RSS); with `FIEF_BENCH_ALT_QPS=N` also a cold apply with
+//! `--api-qps N` in each run.
 
 #[path = "cluster_agent/phases.rs"]
 mod agent_phases;
@@ -126,6 +127,11 @@ fn fief_apply(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64) {
 /// [`fief_apply`] under `/usr/bin/time`, also returning fief's peak RSS in MiB (0 when
 /// `/usr/bin/time` is missing).
 fn fief_apply_rss(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64, f64) {
+    fief_apply_rss_with(repo, kubeconfig, &[])
+}
+
+/// [`fief_apply_rss`] with extra `fief apply` arguments.
+fn fief_apply_rss_with(repo: &Path, kubeconfig: &Path, extra: &[&str]) -> (f64, u64, u64, f64) {
     let rss_file = tempfile::NamedTempFile::new().unwrap();
     let timed = Path::new("/usr/bin/time").exists();
     let mut cmd = if timed {
@@ -147,6 +153,7 @@ fn fief_apply_rss(repo: &Path, kubeconfig: &Path) -> (f64, u64, u64, f64) {
             "--concurrency",
             CONCURRENCY,
         ])
+        .args(extra)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .output()
@@ -610,6 +617,8 @@ fn main() {
     let (mut fs_cold, mut fs_noop, mut k_cold, mut k_noop, mut fs_change, mut k_change) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut last_big = PathBuf::new();
+    let alt_qps = std::env::var("FIEF_BENCH_ALT_QPS").ok();
+    let mut alt_rate = Vec::new();
     let mut fief_sent = Vec::new();
     let (mut cold_rss, mut noop_rss) = (vec![], vec![]);
     for r in 0..runs {
@@ -630,6 +639,15 @@ fn main() {
         noop_reads
             .push(d.get("LIST").copied().unwrap_or(0.0) + d.get("GET").copied().unwrap_or(0.0));
         last_big = dir;
+        // `FIEF_BENCH_ALT_QPS=N`: the same cold apply with `--api-qps N`, on its own tenants,
+        // in the same run (the client-side limit against the default).
+        if let Some(qps) = &alt_qps {
+            let dir = work.path().join(format!("alt{r}"));
+            synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("alt{r}")))
+                .unwrap();
+            let (secs, objects, _, _) = fief_apply_rss_with(&dir, &kubeconfig, &["--api-qps", qps]);
+            alt_rate.push(objects as f64 / secs);
+        }
         if cli_only {
             continue;
         }
@@ -672,6 +690,16 @@ fn main() {
         "   fief cold-apply rate / API server raw rate",
         format!("{:.0} %", 100.0 * median(cold_rate) / raw),
     );
+    if let Some(qps) = &alt_qps {
+        row(
+            &format!("   cold apply rate with --api-qps {qps} / API server raw rate"),
+            format!(
+                "{:.0} objects/s, {:.0} %",
+                median(alt_rate.clone()),
+                100.0 * median(alt_rate) / raw
+            ),
+        );
+    }
     row(
         &format!("3. no-op pass, {tenants} unchanged tenants"),
         format!("{:.0} ms", median(noop) * 1000.0),
