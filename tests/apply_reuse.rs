@@ -124,3 +124,28 @@ fn a_no_op_apply_renders_no_tenant_whose_inputs_and_objects_are_as_last_applied(
         "{after}"
     );
 }
+
+#[test]
+fn every_object_of_a_kind_deleted_by_hand_is_created_again_not_an_error() {
+    let repo = TestRepo::new("");
+    repo.write(
+        "components/svc/templates/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  selector: {app: app}\n  ports: [{port: 80}]\n",
+    );
+    repo.write("components/svc/templates/config.yaml", EXTRA);
+    let t = common::unique("nokind");
+    let ns = format!("{t}-prod");
+    repo.tenant(&t, "  components:\n    - name: svc\n");
+    apply_json(repo.path(), &[], 0);
+    // The API server lists no object of the kind as `"items": null`.
+    let gone = kubectl(&["delete", "service", "app", "-n", &ns]);
+    assert!(gone.status.success(), "{}", text(&gone.stderr));
+    let (repaired, _) = apply_json(repo.path(), &[], 0);
+    let (created, configured, _) = counts(&repaired, &t);
+    assert_eq!(created + configured, 1, "{repaired}");
+    assert!(
+        kubectl(&["get", "service", "app", "-n", &ns])
+            .status
+            .success()
+    );
+}

@@ -273,8 +273,19 @@ fn unchanged_since_applied(
 struct MetaPage {
     #[serde(default)]
     metadata: PageMeta,
-    #[serde(default)]
+    /// `null` (not `[]`) in an empty `PartialObjectMetadataList`: every object of the kind
+    /// is gone.
+    #[serde(default, deserialize_with = "null_as_empty")]
     items: Vec<MetaItem>,
+}
+
+/// A list that the API server may write as `null`.
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Deserialize, Default)]
@@ -416,4 +427,19 @@ async fn live_hashes(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_metadata_list_reads_as_no_items() {
+        // What the API server answers when every object of a kind is gone.
+        let empty = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"226"},"items":null}"#;
+        let page: MetaPage = serde_json::from_str(empty).expect("null items");
+        assert!(page.items.is_empty());
+        let page: MetaPage = serde_json::from_str(r#"{"metadata":{}}"#).expect("no items");
+        assert!(page.items.is_empty());
+    }
 }
