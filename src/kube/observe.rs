@@ -202,36 +202,15 @@ pub async fn prefetch(
                     source,
                 )
             };
-            let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
-            let mut token: Option<String> = None;
-            loop {
-                let mut params = ListParams::default().labels(selector).limit(PREFETCH_PAGE);
-                if let Some(t) = &token {
-                    params = params.continue_token(t);
+            each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
+                let Some(e) = recorded.get(&id) else { return };
+                if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
+                    out.trusted.insert(id.clone(), e.live.clone());
                 }
-                let request = kube::core::Request::new(api.resource_url())
-                    .list_metadata(&params)
-                    .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-                let page: MetaPage = resources.client().request(request).await.map_err(failed)?;
-                for item in page.items {
-                    let m = item.metadata;
-                    let id = ObjectId {
-                        group: resource.api.group.clone(),
-                        kind: resource.api.kind.clone(),
-                        namespace: m.namespace,
-                        name: m.name,
-                    };
-                    let Some(e) = recorded.get(&id) else { continue };
-                    if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
-                        out.trusted.insert(id.clone(), e.live.clone());
-                    }
-                    out.found.insert(id);
-                }
-                match page.metadata.continue_ {
-                    Some(t) if !t.is_empty() => token = Some(t),
-                    _ => break,
-                }
-            }
+                out.found.insert(id);
+            })
+            .await
+            .map_err(failed)?;
             Ok(out)
         })
         .buffer_unordered(KINDS_AT_ONCE)
@@ -314,6 +293,44 @@ struct ItemMeta {
     managed_fields: Value,
 }
 
+/// Page through the metadata-only LIST of `resource` where `selector` (`page` objects a
+/// page), calling `each` with every object's id and metadata; no page is kept.
+async fn each_metadata(
+    resources: &Resources,
+    resource: &Resource,
+    selector: &str,
+    page: u32,
+    mut each: impl FnMut(ObjectId, ItemMeta),
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(page);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        // Read into a lean shape: only the metadata this needs is kept.
+        let request = kube::core::Request::new(api.resource_url())
+            .list_metadata(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        let page: MetaPage = resources.client().request(request).await?;
+        for item in page.items {
+            let mut m = item.metadata;
+            let id = ObjectId {
+                group: resource.api.group.clone(),
+                kind: resource.api.kind.clone(),
+                namespace: std::mem::take(&mut m.namespace),
+                name: std::mem::take(&mut m.name),
+            };
+            each(id, m);
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return Ok(()),
+        }
+    }
+}
+
 /// Above this many changed objects of one kind, one paged LIST of full bodies is cheaper than
 /// a GET per object.
 const GET_LIMIT: usize = 64;
@@ -337,7 +354,6 @@ async fn live_hashes(
 ) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
     let mut moved: HashSet<ObjectId> = HashSet::new();
-    let mut token: Option<String> = None;
     if let Some(p) = prefetch {
         for (id, w) in wanted {
             match p.trusted.get(id) {
@@ -352,35 +368,16 @@ async fn live_hashes(
             }
         }
     }
-    while prefetch.is_none() {
-        let mut params = ListParams::default().labels(selector).limit(PAGE);
-        if let Some(t) = &token {
-            params = params.continue_token(t);
-        }
-        // Read into a lean shape: only the metadata this needs is kept.
-        let request = kube::core::Request::new(api.resource_url())
-            .list_metadata(&params)
-            .map_err(kube::Error::BuildRequest)?;
-        let page: MetaPage = resources.client().request(request).await?;
-        for item in page.items {
-            let m = item.metadata;
-            let id = ObjectId {
-                group: resource.api.group.clone(),
-                kind: resource.api.kind.clone(),
-                namespace: m.namespace,
-                name: m.name,
-            };
-            let Some(w) = wanted.get(&id) else { continue };
+    if prefetch.is_none() {
+        each_metadata(resources, resource, selector, PAGE, |id, m| {
+            let Some(w) = wanted.get(&id) else { return };
             if unchanged_since_applied(w.entry, &m.resource_version, &m.uid, &m.managed_fields) {
                 live.insert(id, w.entry.live.clone());
             } else {
                 moved.insert(id);
             }
-        }
-        match page.metadata.continue_ {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => break,
-        }
+        })
+        .await?;
     }
     if moved.is_empty() {
         return Ok(());
