@@ -324,6 +324,18 @@ fn agent_diagnostics() -> String {
         for line in String::from_utf8_lossy(&logs.stdout).lines() {
             out.push_str(&format!("\n    | {line}"));
         }
+        // A restarted container says why it ended, and what it logged before it did.
+        let status = &pod["status"]["containerStatuses"][0];
+        if status["restartCount"].as_u64().unwrap_or(0) > 0 {
+            out.push_str(&format!(
+                "\n  restarts {}, last state {}",
+                status["restartCount"], status["lastState"]
+            ));
+            let previous = kubectl(&["logs", "-n", NS, &name, "--previous", "--tail=20"], None);
+            for line in String::from_utf8_lossy(&previous.stdout).lines() {
+                out.push_str(&format!("\n    previous | {line}"));
+            }
+        }
     }
     out
 }
