@@ -1,8 +1,45 @@
 //! Build script: records the git commit the binary is built from, for `fief --version`.
 //! Outside a git checkout (e.g. a source tarball) the commit is `unknown`, or whatever
-//! `FIEF_GIT_COMMIT` says.
+//! `FIEF_GIT_COMMIT` says. Also a hash of the sources that decide what fief renders
+//! (`FIEF_SOURCE_HASH`: `src/`, `templates/`, `Cargo.lock`), which salts the input hashes a
+//! sync records, so no two different builds share one (a dirty tree, a tarball).
 
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Every file under `dir`, sorted.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// A hash of the sources' paths and contents (std's SipHash with its fixed keys:
+/// the same sources give the same value on every machine).
+fn source_hash() -> String {
+    let mut paths = vec![PathBuf::from("Cargo.lock")];
+    for dir in ["src", "templates"] {
+        println!("cargo:rerun-if-changed={dir}");
+        files(Path::new(dir), &mut paths);
+    }
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    paths.sort();
+    let mut h = std::hash::DefaultHasher::new();
+    for p in paths {
+        p.hash(&mut h);
+        std::fs::read(&p).unwrap_or_default().hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
@@ -28,4 +65,5 @@ fn main() {
         .map(|s| if s.is_empty() { "" } else { "-dirty" })
         .unwrap_or("");
     println!("cargo:rustc-env=FIEF_GIT_COMMIT={commit}{dirty}");
+    println!("cargo:rustc-env=FIEF_SOURCE_HASH={}", source_hash());
 }

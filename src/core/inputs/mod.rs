@@ -83,13 +83,16 @@ fn dir_hash(snapshot: &Snapshot, dir: &str) -> String {
     hex(h)
 }
 
-/// What every hash is salted with: the fief build that renders (its version and the commit
-/// it was built from), so a recorded hash never outlives a change of the renderer.
+/// What every hash is salted with: the fief build that renders (its version, the commit it
+/// was built from and a hash of its sources), so a recorded hash never outlives a change of
+/// the renderer.
 const RENDERER: &str = concat!(
     "fief ",
     env!("CARGO_PKG_VERSION"),
     " ",
-    env!("FIEF_GIT_COMMIT")
+    env!("FIEF_GIT_COMMIT"),
+    " ",
+    env!("FIEF_SOURCE_HASH")
 );
 
 /// How a tenant hash starts when the render it stands for may read a template whose name is
