@@ -17,6 +17,9 @@
 //! document markers, duplicate keys, keys over 1,000 characters, deep nesting or more than
 //! [`super::MAX_NODES`] nodes. Scalars resolve through the same [`super::resolve_scalar`].
 
+use std::borrow::Cow;
+
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use serde_saphyr::granit_parser::ScalarStyle;
 
@@ -106,9 +109,15 @@ fn bad_plain_start(s: &str, flow: bool) -> bool {
 }
 
 /// `'text'` at the start of `s` (which starts with `'`): the text and what follows.
-fn single_quoted(s: &str) -> Option<(String, &str)> {
+fn single_quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
+    let body = &s[1..];
+    let end = body.find('\'')?;
+    if !body[end + 1..].starts_with('\'') {
+        // No `''` escape: the text is a slice of the line.
+        return Some((Cow::Borrowed(&body[..end]), &body[end + 1..]));
+    }
     let mut out = String::new();
-    let mut rest = &s[1..];
+    let mut rest = body;
     loop {
         let end = rest.find('\'')?;
         out.push_str(&rest[..end]);
@@ -116,18 +125,27 @@ fn single_quoted(s: &str) -> Option<(String, &str)> {
             out.push('\'');
             rest = &rest[end + 2..];
         } else {
-            return Some((out, &rest[end + 1..]));
+            return Some((Cow::Owned(out), &rest[end + 1..]));
         }
     }
 }
 
 /// `"text"` at the start of `s` (which starts with `"`), escapes decoded.
-fn double_quoted(s: &str) -> Option<(String, &str)> {
+fn double_quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
+    let body = &s[1..];
+    match body.bytes().position(|b| b == b'"' || b == b'\\') {
+        // No escape before the closing quote: the text is a slice of the line.
+        Some(end) if body.as_bytes()[end] == b'"' => {
+            return Some((Cow::Borrowed(&body[..end]), &body[end + 1..]));
+        }
+        Some(_) => {}
+        None => return None,
+    }
     let mut out = String::new();
     let mut chars = s[1..].char_indices();
     while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return Some((out, &s[i + 2..])),
+            '"' => return Some((Cow::Owned(out), &s[i + 2..])),
             '\\' => {
                 let (_, e) = chars.next()?;
                 let hex = |n: usize, chars: &mut std::str::CharIndices<'_>| {
@@ -164,7 +182,7 @@ fn double_quoted(s: &str) -> Option<(String, &str)> {
     None
 }
 
-fn quoted(s: &str) -> Option<(String, &str)> {
+fn quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
     if s.starts_with('\'') {
         single_quoted(s)
     } else {
@@ -173,7 +191,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 }
 
 /// A block mapping entry `key: rest` (or `key:`): the key and the text after `: `.
-fn split_key(text: &str) -> Option<(String, &str)> {
+fn split_key(text: &str) -> Option<(Cow<'_, str>, &str)> {
     let (key, after) = if text.starts_with(['\'', '"']) {
         let (key, after) = quoted(text)?;
         (key, after.trim_start_matches(' '))
@@ -188,7 +206,7 @@ fn split_key(text: &str) -> Option<(String, &str)> {
         if key == "<<" || key.contains(['#', '[', ']', '{', '}', ',']) {
             return None;
         }
-        (key.to_string(), &text[colon..])
+        (Cow::Borrowed(key), &text[colon..])
     };
     let rest = after.strip_prefix(':')?;
     if !(rest.is_empty() || rest.starts_with(' ')) || key.len() > MAX_KEY_LEN {
@@ -262,10 +280,12 @@ impl<'a> Reader<'a> {
                 }
                 value
             };
-            if map.contains_key(&key) {
-                return None;
+            match map.entry(key.into_owned()) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(_) => return None,
             }
-            map.insert(key, value);
         }
         if self.next_indent().is_some_and(|i| i > indent) {
             return None;
@@ -317,7 +337,7 @@ impl<'a> Reader<'a> {
             b'\'' | b'"' => {
                 let (text, after) = quoted(rest)?;
                 self.count(1)?;
-                only_comment(after).then_some(Value::String(text))
+                only_comment(after).then(|| Value::String(text.into_owned()))
             }
             b'[' | b'{' => {
                 let mut flow = Flow {
@@ -376,7 +396,7 @@ impl Flow<'_> {
                 let (text, after) = quoted(&self.text[self.i..])?;
                 self.i = self.text.len() - after.len();
                 r.count(1)?;
-                Some(Value::String(text))
+                Some(Value::String(text.into_owned()))
             }
             _ => {
                 let text = self.plain(false)?;
@@ -476,7 +496,7 @@ impl Flow<'_> {
                             return None;
                         }
                         self.i += 1;
-                        text
+                        text.into_owned()
                     }
                     _ => {
                         let text = self.plain(true)?.to_string();
@@ -490,10 +510,12 @@ impl Flow<'_> {
                 self.skip_spaces();
                 r.count(1)?;
                 let value = self.node(r)?;
-                if map.contains_key(&key) {
-                    return None;
+                match map.entry(key) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(value);
+                    }
+                    Entry::Occupied(_) => return None,
                 }
-                map.insert(key, value);
                 self.skip_spaces();
                 match self.peek()? {
                     b',' => {
