@@ -299,13 +299,7 @@ impl Emitter<'_, '_> {
             let src_text = template_source(&self.repo.snapshot, template);
             let starts = self.renderer.document_starts(template, src_text);
             let (objs, errs) = parse_rendered(
-                template,
-                src_text,
-                &starts,
-                &rendered,
-                component,
-                env,
-                &namespace,
+                template, src_text, &starts, &rendered, component, env, &namespace,
             );
             self.errors.extend(errs);
             for mut o in objs {

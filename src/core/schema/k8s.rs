@@ -55,10 +55,19 @@ enum Ty {
     Unknown,
 }
 
-/// A named type's fields.
+/// A named type's fields, sorted by name (a binary search costs less than hashing the key).
 struct TypeDef {
     name: String,
-    fields: HashMap<String, Ty>,
+    fields: Vec<(String, Ty)>,
+}
+
+impl TypeDef {
+    fn field(&self, name: &str) -> Option<&Ty> {
+        self.fields
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.fields[i].1)
+    }
 }
 
 /// The schema with every type string resolved, so that checking an object costs one lookup
@@ -80,12 +89,16 @@ impl Compiled {
         let types = raw
             .types
             .iter()
-            .map(|(name, fields)| TypeDef {
-                name: name.clone(),
-                fields: fields
+            .map(|(name, fields)| {
+                let mut fields: Vec<(String, Ty)> = fields
                     .iter()
                     .map(|(k, t)| (k.clone(), resolve(t, &by_name)))
-                    .collect(),
+                    .collect();
+                fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                TypeDef {
+                    name: name.clone(),
+                    fields,
+                }
             })
             .collect();
         Compiled {
@@ -374,7 +387,7 @@ fn walk<'v>(
                 return;
             };
             for (k, v) in map {
-                match def.fields.get(k) {
+                match def.field(k) {
                     Some(field_ty) => {
                         path.push(Seg::Key(k));
                         walk(schema, v, field_ty, path, found);
@@ -388,7 +401,7 @@ fn walk<'v>(
                             "is not a field of {}",
                             name.rsplit('.').next().unwrap_or(name)
                         );
-                        if let Some(s) = suggest(k, def.fields.keys().map(String::as_str)) {
+                        if let Some(s) = suggest(k, def.fields.iter().map(|(f, _)| f.as_str())) {
                             detail.push_str(&format!(" (did you mean `{s}`?)"));
                         }
                         found.push((at, detail));
