@@ -55,6 +55,11 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut start_line = 1usize;
     let mut offset = 0usize;
     for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
+        // Only a line led by `---` or `...` can be a marker.
+        if !(line.starts_with("---") || line.starts_with("...")) {
+            offset += line.len();
+            continue;
+        }
         let trimmed = line.trim_end();
         let is_separator =
             trimmed == "---" || trimmed.starts_with("--- ") || trimmed.starts_with("---\t");

@@ -395,11 +395,19 @@ impl<'a> Reader<'a> {
                 if bad_plain_start(rest, false) {
                     return None;
                 }
-                let text = match rest.find(" #") {
-                    Some(i) => rest[..i].trim_end_matches(' '),
-                    None => rest,
-                };
-                if text.contains(": ") || text.ends_with(':') {
+                let b = rest.as_bytes();
+                // One scan: a ` #` comment ends the scalar; a `: ` before it is not ours.
+                let mut end = b.len();
+                let mut colon_space = false;
+                for i in 1..b.len() {
+                    if b[i] == b'#' && b[i - 1] == b' ' {
+                        end = i - 1;
+                        break;
+                    }
+                    colon_space |= b[i] == b' ' && b[i - 1] == b':';
+                }
+                let text = rest[..end].trim_end_matches(' ');
+                if colon_space || text.ends_with(':') {
                     return None;
                 }
                 self.count(1)?;
