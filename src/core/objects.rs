@@ -162,12 +162,9 @@ pub fn add_labels(object: &mut Value, tenant: &str, component: &str, applyset: &
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
-    if !metadata.contains_key("labels") {
-        metadata.insert("labels".to_string(), Value::Object(Map::new()));
-    }
-    let Some(labels) = metadata.get_mut("labels") else {
-        return;
-    };
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !labels.is_object() {
         *labels = Value::Object(Map::new());
     }

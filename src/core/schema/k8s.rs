@@ -310,6 +310,20 @@ fn truncate(s: &str) -> String {
     }
 }
 
+/// Whether `value` certainly fits `ty` without walking into it (most leaves): what [`walk`]
+/// would find nothing in.
+fn fits_scalar(value: &Value, ty: &Ty) -> bool {
+    value.is_null()
+        || match ty {
+            Ty::Str => value.is_string(),
+            Ty::Bool => value.is_boolean(),
+            Ty::Num => value.is_number(),
+            Ty::IntOrStr => value.is_string() || value.is_number(),
+            Ty::Any | Ty::Unknown => true,
+            _ => false,
+        }
+}
+
 /// Walk `value` as type `ty`, collecting `(path, problem)` for every mismatch.
 fn walk<'v>(
     schema: &Compiled,
@@ -363,6 +377,9 @@ fn walk<'v>(
         Ty::List(item_ty) => match value.as_array() {
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
+                    if fits_scalar(item, item_ty) {
+                        continue;
+                    }
                     path.push(Seg::Index(i));
                     walk(schema, item, item_ty, path, found);
                     path.pop();
@@ -373,6 +390,9 @@ fn walk<'v>(
         Ty::Map(value_ty) => match value.as_object() {
             Some(map) => {
                 for (k, v) in map {
+                    if fits_scalar(v, value_ty) {
+                        continue;
+                    }
                     path.push(Seg::Key(k));
                     walk(schema, v, value_ty, path, found);
                     path.pop();
@@ -388,6 +408,7 @@ fn walk<'v>(
             };
             for (k, v) in map {
                 match def.field(k) {
+                    Some(field_ty) if fits_scalar(v, field_ty) => {}
                     Some(field_ty) => {
                         path.push(Seg::Key(k));
                         walk(schema, v, field_ty, path, found);
