@@ -33,6 +33,9 @@ pub const TEMPLATE_FUEL: u64 = 5_000_000;
 /// Largest rendered output of one template.
 pub const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
 
+/// A template's document starts and the (address, length) of the text they belong to.
+type TemplateStarts = ((usize, usize), Arc<[usize]>);
+
 /// Where an object was rendered from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Source {
@@ -97,8 +100,9 @@ pub struct Renderer {
     snapshot: Arc<Snapshot>,
     /// Every component's `values.schema.json`, compiled once per render.
     values_schemas: crate::core::schema::values::ValuesSchemas,
-    /// Per template: the first content line of each of its documents, worked out on first use.
-    starts: Mutex<HashMap<String, Arc<[usize]>>>,
+    /// Per template: the first content line of each of its documents, worked out on first use
+    /// (with the address and length of the source text it was worked out from).
+    starts: Mutex<HashMap<String, TemplateStarts>>,
 }
 
 impl Renderer {
@@ -141,13 +145,16 @@ impl Renderer {
 
     /// [`parse::document_starts`] of the template `name` (whose source is `text`), kept.
     fn document_starts(&self, name: &str, text: &str) -> Arc<[usize]> {
+        let source = (text.as_ptr() as usize, text.len());
         // A poisoned lock (a panicking render on another thread) still holds good entries.
         let mut starts = self.starts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = starts.get(name) {
+        if let Some((from, found)) = starts.get(name)
+            && *from == source
+        {
             return found.clone();
         }
         let found: Arc<[usize]> = parse::document_starts(text).into();
-        starts.insert(name.to_string(), found.clone());
+        starts.insert(name.to_string(), (source, found.clone()));
         found
     }
 
