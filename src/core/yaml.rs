@@ -19,6 +19,8 @@ mod emit;
 mod fast;
 mod scalar;
 #[cfg(test)]
+mod typed_tests;
+#[cfg(test)]
 pub(crate) use fast::parse as fast_parse;
 use scalar::resolve_scalar;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options, options::AliasLimits};
@@ -53,6 +55,11 @@ pub fn split_documents(text: &str) -> Vec<Document<'_>> {
     let mut start_line = 1usize;
     let mut offset = 0usize;
     for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
+        // Only a line led by `---` or `...` can be a marker.
+        if !(line.starts_with("---") || line.starts_with("...")) {
+            offset += line.len();
+            continue;
+        }
         let trimmed = line.trim_end();
         let is_separator =
             trimmed == "---" || trimmed.starts_with("--- ") || trimmed.starts_with("---\t");
@@ -144,6 +151,20 @@ pub fn parse_single<T: DeserializeOwned>(text: &str) -> Result<Option<T>, YamlEr
             line: Some(second.first_line),
         }),
     }
+}
+
+/// [`parse_single`] for files read into types (tenant files, settings): a file of plain block
+/// YAML whose plain scalars every YAML reader takes the same way is read by the fast reader
+/// and `serde_json`, several times cheaper; anything else, and every error (unknown fields,
+/// wrong types, with their lines), goes through serde-saphyr exactly as [`parse_single`].
+pub fn parse_single_typed<T: DeserializeOwned>(text: &str) -> Result<Option<T>, YamlError> {
+    if let [doc] = split_documents(text).as_slice()
+        && let Some(value) = fast::parse_canonical(doc.text)
+        && let Ok(typed) = serde_json::from_value::<T>(value)
+    {
+        return Ok(Some(typed));
+    }
+    parse_single(text)
 }
 
 /// Deepest nesting of a YAML value fief accepts.

@@ -2,6 +2,9 @@
 //!
 //! In: the deserialized file. Out: [`Config`] with its defaults. Pure.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Settings from `fief.yaml`.
@@ -226,6 +229,26 @@ impl Config {
             new
         });
         kinds
+    }
+
+    /// [`Config::component_kinds`], worked out once per thread for each `componentKinds`
+    /// setting (every tenant's render and validation asks for it).
+    pub fn component_kinds_shared(&self) -> Arc<[ComponentKind]> {
+        type Cached = Option<(Vec<String>, Arc<[ComponentKind]>)>;
+        thread_local! {
+            static CACHE: RefCell<Cached> = const { RefCell::new(None) };
+        }
+        CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            match cache.as_ref() {
+                Some((key, kinds)) if *key == self.component_kinds => kinds.clone(),
+                _ => {
+                    let kinds: Arc<[ComponentKind]> = self.component_kinds().into();
+                    *cache = Some((self.component_kinds.clone(), kinds.clone()));
+                    kinds
+                }
+            }
+        })
     }
 }
 

@@ -29,7 +29,7 @@ fn parse_file<T: serde::de::DeserializeOwned>(
     let Some(text) = read(snapshot, path)? else {
         return Ok(None);
     };
-    yaml::parse_single(text).map_err(|e| {
+    yaml::parse_single_typed(text).map_err(|e| {
         Diagnostic::new(
             path,
             e.line,

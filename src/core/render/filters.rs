@@ -6,6 +6,7 @@
 //! it is everywhere else in a template (strict undefined). Pure.
 
 use base64::Engine;
+use minijinja::value::ValueKind;
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 /// Add fief's filters to an environment.
@@ -54,7 +55,32 @@ fn to_yaml(value: Value) -> Result<String, Error> {
 /// Compact JSON of a value (valid YAML flow style, strings quoted).
 fn to_json(value: Value) -> Result<String, Error> {
     defined(&value, "to_json")?;
+    if let Some(json) = strings_json(&value) {
+        return Ok(json);
+    }
     serde_json::to_string(&value).map_err(|e| bad(format!("to_json: {e}")))
+}
+
+/// A string or a list of strings (what templates pass to `to_json` most) as the same compact
+/// JSON serde writes, without serializing each template value through serde; `None` for
+/// anything else.
+fn strings_json(value: &Value) -> Option<String> {
+    if let Some(s) = value.as_str() {
+        return serde_json::to_string(s).ok();
+    }
+    if value.kind() != ValueKind::Seq {
+        return None;
+    }
+    let mut out = Vec::with_capacity(256);
+    out.push(b'[');
+    for (i, item) in value.try_iter().ok()?.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, item.as_str()?).ok()?;
+    }
+    out.push(b']');
+    String::from_utf8(out).ok()
 }
 
 fn b64encode(value: Value) -> Result<String, Error> {
@@ -127,6 +153,36 @@ mod tests {
             r#"{"a":1,"b":["x"]}"#
         );
         assert_eq!(render("{{ v | to_yaml }}", ctx).unwrap(), "a: 1\nb:\n- x");
+    }
+
+    #[test]
+    fn to_json_of_strings_is_what_serde_writes() {
+        let tricky = vec![
+            "a",
+            "",
+            "q\"uote",
+            "back\\slash",
+            "new\nline",
+            "tab\t",
+            "\u{1}",
+            "é ☃",
+            "</script>",
+        ];
+        let ctx = context! { list => tricky.clone(), empty => Vec::<String>::new(), s => "x\"y" };
+        assert_eq!(
+            render("{{ list | to_json }}", ctx.clone()).unwrap(),
+            serde_json::to_string(&tricky).unwrap()
+        );
+        assert_eq!(render("{{ empty | to_json }}", ctx.clone()).unwrap(), "[]");
+        assert_eq!(
+            render("{{ s | to_json }}", ctx.clone()).unwrap(),
+            r#""x\"y""#
+        );
+        // Lists of other values take the general path.
+        assert_eq!(
+            render("{{ [1, 'a', none, true] | to_json }}", ctx).unwrap(),
+            r#"[1,"a",null,true]"#
+        );
     }
 
     #[test]

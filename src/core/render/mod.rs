@@ -16,8 +16,8 @@ pub mod values;
 
 pub use tenant::render_tenant;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value as JValue};
 use serde::Serialize;
@@ -32,6 +32,9 @@ use crate::core::snapshot::{Snapshot, safe_relative};
 pub const TEMPLATE_FUEL: u64 = 5_000_000;
 /// Largest rendered output of one template.
 pub const MAX_RENDERED_BYTES: usize = 8 * 1024 * 1024;
+
+/// A template's document starts and the (address, length) of the text they belong to.
+type TemplateStarts = ((usize, usize), Arc<[usize]>);
 
 /// Where an object was rendered from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -97,6 +100,9 @@ pub struct Renderer {
     snapshot: Arc<Snapshot>,
     /// Every component's `values.schema.json`, compiled once per render.
     values_schemas: crate::core::schema::values::ValuesSchemas,
+    /// Per template: the first content line of each of its documents, worked out on first use
+    /// (with the address and length of the source text it was worked out from).
+    starts: Mutex<HashMap<String, TemplateStarts>>,
 }
 
 impl Renderer {
@@ -133,15 +139,32 @@ impl Renderer {
             env,
             snapshot: source,
             values_schemas,
+            starts: Mutex::default(),
         }
     }
 
-    /// Render `name` with `ctx` (`context` is the same context as JSON, to explain errors).
+    /// [`parse::document_starts`] of the template `name` (whose source is `text`), kept.
+    fn document_starts(&self, name: &str, text: &str) -> Arc<[usize]> {
+        let source = (text.as_ptr() as usize, text.len());
+        // A poisoned lock (a panicking render on another thread) still holds good entries.
+        let mut starts = self.starts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((from, found)) = starts.get(name)
+            && *from == source
+        {
+            return found.clone();
+        }
+        let found: Arc<[usize]> = parse::document_starts(text).into();
+        starts.insert(name.to_string(), (source, found.clone()));
+        found
+    }
+
+    /// Render `name` with `ctx`; `context` builds the same context as JSON, only when an
+    /// error needs explaining.
     fn render_template(
         &self,
         name: &str,
         ctx: &JValue,
-        context: &Value,
+        context: impl FnOnce() -> Value,
     ) -> Result<String, Diagnostic> {
         let result = self.env.get_template(name).and_then(|t| t.render(ctx));
         match result {
@@ -156,7 +179,7 @@ impl Renderer {
             Err(e) => Err(explained(
                 template_diagnostic(name, &e),
                 &self.snapshot,
-                context,
+                &context(),
             )),
         }
     }

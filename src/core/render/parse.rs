@@ -10,21 +10,32 @@ use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::objects::{self, ObjectId, Scope, scope_of};
 use crate::core::yaml::{self, Document};
 
-/// Template lines where each rendered document most likely starts.
-fn source_lines(template: &str, docs: &[Document<'_>], kinds: &[Option<String>]) -> Vec<usize> {
-    let chunks = yaml::split_documents(template);
-    if chunks.len() == docs.len() {
-        return chunks
-            .iter()
-            .map(|c| {
-                let skip = c
-                    .text
-                    .lines()
-                    .take_while(|l| is_non_content_line(l))
-                    .count();
-                c.first_line + skip
-            })
-            .collect();
+/// The first content line of each document of a template's source (the same for every
+/// render of it, so callers keep it per template).
+pub(super) fn document_starts(template: &str) -> Vec<usize> {
+    yaml::split_documents(template)
+        .iter()
+        .map(|c| {
+            let skip = c
+                .text
+                .lines()
+                .take_while(|l| is_non_content_line(l))
+                .count();
+            c.first_line + skip
+        })
+        .collect()
+}
+
+/// Template lines where each rendered document most likely starts; `starts` is
+/// [`document_starts`] of `template`.
+fn source_lines(
+    template: &str,
+    starts: &[usize],
+    docs: &[Document<'_>],
+    kinds: &[Option<String>],
+) -> Vec<usize> {
+    if starts.len() == docs.len() {
+        return starts.to_vec();
     }
     let lines: Vec<&str> = template.lines().collect();
     let mut from = 0usize;
@@ -101,10 +112,12 @@ type ParsedDoc<'d> = (
 );
 
 /// Split rendered output into objects, checking each is a Kubernetes object, and default
-/// namespaced objects into the environment's namespace.
+/// namespaced objects into the environment's namespace. `starts` is [`document_starts`] of
+/// `template_src`.
 pub(super) fn parse_rendered(
     template: &str,
     template_src: &str,
+    starts: &[usize],
     rendered: &str,
     component: &str,
     env: &str,
@@ -126,7 +139,7 @@ pub(super) fn parse_rendered(
             _ => None,
         })
         .collect();
-    let lines = source_lines(template_src, &docs, &kinds);
+    let lines = source_lines(template_src, starts, &docs, &kinds);
     let mut objects = Vec::new();
     let mut errors = Vec::new();
     for ((doc, result), line) in expand_lists(docs.iter().zip(parsed).zip(lines)) {

@@ -60,16 +60,24 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     let mut errors = Vec::new();
     let env_files = environment_files(repo, &envs, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
+    let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces);
+    let fief_ctx = json!({
+        "baseDomain": config.base_domain,
+        "agentNamespace": config.agent_namespace,
+        "componentRules": component_rules(config),
+    });
     let mut emitter = Emitter {
         renderer,
         repo,
         tenant,
-        tenant_ctx: tenant_context(tenant, &envs, &out.namespaces),
-        fief_ctx: json!({
-            "baseDomain": config.base_domain,
-            "agentNamespace": config.agent_namespace,
-            "componentRules": component_rules(config),
-        }),
+        // The parts of the context every template of the tenant shares, converted once.
+        shared: [
+            to_jinja(&tenant_ctx),
+            to_jinja(&fief_ctx),
+            to_jinja(&secrets.context),
+        ],
+        tenant_ctx,
+        fief_ctx,
         secrets_ctx: secrets.context,
         applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
         out: &mut out,
@@ -233,6 +241,9 @@ struct Emitter<'a, 'r> {
     renderer: &'a Renderer,
     repo: &'r Repo,
     tenant: &'r Tenant,
+    /// `tenant`, `fief` and `secrets` as template values.
+    shared: [JValue; 3],
+    /// The same three as JSON, to explain template errors.
     tenant_ctx: Value,
     fief_ctx: Value,
     secrets_ctx: Value,
@@ -251,20 +262,34 @@ impl Emitter<'_, '_> {
         templates: &[String],
     ) {
         let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
-        let context = json!({
-            "tenant": self.tenant_ctx,
-            "env": env,
-            "namespace": namespace,
-            "component": {"name": component, "version": version},
-            "values": vals,
-            "fief": self.fief_ctx,
-            "secrets": self.secrets_ctx,
-        });
-        let ctx = JValue::from(minijinja::value::Serde(&context));
+        let component_ctx = json!({"name": component, "version": version});
+        // The same map the JSON context below converts to, without converting the shared
+        // parts again for every component and environment.
+        let [tenant_jv, fief_jv, secrets_jv] = &self.shared;
+        let ctx = JValue::from_pairs([
+            ("tenant", tenant_jv.clone()),
+            ("env", JValue::from(env)),
+            ("namespace", JValue::from(namespace.as_str())),
+            ("component", to_jinja(&component_ctx)),
+            ("values", to_jinja(&vals)),
+            ("fief", fief_jv.clone()),
+            ("secrets", secrets_jv.clone()),
+        ]);
+        let context = || {
+            json!({
+                "tenant": self.tenant_ctx,
+                "env": env,
+                "namespace": namespace,
+                "component": component_ctx,
+                "values": vals,
+                "fief": self.fief_ctx,
+                "secrets": self.secrets_ctx,
+            })
+        };
         let name = &self.tenant.metadata.name;
         let state = self.tenant.spec.state;
         for template in templates {
-            let rendered = match self.renderer.render_template(template, &ctx, &context) {
+            let rendered = match self.renderer.render_template(template, &ctx, context) {
                 Ok(r) => r,
                 Err(d) => {
                     self.errors.push(d);
@@ -272,8 +297,10 @@ impl Emitter<'_, '_> {
                 }
             };
             let src_text = template_source(&self.repo.snapshot, template);
-            let (objs, errs) =
-                parse_rendered(template, src_text, &rendered, component, env, &namespace);
+            let starts = self.renderer.document_starts(template, src_text);
+            let (objs, errs) = parse_rendered(
+                template, src_text, &starts, &rendered, component, env, &namespace,
+            );
             self.errors.extend(errs);
             for mut o in objs {
                 if keep_for_state(state, &o) {
@@ -290,10 +317,10 @@ impl Emitter<'_, '_> {
 /// API group in first-seen order: what the baseline `fief-deployer` Role renders.
 fn component_rules(config: &Config) -> Vec<Value> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for k in config.component_kinds() {
+    for k in config.component_kinds_shared().iter() {
         match groups.iter_mut().find(|(g, _)| *g == k.group) {
-            Some((_, resources)) => resources.push(k.resource),
-            None => groups.push((k.group, vec![k.resource])),
+            Some((_, resources)) => resources.push(k.resource.clone()),
+            None => groups.push((k.group.clone(), vec![k.resource.clone()])),
         }
     }
     groups
@@ -319,4 +346,9 @@ fn tenant_context(
         "quota": tenant.spec.quota,
         "access": tenant.spec.access,
     })
+}
+
+/// A JSON value as a template value (the conversion minijinja's `Serde` wrapper does).
+fn to_jinja(value: &Value) -> JValue {
+    JValue::from(minijinja::value::Serde(value))
 }

@@ -40,11 +40,120 @@ struct KubeSchema {
     types: HashMap<String, HashMap<String, String>>,
 }
 
-fn schema() -> Option<&'static KubeSchema> {
-    static SCHEMA: OnceLock<Option<KubeSchema>> = OnceLock::new();
+/// A field's type, resolved once: named types are indices into [`Compiled::types`].
+enum Ty {
+    Str,
+    Int,
+    Num,
+    Bool,
+    IntOrStr,
+    Any,
+    List(Box<Ty>),
+    Map(Box<Ty>),
+    Named(usize),
+    /// A type name the schema does not define: not checked.
+    Unknown,
+}
+
+/// A named type's fields, sorted by name (a binary search costs less than hashing the key).
+struct TypeDef {
+    name: String,
+    fields: Vec<(String, Ty)>,
+}
+
+impl TypeDef {
+    fn field(&self, name: &str) -> Option<&Ty> {
+        self.fields
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.fields[i].1)
+    }
+}
+
+/// The schema with every type string resolved, so that checking an object costs one lookup
+/// per field and no allocation (the raw form is kept for the kind lookups and suggestions).
+struct Compiled {
+    raw: KubeSchema,
+    types: Vec<TypeDef>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Compiled {
+    fn new(raw: KubeSchema) -> Compiled {
+        let by_name: HashMap<String, usize> = raw
+            .types
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i))
+            .collect();
+        let types = raw
+            .types
+            .iter()
+            .map(|(name, fields)| {
+                let mut fields: Vec<(String, Ty)> = fields
+                    .iter()
+                    .map(|(k, t)| (k.clone(), resolve(t, &by_name)))
+                    .collect();
+                fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                TypeDef {
+                    name: name.clone(),
+                    fields,
+                }
+            })
+            .collect();
+        Compiled {
+            raw,
+            types,
+            by_name,
+        }
+    }
+
+    /// The type of a kind of an apiVersion, if the schema has it.
+    fn kind(&self, api_version: &str, kind: &str) -> Option<Ty> {
+        let name = self.raw.kinds.get(api_version)?.get(kind)?;
+        Some(resolve(name, &self.by_name))
+    }
+}
+
+fn resolve(ty: &str, by_name: &HashMap<String, usize>) -> Ty {
+    match ty {
+        "string" => Ty::Str,
+        "integer" => Ty::Int,
+        "number" => Ty::Num,
+        "boolean" => Ty::Bool,
+        "int-or-string" => Ty::IntOrStr,
+        "any" => Ty::Any,
+        t if t.starts_with("[]") => Ty::List(Box::new(resolve(&t[2..], by_name))),
+        t if t.starts_with("{}") => Ty::Map(Box::new(resolve(&t[2..], by_name))),
+        name => by_name.get(name).map_or(Ty::Unknown, |i| Ty::Named(*i)),
+    }
+}
+
+fn compiled() -> Option<&'static Compiled> {
+    static SCHEMA: OnceLock<Option<Compiled>> = OnceLock::new();
     SCHEMA
-        .get_or_init(|| serde_json::from_str(SCHEMA_JSON).ok())
+        .get_or_init(|| serde_json::from_str(SCHEMA_JSON).ok().map(Compiled::new))
         .as_ref()
+}
+
+fn schema() -> Option<&'static KubeSchema> {
+    compiled().map(|c| &c.raw)
+}
+
+/// One step of the path to a field being checked (borrowed from the object).
+#[derive(Clone, Copy)]
+enum Seg<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+fn owned_path(path: &[Seg<'_>]) -> Vec<String> {
+    path.iter()
+        .map(|s| match s {
+            Seg::Key(k) => k.to_string(),
+            Seg::Index(i) => i.to_string(),
+        })
+        .collect()
 }
 
 /// The Kubernetes version the offline schema was taken from (`v1.36.3`).
@@ -72,9 +181,10 @@ pub fn is_unknown_builtin(object: &Value) -> bool {
 
 /// Check every object of a built-in kind against the offline schema.
 pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> Vec<Diagnostic> {
-    let Some(schema) = schema() else {
+    let Some(compiled) = compiled() else {
         return Vec::new();
     };
+    let schema = &compiled.raw;
     let mut out = Vec::new();
     for o in objects {
         let api_version = o.object["apiVersion"].as_str().unwrap_or_default();
@@ -87,7 +197,7 @@ pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> V
                 problem,
             )
         };
-        let Some(type_name) = schema.kinds.get(api_version).and_then(|ks| ks.get(kind)) else {
+        let Some(ty) = compiled.kind(api_version, kind) else {
             if let Some(problem) = unknown_kind(schema, api_version, group, kind) {
                 let line = field_line(snapshot, o, &["kind".to_string()]);
                 out.push(at(line, problem));
@@ -95,7 +205,7 @@ pub fn check_builtin_kinds(objects: &[RenderedObject], snapshot: &Snapshot) -> V
             continue;
         };
         let mut found = Vec::new();
-        walk(schema, &o.object, type_name, &mut Vec::new(), &mut found);
+        walk(compiled, &o.object, &ty, &mut Vec::new(), &mut found);
         for (path, detail) in found.into_iter().take(MAX_PER_OBJECT) {
             let line = field_line(snapshot, o, &path);
             out.push(at(
@@ -169,15 +279,15 @@ fn unknown_kind(
     })
 }
 
-fn type_word(ty: &str) -> String {
+fn type_word(ty: &Ty) -> &'static str {
     match ty {
-        "string" => "a string".to_string(),
-        "integer" => "an integer".to_string(),
-        "number" => "a number".to_string(),
-        "boolean" => "true or false".to_string(),
-        "int-or-string" => "an integer or a string".to_string(),
-        t if t.starts_with("[]") => "a list".to_string(),
-        _ => "a map".to_string(),
+        Ty::Str => "a string",
+        Ty::Int => "an integer",
+        Ty::Num => "a number",
+        Ty::Bool => "true or false",
+        Ty::IntOrStr => "an integer or a string",
+        Ty::List(_) => "a list",
+        _ => "a map",
     }
 }
 
@@ -200,33 +310,48 @@ fn truncate(s: &str) -> String {
     }
 }
 
+/// Whether `value` certainly fits `ty` without walking into it (most leaves): what [`walk`]
+/// would find nothing in.
+fn fits_scalar(value: &Value, ty: &Ty) -> bool {
+    value.is_null()
+        || match ty {
+            Ty::Str => value.is_string(),
+            Ty::Bool => value.is_boolean(),
+            Ty::Num => value.is_number(),
+            Ty::IntOrStr => value.is_string() || value.is_number(),
+            Ty::Any | Ty::Unknown => true,
+            _ => false,
+        }
+}
+
 /// Walk `value` as type `ty`, collecting `(path, problem)` for every mismatch.
-fn walk(
-    schema: &KubeSchema,
-    value: &Value,
-    ty: &str,
-    path: &mut Vec<String>,
+fn walk<'v>(
+    schema: &Compiled,
+    value: &'v Value,
+    ty: &Ty,
+    path: &mut Vec<Seg<'v>>,
     found: &mut Vec<(Vec<String>, String)>,
 ) {
     if found.len() >= MAX_PER_OBJECT {
         return;
     }
-    let mismatch = |found: &mut Vec<(Vec<String>, String)>, path: &[String]| {
+    let mismatch = |found: &mut Vec<(Vec<String>, String)>, path: &[Seg<'_>]| {
         found.push((
-            path.to_vec(),
+            owned_path(path),
             format!("is {}, but must be {}", shown(value), type_word(ty)),
         ));
     };
-    if value.is_null() || ty == "any" {
+    if value.is_null() || matches!(ty, Ty::Any) {
         return;
     }
     match ty {
-        "string" => {
+        Ty::Any | Ty::Unknown => {}
+        Ty::Str => {
             if !value.is_string() {
                 mismatch(found, path);
             }
         }
-        "integer" => {
+        Ty::Int => {
             let whole = value.is_i64()
                 || value.is_u64()
                 || value.as_f64().is_some_and(|f| f.fract() == 0.0);
@@ -234,64 +359,70 @@ fn walk(
                 mismatch(found, path);
             }
         }
-        "number" => {
+        Ty::Num => {
             if !value.is_number() {
                 mismatch(found, path);
             }
         }
-        "boolean" => {
+        Ty::Bool => {
             if !value.is_boolean() {
                 mismatch(found, path);
             }
         }
-        "int-or-string" => {
+        Ty::IntOrStr => {
             if !value.is_string() && !value.is_number() {
                 mismatch(found, path);
             }
         }
-        t if t.starts_with("[]") => match value.as_array() {
+        Ty::List(item_ty) => match value.as_array() {
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    path.push(i.to_string());
-                    walk(schema, item, &t[2..], path, found);
+                    if fits_scalar(item, item_ty) {
+                        continue;
+                    }
+                    path.push(Seg::Index(i));
+                    walk(schema, item, item_ty, path, found);
                     path.pop();
                 }
             }
             None => mismatch(found, path),
         },
-        t if t.starts_with("{}") => match value.as_object() {
+        Ty::Map(value_ty) => match value.as_object() {
             Some(map) => {
                 for (k, v) in map {
-                    path.push(k.clone());
-                    walk(schema, v, &t[2..], path, found);
+                    if fits_scalar(v, value_ty) {
+                        continue;
+                    }
+                    path.push(Seg::Key(k));
+                    walk(schema, v, value_ty, path, found);
                     path.pop();
                 }
             }
             None => mismatch(found, path),
         },
-        name => {
-            let Some(fields) = schema.types.get(name) else {
-                return;
-            };
+        Ty::Named(index) => {
+            let def = &schema.types[*index];
             let Some(map) = value.as_object() else {
                 mismatch(found, path);
                 return;
             };
             for (k, v) in map {
-                match fields.get(k) {
+                match def.field(k) {
+                    Some(field_ty) if fits_scalar(v, field_ty) => {}
                     Some(field_ty) => {
-                        path.push(k.clone());
+                        path.push(Seg::Key(k));
                         walk(schema, v, field_ty, path, found);
                         path.pop();
                     }
                     None => {
-                        let mut at = path.clone();
+                        let mut at = owned_path(path);
                         at.push(k.clone());
+                        let name = def.name.as_str();
                         let mut detail = format!(
                             "is not a field of {}",
                             name.rsplit('.').next().unwrap_or(name)
                         );
-                        if let Some(s) = suggest(k, fields.keys().map(String::as_str)) {
+                        if let Some(s) = suggest(k, def.fields.iter().map(|(f, _)| f.as_str())) {
                             detail.push_str(&format!(" (did you mean `{s}`?)"));
                         }
                         found.push((at, detail));

@@ -33,7 +33,8 @@ pub fn validate_objects(
 ) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
     let allowed = || namespaces.values().cloned().collect::<Vec<_>>().join(", ");
-    let mut seen: HashMap<&crate::core::objects::ObjectId, &RenderedObject> = HashMap::new();
+    let mut seen: HashMap<&crate::core::objects::ObjectId, &RenderedObject> =
+        HashMap::with_capacity(objects.len());
     for o in objects {
         let at = |problem| Diagnostic::new(o.source.file.clone(), Some(o.source.line), problem);
         let cluster = scope_of(&o.id.group, &o.id.kind) == Scope::Cluster;

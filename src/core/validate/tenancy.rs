@@ -58,7 +58,7 @@ pub fn check_reserved_namespaces(
 /// Component objects (namespaced ones; cluster-scoped ones fail on their own) must be of a
 /// kind in the allowed list ([`Config::component_kinds`]).
 pub fn check_component_kinds(objects: &[RenderedObject], config: &Config) -> Vec<Diagnostic> {
-    let kinds = config.component_kinds();
+    let kinds = config.component_kinds_shared();
     let allowed = || {
         kinds
             .iter()

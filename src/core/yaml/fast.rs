@@ -17,13 +17,20 @@
 //! document markers, duplicate keys, keys over 1,000 characters, deep nesting or more than
 //! [`super::MAX_NODES`] nodes. Scalars resolve through the same [`super::resolve_scalar`].
 
+use std::borrow::Cow;
+
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use serde_saphyr::granit_parser::ScalarStyle;
 
 use super::resolve_scalar;
 
+mod canonical;
+mod flow;
 #[cfg(test)]
 mod tests;
+
+use flow::Flow;
 
 /// Nesting the fast path handles; deeper documents go to the full parser (limit 64).
 const MAX_FAST_DEPTH: usize = 40;
@@ -32,20 +39,31 @@ const MAX_KEY_LEN: usize = 1_000;
 
 /// Parse `text` if it lies inside the fast subset; `None` means "use the full parser".
 pub(crate) fn parse(text: &str) -> Option<Value> {
-    if !text
-        .bytes()
-        .all(|b| b == b'\n' || (0x20..0x7f).contains(&b))
-    {
+    read(text, false)
+}
+
+/// [`parse`], and `None` too unless every plain scalar and key is one that every YAML reader
+/// (kubectl's rules, serde-saphyr's typed and untyped reads) takes the same way: see
+/// [`canonical`]. For typed files read through `serde_json` (`super::parse_single_typed`).
+pub(crate) fn parse_canonical(text: &str) -> Option<Value> {
+    read(text, true)
+}
+
+fn read(text: &str, check: bool) -> Option<Value> {
+    // Printable ASCII and newlines only (a branch-free fold the compiler vectorizes).
+    let refused = text.bytes().fold(false, |refused, b| {
+        refused | ((b != b'\n') & !(0x20..0x7f).contains(&b))
+    });
+    if refused {
         return None;
     }
     let mut lines = Vec::with_capacity(text.len() / 16);
-    for line in text.lines() {
-        let rest = line.trim_start_matches(' ');
-        let rest = rest.trim_end_matches(' ');
+    for line in text.split('\n') {
+        let indent = line.bytes().take_while(|b| *b == b' ').count();
+        let rest = line[indent..].trim_end_matches(' ');
         if rest.is_empty() || rest.starts_with('#') {
             continue;
         }
-        let indent = line.len() - line.trim_start_matches(' ').len();
         if indent == 0
             && (rest.starts_with("---") || rest.starts_with("...") || rest.starts_with('%'))
         {
@@ -59,9 +77,11 @@ pub(crate) fn parse(text: &str) -> Option<Value> {
         pos: 0,
         nodes: 0,
         depth: 0,
+        check,
+        canonical: true,
     };
     let root = reader.block_node(first)?;
-    (reader.pos == reader.lines.len()).then_some(root)
+    (reader.pos == reader.lines.len() && reader.canonical).then_some(root)
 }
 
 /// One content line: its indentation and its text without the indentation or trailing spaces.
@@ -76,6 +96,10 @@ struct Reader<'a> {
     pos: usize,
     nodes: usize,
     depth: usize,
+    /// Whether to check that scalars are canonical ([`parse_canonical`]).
+    check: bool,
+    /// No scalar or key seen so far is outside [`canonical`]'s rules.
+    canonical: bool,
 }
 
 fn is_seq_entry(text: &str) -> bool {
@@ -106,9 +130,15 @@ fn bad_plain_start(s: &str, flow: bool) -> bool {
 }
 
 /// `'text'` at the start of `s` (which starts with `'`): the text and what follows.
-fn single_quoted(s: &str) -> Option<(String, &str)> {
+fn single_quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
+    let body = &s[1..];
+    let end = body.find('\'')?;
+    if !body[end + 1..].starts_with('\'') {
+        // No `''` escape: the text is a slice of the line.
+        return Some((Cow::Borrowed(&body[..end]), &body[end + 1..]));
+    }
     let mut out = String::new();
-    let mut rest = &s[1..];
+    let mut rest = body;
     loop {
         let end = rest.find('\'')?;
         out.push_str(&rest[..end]);
@@ -116,18 +146,27 @@ fn single_quoted(s: &str) -> Option<(String, &str)> {
             out.push('\'');
             rest = &rest[end + 2..];
         } else {
-            return Some((out, &rest[end + 1..]));
+            return Some((Cow::Owned(out), &rest[end + 1..]));
         }
     }
 }
 
 /// `"text"` at the start of `s` (which starts with `"`), escapes decoded.
-fn double_quoted(s: &str) -> Option<(String, &str)> {
+fn double_quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
+    let body = &s[1..];
+    match body.bytes().position(|b| b == b'"' || b == b'\\') {
+        // No escape before the closing quote: the text is a slice of the line.
+        Some(end) if body.as_bytes()[end] == b'"' => {
+            return Some((Cow::Borrowed(&body[..end]), &body[end + 1..]));
+        }
+        Some(_) => {}
+        None => return None,
+    }
     let mut out = String::new();
     let mut chars = s[1..].char_indices();
     while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return Some((out, &s[i + 2..])),
+            '"' => return Some((Cow::Owned(out), &s[i + 2..])),
             '\\' => {
                 let (_, e) = chars.next()?;
                 let hex = |n: usize, chars: &mut std::str::CharIndices<'_>| {
@@ -164,7 +203,7 @@ fn double_quoted(s: &str) -> Option<(String, &str)> {
     None
 }
 
-fn quoted(s: &str) -> Option<(String, &str)> {
+fn quoted(s: &str) -> Option<(Cow<'_, str>, &str)> {
     if s.starts_with('\'') {
         single_quoted(s)
     } else {
@@ -173,7 +212,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 }
 
 /// A block mapping entry `key: rest` (or `key:`): the key and the text after `: `.
-fn split_key(text: &str) -> Option<(String, &str)> {
+fn split_key(text: &str) -> Option<(Cow<'_, str>, &str)> {
     let (key, after) = if text.starts_with(['\'', '"']) {
         let (key, after) = quoted(text)?;
         (key, after.trim_start_matches(' '))
@@ -185,10 +224,14 @@ fn split_key(text: &str) -> Option<(String, &str)> {
         let colon =
             (0..b.len()).find(|&i| b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ')))?;
         let key = text[..colon].trim_end_matches(' ');
-        if key == "<<" || key.contains(['#', '[', ']', '{', '}', ',']) {
+        if key == "<<"
+            || key
+                .bytes()
+                .any(|b| matches!(b, b'#' | b'[' | b']' | b'{' | b'}' | b','))
+        {
             return None;
         }
-        (key.to_string(), &text[colon..])
+        (Cow::Borrowed(key), &text[colon..])
     };
     let rest = after.strip_prefix(':')?;
     if !(rest.is_empty() || rest.starts_with(' ')) || key.len() > MAX_KEY_LEN {
@@ -219,10 +262,9 @@ impl<'a> Reader<'a> {
         debug_assert_eq!(line.indent, indent);
         if is_seq_entry(line.text) {
             self.sequence(indent)
-        } else if split_key(line.text).is_some() {
-            self.mapping(indent)
         } else {
-            None
+            // Not a `key:` line: `mapping` declines on it.
+            self.mapping(indent)
         }
     }
 
@@ -235,8 +277,24 @@ impl<'a> Reader<'a> {
             }
             _ => {
                 self.count(1)?;
+                // Typed reads differ on what an empty value means for a field.
+                self.canonical &= !self.check;
                 Some(Value::Null)
             }
+        }
+    }
+
+    /// Note a plain scalar that typed reads could take differently.
+    fn plain_scalar(&mut self, text: &str, value: &Value) {
+        if self.check && !canonical::plain(text, value) {
+            self.canonical = false;
+        }
+    }
+
+    /// Note a plain key that typed reads could take differently.
+    fn plain_key(&mut self, key: &str) {
+        if self.check && !canonical::key(key) {
+            self.canonical = false;
         }
     }
 
@@ -251,6 +309,9 @@ impl<'a> Reader<'a> {
                 return None;
             }
             let (key, rest) = split_key(line.text)?;
+            if !line.text.starts_with(['\'', '"']) {
+                self.plain_key(&key);
+            }
             self.count(1)?;
             self.pos += 1;
             let value = if rest.is_empty() || rest.starts_with('#') {
@@ -262,10 +323,12 @@ impl<'a> Reader<'a> {
                 }
                 value
             };
-            if map.contains_key(&key) {
-                return None;
+            match map.entry(key.into_owned()) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(_) => return None,
             }
-            map.insert(key, value);
         }
         if self.next_indent().is_some_and(|i| i > indent) {
             return None;
@@ -317,7 +380,7 @@ impl<'a> Reader<'a> {
             b'\'' | b'"' => {
                 let (text, after) = quoted(rest)?;
                 self.count(1)?;
-                only_comment(after).then_some(Value::String(text))
+                only_comment(after).then(|| Value::String(text.into_owned()))
             }
             b'[' | b'{' => {
                 let mut flow = Flow {
@@ -332,186 +395,26 @@ impl<'a> Reader<'a> {
                 if bad_plain_start(rest, false) {
                     return None;
                 }
-                let text = match rest.find(" #") {
-                    Some(i) => rest[..i].trim_end_matches(' '),
-                    None => rest,
-                };
-                if text.contains(": ") || text.ends_with(':') {
+                let b = rest.as_bytes();
+                // One scan: a ` #` comment ends the scalar; a `: ` before it is not ours.
+                let mut end = b.len();
+                let mut colon_space = false;
+                for i in 1..b.len() {
+                    if b[i] == b'#' && b[i - 1] == b' ' {
+                        end = i - 1;
+                        break;
+                    }
+                    colon_space |= b[i] == b' ' && b[i - 1] == b':';
+                }
+                let text = rest[..end].trim_end_matches(' ');
+                if colon_space || text.ends_with(':') {
                     return None;
                 }
                 self.count(1)?;
-                Some(resolve_scalar(text, ScalarStyle::Plain, None))
+                let value = resolve_scalar(text, ScalarStyle::Plain, None);
+                self.plain_scalar(text, &value);
+                Some(value)
             }
         }
-    }
-}
-
-/// A single-line flow collection being read.
-struct Flow<'a> {
-    s: &'a [u8],
-    text: &'a str,
-    i: usize,
-}
-
-fn is_flow_indicator(b: u8) -> bool {
-    matches!(b, b',' | b'[' | b']' | b'{' | b'}')
-}
-
-impl Flow<'_> {
-    fn skip_spaces(&mut self) {
-        while self.s.get(self.i) == Some(&b' ') {
-            self.i += 1;
-        }
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn node(&mut self, r: &mut Reader<'_>) -> Option<Value> {
-        match self.peek()? {
-            b'[' => self.sequence(r),
-            b'{' => self.mapping(r),
-            b'\'' | b'"' => {
-                let (text, after) = quoted(&self.text[self.i..])?;
-                self.i = self.text.len() - after.len();
-                r.count(1)?;
-                Some(Value::String(text))
-            }
-            _ => {
-                let text = self.plain(false)?;
-                r.count(1)?;
-                Some(resolve_scalar(text, ScalarStyle::Plain, None))
-            }
-        }
-    }
-
-    /// A plain scalar in flow context; `key` when it must end on `: `.
-    fn plain(&mut self, key: bool) -> Option<&str> {
-        let start = self.i;
-        let rest = &self.text[start..];
-        if bad_plain_start(rest, true) {
-            return None;
-        }
-        let mut j = start;
-        while j < self.s.len() {
-            let b = self.s[j];
-            if is_flow_indicator(b) {
-                break;
-            }
-            if b == b':'
-                && self
-                    .s
-                    .get(j + 1)
-                    .is_none_or(|&n| n == b' ' || is_flow_indicator(n))
-            {
-                break;
-            }
-            if b == b'#' && self.s[j - 1] == b' ' {
-                return None;
-            }
-            j += 1;
-        }
-        let stop = self.s.get(j).copied();
-        let ok = match stop {
-            Some(b':') => key,
-            Some(b',' | b']' | b'}') => !key,
-            _ => false,
-        };
-        let text = self.text[start..j].trim_end_matches(' ');
-        if !ok || text.is_empty() || (key && (text == "<<" || text.len() > MAX_KEY_LEN)) {
-            return None;
-        }
-        self.i = j;
-        Some(text)
-    }
-
-    fn sequence(&mut self, r: &mut Reader<'_>) -> Option<Value> {
-        r.open()?;
-        self.i += 1;
-        self.skip_spaces();
-        let mut items = Vec::new();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-        } else {
-            loop {
-                items.push(self.node(r)?);
-                self.skip_spaces();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.skip_spaces();
-                        if self.peek() == Some(b']') {
-                            return None;
-                        }
-                    }
-                    b']' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        r.depth -= 1;
-        Some(Value::Array(items))
-    }
-
-    fn mapping(&mut self, r: &mut Reader<'_>) -> Option<Value> {
-        r.open()?;
-        self.i += 1;
-        self.skip_spaces();
-        let mut map = Map::new();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-        } else {
-            loop {
-                let key = match self.peek()? {
-                    b'\'' | b'"' => {
-                        let (text, after) = quoted(&self.text[self.i..])?;
-                        self.i = self.text.len() - after.len();
-                        self.skip_spaces();
-                        // A JSON-like key: its value may follow the `:` directly.
-                        if self.peek() != Some(b':') {
-                            return None;
-                        }
-                        self.i += 1;
-                        text
-                    }
-                    _ => {
-                        let text = self.plain(true)?.to_string();
-                        if self.s.get(self.i + 1) != Some(&b' ') {
-                            return None;
-                        }
-                        self.i += 2;
-                        text
-                    }
-                };
-                self.skip_spaces();
-                r.count(1)?;
-                let value = self.node(r)?;
-                if map.contains_key(&key) {
-                    return None;
-                }
-                map.insert(key, value);
-                self.skip_spaces();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.skip_spaces();
-                        if self.peek() == Some(b'}') {
-                            return None;
-                        }
-                    }
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        r.depth -= 1;
-        Some(Value::Object(map))
     }
 }

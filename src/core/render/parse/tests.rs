@@ -93,7 +93,15 @@ fn rendered_example_and_synthetic_repos_read_the_same_through_the_fast_path() {
 #[test]
 fn a_v1_list_stands_for_its_items_each_checked_as_its_own_document() {
     let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
-    let (objects, errors) = super::parse_rendered("t.yaml", text, text, "app", "prod", "acme-prod");
+    let (objects, errors) = super::parse_rendered(
+        "t.yaml",
+        text,
+        &super::document_starts(text),
+        text,
+        "app",
+        "prod",
+        "acme-prod",
+    );
     let names: Vec<&str> = objects.iter().map(|o| o.id.name.as_str()).collect();
     assert_eq!(names, ["a", "c"]);
     assert_eq!(objects[0].id.namespace, "acme-prod");
