@@ -11,7 +11,8 @@
 //! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
 //! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
 //! no-op `fief apply` with their peak RSS); with `FIEF_BENCH_ALT_QPS=N` also a cold apply with
-//! `--api-qps N` in each run.
+//! `--api-qps N` in each run, and with `FIEF_BENCH_RAW_SAME=1` the same objects applied by a
+//! plain parallel SSA client (the API server's own rate for fief's objects).
 
 #[path = "cluster_agent/phases.rs"]
 mod agent_phases;
@@ -507,6 +508,83 @@ async fn raw_write_rate(client: &kube::Client, n: usize, ns: &str) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// The API server's SSA rate for the very objects `fief apply` writes for `repo` (its render,
+/// as admin: no inventory, no impersonation, no Events; Namespaces first, then the rest, 64
+/// in flight). Objects per second of those accepted, and how many were refused.
+async fn raw_same_objects_rate(client: &kube::Client, repo: &Path) -> (f64, usize) {
+    use kube::discovery::{ApiCapabilities, ApiResource, Scope, pinned_kind};
+    let out = fief()
+        .args([
+            "render",
+            repo.to_str().unwrap(),
+            "-o",
+            "json",
+            "--show-secrets",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    let mut kinds: BTreeMap<(String, String), (ApiResource, ApiCapabilities)> = BTreeMap::new();
+    for o in &items {
+        let key = (
+            o["apiVersion"].as_str().unwrap_or_default().to_string(),
+            o["kind"].as_str().unwrap_or_default().to_string(),
+        );
+        if !kinds.contains_key(&key) {
+            let (group, version) = key.0.rsplit_once('/').unwrap_or(("", &key.0));
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, &key.1);
+            kinds.insert(key.clone(), pinned_kind(client, &gvk).await.unwrap());
+        }
+    }
+    let (namespaces, rest): (Vec<Value>, Vec<Value>) =
+        items.into_iter().partition(|o| o["kind"] == "Namespace");
+    let kinds = &kinds;
+    let start = Instant::now();
+    let mut ok = 0;
+    let mut refused = 0;
+    for stage in [namespaces, rest] {
+        let results: Vec<bool> = futures::stream::iter(stage)
+            .map(|o| async move {
+                let key = (
+                    o["apiVersion"].as_str().unwrap_or_default().to_string(),
+                    o["kind"].as_str().unwrap_or_default().to_string(),
+                );
+                let (ar, caps) = &kinds[&key];
+                let name = o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let api: Api<kube::api::DynamicObject> = match caps.scope {
+                    Scope::Namespaced => Api::namespaced_with(
+                        client.clone(),
+                        o["metadata"]["namespace"].as_str().unwrap_or_default(),
+                        ar,
+                    ),
+                    Scope::Cluster => Api::all_with(client.clone(), ar),
+                };
+                api.patch(
+                    &name,
+                    &PatchParams::apply("bench-raw").force(),
+                    &Patch::Apply(&o),
+                )
+                .await
+                .is_ok()
+            })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+        ok += results.iter().filter(|r| **r).count();
+        refused += results.iter().filter(|r| !**r).count();
+    }
+    (ok as f64 / start.elapsed().as_secs_f64(), refused)
+}
+
 fn main() {
     // `cargo test --all-targets` builds and runs bench targets too; only `cargo bench` (which
     // passes --bench) measures.
@@ -618,6 +696,8 @@ fn main() {
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut last_big = PathBuf::new();
     let alt_qps = std::env::var("FIEF_BENCH_ALT_QPS").ok();
+    let raw_same_on = std::env::var_os("FIEF_BENCH_RAW_SAME").is_some();
+    let mut raw_same = Vec::new();
     let mut alt_rate = Vec::new();
     let mut fief_sent = Vec::new();
     let (mut cold_rss, mut noop_rss) = (vec![], vec![]);
@@ -651,6 +731,15 @@ fn main() {
         last_big = dir;
         // `FIEF_BENCH_ALT_QPS=N`: the same cold apply with `--api-qps N`, on its own tenants,
         // in the same run (the client-side limit against the default).
+        // `FIEF_BENCH_RAW_SAME=1`: the same objects (another tenant prefix) applied by a plain
+        // parallel SSA client, in the same run: the API server's own rate for them.
+        if raw_same_on {
+            let dir = work.path().join(format!("rawsame{r}"));
+            synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("rs{r}"))).unwrap();
+            let (rate, refused) = rt.block_on(raw_same_objects_rate(&client, &dir));
+            assert_eq!(refused, 0, "the plain client was refused objects");
+            raw_same.push(rate);
+        }
         if let Some(qps) = &alt_qps {
             let dir = work.path().join(format!("alt{r}"));
             let mut files = synth::repo_files_named(tenants, &format!("alt{r}"));
@@ -702,8 +791,18 @@ fn main() {
     );
     row(
         "   fief cold-apply rate / API server raw rate",
-        format!("{:.0} %", 100.0 * median(cold_rate) / raw),
+        format!("{:.0} %", 100.0 * median(cold_rate.clone()) / raw),
     );
+    if raw_same_on {
+        row(
+            "   plain parallel SSA of the same objects (64 in flight, admin)",
+            format!(
+                "{:.0} objects/s; fief cold apply is {:.0} % of it",
+                median(raw_same.clone()),
+                100.0 * median(cold_rate.clone()) / median(raw_same.clone())
+            ),
+        );
+    }
     if let Some(qps) = &alt_qps {
         row(
             &format!("   cold apply rate with --api-qps {qps} / API server raw rate"),
