@@ -22,6 +22,7 @@ mod reconciler;
 mod requests;
 mod rollout;
 mod source_loop;
+mod verify;
 pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -163,8 +164,8 @@ pub struct Shared {
     desired: RwLock<desired::Desired>,
     /// Live hashes from the watches (keyed on the desired objects' interned ids).
     live: RwLock<HashMap<desired::Id, String>>,
-    /// Live hashes recorded in the inventories after apply, with their tenant.
-    recorded: RwLock<HashMap<desired::Id, (Arc<str>, String)>>,
+    /// The drift baseline: per object, what fief last applied (see [`verify::Recorded`]).
+    recorded: RwLock<HashMap<desired::Id, verify::Recorded>>,
     /// One watch per kind: its state.
     watches: Mutex<HashMap<String, WatchState>>,
     /// Tenants being synced now: their objects' events are fief's own writes, not drift.
@@ -214,12 +215,20 @@ impl Shared {
         read(&self.desired).find(id)
     }
 
+    /// The tenant of a desired object, or of an object judged by its version (its tenant
+    /// not rendered since it was verified).
     fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
-        read(&self.desired).get(id).map(|(t, _)| t)
+        if let Some((t, _)) = read(&self.desired).get(id) {
+            return Some(t);
+        }
+        read(&self.recorded)
+            .get(id)
+            .filter(|r| r.version.is_some())
+            .map(|r| r.tenant.clone())
     }
 
     fn recorded_live(&self, id: &ObjectId) -> Option<String> {
-        read(&self.recorded).get(id).map(|(_, h)| h.clone())
+        read(&self.recorded).get(id).map(|r| r.live.clone())
     }
 
     fn is_in_flight(&self, tenant: &str) -> bool {
