@@ -149,7 +149,9 @@ fn after_a_start_that_rendered_nothing_hand_edits_and_deletions_are_repaired_and
     );
     // And the edited tenant, now rendered, is still repaired.
     hand_edit(&names[0], "edited again");
-    wait_until("the second hand edit repaired", Duration::from_secs(10), || {
-        greeting(&names[0]).as_deref() == Some("hi")
-    });
+    wait_until(
+        "the second hand edit repaired",
+        Duration::from_secs(10),
+        || greeting(&names[0]).as_deref() == Some("hi"),
+    );
 }

@@ -24,6 +24,9 @@ use super::desired::Id;
 use super::{LoopState, Shared, lock, read, write};
 use crate::core::inventory::AppliedVersion;
 
+/// Kinds (apiVersion, kind) with the tenants using each.
+pub(super) type Kinds = BTreeMap<(String, String), BTreeSet<String>>;
+
 /// What fief last applied for one object: the drift baseline.
 #[derive(Debug)]
 pub struct Recorded {
@@ -44,9 +47,9 @@ pub(super) fn candidates(
     state: &LoopState,
     due: &[String],
     triggers: &std::collections::HashMap<String, &'static str>,
-) -> (Vec<String>, BTreeMap<(String, String), BTreeSet<String>>) {
+) -> (Vec<String>, Kinds) {
     let mut out = Vec::new();
-    let mut kinds: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut kinds = Kinds::new();
     let Some(inventories) = state.inventories.as_ref() else {
         return (out, kinds);
     };
@@ -59,8 +62,8 @@ pub(super) fn candidates(
         let Some(Ok(inv)) = inventories.get(t) else {
             continue;
         };
-        let Some(hash) = super::rollout::revision_for(state, t)
-            .and_then(|rev| rev.hashes.get(t).cloned())
+        let Some(hash) =
+            super::rollout::revision_for(state, t).and_then(|rev| rev.hashes.get(t).cloned())
         else {
             continue;
         };
@@ -132,7 +135,10 @@ pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String
         }
     }
     drop(q);
-    shared.metrics.tenants_verified.inc_by(verified.len() as u64);
+    shared
+        .metrics
+        .tenants_verified
+        .inc_by(verified.len() as u64);
     tracing::info!(
         tenants = verified.len(),
         "found as last applied (inputs and live objects unchanged): not rendered or synced"

@@ -297,9 +297,10 @@ impl Inventory {
         !inputs.is_empty()
             && self.status.inputs == inputs
             && self.status.is_settled()
-            && self.entries.values().all(|e| {
-                !e.live.is_empty() && !e.resource_version.is_empty() && !e.uid.is_empty()
-            })
+            && self
+                .entries
+                .values()
+                .all(|e| !e.live.is_empty() && !e.resource_version.is_empty() && !e.uid.is_empty())
     }
 
     /// Read an inventory back from its ConfigMap.
@@ -417,7 +418,10 @@ mod tests {
         };
         assert!(recorded.still(&live("u1", "10", "")));
         assert!(recorded.still(&live("u1", "11", "m1")), "a status write");
-        assert!(!recorded.still(&live("u1", "11", "m2")), "fief's fields moved");
+        assert!(
+            !recorded.still(&live("u1", "11", "m2")),
+            "fief's fields moved"
+        );
         assert!(!recorded.still(&live("u2", "10", "m1")), "recreated");
         let no_managed = AppliedVersion {
             managed: String::new(),
@@ -436,7 +440,8 @@ mod tests {
         inv.entries.insert(e.id.clone(), e);
         inv.status.inputs = "h1".into();
         inv.status.set_condition("Ready", true, "Applied", "", "t");
-        inv.status.set_condition("Stalled", false, "Applied", "", "t");
+        inv.status
+            .set_condition("Stalled", false, "Applied", "", "t");
         assert!(inv.stands_for("h1"));
         assert!(!inv.stands_for("h2"), "other inputs");
         assert!(!inv.stands_for(""));

@@ -301,7 +301,10 @@ mod tests {
                 managed: expected,
             }
         );
-        assert_eq!(o.body(), &json!({"metadata": {"name": "a", "uid": "u-1", "resourceVersion": "7"}, "spec": {}}));
+        assert_eq!(
+            o.body(),
+            &json!({"metadata": {"name": "a", "uid": "u-1", "resourceVersion": "7"}, "spec": {}})
+        );
         let none: LiveObject =
             serde_json::from_str(&json!({"metadata": {"name": "b"}}).to_string()).unwrap();
         assert_eq!(none.version().managed, "");
