@@ -200,7 +200,7 @@ fn observe(
     let hash = plan::live_hash(&shape, value);
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(interned.clone(), hash.clone());
-    shared.gate.observed(&tenant, id, &hash, value);
+    shared.gate.observed(&tenant, &interned, &hash, value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: a field fief owns changed; queueing a sync");
         shared.metrics.drift.inc();
@@ -230,7 +230,7 @@ fn observe_version(
     }
     shared
         .gate
-        .observed(&tenant, id, hash.as_deref().unwrap_or_default(), value);
+        .observed(&tenant, &interned, hash.as_deref().unwrap_or_default(), value);
     if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: fief's fields of an object changed since it was applied; queueing a sync");
         shared.metrics.drift.inc();

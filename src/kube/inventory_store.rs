@@ -14,30 +14,47 @@ use super::{ClusterError, FIELD_MANAGER};
 use crate::core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use crate::core::objects;
 
-/// Every inventory ConfigMap in the agent namespace, by tenant.
+/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed and dropped before
+/// the next is read, so at thousands of tenants the read holds one page's text (a few MiB),
+/// not the whole namespace's.
+const PAGE: u32 = 100;
+
+/// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
 pub async fn load_inventories(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let params = ListParams::default().labels(&format!(
-        "{LABEL_APPLYSET_ID},{}=fief",
-        objects::LABEL_MANAGED_BY
-    ));
     let failed =
         |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    // Read straight into JSON values (one decode of what can be megabytes; no typed detour).
-    let request = kube::core::Request::new(api.resource_url())
-        .list(&params)
-        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-    let list: Value = client.request(request).await.map_err(failed)?;
     let mut out = BTreeMap::new();
-    for cm in list["items"].as_array().into_iter().flatten() {
-        let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        out.insert(tenant, Inventory::from_configmap(cm));
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default()
+            .labels(&format!(
+                "{LABEL_APPLYSET_ID},{}=fief",
+                objects::LABEL_MANAGED_BY
+            ))
+            .limit(PAGE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        // Read straight into JSON values (one decode; no typed detour).
+        let request = kube::core::Request::new(api.resource_url())
+            .list(&params)
+            .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+        let page: Value = client.request(request).await.map_err(failed)?;
+        for cm in page["items"].as_array().into_iter().flatten() {
+            let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            out.insert(tenant, Inventory::from_configmap(cm));
+        }
+        match page["metadata"]["continue"].as_str() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
     }
     Ok(out)
 }
