@@ -68,11 +68,24 @@ const PAGE: u32 = 100;
 /// the pages in memory at once are a few, not one per kind.
 static LISTING: Semaphore = Semaphore::const_new(3);
 
+/// Whether a watch error says the API server does not take streaming lists
+/// (`sendInitialEvents`: refused as invalid where the WatchList feature is off).
+fn streaming_refused(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422 || s.code == 400)
+}
+
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
-    let config = watcher::Config::default()
-        .labels(objects::LABEL_TENANT)
-        .page_size(PAGE);
+    // Initial lists and relists are streamed (a watch with `sendInitialEvents`: the API
+    // server sends each object from its cache as an event, no pages); an API server that
+    // refuses that is listed in pages instead.
+    let mut streaming = true;
+    let config = |streaming: bool| {
+        let c = watcher::Config::default()
+            .labels(objects::LABEL_TENANT)
+            .page_size(PAGE);
+        if streaming { c.streaming_lists() } else { c }
+    };
     let mut relist = shared.relist.subscribe();
     let mut synced_once = false;
     // Objects of this kind the watch knows, and those seen in the list under way.
@@ -85,7 +98,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
             p = LISTING.acquire() => p.ok(),
             _ = shared.shutdown.cancelled() => return,
         };
-        let mut stream = watcher(api.clone(), config.clone())
+        let mut stream = watcher(api.clone(), config(streaming))
             .default_backoff()
             .boxed();
         loop {
@@ -138,6 +151,11 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     let id = live_id(&resource, &value);
                     known.remove(&id);
                     deleted(&shared, &id);
+                }
+                Err(e) if streaming && streaming_refused(&e) => {
+                    tracing::info!(kind = key, error = %e, "streaming lists refused; listing in pages");
+                    streaming = false;
+                    break;
                 }
                 Err(e) => {
                     // A failing list (e.g. 403, retried with backoff) does not hold up the
@@ -228,9 +246,12 @@ fn observe_version(
             shared.write_live().remove(id);
         }
     }
-    shared
-        .gate
-        .observed(&tenant, &interned, hash.as_deref().unwrap_or_default(), value);
+    shared.gate.observed(
+        &tenant,
+        &interned,
+        hash.as_deref().unwrap_or_default(),
+        value,
+    );
     if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: fief's fields of an object changed since it was applied; queueing a sync");
         shared.metrics.drift.inc();
