@@ -105,7 +105,7 @@ fn a_start_after_fief_apply_renders_only_tenants_changed_while_down_and_repairs_
 }
 
 #[test]
-fn after_a_start_that_rendered_nothing_hand_edits_and_deletions_are_repaired_and_own_applies_are_not_drift()
+fn after_a_start_that_rendered_nothing_edits_are_repaired_prunes_and_orphans_work_and_own_writes_are_not_drift()
  {
     let agent_ns = common::unique("fief-as2");
     let names: Vec<String> = (0..3).map(|i| common::unique(&format!("w{i}"))).collect();
@@ -134,11 +134,23 @@ fn after_a_start_that_rendered_nothing_hand_edits_and_deletions_are_repaired_and
     });
     let drift = agent.metric("fief_drift_detected_total", "");
     assert!(drift >= 2.0, "{drift}: {}", agent.log());
-    // A commit changing the third: applied; fief's own writes are not drift.
-    server.commit(&[tenant(&names[2], "changed")], "change");
+    // A commit that drops the third tenant's component: its objects are pruned (its inventory,
+    // not held since it was verified, is read back first), and fief's own writes and deletes
+    // are not drift.
+    let ns2 = format!("{}-prod", names[2]);
+    server.commit(
+        &[(
+            format!("tenants/{}.yaml", names[2]),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {}\nspec:\n  components: []\n",
+                names[2]
+            ),
+        )],
+        "drop the component",
+    );
     assert_eq!(agent.signed_push(), 202);
-    wait_until("the change applied", Duration::from_secs(20), || {
-        greeting(&names[2]).as_deref() == Some("changed")
+    wait_until("the component pruned", Duration::from_secs(20), || {
+        greeting(&names[2]).is_none() && configmap_value(&ns2, "app-extra", "k").is_none()
     });
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
@@ -147,6 +159,13 @@ fn after_a_start_that_rendered_nothing_hand_edits_and_deletions_are_repaired_and
         "{}",
         agent.log()
     );
+    // A verified tenant's file removed from git: its inventory is reported orphaned.
+    std::fs::remove_file(server.repo().join(format!("tenants/{}.yaml", names[1]))).unwrap();
+    server.commit(&[], "remove a tenant");
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("the orphan reported", Duration::from_secs(20), || {
+        condition(&status(&agent_ns, &names[1]), "Orphaned") == "True"
+    });
     // And the edited tenant, now rendered, is still repaired.
     hand_edit(&names[0], "edited again");
     wait_until(

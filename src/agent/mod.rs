@@ -12,6 +12,7 @@ pub mod drift;
 mod events;
 pub mod health;
 pub mod http;
+mod inventories;
 mod leader;
 pub mod memory;
 pub mod metrics;
@@ -305,8 +306,12 @@ struct LoopState {
     check_orphans: bool,
     /// The agent namespace exists.
     namespace_ready: bool,
-    /// Inventories as they stand after the last batch (`None`: read them afresh).
+    /// Inventories as they stand after the last batch (`None`: read them afresh), but for
+    /// the `evicted` tenants'.
     inventories: Option<BTreeMap<String, Result<Inventory, InventoryError>>>,
+    /// Tenants whose inventory is not held (found as last applied, see [`verify`]): read
+    /// again before they are next synced, or when orphans are looked for.
+    evicted: std::collections::BTreeSet<String>,
     /// The revision each tenant was last synced (or found invalid) at.
     synced_rev: BTreeMap<String, Arc<Revision>>,
     /// The progressive rollout, if one is under way.

@@ -24,12 +24,10 @@ use super::events::publish_events;
 use super::source_loop::Revision;
 use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
-use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::render::TenantRender;
-use crate::kube::inventory_store::load_inventories;
+use crate::kube::Resources;
 use crate::kube::observe::ensure_namespace;
 use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
-use crate::kube::{ClusterError, Resources};
 
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
 const LIST_WAIT: Duration = Duration::from_secs(30);
@@ -223,15 +221,17 @@ pub(super) async fn batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
-    if state.inventories.is_none() {
-        state.inventories = load(resources, &agent_namespace).await;
-    }
-    // Candidates for verification: their objects are judged by version from the lists on.
-    let (candidates, mut kinds) = super::verify::candidates(shared, state, &due, &triggers);
-    let rest: Vec<String> = {
-        let c: BTreeSet<&String> = candidates.iter().collect();
-        due.iter().filter(|t| !c.contains(t)).cloned().collect()
-    };
+    // Candidates for verification: their objects are judged by version from the lists on,
+    // and their inventories are not kept (at start, dropped page by page as they are read).
+    let mut seeder = super::verify::Seeder::new(state, &due, &triggers);
+    super::inventories::offer(shared, resources, state, &agent_namespace, &mut seeder).await;
+    let mut kinds = std::mem::take(&mut seeder.kinds);
+    let candidates = seeder.candidates.len();
+    let rest: Vec<String> = due
+        .iter()
+        .filter(|t| !seeder.candidates.contains_key(*t))
+        .cloned()
+        .collect();
     let mut chunks: Vec<Vec<String>> = rest.chunks(CHUNK).map(<[String]>::to_vec).collect();
     // Until the first full pass is done, every tenant to render has its desired shapes
     // recorded before the watches' first lists are used (hole 11): render every chunk once for
@@ -240,7 +240,7 @@ pub(super) async fn batch(
     let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;
     let mut first = None;
     let mut degraded = BTreeMap::new();
-    if prepass || chunks.len() == 1 || !candidates.is_empty() {
+    if prepass || chunks.len() == 1 || candidates > 0 {
         if prepass || chunks.len() == 1 {
             for chunk in &chunks {
                 let renders = render(shared, state, chunk.clone()).await;
@@ -252,7 +252,7 @@ pub(super) async fn batch(
         }
         tracing::debug!(
             tenants = due.len(),
-            candidates = candidates.len(),
+            candidates,
             seconds = started.elapsed().as_secs_f64(),
             "batch: rendered; verification candidates seeded"
         );
@@ -263,7 +263,7 @@ pub(super) async fn batch(
             "batch: watches listed"
         );
     }
-    let (verified, fallen) = super::verify::judge(shared, state, candidates, &degraded);
+    let (verified, fallen) = seeder.judge(shared, &degraded);
     super::verify::account(shared, state, &verified);
     // Chunks rendered in the prepass had their kinds listed there; the others list theirs.
     let listed = if prepass { chunks.len() } else { 0 };
@@ -354,24 +354,6 @@ pub(super) async fn batch(
     }
 }
 
-/// Every inventory in the agent namespace (none yet: empty); `None` when they cannot be read.
-async fn load(
-    resources: &Resources,
-    namespace: &str,
-) -> Option<BTreeMap<String, Result<Inventory, InventoryError>>> {
-    match load_inventories(resources.client(), namespace).await {
-        Ok(i) => Some(i),
-        Err(ClusterError::Unreachable {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 404 => Some(BTreeMap::new()),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read inventories; retrying later");
-            None
-        }
-    }
-}
-
 /// Inventories and live hashes for this batch: the inventories as the last batch left them
 /// (read afresh at start and on a periodic resync) and the watches' live hashes.
 /// Unsettled tenants get no live hashes, so their sync is finished in full.
@@ -382,10 +364,18 @@ async fn cluster_state(
     renders: &[TenantRender],
     sync_options: &SyncOptions,
 ) -> Option<ClusterState> {
-    let inventories = match state.inventories.take() {
+    let mut inventories = match state.inventories.take() {
         Some(i) => i,
-        None => load(resources, &sync_options.agent_namespace).await?,
+        None => {
+            state.evicted.clear();
+            super::inventories::load(resources, &sync_options.agent_namespace).await?
+        }
     };
+    let ns = &sync_options.agent_namespace;
+    if !super::inventories::restore_evicted(resources, state, &mut inventories, renders, ns).await {
+        state.inventories = Some(inventories);
+        return None;
+    }
     tracing::debug!(tenants = inventories.len(), "inventories in hand");
     let mut cs = {
         let live = read(&shared.live);

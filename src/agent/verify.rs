@@ -1,12 +1,14 @@
 //! Verification: tenants found as last applied need no render and no sync.
 //!
-//! In: the due tenants with what queued them, their inventories (recorded input hash, status,
-//! and per object the live hash and the version fief applied: uid, resourceVersion, fief's
-//! `managedFields` fingerprint) and the watches' view of the live objects. Out: the drift
-//! baseline ([`Recorded`]) seeded from those inventories before the watches list, and after
-//! the lists each candidate either *verified* — its live hashes are the recorded ones, it
-//! counts as synced at its input hash (`fief_tenants_verified_total`), nothing is rendered,
-//! applied or written — or handed back to be rendered and synced as usual.
+//! In: the due tenants with what queued them, their inventories as they are read (recorded
+//! input hash, status, and per object the live hash and the version fief applied: uid,
+//! resourceVersion, fief's `managedFields` fingerprint) and the watches' view of the live
+//! objects. Out: the drift baseline ([`Recorded`]) seeded from the candidates' inventories
+//! before the watches list (the inventories themselves are not kept: they are read again
+//! before the tenant's next sync), and after the lists each candidate either *verified* — its
+//! live hashes are the recorded ones, it counts as synced at its input hash
+//! (`fief_tenants_verified_total`), nothing is rendered, applied or written — or handed back
+//! to be rendered and synced as usual.
 //!
 //! A candidate is a tenant queued by a commit (at start, every tenant) whose inventory
 //! [stands for](crate::core::inventory::Inventory::stands_for) a render at its current input
@@ -17,12 +19,12 @@
 //! version instead of a live hash (see [`super::drift`]): an object that moved is drift.
 //! Drift, resync, retry, rollout and `fief reconcile` triggers always render.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::desired::Id;
 use super::{LoopState, Shared, lock, read, write};
-use crate::core::inventory::AppliedVersion;
+use crate::core::inventory::{AppliedVersion, Inventory, InventoryError};
 
 /// Kinds (apiVersion, kind) with the tenants using each.
 pub(super) type Kinds = BTreeMap<(String, String), BTreeSet<String>>;
@@ -39,82 +41,125 @@ pub struct Recorded {
     pub version: Option<Box<AppliedVersion>>,
 }
 
-/// The due tenants that may be verified (see the module docs), with the kinds their
-/// inventories record (apiVersion, kind → tenants); their objects are seeded into the drift
-/// baseline with their versions, so the watches' lists can judge them.
-pub(super) fn candidates(
-    shared: &Shared,
-    state: &LoopState,
-    due: &[String],
-    triggers: &std::collections::HashMap<String, &'static str>,
-) -> (Vec<String>, Kinds) {
-    let mut out = Vec::new();
-    let mut kinds = Kinds::new();
-    let Some(inventories) = state.inventories.as_ref() else {
-        return (out, kinds);
-    };
-    let desired = read(&shared.desired);
-    let mut recorded = write(&shared.recorded);
-    for t in due {
-        if triggers.get(t).copied().unwrap_or("commit") != "commit" {
-            continue;
+/// The candidates of one batch, found while its inventories are read (see the module docs).
+/// A candidate's inventory is not kept: its objects are seeded into the drift baseline with
+/// their versions (so the watches' lists can judge them), and the inventory is read again
+/// before the tenant is next synced ([`LoopState::evicted`]).
+pub(super) struct Seeder {
+    /// Due tenants queued by a commit: their current input hash.
+    wanted: HashMap<String, String>,
+    /// Each candidate's recorded objects.
+    pub(super) candidates: BTreeMap<String, Vec<Id>>,
+    /// The kinds the candidates' inventories record.
+    pub(super) kinds: Kinds,
+}
+
+impl Seeder {
+    /// A seeder for the `due` tenants queued by a commit (`triggers`), at their revision.
+    pub(super) fn new(
+        state: &LoopState,
+        due: &[String],
+        triggers: &HashMap<String, &'static str>,
+    ) -> Seeder {
+        let wanted = due
+            .iter()
+            .filter(|t| triggers.get(*t).copied().unwrap_or("commit") == "commit")
+            .filter_map(|t| {
+                let rev = super::rollout::revision_for(state, t)?;
+                Some((t.clone(), rev.hashes.get(t)?.clone()))
+            })
+            .collect();
+        Seeder {
+            wanted,
+            candidates: BTreeMap::new(),
+            kinds: Kinds::new(),
         }
-        let Some(Ok(inv)) = inventories.get(t) else {
-            continue;
+    }
+
+    /// Forget every candidate (their inventories could not all be read: none is judged).
+    pub(super) fn clear(&mut self) {
+        self.candidates.clear();
+        self.kinds.clear();
+    }
+
+    /// Take `inv` as a candidate's if it stands for a render of its due tenant: its objects
+    /// seeded into the drift baseline. Returns whether it was taken (the caller drops it).
+    pub(super) fn offer(&mut self, shared: &Shared, tenant: &str, inv: &Inventory) -> bool {
+        let Some(hash) = self.wanted.get(tenant) else {
+            return false;
         };
-        let Some(hash) =
-            super::rollout::revision_for(state, t).and_then(|rev| rev.hashes.get(t).cloned())
-        else {
-            continue;
-        };
-        if !inv.stands_for(&hash) {
-            continue;
+        if !inv.stands_for(hash) {
+            return false;
         }
-        let tenant: Arc<str> = t.as_str().into();
+        let desired = read(&shared.desired);
+        let mut recorded = write(&shared.recorded);
+        let name: Arc<str> = tenant.into();
+        let mut ids = Vec::with_capacity(inv.entries.len());
         for e in inv.entries.values() {
-            kinds
+            self.kinds
                 .entry((e.api_version.clone(), e.id.kind.clone()))
                 .or_default()
-                .insert(t.clone());
+                .insert(tenant.to_string());
             let id: Id = desired
                 .intern(&e.id)
                 .unwrap_or_else(|| Arc::new(e.id.clone()));
             recorded.insert(
-                id,
+                id.clone(),
                 Recorded {
-                    tenant: tenant.clone(),
+                    tenant: name.clone(),
                     live: e.live.clone(),
                     version: Some(Box::new(e.applied_version())),
                 },
             );
+            ids.push(id);
         }
-        out.push(t.clone());
+        self.candidates.insert(tenant.to_string(), ids);
+        true
     }
-    (out, kinds)
-}
 
-/// After the watches listed: split `candidates` into the verified (every recorded object
-/// exists with its recorded live hash, and no kind it uses is degraded) and the rest.
-pub(super) fn judge(
-    shared: &Shared,
-    state: &LoopState,
-    candidates: Vec<String>,
-    degraded: &BTreeMap<String, String>,
-) -> (Vec<String>, Vec<String>) {
-    let Some(inventories) = state.inventories.as_ref() else {
-        return (Vec::new(), candidates);
-    };
-    let live = read(&shared.live);
-    candidates.into_iter().partition(|t| {
-        !degraded.contains_key(t)
-            && inventories.get(t).is_some_and(|i| {
-                i.as_ref().is_ok_and(|inv| {
-                    inv.entries
-                        .values()
-                        .all(|e| live.get(&e.id).is_some_and(|h| *h == e.live))
-                })
-            })
-    })
+    /// Offer every held inventory of a due tenant; those taken leave `inventories` and are
+    /// marked evicted.
+    pub(super) fn offer_held(
+        &mut self,
+        shared: &Shared,
+        inventories: &mut BTreeMap<String, Result<Inventory, InventoryError>>,
+        evicted: &mut BTreeSet<String>,
+    ) {
+        let due: Vec<String> = self.wanted.keys().cloned().collect();
+        for t in due {
+            let taken = matches!(inventories.get(&t), Some(Ok(inv)) if self.offer(shared, &t, inv));
+            if taken {
+                inventories.remove(&t);
+                evicted.insert(t);
+            }
+        }
+    }
+
+    /// After the watches listed: split the candidates into the verified (every recorded
+    /// object exists with its recorded live hash, and no kind it uses is degraded) and the
+    /// rest.
+    pub(super) fn judge(
+        self,
+        shared: &Shared,
+        degraded: &BTreeMap<String, String>,
+    ) -> (Vec<String>, Vec<String>) {
+        let live = read(&shared.live);
+        let recorded = read(&shared.recorded);
+        let mut verified = Vec::new();
+        let mut fallen = Vec::new();
+        for (t, ids) in self.candidates {
+            let as_applied = !degraded.contains_key(&t)
+                && ids.iter().all(|id| {
+                    matches!((live.get(id), recorded.get(id)), (Some(h), Some(r)) if *h == r.live)
+                });
+            if as_applied {
+                verified.push(t);
+            } else {
+                fallen.push(t);
+            }
+        }
+        (verified, fallen)
+    }
 }
 
 /// Take the verified tenants as synced at their input hash: backoff reset, ready, and no

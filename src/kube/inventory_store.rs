@@ -24,18 +24,45 @@ pub async fn load_inventories(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
+    let mut out = BTreeMap::new();
+    each_inventory(client, namespace, None, |tenant, inv| {
+        out.insert(tenant, inv);
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Read the inventory ConfigMaps of the agent namespace in pages of [`PAGE`] (only those of
+/// `tenants` when given; names that are not DNS labels have none), handing each to `each` as
+/// it is parsed: the caller keeps what it needs, a page at a time.
+pub async fn each_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    tenants: Option<&[String]>,
+    mut each: impl FnMut(String, Result<Inventory, InventoryError>),
+) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let failed =
         |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    let mut out = BTreeMap::new();
+    let mut selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    if let Some(tenants) = tenants {
+        let names: Vec<&str> = tenants
+            .iter()
+            .map(String::as_str)
+            .filter(|t| crate::core::model::is_dns_label(t))
+            .collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        selector.push_str(&format!(
+            ",{} in ({})",
+            objects::LABEL_TENANT,
+            names.join(",")
+        ));
+    }
     let mut token: Option<String> = None;
     loop {
-        let mut params = ListParams::default()
-            .labels(&format!(
-                "{LABEL_APPLYSET_ID},{}=fief",
-                objects::LABEL_MANAGED_BY
-            ))
-            .limit(PAGE);
+        let mut params = ListParams::default().labels(&selector).limit(PAGE);
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
@@ -49,14 +76,14 @@ pub async fn load_inventories(
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            out.insert(tenant, Inventory::from_configmap(cm));
+            each(tenant, Inventory::from_configmap(cm));
         }
         match page["metadata"]["continue"].as_str() {
             Some(t) if !t.is_empty() => token = Some(t.to_string()),
             _ => break,
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
