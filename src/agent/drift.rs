@@ -2,15 +2,19 @@
 //! hashes the planner needs and queueing a tenant when a field fief owns is changed by hand
 //! or a managed object is deleted.
 //!
-//! In: watch events of objects labelled `fief.dev/tenant`, the desired objects and the
-//! inventories' recorded live hashes. Out: the live-hash map, each kind's [`WatchState`]
-//! (a kind that cannot be listed — e.g. 403 — is `Failed`, and only the tenants using it are
-//! degraded), tenants pushed to the queue and the drift counter. Events on the objects of a
-//! tenant being synced are fief's own writes: recorded, never counted or queued as drift.
-//! After a relist (a watch gap), objects that changed or disappeared meanwhile are compared
-//! with what was known and their tenants queued. Status-only changes hash the same. Lists are
-//! read in pages of [`PAGE`], at most three kinds at once, each object parsed without its
-//! `managedFields` ([`LiveObject`]); desired objects are held by their interned id.
+//! In: watch events of objects labelled `fief.dev/tenant` (each parsed with its version:
+//! uid, resourceVersion, fief's `managedFields` fingerprint), the desired objects and the
+//! drift baseline (what fief last applied). Out: the live-hash map, each kind's
+//! [`WatchState`] (a kind that cannot be listed — e.g. 403 — is `Failed`, and only the
+//! tenants using it are degraded), tenants pushed to the queue and the drift counter. A
+//! desired object's live hash is computed from its shape; an object of a tenant verified and
+//! not rendered since ([`super::verify`]) has no shape and is judged by its version: still
+//! the one fief applied, its recorded live hash stands; moved, it is drift. Events on the
+//! objects of a tenant being synced are fief's own writes: recorded, never counted or queued
+//! as drift. After a relist (a watch gap), objects that changed or disappeared meanwhile are
+//! compared with what was known and their tenants queued. Status-only changes hash the same.
+//! Lists are read in pages of [`PAGE`], at most three kinds at once, each object parsed
+//! without its `managedFields` ([`LiveObject`]); objects are held by their interned id.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use tokio::sync::Semaphore;
 
 use super::desired::{Found, Id};
 use super::{Shared, WatchState, lock};
+use crate::core::inventory::AppliedVersion;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
 use crate::kube::live::LiveObject;
@@ -63,11 +68,24 @@ const PAGE: u32 = 100;
 /// the pages in memory at once are a few, not one per kind.
 static LISTING: Semaphore = Semaphore::const_new(3);
 
+/// Whether a watch error says the API server does not take streaming lists
+/// (`sendInitialEvents`: refused as invalid where the WatchList feature is off).
+fn streaming_refused(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422 || s.code == 400)
+}
+
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
-    let config = watcher::Config::default()
-        .labels(objects::LABEL_TENANT)
-        .page_size(PAGE);
+    // Initial lists and relists are streamed (a watch with `sendInitialEvents`: the API
+    // server sends each object from its cache as an event, no pages); an API server that
+    // refuses that is listed in pages instead.
+    let mut streaming = true;
+    let config = |streaming: bool| {
+        let c = watcher::Config::default()
+            .labels(objects::LABEL_TENANT)
+            .page_size(PAGE);
+        if streaming { c.streaming_lists() } else { c }
+    };
     let mut relist = shared.relist.subscribe();
     let mut synced_once = false;
     // Objects of this kind the watch knows, and those seen in the list under way.
@@ -80,7 +98,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
             p = LISTING.acquire() => p.ok(),
             _ = shared.shutdown.cancelled() => return,
         };
-        let mut stream = watcher(api.clone(), config.clone())
+        let mut stream = watcher(api.clone(), config(streaming))
             .default_backoff()
             .boxed();
         loop {
@@ -100,10 +118,10 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
             match event {
                 Ok(watcher::Event::Init) => seen.clear(),
                 Ok(watcher::Event::InitApply(obj)) => {
-                    let value = obj.into_body();
+                    let (value, version) = obj.into_parts();
                     let id = live_id(&resource, &value);
-                    let id =
-                        observe(&shared, &id, &value, synced_once).unwrap_or_else(|| Arc::new(id));
+                    let id = observe(&shared, &id, &value, &version, synced_once)
+                        .unwrap_or_else(|| Arc::new(id));
                     seen.insert(id);
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -122,9 +140,10 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     set_state(&shared, &key, WatchState::Synced);
                 }
                 Ok(watcher::Event::Apply(obj)) => {
-                    let value = obj.into_body();
+                    let (value, version) = obj.into_parts();
                     let id = live_id(&resource, &value);
-                    let id = observe(&shared, &id, &value, true).unwrap_or_else(|| Arc::new(id));
+                    let id = observe(&shared, &id, &value, &version, true)
+                        .unwrap_or_else(|| Arc::new(id));
                     known.insert(id);
                 }
                 Ok(watcher::Event::Delete(obj)) => {
@@ -132,6 +151,11 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     let id = live_id(&resource, &value);
                     known.remove(&id);
                     deleted(&shared, &id);
+                }
+                Err(e) if streaming && streaming_refused(&e) => {
+                    tracing::info!(kind = key, error = %e, "streaming lists refused; listing in pages");
+                    streaming = false;
+                    break;
                 }
                 Err(e) => {
                     // A failing list (e.g. 403, retried with backoff) does not hold up the
@@ -175,19 +199,61 @@ fn deleted(shared: &Shared, id: &ObjectId) {
 
 /// Record the live hash of an object; queue its tenant when it drifted from what was applied
 /// (and the change is not fief's own sync of that tenant). Returns the interned id of a
-/// desired object (none for an object not desired).
-fn observe(shared: &Shared, id: &ObjectId, value: &Value, live_event: bool) -> Option<Id> {
-    let Found {
+/// desired object, or of one judged by its version (none for an object fief does not know).
+fn observe(
+    shared: &Shared,
+    id: &ObjectId,
+    value: &Value,
+    version: &AppliedVersion,
+    live_event: bool,
+) -> Option<Id> {
+    let Some(Found {
         id: interned,
         tenant,
         shape,
-    } = shared.find_desired(id)?;
+    }) = shared.find_desired(id)
+    else {
+        return observe_version(shared, id, value, version, live_event);
+    };
     let hash = plan::live_hash(&shape, value);
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(interned.clone(), hash.clone());
-    shared.gate.observed(&tenant, id, &hash, value);
+    shared.gate.observed(&tenant, &interned, &hash, value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: a field fief owns changed; queueing a sync");
+        shared.metrics.drift.inc();
+        shared.enqueue_for(&tenant, "drift");
+    }
+    Some(interned)
+}
+
+/// An object of a tenant verified and not rendered since (no desired shape): still the
+/// version fief applied, its recorded live hash stands; else its live hash is unknown (a
+/// sync applies it again) and, on a live event, it is drift.
+fn observe_version(
+    shared: &Shared,
+    id: &ObjectId,
+    value: &Value,
+    version: &AppliedVersion,
+    live_event: bool,
+) -> Option<Id> {
+    let (interned, tenant, hash) = super::verify::by_version(shared, id, version)?;
+    match &hash {
+        Some(h) => {
+            shared.write_live().insert(interned.clone(), h.clone());
+        }
+        None => {
+            shared.write_live().remove(id);
+        }
+    }
+    shared.gate.observed(
+        &tenant,
+        &interned,
+        hash.as_deref().unwrap_or_default(),
+        value,
+    );
+    if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
+        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: fief's fields of an object changed since it was applied; queueing a sync");
         shared.metrics.drift.inc();
         shared.enqueue_for(&tenant, "drift");
     }

@@ -46,8 +46,9 @@ const GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Tracker {
-    /// Health of desired objects as the watches last saw them, with their live hash.
-    live: HashMap<ObjectId, (String, Health)>,
+    /// Health of desired objects as the watches last saw them, with their live hash (keyed
+    /// on the agent's interned ids: no copy of each id here).
+    live: HashMap<super::desired::Id, (String, Health)>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -123,12 +124,12 @@ impl Gate {
     }
 
     /// A watch saw a desired object of `tenant` (its live hash against the desired object).
-    pub fn observed(&self, tenant: &str, id: &ObjectId, hash: &str, value: &Value) {
+    pub fn observed(&self, tenant: &str, id: &super::desired::Id, hash: &str, value: &Value) {
         let mut t = lock(&self.tracker);
         t.live.insert(id.clone(), (hash.to_string(), health(value)));
         if t.waiting
             .get(tenant)
-            .is_some_and(|w| w.objects.contains_key(id))
+            .is_some_and(|w| w.objects.contains_key(id.as_ref()))
         {
             self.judge(&mut t, tenant);
         }

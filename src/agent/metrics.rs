@@ -76,6 +76,9 @@ pub struct Metrics {
     pub tenants_hashed: Counter,
     /// Tenants rendered (and validated).
     pub tenants_rendered: Counter,
+    /// Tenants found as last applied (recorded inputs current, live objects unchanged):
+    /// neither rendered nor synced.
+    pub tenants_verified: Counter,
 }
 
 impl Default for Metrics {
@@ -161,8 +164,15 @@ impl Default for Metrics {
             "Tenants rendered and validated",
             tenants_rendered.clone(),
         );
+        let tenants_verified = Counter::default();
+        registry.register(
+            "tenants_verified",
+            "Tenants found as last applied (recorded inputs current, live objects unchanged by anyone else), neither rendered nor synced",
+            tenants_verified.clone(),
+        );
         Metrics {
             registry,
+            tenants_verified,
             tenants_loaded,
             tenants_hashed,
             tenants_rendered,

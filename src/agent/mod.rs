@@ -12,6 +12,7 @@ pub mod drift;
 mod events;
 pub mod health;
 pub mod http;
+mod inventories;
 mod leader;
 pub mod memory;
 pub mod metrics;
@@ -22,6 +23,7 @@ mod reconciler;
 mod requests;
 mod rollout;
 mod source_loop;
+mod verify;
 pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -163,8 +165,8 @@ pub struct Shared {
     desired: RwLock<desired::Desired>,
     /// Live hashes from the watches (keyed on the desired objects' interned ids).
     live: RwLock<HashMap<desired::Id, String>>,
-    /// Live hashes recorded in the inventories after apply, with their tenant.
-    recorded: RwLock<HashMap<desired::Id, (Arc<str>, String)>>,
+    /// The drift baseline: per object, what fief last applied (see [`verify::Recorded`]).
+    recorded: RwLock<HashMap<desired::Id, verify::Recorded>>,
     /// One watch per kind: its state.
     watches: Mutex<HashMap<String, WatchState>>,
     /// Tenants being synced now: their objects' events are fief's own writes, not drift.
@@ -214,12 +216,20 @@ impl Shared {
         read(&self.desired).find(id)
     }
 
+    /// The tenant of a desired object, or of an object judged by its version (its tenant
+    /// not rendered since it was verified).
     fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
-        read(&self.desired).get(id).map(|(t, _)| t)
+        if let Some((t, _)) = read(&self.desired).get(id) {
+            return Some(t);
+        }
+        read(&self.recorded)
+            .get(id)
+            .filter(|r| r.version.is_some())
+            .map(|r| r.tenant.clone())
     }
 
     fn recorded_live(&self, id: &ObjectId) -> Option<String> {
-        read(&self.recorded).get(id).map(|(_, h)| h.clone())
+        read(&self.recorded).get(id).map(|r| r.live.clone())
     }
 
     fn is_in_flight(&self, tenant: &str) -> bool {
@@ -296,8 +306,12 @@ struct LoopState {
     check_orphans: bool,
     /// The agent namespace exists.
     namespace_ready: bool,
-    /// Inventories as they stand after the last batch (`None`: read them afresh).
+    /// Inventories as they stand after the last batch (`None`: read them afresh), but for
+    /// the `evicted` tenants'.
     inventories: Option<BTreeMap<String, Result<Inventory, InventoryError>>>,
+    /// Tenants whose inventory is not held (found as last applied, see [`verify`]): read
+    /// again before they are next synced, or when orphans are looked for.
+    evicted: std::collections::BTreeSet<String>,
     /// The revision each tenant was last synced (or found invalid) at.
     synced_rev: BTreeMap<String, Arc<Revision>>,
     /// The progressive rollout, if one is under way.

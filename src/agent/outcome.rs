@@ -32,7 +32,7 @@ pub(super) fn record(
         let desired = read(&shared.desired);
         let mut recorded = write(&shared.recorded);
         let mut live = write(&shared.live);
-        recorded.retain(|_, (t, _)| !result.inventories.contains_key(t.as_ref()));
+        recorded.retain(|_, r| !result.inventories.contains_key(r.tenant.as_ref()));
         for (tenant, inv) in &result.inventories {
             let tenant: std::sync::Arc<str> = tenant.as_str().into();
             for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
@@ -41,7 +41,14 @@ pub(super) fn record(
                 let id = desired
                     .intern(id)
                     .unwrap_or_else(|| std::sync::Arc::new(id.clone()));
-                recorded.insert(id.clone(), (tenant.clone(), entry.live.clone()));
+                recorded.insert(
+                    id.clone(),
+                    super::verify::Recorded {
+                        tenant: tenant.clone(),
+                        live: entry.live.clone(),
+                        version: None,
+                    },
+                );
                 live.insert(id, entry.live.clone());
             }
         }

@@ -1,14 +1,16 @@
-//! The reconciler: render the due tenants and sync them one by one, stopping between tenants
-//! when told to.
+//! The reconciler: verify, render the due tenants and sync them one by one, stopping between
+//! tenants when told to.
 //!
-//! In: due tenant names, the loop state (revision, inventories) and the watches' live hashes;
-//! a cancellation token (shutdown or lost Lease). Out: applies, prunes, inventory writes,
-//! Events and metrics; failed and cancelled tenants back on the queue. Rendering runs on a
-//! blocking thread. Every due tenant's desired objects are known before the watches' lists are
-//! used, so a start on an applied cluster finds every live hash and sends nothing. A tenant
-//! using a kind that cannot be watched is degraded (reported on it, nothing applied or
-//! pruned); the others go on. A tenant whose recorded status is unsettled (`Reconciling=True`,
-//! e.g. after SIGKILL) is applied again in full so its sync is finished.
+//! In: due tenant names with what queued them, the loop state (revision, inventories) and the
+//! watches' live hashes; a cancellation token (shutdown or lost Lease). Out: tenants found as
+//! last applied taken as synced without a render ([`super::verify`]); for the others applies,
+//! prunes, inventory writes, Events and metrics; failed and cancelled tenants back on the
+//! queue. Rendering runs on a blocking thread. Every rendered tenant's desired objects (and
+//! every candidate's recorded versions) are known before the watches' lists are used, so a
+//! start on an applied cluster finds every live hash and sends nothing. A tenant using a kind
+//! that cannot be watched is degraded (reported on it, nothing applied or pruned); the others
+//! go on. A tenant whose recorded status is unsettled (`Reconciling=True`, e.g. after SIGKILL)
+//! is applied again in full so its sync is finished.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -23,10 +25,9 @@ use super::source_loop::Revision;
 use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::render::TenantRender;
-use crate::kube::inventory_store::load_inventories;
+use crate::kube::Resources;
 use crate::kube::observe::ensure_namespace;
 use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
-use crate::kube::{ClusterError, Resources};
 
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
 const LIST_WAIT: Duration = Duration::from_secs(30);
@@ -179,8 +180,11 @@ fn set_degraded(shared: &Shared, tenants: &[String], degraded: &BTreeMap<String,
 }
 
 /// Render and sync the due tenants, a chunk at a time; stop between tenants when `stop` is
-/// cancelled. Every due tenant's desired objects are recorded before the watches' first
-/// lists are used, so their live hashes are all known (no re-apply on start).
+/// cancelled. Tenants queued by a commit whose inventories stand for a render at their inputs
+/// are first checked against the watches' lists ([`super::verify`]): those found as last
+/// applied are neither rendered nor synced. Every other due tenant's desired objects are
+/// recorded before the watches' first lists are used, so their live hashes are all known (no
+/// re-apply on start).
 pub(super) async fn batch(
     shared: &Arc<Shared>,
     resources: &Resources,
@@ -196,35 +200,6 @@ pub(super) async fn batch(
         let mut q = lock(&shared.queue);
         due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
-    let chunks: Vec<Vec<String>> = due.chunks(CHUNK).map(<[String]>::to_vec).collect();
-    // Until the first full pass is done, every due tenant's desired shapes are recorded before
-    // the watches' first lists are used (hole 11): render every chunk once for that. After it,
-    // the watches hold every live hash already, so each chunk is rendered once, and only a kind
-    // not watched yet waits for its list.
-    let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;
-    let mut first = None;
-    let mut degraded = BTreeMap::new();
-    if prepass || chunks.len() == 1 {
-        let mut kinds = BTreeMap::new();
-        for chunk in &chunks {
-            let renders = render(shared, state, chunk.clone()).await;
-            kinds_of(&renders, &mut kinds);
-            if chunks.len() == 1 {
-                first = Some(renders);
-            }
-        }
-        tracing::debug!(
-            tenants = due.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "batch: every chunk rendered"
-        );
-        degraded = watch_kinds(shared, resources, &kinds, stop).await;
-        set_degraded(shared, &due, &degraded);
-        tracing::debug!(
-            seconds = started.elapsed().as_secs_f64(),
-            "batch: watches listed"
-        );
-    }
     let config = rev.repo.config.as_ref().ok();
     let agent_namespace = config
         .map(|c| c.agent_namespace.clone())
@@ -246,8 +221,59 @@ pub(super) async fn batch(
             Err(e) => tracing::error!(error = %e, "cannot create the agent namespace"),
         }
     }
+    // Candidates for verification: their objects are judged by version from the lists on,
+    // and their inventories are not kept (at start, dropped page by page as they are read).
+    let mut seeder = super::verify::Seeder::new(state, &due, &triggers);
+    super::inventories::offer(shared, resources, state, &agent_namespace, &mut seeder).await;
+    let mut kinds = std::mem::take(&mut seeder.kinds);
+    let candidates = seeder.candidates.len();
+    let rest: Vec<String> = due
+        .iter()
+        .filter(|t| !seeder.candidates.contains_key(*t))
+        .cloned()
+        .collect();
+    let mut chunks: Vec<Vec<String>> = rest.chunks(CHUNK).map(<[String]>::to_vec).collect();
+    // Until the first full pass is done, every tenant to render has its desired shapes
+    // recorded before the watches' first lists are used (hole 11): render every chunk once for
+    // that. After it, the watches hold every live hash already, so each chunk is rendered
+    // once, and only a kind not watched yet waits for its list.
+    let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;
+    let mut first = None;
+    let mut degraded = BTreeMap::new();
+    if prepass || chunks.len() == 1 || candidates > 0 {
+        if prepass || chunks.len() == 1 {
+            for chunk in &chunks {
+                let renders = render(shared, state, chunk.clone()).await;
+                kinds_of(&renders, &mut kinds);
+                if chunks.len() == 1 {
+                    first = Some(renders);
+                }
+            }
+        }
+        tracing::debug!(
+            tenants = due.len(),
+            candidates,
+            seconds = started.elapsed().as_secs_f64(),
+            "batch: rendered; verification candidates seeded"
+        );
+        degraded = watch_kinds(shared, resources, &kinds, stop).await;
+        set_degraded(shared, &due, &degraded);
+        tracing::debug!(
+            seconds = started.elapsed().as_secs_f64(),
+            "batch: watches listed"
+        );
+    }
+    let (verified, fallen) = seeder.judge(shared, &degraded);
+    super::verify::account(shared, state, &verified);
+    // Chunks rendered in the prepass had their kinds listed there; the others list theirs.
+    let listed = if prepass { chunks.len() } else { 0 };
+    chunks.extend(fallen.chunks(CHUNK).map(<[String]>::to_vec));
+    if chunks.is_empty() && state.check_orphans {
+        // Nothing to sync, but the orphan report is due.
+        chunks.push(Vec::new());
+    }
     let mut cancelled: Vec<String> = Vec::new();
-    for chunk in &chunks {
+    for (i, chunk) in chunks.iter().enumerate() {
         if stop.is_cancelled() {
             cancelled.extend(chunk.iter().cloned());
             continue;
@@ -256,11 +282,13 @@ pub(super) async fn batch(
             Some(r) => r,
             None => {
                 let renders = render(shared, state, chunk.clone()).await;
-                if !prepass {
+                if i >= listed {
                     let mut kinds = BTreeMap::new();
                     kinds_of(&renders, &mut kinds);
-                    degraded = watch_kinds(shared, resources, &kinds, stop).await;
-                    set_degraded(shared, chunk, &degraded);
+                    let now = watch_kinds(shared, resources, &kinds, stop).await;
+                    set_degraded(shared, chunk, &now);
+                    degraded.retain(|t, _| !chunk.contains(t));
+                    degraded.extend(now);
                 }
                 renders
             }
@@ -319,6 +347,7 @@ pub(super) async fn batch(
         h.first_pass_done = true;
         tracing::info!(
             tenants = rev.hashes.len(),
+            verified = verified.len(),
             seconds = started.elapsed().as_secs_f64(),
             "first full sync done; ready"
         );
@@ -335,20 +364,18 @@ async fn cluster_state(
     renders: &[TenantRender],
     sync_options: &SyncOptions,
 ) -> Option<ClusterState> {
-    let inventories = match state.inventories.take() {
+    let mut inventories = match state.inventories.take() {
         Some(i) => i,
-        None => match load_inventories(resources.client(), &sync_options.agent_namespace).await {
-            Ok(i) => i,
-            Err(ClusterError::Unreachable {
-                source: kube::Error::Api(s),
-                ..
-            }) if s.code == 404 => BTreeMap::new(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read inventories; retrying later");
-                return None;
-            }
-        },
+        None => {
+            state.evicted.clear();
+            super::inventories::load(resources, &sync_options.agent_namespace).await?
+        }
     };
+    let ns = &sync_options.agent_namespace;
+    if !super::inventories::restore_evicted(resources, state, &mut inventories, renders, ns).await {
+        state.inventories = Some(inventories);
+        return None;
+    }
     tracing::debug!(tenants = inventories.len(), "inventories in hand");
     let mut cs = {
         let live = read(&shared.live);

@@ -63,6 +63,46 @@ pub struct Entry {
     pub created: Option<bool>,
 }
 
+impl Entry {
+    /// The version of the live object fief last applied, as recorded here.
+    pub fn applied_version(&self) -> AppliedVersion {
+        AppliedVersion {
+            uid: self.uid.clone(),
+            resource_version: self.resource_version.clone(),
+            managed: self.managed.clone(),
+        }
+    }
+}
+
+/// Which version of a live object this is, as far as the fields fief sets go: its
+/// `metadata.uid`, `metadata.resourceVersion` and [`crate::core::plan::managed_fingerprint`]
+/// (fief's own `managedFields` entry). Recorded per object when fief applies it ([`Entry`]),
+/// and read from live objects to compare with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppliedVersion {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// Fingerprint of fief's `managedFields` entry (empty: none, or not recorded).
+    pub managed: String,
+}
+
+impl AppliedVersion {
+    /// Whether `live` is still the object recorded as `self` when fief last applied it, as far
+    /// as the fields fief sets go: same uid, and either the same resourceVersion (no write at
+    /// all) or fief's own `managedFields` entry unchanged (writes since touched none of fief's
+    /// fields, e.g. a controller's status updates). Then the recorded live hash stands without
+    /// reading the object's body or knowing the desired object. Never true for a record
+    /// without a resourceVersion (older inventories, objects not applied yet).
+    pub fn still(&self, live: &AppliedVersion) -> bool {
+        !self.resource_version.is_empty()
+            && self.uid == live.uid
+            && (self.resource_version == live.resource_version
+                || (!self.managed.is_empty() && self.managed == live.managed))
+    }
+}
+
 /// A status condition, as Kubernetes writes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -157,6 +197,13 @@ impl Status {
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
+
+    /// Whether the last sync finished and succeeded: `Ready=True`, neither `Reconciling` nor
+    /// `Stalled` true, no last error.
+    pub fn is_settled(&self) -> bool {
+        let is = |type_: &str| self.condition(type_).is_some_and(|c| c.status == "True");
+        is("Ready") && !is("Reconciling") && !is("Stalled") && self.last_error.is_none()
+    }
 }
 
 /// A tenant's inventory.
@@ -240,6 +287,20 @@ impl Inventory {
                 DATA_STATUS: serde_json::to_string_pretty(&self.status).unwrap_or_default(),
             },
         })
+    }
+
+    /// Whether this inventory can stand for a render of the tenant at input hash `inputs`
+    /// (see [`Status::inputs`]): its last sync is settled at those inputs, and every entry
+    /// records the version of the object fief applied ([`AppliedVersion`]), so whether the
+    /// live objects are still as recorded can be told from their metadata alone.
+    pub fn stands_for(&self, inputs: &str) -> bool {
+        !inputs.is_empty()
+            && self.status.inputs == inputs
+            && self.status.is_settled()
+            && self
+                .entries
+                .values()
+                .all(|e| !e.live.is_empty() && !e.resource_version.is_empty() && !e.uid.is_empty())
     }
 
     /// Read an inventory back from its ConfigMap.
@@ -341,6 +402,62 @@ mod tests {
         assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t1");
         s.set_condition("Ready", false, "C", "m3", "t3");
         assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t3");
+    }
+
+    #[test]
+    fn an_applied_version_stands_while_the_uid_and_the_resource_version_or_fiefs_entry_do() {
+        let recorded = AppliedVersion {
+            uid: "u1".into(),
+            resource_version: "10".into(),
+            managed: "m1".into(),
+        };
+        let live = |uid: &str, rv: &str, managed: &str| AppliedVersion {
+            uid: uid.into(),
+            resource_version: rv.into(),
+            managed: managed.into(),
+        };
+        assert!(recorded.still(&live("u1", "10", "")));
+        assert!(recorded.still(&live("u1", "11", "m1")), "a status write");
+        assert!(
+            !recorded.still(&live("u1", "11", "m2")),
+            "fief's fields moved"
+        );
+        assert!(!recorded.still(&live("u2", "10", "m1")), "recreated");
+        let no_managed = AppliedVersion {
+            managed: String::new(),
+            ..recorded.clone()
+        };
+        assert!(!no_managed.still(&live("u1", "11", "")));
+        assert!(!AppliedVersion::default().still(&AppliedVersion::default()));
+    }
+
+    #[test]
+    fn an_inventory_stands_for_a_render_only_settled_at_the_same_inputs_with_versions() {
+        let mut inv = Inventory::new("acme");
+        let mut e = entry("ConfigMap", "acme-prod", "cfg");
+        e.resource_version = "5".into();
+        e.uid = "u".into();
+        inv.entries.insert(e.id.clone(), e);
+        inv.status.inputs = "h1".into();
+        inv.status.set_condition("Ready", true, "Applied", "", "t");
+        inv.status
+            .set_condition("Stalled", false, "Applied", "", "t");
+        assert!(inv.stands_for("h1"));
+        assert!(!inv.stands_for("h2"), "other inputs");
+        assert!(!inv.stands_for(""));
+        let mut reconciling = inv.clone();
+        reconciling
+            .status
+            .set_condition("Reconciling", true, "Progressing", "", "t");
+        assert!(!reconciling.stands_for("h1"));
+        let mut failed = inv.clone();
+        failed.status.last_error = Some("boom".into());
+        assert!(!failed.stands_for("h1"));
+        let mut old = inv.clone();
+        for e in old.entries.values_mut() {
+            e.resource_version.clear();
+        }
+        assert!(!old.stands_for("h1"), "an entry without a version");
     }
 
     #[test]

@@ -14,32 +14,76 @@ use super::{ClusterError, FIELD_MANAGER};
 use crate::core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use crate::core::objects;
 
-/// Every inventory ConfigMap in the agent namespace, by tenant.
+/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed and dropped before
+/// the next is read, so at thousands of tenants the read holds one page's text (a few MiB),
+/// not the whole namespace's.
+const PAGE: u32 = 100;
+
+/// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
 pub async fn load_inventories(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
+    let mut out = BTreeMap::new();
+    each_inventory(client, namespace, None, |tenant, inv| {
+        out.insert(tenant, inv);
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Read the inventory ConfigMaps of the agent namespace in pages of [`PAGE`] (only those of
+/// `tenants` when given; names that are not DNS labels have none), handing each to `each` as
+/// it is parsed: the caller keeps what it needs, a page at a time.
+pub async fn each_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    tenants: Option<&[String]>,
+    mut each: impl FnMut(String, Result<Inventory, InventoryError>),
+) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let params = ListParams::default().labels(&format!(
-        "{LABEL_APPLYSET_ID},{}=fief",
-        objects::LABEL_MANAGED_BY
-    ));
     let failed =
         |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    // Read straight into JSON values (one decode of what can be megabytes; no typed detour).
-    let request = kube::core::Request::new(api.resource_url())
-        .list(&params)
-        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-    let list: Value = client.request(request).await.map_err(failed)?;
-    let mut out = BTreeMap::new();
-    for cm in list["items"].as_array().into_iter().flatten() {
-        let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        out.insert(tenant, Inventory::from_configmap(cm));
+    let mut selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    if let Some(tenants) = tenants {
+        let names: Vec<&str> = tenants
+            .iter()
+            .map(String::as_str)
+            .filter(|t| crate::core::model::is_dns_label(t))
+            .collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        selector.push_str(&format!(
+            ",{} in ({})",
+            objects::LABEL_TENANT,
+            names.join(",")
+        ));
     }
-    Ok(out)
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(&selector).limit(PAGE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        // Read straight into JSON values (one decode; no typed detour).
+        let request = kube::core::Request::new(api.resource_url())
+            .list(&params)
+            .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+        let page: Value = client.request(request).await.map_err(failed)?;
+        for cm in page["items"].as_array().into_iter().flatten() {
+            let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            each(tenant, Inventory::from_configmap(cm));
+        }
+        match page["metadata"]["continue"].as_str() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    Ok(())
 }
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
