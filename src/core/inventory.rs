@@ -199,10 +199,15 @@ impl Status {
     }
 
     /// Whether the last sync finished and succeeded: `Ready=True`, neither `Reconciling` nor
-    /// `Stalled` true, no last error.
+    /// `Stalled` true, no last error, and not marked `Orphaned` (a tenant file that came back
+    /// is synced, which clears it).
     pub fn is_settled(&self) -> bool {
         let is = |type_: &str| self.condition(type_).is_some_and(|c| c.status == "True");
-        is("Ready") && !is("Reconciling") && !is("Stalled") && self.last_error.is_none()
+        is("Ready")
+            && !is("Reconciling")
+            && !is("Stalled")
+            && self.condition("Orphaned").is_none()
+            && self.last_error.is_none()
     }
 }
 
@@ -294,13 +299,16 @@ impl Inventory {
     /// records the version of the object fief applied ([`AppliedVersion`]), so whether the
     /// live objects are still as recorded can be told from their metadata alone.
     pub fn stands_for(&self, inputs: &str) -> bool {
-        !inputs.is_empty()
+        crate::core::inputs::reusable(inputs)
             && self.status.inputs == inputs
             && self.status.is_settled()
-            && self
-                .entries
-                .values()
-                .all(|e| !e.live.is_empty() && !e.resource_version.is_empty() && !e.uid.is_empty())
+            && !self.entries.is_empty()
+            && self.entries.values().all(|e| {
+                !e.hash.is_empty()
+                    && !e.live.is_empty()
+                    && !e.resource_version.is_empty()
+                    && !e.uid.is_empty()
+            })
     }
 
     /// Read an inventory back from its ConfigMap.

@@ -143,32 +143,18 @@ pub fn record_inputs(inv: &mut Inventory, render: &TenantRender, changed: bool) 
     }
 }
 
-/// Whether a tenant's last sync still stands with no render at all: its status is settled
-/// (`Ready`, not `Reconciling`, `Stalled` or `Orphaned`, no last error), it recorded `inputs`
-/// as the render's input hash (which is [`crate::core::inputs::reusable`]), and every object
-/// it recorded is live exactly as fief left it (`unchanged` says so of an entry: same uid and
-/// resourceVersion, or fief's own managedFields entry as recorded). A render of the same
-/// inputs then gives the recorded objects, and the plan of each is "unchanged": a sync would
-/// send nothing and write nothing.
+/// Whether a tenant's last sync still stands with no render at all: its inventory
+/// [stands for](Inventory::stands_for) a render at `inputs` (settled, recorded those inputs,
+/// every entry with the version fief applied), and every object it recorded is live exactly
+/// as fief left it (`unchanged` says so of an entry: same uid and resourceVersion, or fief's
+/// own managedFields entry as recorded). A render of the same inputs then gives the recorded
+/// objects, and the plan of each is "unchanged": a sync would send nothing and write nothing.
 pub fn stands_unrendered(
     inv: &Inventory,
     inputs: &str,
     unchanged: impl Fn(&crate::core::inventory::Entry) -> bool,
 ) -> bool {
-    let s = &inv.status;
-    let is = |type_: &str, value: &str| s.condition(type_).is_some_and(|c| c.status == value);
-    crate::core::inputs::reusable(inputs)
-        && s.inputs == inputs
-        && s.last_error.is_none()
-        && is("Ready", "True")
-        && !is("Reconciling", "True")
-        && !is("Stalled", "True")
-        && s.condition("Orphaned").is_none()
-        && !inv.entries.is_empty()
-        && inv
-            .entries
-            .values()
-            .all(|e| !e.hash.is_empty() && !e.live.is_empty() && unchanged(e))
+    inv.stands_for(inputs) && inv.entries.values().all(unchanged)
 }
 
 /// The report of a tenant whose last sync stands ([`stands_unrendered`]): applied, every

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
 use super::{ClusterError, FIELD_MANAGER, Resource, Resources, live_id};
-use crate::core::inventory::{Entry, Inventory, InventoryError};
+use crate::core::inventory::{AppliedVersion, Entry, Inventory, InventoryError};
 use crate::core::model::is_dns_label;
 use crate::core::objects::{self, ObjectId};
 use crate::core::plan;
@@ -239,12 +239,17 @@ fn unchanged_since_applied(
     uid: &str,
     managed_fields: &Value,
 ) -> bool {
-    if entry.resource_version.is_empty() || entry.uid != uid {
-        return false;
-    }
-    entry.resource_version == resource_version
-        || (!entry.managed.is_empty()
-            && plan::managed_fingerprint(managed_fields, FIELD_MANAGER) == entry.managed)
+    // The fingerprint is computed only when the resourceVersion moved.
+    let managed = if entry.resource_version == resource_version {
+        String::new()
+    } else {
+        plan::managed_fingerprint(managed_fields, FIELD_MANAGER)
+    };
+    entry.applied_version().still(&AppliedVersion {
+        uid: uid.to_string(),
+        resource_version: resource_version.to_string(),
+        managed,
+    })
 }
 
 /// One page of a metadata-only LIST, as far as [`live_hashes`] reads it.
