@@ -163,15 +163,8 @@ pub async fn write_verdict(
     let Ok(mut inv) = Inventory::from_configmap(&value) else {
         return Ok(false);
     };
-    let is = |type_: &str| {
-        inv.status
-            .condition(type_)
-            .is_some_and(|c| c.status == "True")
-    };
-    if *verdict == Verdict::Ready && is("Ready") && !is("Stalled") && !is("Reconciling") {
-        // Already ready (the sync's own `Applied`): nothing to add.
-        return Ok(false);
-    }
+    // A `Ready` the sync wrote (`Applied`) says nothing of health yet: a rollout that finishes
+    // before a `WaitingForHealth` verdict is written still ends `Ready` with reason `Healthy`.
     let before = inv.status.clone();
     set_conditions(&mut inv.status, verdict, now);
     if inv.status == before {
