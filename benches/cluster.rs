@@ -252,6 +252,12 @@ fn kubectl_apply(rendered: &Path, tenants: &[String], kubectl: &Path, kubeconfig
     start.elapsed().as_secs_f64()
 }
 
+/// `--show-secrets` needs an age key; the synth repos have no SOPS files, so the example's
+/// test-only key serves (their plain Secrets are then rendered with their values).
+fn age_key() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo/age-key.TEST-ONLY.txt")
+}
+
 fn render_out(repo: &Path, out: &Path) {
     let _ = std::fs::remove_dir_all(out);
     let ok = fief()
@@ -262,6 +268,8 @@ fn render_out(repo: &Path, out: &Path) {
             "--out",
             out.to_str().unwrap(),
         ])
+        .arg("--age-key-file")
+        .arg(age_key())
         .status()
         .unwrap()
         .success();
@@ -521,6 +529,8 @@ async fn raw_same_objects_rate(client: &kube::Client, repo: &Path) -> (f64, usiz
             "json",
             "--show-secrets",
         ])
+        .arg("--age-key-file")
+        .arg(age_key())
         .output()
         .unwrap();
     assert!(
