@@ -318,18 +318,7 @@ fn a_start_on_an_applied_cluster_sends_no_mutating_request() {
     let tenants: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "hi")).collect();
     let server = GitServer::new(&small_repo(&agent_ns, &tenants));
     // Applied by `fief apply` (more tenants than the old 50-tenant batch).
-    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .arg("apply")
-        .arg(server.repo())
-        .arg("--kubeconfig")
-        .arg(common::control_plane().admin_kubeconfig())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    fief_apply(&server.repo());
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(mutating(&agent), 0.0, "after fief apply: {}", agent.log());

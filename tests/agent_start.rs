@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::agent::*;
@@ -51,18 +50,7 @@ fn a_start_after_fief_apply_renders_only_tenants_changed_while_down_and_repairs_
     let names: Vec<String> = (0..60).map(|i| common::unique(&format!("v{i}"))).collect();
     let tenants: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "hi")).collect();
     let server = GitServer::new(&small_repo(&agent_ns, &tenants));
-    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .arg("apply")
-        .arg(server.repo())
-        .arg("--kubeconfig")
-        .arg(common::control_plane().admin_kubeconfig())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    fief_apply(&server.repo());
     // While no agent runs: a hand edit of a field fief owns, a deleted object, and a write by
     // someone else that touches no field fief sets (a new resourceVersion, fief's
     // managedFields entry unchanged: still as applied).

@@ -188,13 +188,17 @@ fn deleted(shared: &Shared, id: &ObjectId) {
     shared.write_live().remove(id);
     if let Some(tenant) = shared.tenant_of(id) {
         shared.gate.gone(&tenant, id);
-        if shared.is_in_flight(&tenant) {
-            return;
+        if !shared.is_in_flight(&tenant) {
+            drifted(shared, &tenant, id, "managed object deleted");
         }
-        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: managed object deleted; queueing a sync");
-        shared.metrics.drift.inc();
-        shared.enqueue_for(&tenant, "drift");
     }
+}
+
+/// Count a drift (a hand edit or deletion, never fief's own sync) and queue its tenant.
+fn drifted(shared: &Shared, tenant: &str, id: &ObjectId, what: &str) {
+    tracing::info!(tenant, object = %id, "drift: {what}; queueing a sync");
+    shared.metrics.drift.inc();
+    shared.enqueue_for(tenant, "drift");
 }
 
 /// Record the live hash of an object; queue its tenant when it drifted from what was applied
@@ -220,9 +224,7 @@ fn observe(
     shared.write_live().insert(interned.clone(), hash.clone());
     shared.gate.observed(&tenant, &interned, &hash, value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
-        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: a field fief owns changed; queueing a sync");
-        shared.metrics.drift.inc();
-        shared.enqueue_for(&tenant, "drift");
+        drifted(shared, &tenant, id, "a field fief owns changed");
     }
     Some(interned)
 }
@@ -253,9 +255,12 @@ fn observe_version(
         value,
     );
     if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
-        tracing::info!(tenant = tenant.as_ref(), object = %id, "drift: fief's fields of an object changed since it was applied; queueing a sync");
-        shared.metrics.drift.inc();
-        shared.enqueue_for(&tenant, "drift");
+        drifted(
+            shared,
+            &tenant,
+            id,
+            "fief's fields changed since it was applied",
+        );
     }
     Some(interned)
 }

@@ -252,6 +252,22 @@ impl Drop for Agent {
     }
 }
 
+/// `fief apply REPO` as cluster admin (the cluster the agent starts on), asserting success.
+pub fn fief_apply(repo: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .arg("apply")
+        .arg(repo)
+        .arg("--kubeconfig")
+        .arg(super::control_plane().admin_kubeconfig())
+        .output()
+        .expect("run fief apply");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn kubectl_json(args: &[&str]) -> Option<Value> {
     let out = super::control_plane()
         .kubectl_admin()
