@@ -110,8 +110,10 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let reusable: BTreeMap<String, String> =
         pipeline::reuse_candidates(&repo, &names, &args.cluster_name)
             .into_iter()
-            .filter_map(|t| Some((hashes.get(&t)?.clone(), t)))
-            .map(|(h, t)| (t, h))
+            .filter_map(|t| {
+                let hash = hashes.get(&t)?.clone();
+                Some((t, hash))
+            })
             .collect();
     let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
         let (resources, counter) = resources(&args.cluster).await?;

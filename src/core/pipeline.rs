@@ -127,9 +127,8 @@ fn check_across(out: &mut [TenantRender], repo: &Repo) {
 /// The tenants of `names` whose last successful render may stand in for a new one when its
 /// recorded input hash is still the current one: the tenant file and fief.yaml parse, the
 /// tenant is `cluster`'s and not `purged`, its secrets open with the keys at hand, and no
-/// check across tenants fails it (another
-/// tenant's file can make it invalid without changing its inputs). The others must be
-/// rendered.
+/// check across tenants fails it (another tenant's file can make it invalid without changing
+/// its inputs). The others must be rendered.
 pub fn reuse_candidates(
     repo: &Repo,
     names: &[String],
