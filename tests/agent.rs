@@ -35,7 +35,8 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
             == Some("bonjour")
     });
     eprintln!("webhook to applied: {:?}", sent.elapsed());
-    // Only tenant A was touched: one object and A's inventory (union, then final).
+    // Only tenant A was touched: one object and A's inventory (once: the change adds no
+    // object, so no union write), and at most an Event series update.
     wait_until("the sync finished", Duration::from_secs(5), || {
         condition(&status(&agent_ns, &a), "Reconciling") == "False"
     });

@@ -294,8 +294,8 @@ fn changes_apply_only_what_changed_and_prune_what_left_git() {
     assert_eq!(r["counts"]["configured"], 1, "{changed}");
     assert_eq!(r["counts"]["created"], 0, "{changed}");
     assert_eq!(
-        changed["requests"]["patch"], 3,
-        "one object and the inventory twice: {changed}"
+        changed["requests"]["patch"], 2,
+        "one object and the inventory once (no object added: no union write): {changed}"
     );
     let cm = kubectl_json(&["get", "configmap", "-n", &ns, "app-config"]);
     assert_eq!(cm["data"]["greeting"], "bonjour");

@@ -81,8 +81,16 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     // refuses that is listed in pages instead.
     let mut streaming = true;
     let config = |streaming: bool| {
+        // Not the inventories (ApplySet parents, which carry the tenant label too): their
+        // writes are fief's own and not drift, and each is the size of a tenant's whole
+        // record, so watching them would stream every inventory at start and after each
+        // sync.
         let c = watcher::Config::default()
-            .labels(objects::LABEL_TENANT)
+            .labels(&format!(
+                "{},!{}",
+                objects::LABEL_TENANT,
+                crate::core::inventory::LABEL_APPLYSET_ID
+            ))
             .page_size(PAGE);
         if streaming { c.streaming_lists() } else { c }
     };

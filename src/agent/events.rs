@@ -1,76 +1,166 @@
 //! Kubernetes Events for tenant status: one when a sync changed something, one when it
 //! failed, on the tenant's inventory ConfigMap.
 //!
-//! In: sync reports. Out: Events through kube-runtime's recorder.
+//! In: each chunk's sync results. Out: Events through kube-runtime's recorder, sent by a task
+//! of their own behind the syncs (16 in flight, 100 per second on average).
 
-use super::Shared;
+use std::collections::BTreeMap;
+
+use futures::stream::{self, StreamExt};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use crate::kube::sync::{SyncResult, TenantReport};
+
+/// Events sent at once.
+const IN_FLIGHT: usize = 16;
+
+/// The average rate Events are sent at, per second. Events trail the syncs they report:
+/// a change that syncs every tenant of a large fleet does not share the API server between
+/// its applies and thousands of Event writes (at 1,000 tenants, about 2,000 Events).
+const PER_SECOND: f64 = 100.0;
+
+/// One chunk's Events.
+struct Job {
+    agent_namespace: String,
+    reports: Vec<TenantReport>,
+    /// Each synced tenant's own namespaces.
+    namespaces: BTreeMap<String, Vec<String>>,
+}
+
+/// The status Events of every sync, sent in the background behind the syncs: on each
+/// inventory ConfigMap ([`publish_events`]) and in each tenant's own namespaces
+/// ([`crate::kube::tenant_events`]), [`IN_FLIGHT`] at a time and [`PER_SECOND`] on average.
+/// Best effort: Events still queued when the agent stops are not sent.
+pub(super) struct Events {
+    tx: tokio::sync::mpsc::UnboundedSender<Job>,
+}
+
+impl Events {
+    /// Start the sender task.
+    pub(super) fn start(client: kube::Client) -> Events {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                let started = tokio::time::Instant::now();
+                let sent = futures::join!(
+                    publish_events(&client, &job.agent_namespace, &job.reports),
+                    crate::kube::tenant_events::publish(
+                        &client,
+                        "fief-agent",
+                        &job.reports,
+                        &job.namespaces
+                    ),
+                );
+                let count = sent.0 + sent.1;
+                let pace = std::time::Duration::from_secs_f64(count as f64 / PER_SECOND);
+                tokio::time::sleep_until(started + pace).await;
+            }
+        });
+        Events { tx }
+    }
+
+    /// Queue the Events of a chunk's sync results.
+    pub(super) fn send(&self, agent_namespace: &str, result: &SyncResult) {
+        let namespaces: BTreeMap<String, Vec<String>> = result
+            .inventories
+            .iter()
+            .filter_map(|(t, inv)| {
+                let own = crate::kube::tenant_events::owned_namespaces(inv.as_ref()?);
+                Some((t.clone(), own))
+            })
+            .collect();
+        let job = Job {
+            agent_namespace: agent_namespace.to_string(),
+            reports: result.reports.clone(),
+            namespaces,
+        };
+        if self.tx.send(job).is_err() {
+            tracing::debug!("the event sender has stopped; events not sent");
+        }
+    }
+}
+
+/// The Event a report deserves on its inventory ConfigMap, if any.
+fn event_for(r: &TenantReport) -> Option<Event> {
+    let c = &r.counts;
+    if !r.is_ok() {
+        let note = r
+            .errors
+            .first()
+            .cloned()
+            .or_else(|| r.prune_held.clone())
+            .unwrap_or_else(|| r.outcome.clone());
+        return Some(Event {
+            type_: EventType::Warning,
+            reason: if r.outcome == "invalid" {
+                "RenderFailed"
+            } else {
+                "SyncFailed"
+            }
+            .to_string(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "Sync".to_string(),
+            secondary: None,
+        });
+    }
+    if c.created + c.configured + c.pruned == 0 && r.prune_held.is_none() {
+        return None;
+    }
+    let mut note = format!(
+        "{} created, {} configured, {} pruned, {} unchanged",
+        c.created, c.configured, c.pruned, c.unchanged
+    );
+    if let Some(hold) = &r.prune_held {
+        note = format!("{note}; {hold}");
+    }
+    Some(Event {
+        type_: EventType::Normal,
+        reason: if r.outcome == "purged" {
+            "Purged"
+        } else {
+            "Applied"
+        }
+        .to_string(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Sync".to_string(),
+        secondary: None,
+    })
+}
 
 /// Status as Kubernetes Events on each tenant's inventory ConfigMap: one when a sync changed
-/// something, one when it failed. An unchanged tenant gets none (steady state writes nothing).
-pub(super) async fn publish_events(
-    shared: &Shared,
+/// something, one when it failed, [`IN_FLIGHT`] at a time. An unchanged tenant gets none
+/// (steady state writes nothing).
+async fn publish_events(
+    client: &kube::Client,
     agent_namespace: &str,
-    reports: &[crate::kube::sync::TenantReport],
-) {
-    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    reports: &[TenantReport],
+) -> usize {
     let reporter = Reporter {
         controller: "fief-agent".to_string(),
         instance: std::env::var("POD_NAME").ok(),
     };
-    let recorder = Recorder::new(shared.client.clone(), reporter);
-    for r in reports {
-        let c = &r.counts;
-        let event = if !r.is_ok() {
-            let note = r
-                .errors
-                .first()
-                .cloned()
-                .or_else(|| r.prune_held.clone())
-                .unwrap_or_else(|| r.outcome.clone());
-            Event {
-                type_: EventType::Warning,
-                reason: if r.outcome == "invalid" {
-                    "RenderFailed"
-                } else {
-                    "SyncFailed"
+    let recorder = Recorder::new(client.clone(), reporter);
+    let events: Vec<(&str, Event)> = reports
+        .iter()
+        .filter_map(|r| Some((r.tenant.as_str(), event_for(r)?)))
+        .collect();
+    let count = events.len();
+    stream::iter(events)
+        .for_each_concurrent(IN_FLIGHT, |(tenant, event)| {
+            let recorder = &recorder;
+            async move {
+                let reference = k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("v1".to_string()),
+                    kind: Some("ConfigMap".to_string()),
+                    name: Some(crate::core::objects::inventory_name(tenant)),
+                    namespace: Some(agent_namespace.to_string()),
+                    ..Default::default()
+                };
+                if let Err(e) = recorder.publish(&event, &reference).await {
+                    tracing::debug!(tenant, error = %e, "cannot publish an event");
                 }
-                .to_string(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Sync".to_string(),
-                secondary: None,
             }
-        } else if c.created + c.configured + c.pruned > 0 || r.prune_held.is_some() {
-            let mut note = format!(
-                "{} created, {} configured, {} pruned, {} unchanged",
-                c.created, c.configured, c.pruned, c.unchanged
-            );
-            if let Some(hold) = &r.prune_held {
-                note = format!("{note}; {hold}");
-            }
-            Event {
-                type_: EventType::Normal,
-                reason: if r.outcome == "purged" {
-                    "Purged"
-                } else {
-                    "Applied"
-                }
-                .to_string(),
-                note: Some(note.chars().take(1000).collect()),
-                action: "Sync".to_string(),
-                secondary: None,
-            }
-        } else {
-            continue;
-        };
-        let reference = k8s_openapi::api::core::v1::ObjectReference {
-            api_version: Some("v1".to_string()),
-            kind: Some("ConfigMap".to_string()),
-            name: Some(crate::core::objects::inventory_name(&r.tenant)),
-            namespace: Some(agent_namespace.to_string()),
-            ..Default::default()
-        };
-        if let Err(e) = recorder.publish(&event, &reference).await {
-            tracing::debug!(tenant = r.tenant, error = %e, "cannot publish an event");
-        }
-    }
+        })
+        .await;
+    count
 }

@@ -188,6 +188,8 @@ pub struct Shared {
     rollout_written: tokio::sync::Mutex<Option<crate::core::rollout::Record>>,
     /// The last write of the rollout record failed: write it again.
     rollout_retry: std::sync::atomic::AtomicBool,
+    /// Status Events, sent behind the syncs.
+    events: events::Events,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -400,6 +402,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         rollout: Mutex::new(None),
         rollout_written: tokio::sync::Mutex::new(None),
         rollout_retry: Default::default(),
+        events: events::Events::start(client.clone()),
     });
     on_signals(shared.shutdown.clone())?;
     shared

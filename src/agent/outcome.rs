@@ -1,7 +1,8 @@
 //! Outcomes: a batch's sync results taken into the agent's state.
 //!
-//! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: inventories
-//! kept for the next batch, the drift baseline (recorded live hashes), the queue (success
+//! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: the
+//! inventories kept for the next batch (a synced tenant's is not kept but marked evicted:
+//! read back before its next sync), the drift baseline (recorded live hashes), the queue (success
 //! resets backoff, failure backs off), metrics (per-tenant readiness, failures by category)
 //! and one log line per tenant.
 
@@ -19,12 +20,17 @@ pub(super) fn record(
     result: &SyncResult,
     degraded: &BTreeMap<String, String>,
 ) {
+    // A synced tenant's inventory is not held: it is read back (one LIST per chunk) before
+    // the tenant's next sync, so after a change that synced every tenant the agent does not
+    // hold every inventory.
     let mut inventories = cs.inventories;
     for (tenant, inv) in &result.inventories {
-        match inv {
-            Some(inv) => inventories.insert(tenant.clone(), Ok(inv.clone())),
-            None => inventories.remove(tenant),
-        };
+        inventories.remove(tenant);
+        if inv.is_some() {
+            state.evicted.insert(tenant.clone());
+        } else {
+            state.evicted.remove(tenant);
+        }
     }
     state.inventories = Some(inventories);
     // What was applied is the new baseline for drift detection.

@@ -20,7 +20,6 @@ use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::events::publish_events;
 use super::source_loop::Revision;
 use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
@@ -325,8 +324,7 @@ pub(super) async fn batch(
         );
         outcome::record(shared, state, cs, &result, &degraded);
         super::requests::after_batch(shared, ticket, &result.reports);
-        publish_events(shared, &agent_namespace, &result.reports).await;
-        super::requests::tenant_events(shared, &result).await;
+        shared.events.send(&agent_namespace, &result);
     }
     let now = Instant::now();
     for t in &cancelled {

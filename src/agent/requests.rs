@@ -6,8 +6,7 @@
 //! ([`admit`]: nothing of a suspended tenant is applied, repaired or pruned); a resumed tenant
 //! queued at once; for a reconcile request, a git fetch, the asked tenants queued (backoff
 //! skipped), and once they have all synced, `fief.dev/lastHandledReconcileAt` and
-//! `fief.dev/reconcileResult` written on the ConfigMap that carried the request; and each
-//! batch's status Events in the tenants' own namespaces ([`tenant_events`]).
+//! `fief.dev/reconcileResult` written on the ConfigMap that carried the request.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -481,19 +480,4 @@ async fn handle(
         drop(inner);
         answer_all(&shared, &namespace, done);
     }
-}
-
-/// Status Events in each synced tenant's own namespaces (see [`crate::kube::tenant_events`]),
-/// so the tenant's people read their last error without access to the agent namespace.
-pub(super) async fn tenant_events(shared: &Shared, result: &crate::kube::sync::SyncResult) {
-    let namespaces = result
-        .inventories
-        .iter()
-        .filter_map(|(t, inv)| {
-            let own = crate::kube::tenant_events::owned_namespaces(inv.as_ref()?);
-            Some((t.clone(), own))
-        })
-        .collect();
-    crate::kube::tenant_events::publish(&shared.client, "fief-agent", &result.reports, &namespaces)
-        .await;
 }

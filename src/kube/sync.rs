@@ -307,11 +307,20 @@ async fn sync_tenant(
         }
     };
     let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
-    if changed_plan {
+    // Record union(old, desired) before anything is applied: objects not yet applied are
+    // recorded with an empty live hash, so a crash leaves nothing live unrecorded. When every
+    // object is already recorded (a change to existing objects, a prune), the recorded
+    // inventory is that union already: no write, and `Reconciling=True` is not written
+    // either (a crash then leaves the previous status and inputs, so the next sync renders
+    // the tenant and finishes it).
+    let adds = plan
+        .stages
+        .iter()
+        .flatten()
+        .any(|a| !inv.entries.contains_key(&a.object.id));
+    if adds {
         status::mark_reconciling(&mut inv, now);
     }
-    // Record union(old, desired) before anything is applied: objects not yet applied are
-    // recorded with an empty live hash, so a crash leaves nothing live unrecorded.
     for a in plan.stages.iter().flatten() {
         let id = &a.object.id;
         if inv.entries.contains_key(id) {
