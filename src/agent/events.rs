@@ -2,7 +2,7 @@
 //! failed, on the tenant's inventory ConfigMap.
 //!
 //! In: each chunk's sync results. Out: Events through kube-runtime's recorder, sent by a task
-//! of their own behind the syncs (16 in flight, 100 per second on average).
+//! of their own behind the syncs (16 in flight; 20 per second while a batch syncs).
 
 use std::collections::BTreeMap;
 
@@ -14,10 +14,11 @@ use crate::kube::sync::{SyncResult, TenantReport};
 /// Events sent at once.
 const IN_FLIGHT: usize = 16;
 
-/// The average rate Events are sent at, per second. Events trail the syncs they report:
-/// a change that syncs every tenant of a large fleet does not share the API server between
-/// its applies and thousands of Event writes (at 1,000 tenants, about 2,000 Events).
-const PER_SECOND: f64 = 100.0;
+/// The average rate Events are sent at while a batch syncs, per second; between batches they
+/// go out as fast as [`IN_FLIGHT`] allows. A change that syncs every tenant of a large fleet
+/// thus does not share the API server between its applies and thousands of Event writes (at
+/// 1,000 tenants, about 2,000 Events): they follow its last apply.
+const PER_SECOND_WHILE_SYNCING: f64 = 20.0;
 
 /// One chunk's Events.
 struct Job {
@@ -29,16 +30,29 @@ struct Job {
 
 /// The status Events of every sync, sent in the background behind the syncs: on each
 /// inventory ConfigMap ([`publish_events`]) and in each tenant's own namespaces
-/// ([`crate::kube::tenant_events`]), [`IN_FLIGHT`] at a time and [`PER_SECOND`] on average.
-/// Best effort: Events still queued when the agent stops are not sent.
+/// ([`crate::kube::tenant_events`]), [`IN_FLIGHT`] at a time, slowed to
+/// [`PER_SECOND_WHILE_SYNCING`] while a batch syncs. Best effort: Events still queued when
+/// the agent stops are not sent.
 pub(super) struct Events {
     tx: tokio::sync::mpsc::UnboundedSender<Job>,
+    syncing: tokio::sync::watch::Sender<bool>,
+}
+
+/// While held, a batch is syncing: Events are slowed down.
+pub(super) struct Syncing<'a>(&'a tokio::sync::watch::Sender<bool>);
+
+impl Drop for Syncing<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(false);
+    }
 }
 
 impl Events {
     /// Start the sender task.
     pub(super) fn start(client: kube::Client) -> Events {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        let syncing = tokio::sync::watch::Sender::new(false);
+        let mut busy = syncing.subscribe();
         tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
                 let started = tokio::time::Instant::now();
@@ -51,12 +65,19 @@ impl Events {
                         &job.namespaces
                     ),
                 );
-                let count = sent.0 + sent.1;
-                let pace = std::time::Duration::from_secs_f64(count as f64 / PER_SECOND);
-                tokio::time::sleep_until(started + pace).await;
+                let count = (sent.0 + sent.1) as f64;
+                let pace = std::time::Duration::from_secs_f64(count / PER_SECOND_WHILE_SYNCING);
+                // Wait out the pace while a batch syncs; go on as soon as it ends.
+                let _ = tokio::time::timeout_at(started + pace, busy.wait_for(|b| !*b)).await;
             }
         });
-        Events { tx }
+        Events { tx, syncing }
+    }
+
+    /// Mark a batch as syncing until the guard is dropped.
+    pub(super) fn syncing(&self) -> Syncing<'_> {
+        self.syncing.send_replace(true);
+        Syncing(&self.syncing)
     }
 
     /// Queue the Events of a chunk's sync results.

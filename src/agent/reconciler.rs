@@ -5,7 +5,7 @@
 //! watches' live hashes; a cancellation token (shutdown or lost Lease). Out: tenants found as
 //! last applied taken as synced without a render ([`super::verify`]); for the others applies,
 //! prunes, inventory writes, Events and metrics; failed and cancelled tenants back on the
-//! queue. Rendering runs on a blocking thread. Every rendered tenant's desired objects (and
+//! queue. Rendering runs on a blocking thread, the next chunk's while this one syncs. Every rendered tenant's desired objects (and
 //! every candidate's recorded versions) are known before the watches' lists are used, so a
 //! start on an applied cluster finds every live hash and sends nothing. A tenant using a kind
 //! that cannot be watched is degraded (reported on it, nothing applied or pruned); the others
@@ -31,9 +31,14 @@ use crate::kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
 const LIST_WAIT: Duration = Duration::from_secs(30);
 
-/// Render the due tenants, each at its revision (the head, or the one a rollout holds it
-/// at); record their desired objects.
-async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<TenantRender> {
+/// A chunk's renders with their desired shapes, not yet recorded.
+type Rendered = Vec<(
+    Vec<TenantRender>,
+    Vec<(String, Vec<super::desired::Shaped>)>,
+)>;
+
+/// Group the due tenants by their revision (the head, or the one a rollout holds it at).
+fn by_revision(state: &LoopState, due: Vec<String>) -> Vec<(Arc<Revision>, Vec<String>)> {
     let mut groups: Vec<(Arc<Revision>, Vec<String>)> = Vec::new();
     for t in due {
         let Some(rev) = super::rollout::revision_for(state, &t) else {
@@ -44,48 +49,59 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
             None => groups.push((rev, vec![t])),
         }
     }
+    groups
+}
+
+/// Render each group at its revision on a blocking thread, with the desired shapes of the
+/// renders; nothing is recorded yet (see [`record_rendered`]).
+async fn compute(groups: Vec<(Arc<Revision>, Vec<String>)>) -> Rendered {
     let mut out = Vec::new();
     for (rev, due) in groups {
-        out.extend(render_at(shared, rev, due).await);
+        let due: Vec<String> = due
+            .into_iter()
+            .filter(|t| rev.hashes.contains_key(t))
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        let repo = rev.repo.clone();
+        let rendered = tokio::task::spawn_blocking(move || {
+            let mut renders = crate::core::pipeline::render_all(&repo, &due);
+            crate::core::inputs::stamp(&mut renders, &rev.hashes);
+            let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
+                .iter()
+                .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))
+                .collect();
+            (renders, shapes)
+        })
+        .await;
+        match rendered {
+            Ok(r) => out.push(r),
+            Err(e) => tracing::error!(error = %e, "render task failed"),
+        }
     }
     out
 }
 
-/// Render `due` at `rev` on a blocking thread; record their desired objects.
-async fn render_at(shared: &Shared, rev: Arc<Revision>, due: Vec<String>) -> Vec<TenantRender> {
-    let due: Vec<String> = due
-        .into_iter()
-        .filter(|t| rev.hashes.contains_key(t))
-        .collect();
-    if due.is_empty() {
-        return Vec::new();
-    }
-    let repo = rev.repo.clone();
-    let rendered = tokio::task::spawn_blocking(move || {
-        let mut renders = crate::core::pipeline::render_all(&repo, &due);
-        crate::core::inputs::stamp(&mut renders, &rev.hashes);
-        let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
-            .iter()
-            .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))
-            .collect();
-        (renders, shapes)
-    })
-    .await;
-    let (renders, shapes) = match rendered {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "render task failed");
-            return Vec::new();
-        }
-    };
-    shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
+/// Record rendered tenants' desired objects; returns the renders.
+fn record_rendered(shared: &Shared, rendered: Rendered) -> Vec<TenantRender> {
+    let mut out = Vec::new();
     let mut desired = write(&shared.desired);
-    for (tenant, objects) in shapes {
-        desired.replace(&tenant, objects);
+    for (renders, shapes) in rendered {
+        shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
+        for (tenant, objects) in shapes {
+            desired.replace(&tenant, objects);
+        }
+        out.extend(renders);
     }
     desired.drop_unused_shapes();
     tracing::debug!(shapes = desired.shapes(), "desired shapes held");
-    renders
+    out
+}
+
+/// Render the due tenants, each at its revision; record their desired objects.
+async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<TenantRender> {
+    record_rendered(shared, compute(by_revision(state, due)).await)
 }
 
 /// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
@@ -152,7 +168,7 @@ fn degrade(render: &mut TenantRender, why: &str) {
 }
 
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants.
-const CHUNK: usize = 50;
+const CHUNK: usize = 25;
 
 /// The kinds (apiVersion, kind) the renders use, with the tenants using each.
 fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
@@ -194,6 +210,7 @@ pub(super) async fn batch(
 ) {
     let Some(rev) = state.rev.clone() else { return };
     let (due, ticket) = super::requests::admit(shared, &rev, options, due).await;
+    let _syncing = shared.events.syncing();
     let started = Instant::now();
     let triggers: HashMap<String, &'static str> = {
         let mut q = lock(&shared.queue);
@@ -272,15 +289,32 @@ pub(super) async fn batch(
         chunks.push(Vec::new());
     }
     let mut cancelled: Vec<String> = Vec::new();
+    // The next chunk renders (on a blocking thread) while this one syncs; its desired objects
+    // are recorded only when its turn comes.
+    let mut next: Option<tokio::task::JoinHandle<Rendered>> = None;
     for (i, chunk) in chunks.iter().enumerate() {
+        let ahead = next.take();
         if stop.is_cancelled() {
+            if let Some(h) = ahead {
+                h.abort();
+            }
             cancelled.extend(chunk.iter().cloned());
             continue;
         }
         let mut renders = match first.take() {
             Some(r) => r,
             None => {
-                let renders = render(shared, state, chunk.clone()).await;
+                let rendered = match ahead {
+                    Some(h) => match h.await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            tracing::error!(error = %e, "render task failed");
+                            Vec::new()
+                        }
+                    },
+                    None => compute(by_revision(state, chunk.clone())).await,
+                };
+                let renders = record_rendered(shared, rendered);
                 if i >= listed {
                     let mut kinds = BTreeMap::new();
                     kinds_of(&renders, &mut kinds);
@@ -292,6 +326,11 @@ pub(super) async fn batch(
                 renders
             }
         };
+        if let Some(c) = chunks.get(i + 1)
+            && !stop.is_cancelled()
+        {
+            next = Some(tokio::spawn(compute(by_revision(state, c.clone()))));
+        }
         for r in renders.iter_mut() {
             if let Some(why) = degraded.get(&r.tenant) {
                 degrade(r, why);
