@@ -10,9 +10,10 @@
 //! `FIEF_BENCH_AGENT_ONLY=1 cargo bench --bench cluster -- 1000 3 100` runs only the agent's
 //! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
 //! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
-//! no-op `fief apply` with their peak RSS); with `FIEF_BENCH_ALT_QPS=N` also a cold apply with
-//! `--api-qps N` in each run, and with `FIEF_BENCH_RAW_SAME=1` the same objects applied by a
-//! plain parallel SSA client (the API server's own rate for fief's objects).
+//! no-op `fief apply` with their peak RSS); with `FIEF_BENCH_ALT_ARGS="..."` (or
+//! `FIEF_BENCH_ALT_QPS=N`: `--api-qps N`) also a cold apply with those arguments in each run,
+//! and with `FIEF_BENCH_RAW_SAME=1` the same objects applied by a plain parallel SSA client
+//! (the API server's own rate for fief's objects).
 
 #[path = "cluster_agent/phases.rs"]
 mod agent_phases;
@@ -145,15 +146,9 @@ fn fief_apply_rss_with(repo: &Path, kubeconfig: &Path, extra: &[&str]) -> (f64, 
         fief()
     };
     let start = Instant::now();
+    // fief apply's own defaults (--concurrency, --api-qps), as a user runs it.
+    cmd.args(["apply", repo.to_str().unwrap(), "--output", "json"]);
     let out = cmd
-        .args([
-            "apply",
-            repo.to_str().unwrap(),
-            "--output",
-            "json",
-            "--concurrency",
-            CONCURRENCY,
-        ])
         .args(extra)
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -632,7 +627,7 @@ fn main() {
         rows.push((k.to_string(), v));
     };
     println!(
-        "cluster benchmark: {tenants} tenants (kubectl comparison at {small}), {runs} runs, concurrency {CONCURRENCY}"
+        "cluster benchmark: {tenants} tenants (kubectl comparison at {small}), {runs} runs, fief apply with its defaults, agent --concurrency {CONCURRENCY}"
     );
 
     if std::env::var_os("FIEF_BENCH_AGENT_ONLY").is_some() {
@@ -705,7 +700,13 @@ fn main() {
     let (mut fs_cold, mut fs_noop, mut k_cold, mut k_noop, mut fs_change, mut k_change) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut last_big = PathBuf::new();
-    let alt_qps = std::env::var("FIEF_BENCH_ALT_QPS").ok();
+    // `FIEF_BENCH_ALT_ARGS="--api-qps 1000 --concurrency 16"`: extra `fief apply` arguments
+    // for the alternative cold apply (`FIEF_BENCH_ALT_QPS=N` is `--api-qps N`).
+    let alt_args: Option<String> = std::env::var("FIEF_BENCH_ALT_ARGS").ok().or_else(|| {
+        std::env::var("FIEF_BENCH_ALT_QPS")
+            .ok()
+            .map(|q| format!("--api-qps {q}"))
+    });
     let raw_same_on = std::env::var_os("FIEF_BENCH_RAW_SAME").is_some();
     let mut raw_same = Vec::new();
     let mut alt_rate = Vec::new();
@@ -750,7 +751,7 @@ fn main() {
             assert_eq!(refused, 0, "the plain client was refused objects");
             raw_same.push(rate);
         }
-        if let Some(qps) = &alt_qps {
+        if let Some(args) = &alt_args {
             let dir = work.path().join(format!("alt{r}"));
             let mut files = synth::repo_files_named(tenants, &format!("alt{r}"));
             files.push((
@@ -758,7 +759,8 @@ fn main() {
                 format!("baseDomain: bench.example\nagentNamespace: fief-bench-alt{r}\n"),
             ));
             synth::write_files(&dir, &files).unwrap();
-            let (secs, objects, _, _) = fief_apply_rss_with(&dir, &kubeconfig, &["--api-qps", qps]);
+            let args: Vec<&str> = args.split_whitespace().collect();
+            let (secs, objects, _, _) = fief_apply_rss_with(&dir, &kubeconfig, &args);
             alt_rate.push(objects as f64 / secs);
         }
         if cli_only {
@@ -813,11 +815,19 @@ fn main() {
             ),
         );
     }
-    if let Some(qps) = &alt_qps {
-        row(
-            &format!("   cold apply rate with --api-qps {qps} / API server raw rate"),
+    if let Some(args) = &alt_args {
+        let same = if raw_same_on {
             format!(
-                "{:.0} objects/s, {:.0} %",
+                "; {:.0} % of the plain client on the same objects",
+                100.0 * median(alt_rate.clone()) / median(raw_same.clone())
+            )
+        } else {
+            String::new()
+        };
+        row(
+            &format!("   cold apply rate with {args} / API server raw rate"),
+            format!(
+                "{:.0} objects/s, {:.0} %{same}",
                 median(alt_rate.clone()),
                 100.0 * median(alt_rate) / raw
             ),

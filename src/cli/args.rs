@@ -265,7 +265,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Client-side limit on API requests per second (429 answers are retried with backoff).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 1000)]
     pub api_qps: u32,
 }
 
@@ -281,8 +281,8 @@ pub struct ApplyArgs {
     /// Only tenants whose spec.cluster is this.
     #[arg(long = "cluster", default_value = "default", value_name = "NAME")]
     pub cluster_name: String,
-    /// Tenants synced at once.
-    #[arg(long, default_value_t = 8)]
+    /// Tenants synced at once (each with up to 8 requests in flight).
+    #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
     /// Prune even when more would be deleted than fief.yaml's pruneGuard allows.
     #[arg(long)]
