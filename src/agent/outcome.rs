@@ -24,8 +24,14 @@ pub(super) fn record(
     // the tenant's next sync, so after a change that synced every tenant the agent does not
     // hold every inventory.
     let mut inventories = cs.inventories;
+    // The objects each synced tenant recorded before: its drift baseline to replace (the
+    // baseline holds only what its inventory recorded, so a one-tenant sync costs that
+    // tenant's objects, not the fleet's).
+    let mut before: Vec<crate::core::objects::ObjectId> = Vec::new();
     for (tenant, inv) in &result.inventories {
-        inventories.remove(tenant);
+        if let Some(Ok(old)) = inventories.remove(tenant) {
+            before.extend(old.entries.into_keys());
+        }
         if inv.is_some() {
             state.evicted.insert(tenant.clone());
         } else {
@@ -38,7 +44,14 @@ pub(super) fn record(
         let desired = read(&shared.desired);
         let mut recorded = write(&shared.recorded);
         let mut live = write(&shared.live);
-        recorded.retain(|_, r| !result.inventories.contains_key(r.tenant.as_ref()));
+        for id in &before {
+            if recorded
+                .get(id)
+                .is_some_and(|r| result.inventories.contains_key(r.tenant.as_ref()))
+            {
+                recorded.remove(id);
+            }
+        }
         for (tenant, inv) in &result.inventories {
             let tenant: std::sync::Arc<str> = tenant.as_str().into();
             for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {

@@ -32,6 +32,10 @@ pub const BATCH: usize = 50;
 /// did not make a 1,000-tenant no-op pass faster (it is render-bound) and held ~20 MiB more.
 const BATCHES_AHEAD: usize = 1;
 
+/// The longest label selector naming the tenants that a metadata LIST carries (in its URL;
+/// the API server takes request lines up to 1 MiB): about 5,000 tenants.
+const SELECTOR_MAX: usize = 64 * 1024;
+
 /// One rendered, observed batch; its tenants' syncs share it.
 struct Batch {
     renders: Vec<TenantRender>,
@@ -96,16 +100,19 @@ where
     };
     let inventories = &state.inventories;
     // Past one batch, the metadata of every kind is listed once for all the tenants (while
-    // the first batch renders) rather than once per batch.
-    let selector = if names.len() > 200 {
+    // the first batch renders) rather than once per batch. The selector names the tenants
+    // (about 12 KB at 1,000 tenants), so other repos' and other tools' objects in the cluster
+    // are not listed; past [`SELECTOR_MAX`] bytes, every object with the tenant label is.
+    let valid: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| is_dns_label(n))
+        .collect();
+    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
+    let selector = if named.len() > SELECTOR_MAX {
         objects::LABEL_TENANT.to_string()
     } else {
-        let valid: Vec<&str> = names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| is_dns_label(n))
-            .collect();
-        format!("{} in ({})", objects::LABEL_TENANT, valid.join(","))
+        named
     };
     let prefetched: tokio::sync::OnceCell<Prefetch> = tokio::sync::OnceCell::new();
     let (prefetched, selector) = (&prefetched, &selector);
