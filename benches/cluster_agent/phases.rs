@@ -89,7 +89,7 @@ pub fn serve(applied: &Path, base: &Path) -> Served {
 }
 
 /// Change one tenant's value `runs` times through the webhook; (median ms webhook to
-/// applied, median agent CPU seconds per change, the requests of the last change).
+/// applied, mean agent CPU seconds per change, the requests of the last change).
 fn one_tenant_changes(
     rt: &tokio::runtime::Runtime,
     client: &kube::Client,
@@ -125,7 +125,10 @@ fn one_tenant_changes(
         cpu.push(cpu_seconds(agent.child.id()) - cpu_before);
         requests = delta(&before, &agent.requests());
     }
-    (median(wall) * 1000.0, median(cpu), requests)
+    // CPU as the mean over the changes: one change is a few clock ticks (10 ms each), so a
+    // median of per-change readings only tells 1 tick from 2.
+    let mean_cpu = cpu.iter().sum::<f64>() / cpu.len().max(1) as f64;
+    (median(wall) * 1000.0, mean_cpu, requests)
 }
 
 /// Run the agent phases. `big` and `small` are synth repos already applied by `fief apply`.
@@ -181,8 +184,10 @@ pub fn run(
     let cpu_before = cpu_seconds(agent.child.id());
     let start = Instant::now();
     agent.push();
+    // Polled every 100 ms: each scrape encodes every tenant's metrics (about 1 MB at 1,000
+    // tenants), which at 50 scrapes a second cost the agent ~15 % of its CPU in this phase.
     while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(100));
     }
     let took = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds(agent.child.id()) - cpu_before;

@@ -117,7 +117,7 @@ impl Repo {
             };
             let tenant = kept.unwrap_or_else(|| {
                 stats.tenants_parsed += 1;
-                load_tenant(&snapshot, path, stem)
+                load_tenant(&snapshot, path, stem).map(std::sync::Arc::new)
             });
             tenants.insert(stem.to_string(), tenant);
         }

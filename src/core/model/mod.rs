@@ -42,7 +42,7 @@ pub struct Repo {
     /// fief.yaml.
     pub config: Parsed<Config>,
     /// Tenants by file stem.
-    pub tenants: BTreeMap<String, Parsed<Tenant>>,
+    pub tenants: BTreeMap<String, Parsed<std::sync::Arc<Tenant>>>,
     /// Components by directory name.
     pub components: BTreeMap<String, Parsed<Component>>,
     /// Environments by file stem.

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Drive one agent binary against the held bench cluster, for paired runs of two builds.
+
+First hold a cluster: FIEF_BENCH_AGENT_ONLY=1 FIEF_BENCH_AGENT_HOLD=/tmp/hold.env
+cargo bench --bench cluster -- 1000 (writes /tmp/hold.env; the cluster stays up until the file
+is removed). Then run builds A and B alternately:
+
+usage: tools/agent-pairs.py BINARY TAG [CHANGES]
+env: WHICH=BIG|SMALL (repo), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
+     CHANGES (one-tenant changes), PERF=1|apiserver (perf record the shared change).
+Prints: start to ready and VmHWM; per one-tenant change the p50 webhook-to-applied and the
+agent's CPU (total over CHANGES minus the same idle time, divided by CHANGES, so finer than a
+clock tick) and requests; the shared change's wall, agent CPU, API server / etcd CPU, requests
+and VmHWM. A build whose inventories' input hashes differ from the cluster's (another build)
+renders everything at start: run each build twice in a row for start figures.
+"""
+import hashlib, hmac, json, os, re, socket, subprocess, sys, time, urllib.request
+
+env = dict(l.split("=", 1) for l in open("/tmp/hold.env").read().split())
+binary, tag = sys.argv[1], sys.argv[2]
+changes = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+WHICH = os.environ.get("WHICH", "BIG")
+repo = env[f"{WHICH}_REPO"]
+SECRET = b"bench-secret"
+open("/tmp/bench-secret", "wb").write(SECRET)
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except Exception:
+        return 0, ""
+
+
+def metric(port, name):
+    _, text = get(port, "/metrics")
+    total = 0.0
+    for l in text.splitlines():
+        if l.startswith(name):
+            try:
+                total += float(l.rsplit(" ", 1)[1])
+            except ValueError:
+                pass
+    return total
+
+
+def requests(port):
+    _, text = get(port, "/metrics")
+    out = {}
+    for l in text.splitlines():
+        if l.startswith("fief_api_requests_total{"):
+            verb = l.split('verb="')[1].split('"')[0]
+            out[verb] = out.get(verb, 0) + float(l.rsplit(" ", 1)[1])
+    return out
+
+
+def push(port):
+    body = b'{"ref":"refs/heads/main"}'
+    sig = hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/hooks/git", data=body, method="POST",
+                                 headers={"X-Hub-Signature-256": "sha256=" + sig})
+    with urllib.request.urlopen(req) as r:
+        assert r.status == 202
+
+
+def cpu(pid):
+    stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(stat[11]) + int(stat[12])) / 100.0
+
+
+def hwm(pid):
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmHWM:"):
+            return int(l.split()[1]) / 1024.0
+    return 0.0
+
+
+import ssl
+kc = open(env["KUBECONFIG"]).read()
+server = re.search(r"server: (\S+)", kc).group(1)
+pki = os.path.join(os.path.dirname(os.path.dirname(env["KUBECONFIG"])), "pki")
+ctx = ssl.create_default_context(cafile=f"{pki}/ca.crt")
+ctx.load_cert_chain(f"{pki}/admin.crt", f"{pki}/admin.key")
+
+
+def cm_value(ns, name, key):
+    try:
+        with urllib.request.urlopen(f"{server}/api/v1/namespaces/{ns}/configmaps/{name}", context=ctx, timeout=5) as r:
+            return json.loads(r.read())["data"].get(key)
+    except Exception:
+        return None
+
+
+def git(*args):
+    subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True)
+
+
+port = free_port()
+cache = f"/tmp/agentrun-cache-{tag}"
+subprocess.run(["rm", "-rf", cache])
+t0 = time.time()
+p = subprocess.Popen([binary, "agent", "--repo", env[f"{WHICH}_URL"], "--no-leader-election",
+                      "--interval", "600s", "--api-qps", os.environ.get("QPS", "500"), "--concurrency", os.environ.get("CONC", "8"), "--kubeconfig", env["KUBECONFIG"],
+                      "--cache-dir", cache, "--listen", f"127.0.0.1:{port}",
+                      "--webhook-secret-file", "/tmp/bench-secret"],
+                     env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+                     stdout=subprocess.DEVNULL, stderr=open(f"/tmp/agentrun-{tag}.log", "w"))
+while get(port, "/readyz")[0] != 200:
+    time.sleep(0.05)
+ready = time.time() - t0
+print(f"{tag}: ready {ready:.2f} s, hwm {hwm(p.pid):.0f} MiB, load {open('/proc/loadavg').read().split()[:3]}")
+
+# One-tenant changes: tenant file of the first tenant.
+tenants = sorted(os.listdir(f"{repo}/tenants"))
+tfile = f"{repo}/tenants/{tenants[0]}"
+original = re.sub(r"      values: \{queues: \[[^\]]*\]\}\n", "", open(tfile).read())
+time.sleep(2)
+c0 = cpu(p.pid)
+walls = []
+req0 = requests(port)
+for i in range(int(os.environ.get("CHANGES", changes))):
+    value = f"{tag}-{time.time_ns()}"
+    open(tfile, "w").write(original.replace("    - name: worker\n",
+                                            f"    - name: worker\n      values: {{queues: [{value}]}}\n"))
+    git("commit", "-q", "-am", value)
+    time.sleep(0.3)
+    s = time.time()
+    push(port)
+    ns = tenants[0][:-len(".yaml")] + "-prod"
+    while cm_value(ns, "worker", "QUEUES") != value:
+        time.sleep(0.005)
+    walls.append(time.time() - s)
+    time.sleep(0.5)
+c1 = cpu(p.pid)
+req1 = requests(port)
+# idle CPU over the same idle time, to subtract
+time.sleep(0.8 * changes)
+c2 = cpu(p.pid)
+per = (c1 - c0 - (c2 - c1)) / changes
+walls.sort()
+reqs = {k: (req1.get(k, 0) - req0.get(k, 0)) / changes for k in req1}
+print(f"{tag}: one-tenant change: p50 {walls[len(walls)//2]*1000:.0f} ms, CPU/change {per*1000:.1f} ms "
+      f"(raw {(c1-c0)/changes*1000:.1f}, idle {(c2-c1)/changes*1000:.1f}), requests/change {reqs}")
+
+# Shared change
+varz = f"{repo}/components/worker/varz.yaml"
+open(varz, "w").write(f"image: registry.example/worker\nqueues: [default, mail, {tag}{time.time_ns()}]\n")
+git("commit", "-q", "-am", "shared")
+syncs = metric(port, "fief_tenant_syncs_total")
+req0 = requests(port)
+def pids(name):
+    out = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout.split()
+    return [int(x) for x in out]
+def total(names):
+    t = 0.0
+    for n in names:
+        for pid in pids(n):
+            try: t += cpu(pid)
+            except Exception: pass
+    return t
+srv0 = {n: total([n]) for n in ["kube-apiserver", "bin/etcd", "kube-controller-manager"]}
+c0 = cpu(p.pid)
+perf = None
+if os.environ.get("PERF"):
+    target = str(p.pid) if os.environ.get("PERF") != "apiserver" else str(pids("kube-apiserver")[0])
+    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-g", "-F", "500", "-p", target, "-o", f"/tmp/perf-{tag}.data"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+s = time.time()
+push(port)
+n = len(tenants)
+while metric(port, "fief_tenant_syncs_total") < syncs + n:
+    time.sleep(0.1)
+took = time.time() - s
+c1 = cpu(p.pid)
+srv1 = {n: total([n]) - srv0[n] for n in srv0}
+print(f"{tag}: server CPU during the shared change: {srv1}")
+if perf:
+    perf.send_signal(2); perf.wait()
+req1 = requests(port)
+reqs = {k: req1.get(k, 0) - req0.get(k, 0) for k in req1}
+print(f"{tag}: shared change: {took:.2f} s, CPU {c1-c0:.2f} s, hwm {hwm(p.pid):.0f} MiB, requests {reqs}, load {open('/proc/loadavg').read().split()[:3]}")
+time.sleep(3)
+print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB")
+p.terminate()
+try:
+    p.wait(timeout=20)
+except subprocess.TimeoutExpired:
+    p.kill()
