@@ -411,10 +411,11 @@ fn every_healthy_replica_is_ready_the_leader_labels_its_pod_and_sigterm_hands_ov
         "only the leader is labelled"
     );
     assert!(standby.get("/readyz").unwrap().1.contains("standby"));
-    assert_eq!(
-        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref(),
-        Some("hi")
-    );
+    // Both may have been Ready as standbys before either took the Lease: the leader applies
+    // once it leads.
+    wait_until("the leader applied", Duration::from_secs(30), || {
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref() == Some("hi")
+    });
     // SIGTERM: the leader removes its label and releases the Lease; the standby takes over
     // at once, not after the Lease's 15 s.
     leader.terminate(Duration::from_secs(10));
