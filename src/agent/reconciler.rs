@@ -5,11 +5,11 @@
 //! watches' live hashes; a cancellation token (shutdown or lost Lease). Out: tenants found as
 //! last applied taken as synced without a render ([`super::verify`]); for the others applies,
 //! prunes, inventory writes, Events and metrics; failed and cancelled tenants back on the
-//! queue. Rendering runs on a blocking thread, the next chunk's while this one syncs. Every rendered tenant's desired objects (and
-//! every candidate's recorded versions) are known before the watches' lists are used, so a
-//! start on an applied cluster finds every live hash and sends nothing. A tenant using a kind
-//! that cannot be watched is degraded (reported on it, nothing applied or pruned); the others
-//! go on. A tenant whose recorded status is unsettled (`Reconciling=True`, e.g. after SIGKILL)
+//! queue. Rendering runs on a blocking thread, the next chunk's while this one syncs. Every
+//! rendered tenant's desired objects (and every candidate's recorded versions) are known
+//! before the watches' lists are used, so a start on an applied cluster finds every live hash
+//! and sends nothing. A tenant using a kind that cannot be watched is degraded (reported on
+//! it, nothing applied or pruned); the others go on. A tenant whose recorded status is unsettled (`Reconciling=True`, e.g. after SIGKILL)
 //! is applied again in full so its sync is finished.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
