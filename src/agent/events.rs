@@ -104,44 +104,39 @@ impl Events {
 /// The Event a report deserves on its inventory ConfigMap, if any.
 fn event_for(r: &TenantReport) -> Option<Event> {
     let c = &r.counts;
-    if !r.is_ok() {
+    let (type_, reason, note) = if !r.is_ok() {
         let note = r
             .errors
             .first()
             .cloned()
             .or_else(|| r.prune_held.clone())
             .unwrap_or_else(|| r.outcome.clone());
-        return Some(Event {
-            type_: EventType::Warning,
-            reason: if r.outcome == "invalid" {
-                "RenderFailed"
-            } else {
-                "SyncFailed"
-            }
-            .to_string(),
-            note: Some(note.chars().take(1000).collect()),
-            action: "Sync".to_string(),
-            secondary: None,
-        });
-    }
-    if c.created + c.configured + c.pruned == 0 && r.prune_held.is_none() {
-        return None;
-    }
-    let mut note = format!(
-        "{} created, {} configured, {} pruned, {} unchanged",
-        c.created, c.configured, c.pruned, c.unchanged
-    );
-    if let Some(hold) = &r.prune_held {
-        note = format!("{note}; {hold}");
-    }
-    Some(Event {
-        type_: EventType::Normal,
-        reason: if r.outcome == "purged" {
+        let reason = if r.outcome == "invalid" {
+            "RenderFailed"
+        } else {
+            "SyncFailed"
+        };
+        (EventType::Warning, reason, note)
+    } else if c.created + c.configured + c.pruned > 0 || r.prune_held.is_some() {
+        let mut note = format!(
+            "{} created, {} configured, {} pruned, {} unchanged",
+            c.created, c.configured, c.pruned, c.unchanged
+        );
+        if let Some(hold) = &r.prune_held {
+            note = format!("{note}; {hold}");
+        }
+        let reason = if r.outcome == "purged" {
             "Purged"
         } else {
             "Applied"
-        }
-        .to_string(),
+        };
+        (EventType::Normal, reason, note)
+    } else {
+        return None;
+    };
+    Some(Event {
+        type_,
+        reason: reason.to_string(),
         note: Some(note.chars().take(1000).collect()),
         action: "Sync".to_string(),
         secondary: None,
