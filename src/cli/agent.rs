@@ -138,8 +138,6 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         max_in_flight: args.max_in_flight,
         health_timeout: args.health_timeout,
     };
-    // Before the runtime's threads start: see `agent::memory`.
-    agent::memory::limit_malloc_arenas();
     let rt = runtime()?;
     let outcome = rt.block_on(agent::run(options));
     // A git call hanging on a blocking thread must not hold the exit.
