@@ -18,6 +18,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc's option numbers (`mi_option_t` in mimalloc v3's `mimalloc.h`; the
 /// `libmimalloc-sys` version is pinned, so these stay true to the compiled C).
+#[cfg(test)]
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
@@ -41,10 +42,11 @@ pub fn configure_allocator() {
 }
 
 /// The value mimalloc holds for an option (for tests).
+#[cfg(test)]
 #[allow(unsafe_code)] // FFI read of the allocator's option table
-fn option(option: libmimalloc_sys::mi_option_t) -> i64 {
+fn option(option: libmimalloc_sys::mi_option_t) -> std::ffi::c_long {
     // SAFETY: `mi_option_get` reads an integer from mimalloc's option table; no pointers.
-    i64::from(unsafe { libmimalloc_sys::mi_option_get(option) })
+    unsafe { libmimalloc_sys::mi_option_get(option) }
 }
 
 #[cfg(test)]
