@@ -7,7 +7,8 @@ is removed). Then run builds A and B alternately:
 
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
 env: WHICH=BIG|SMALL (repo), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
-     CHANGES (one-tenant changes), PERF=1|apiserver (perf record the shared change).
+     CHANGES (one-tenant changes), PERF=1|apiserver (perf record the shared change) or PERF=changes
+     (perf record the agent over the one-tenant changes).
 Prints: start to ready and VmHWM; per one-tenant change the p50 webhook-to-applied and the
 agent's CPU (total over CHANGES minus the same idle time, divided by CHANGES, so finer than a
 clock tick) and requests; the shared change's wall, agent CPU, API server / etcd CPU, requests
@@ -125,6 +126,11 @@ time.sleep(2)
 c0 = cpu(p.pid)
 walls = []
 req0 = requests(port)
+perf = None
+if os.environ.get("PERF") == "changes":
+    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "--call-graph", "dwarf,32768", "-F", "1000", "-p", str(p.pid), "-o", f"/tmp/perf-{tag}-changes.data"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
 for i in range(int(os.environ.get("CHANGES", changes))):
     value = f"{tag}-{time.time_ns()}"
     open(tfile, "w").write(original.replace("    - name: worker\n",
@@ -140,6 +146,8 @@ for i in range(int(os.environ.get("CHANGES", changes))):
     time.sleep(0.5)
 c1 = cpu(p.pid)
 req1 = requests(port)
+if perf:
+    perf.send_signal(2); perf.wait()
 # idle CPU over the same idle time, to subtract
 time.sleep(0.8 * changes)
 c2 = cpu(p.pid)
@@ -168,7 +176,7 @@ def total(names):
 srv0 = {n: total([n]) for n in ["kube-apiserver", "bin/etcd", "kube-controller-manager"]}
 c0 = cpu(p.pid)
 perf = None
-if os.environ.get("PERF"):
+if os.environ.get("PERF") in ("1", "apiserver"):
     target = str(p.pid) if os.environ.get("PERF") != "apiserver" else str(pids("kube-apiserver")[0])
     perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-g", "-F", "500", "-p", target, "-o", f"/tmp/perf-{tag}.data"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -284,9 +284,9 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
     for (tenant, hash) in &rev.hashes {
         if state.synced.get(tenant) != Some(hash) {
             changed.push(tenant.clone());
-        } else if state.synced_rev.contains_key(tenant) {
+        } else if let Some(r) = state.synced_rev.get_mut(tenant) {
             // Unchanged: the new revision renders it the same (older revisions are freed).
-            state.synced_rev.insert(tenant.clone(), rev.clone());
+            *r = rev.clone();
         }
     }
     let changed_count = changed.len();

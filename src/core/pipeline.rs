@@ -6,7 +6,6 @@
 //! (a bug) is reported failed with the panic message; the others go on. Pure (threads, no
 //! I/O).
 
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::core::diagnostic::{Diagnostic, Problem};
@@ -103,25 +102,10 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
 }
 
 /// The checks across tenants (namespace and host-suffix collisions), on `out`: they read the
-/// tenant files of the whole repo, not the renders.
+/// tenant files of the whole repo (through its cross-tenant index), not the renders.
 fn check_across(out: &mut [TenantRender], repo: &Repo) {
-    // Namespace collisions need every tenant's namespaces, filtered or not.
-    let all_namespaces: BTreeMap<String, BTreeMap<String, String>> = match &repo.config {
-        Ok(config) => repo
-            .tenants
-            .iter()
-            .filter_map(|(n, t)| {
-                t.as_ref()
-                    .ok()
-                    .map(|t| (n.clone(), render::namespaces(config, t)))
-            })
-            .collect(),
-        Err(_) => BTreeMap::new(),
-    };
-    validate::check_namespace_collisions(out, &all_namespaces, repo);
-    if let Ok(config) = &repo.config {
-        validate::check_host_suffixes(out, repo, config);
-    }
+    validate::check_namespace_collisions(out, repo);
+    validate::check_host_suffixes(out, repo);
 }
 
 /// The tenants of `names` whose last successful render may stand in for a new one when its

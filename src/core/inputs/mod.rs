@@ -44,8 +44,9 @@ pub struct InputIndex {
     shared: String,
     /// Per component: its hash and the files outside its folder that it includes.
     components: BTreeMap<String, ComponentInputs>,
-    /// Per tenant: its hash and what it reads.
-    tenants: BTreeMap<String, TenantInputs>,
+    /// Per tenant: its hash and what it reads (shared with the last index while unchanged,
+    /// so a commit copies pointers, not every tenant's file list).
+    tenants: BTreeMap<String, std::sync::Arc<TenantInputs>>,
 }
 
 #[derive(Debug, Clone)]
@@ -291,7 +292,7 @@ impl InputIndex {
                 Some(old) => old.clone(),
                 None => {
                     stats.tenants_hashed += 1;
-                    tenant_inputs(repo, name, &shared, &components)
+                    std::sync::Arc::new(tenant_inputs(repo, name, &shared, &components))
                 }
             };
             tenants.insert(name.clone(), inputs);

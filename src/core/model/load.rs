@@ -188,6 +188,11 @@ impl Repo {
             }
             None => crate::core::secrets::Secrets::load(&snapshot),
         };
+        let across = crate::core::validate::across::carried(
+            reuse.filter(|_| unchanged("fief.yaml")).map(|(p, _)| p),
+            &config,
+            &tenants,
+        );
         let repo = Repo {
             secrets,
             snapshot,
@@ -196,6 +201,7 @@ impl Repo {
             components,
             environments,
             baseline,
+            across,
         };
         (repo, stats)
     }

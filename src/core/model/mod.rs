@@ -51,6 +51,21 @@ pub struct Repo {
     pub baseline: Vec<String>,
     /// SOPS secret files (parsed, not decrypted) and how to unlock them.
     pub secrets: crate::core::secrets::Secrets,
+    /// The cross-tenant index, built on first use ([`Repo::across`]) or carried over from
+    /// the previous repo by [`Repo::load_reusing`].
+    pub(crate) across: std::sync::OnceLock<Arc<crate::core::validate::across::Across>>,
+}
+
+impl Repo {
+    /// What the checks across tenants read of every tenant file (built once per repo).
+    pub fn across(&self) -> &crate::core::validate::across::Across {
+        self.across.get_or_init(|| {
+            Arc::new(crate::core::validate::across::Across::build(
+                &self.config,
+                &self.tenants,
+            ))
+        })
+    }
 }
 
 /// The built-in baseline templates, keyed by the name they are rendered under.

@@ -5,6 +5,7 @@
 //! Pure. Names and kinds: [`names`]; what a tenant may claim (namespaces, kinds, host
 //! suffixes): [`tenancy`].
 
+pub mod across;
 pub mod names;
 pub mod tenancy;
 
@@ -179,19 +180,10 @@ pub fn check_policy(
 }
 
 /// Two tenants that would share a namespace both fail: neither may own the other's objects.
-pub fn check_namespace_collisions(
-    renders: &mut [TenantRender],
-    all: &BTreeMap<String, BTreeMap<String, String>>,
-    repo: &Repo,
-) {
-    let mut owners: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (tenant, namespaces) in all {
-        for ns in namespaces.values() {
-            owners.entry(ns.as_str()).or_default().push(tenant.as_str());
-        }
-    }
+pub fn check_namespace_collisions(renders: &mut [TenantRender], repo: &Repo) {
+    let across = repo.across();
     for render in renders.iter_mut() {
-        let Some(namespaces) = all.get(&render.tenant) else {
+        let Some(claims) = across.tenants.get(&render.tenant) else {
             continue;
         };
         let file = format!("tenants/{}.yaml", render.tenant);
@@ -200,8 +192,8 @@ pub fn check_namespace_collisions(
             .get(&file)
             .and_then(|e| e.as_ref().ok())
             .and_then(|t| crate::core::model::line_of_key(t, "name"));
-        for ns in namespaces.values() {
-            for other in owners.get(ns.as_str()).into_iter().flatten() {
+        for ns in claims.namespaces.values() {
+            for other in across.owners.get(ns.as_str()).into_iter().flatten() {
                 if *other != render.tenant {
                     render.errors.push(
                         Diagnostic::new(

@@ -134,22 +134,6 @@ pub fn check_component_bindings(
     errors
 }
 
-/// One host suffix a tenant claims.
-struct Claim {
-    tenant: String,
-    suffix: String,
-    /// From `spec.hostSuffixes` (true) or a `{tenant}` pattern of `policy.ingressHostSuffixes`.
-    explicit: bool,
-}
-
-fn expand(pattern: &str, tenant: &str, base_domain: &str) -> String {
-    pattern
-        .replace("{tenant}", tenant)
-        .replace("{baseDomain}", base_domain)
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
-}
-
 /// Whether two suffixes are equal or one lies under the other (whole labels only).
 fn overlaps(a: &str, b: &str) -> bool {
     let under = |x: &str, y: &str| x.strip_suffix(y).is_some_and(|p| p.ends_with('.'));
@@ -161,51 +145,38 @@ fn overlaps(a: &str, b: &str) -> bool {
 /// `{tenant}` are shared by design. Two claims overlap when equal or one is under the other.
 /// A `spec.hostSuffixes` claim that overlaps another tenant's `{tenant}` suffix fails the
 /// claiming tenant alone; any other overlap fails both.
-pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo, config: &Config) {
-    let mut claims = Vec::new();
-    for (name, tenant) in &repo.tenants {
-        let Ok(tenant) = tenant else { continue };
-        for pattern in &config.policy.ingress_host_suffixes {
-            if pattern.contains("{tenant}") {
-                claims.push(Claim {
-                    tenant: name.clone(),
-                    suffix: expand(pattern, name, &config.base_domain),
-                    explicit: false,
-                });
-            }
-        }
-        for s in &tenant.spec.host_suffixes {
-            claims.push(Claim {
-                tenant: name.clone(),
-                suffix: expand(s, name, &config.base_domain),
-                explicit: true,
-            });
-        }
-    }
+pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
+    let across = repo.across();
     for render in renders.iter_mut() {
+        let Some(mine) = across.tenants.get(&render.tenant) else {
+            continue;
+        };
         let file = format!("tenants/{}.yaml", render.tenant);
         let text = tenant_text(repo, &file);
-        for mine in claims.iter().filter(|c| c.tenant == render.tenant) {
-            for theirs in claims.iter().filter(|c| c.tenant != render.tenant) {
-                let loses = mine.explicit || !theirs.explicit;
-                if loses && overlaps(&mine.suffix, &theirs.suffix) {
-                    let key = if mine.explicit {
-                        "hostSuffixes"
-                    } else {
-                        "name"
-                    };
-                    render.errors.push(
-                        Diagnostic::new(
-                            file.clone(),
-                            line_of_key(text, key),
-                            Problem::HostSuffixTaken {
-                                suffix: mine.suffix.clone(),
-                                theirs: theirs.suffix.clone(),
-                                other: theirs.tenant.clone(),
-                            },
-                        )
-                        .for_tenant(&render.tenant),
-                    );
+        for mine in &mine.suffixes {
+            let others = across.tenants.iter().filter(|(t, _)| **t != render.tenant);
+            for (other, claims) in others {
+                for theirs in &claims.suffixes {
+                    let loses = mine.explicit || !theirs.explicit;
+                    if loses && overlaps(&mine.suffix, &theirs.suffix) {
+                        let key = if mine.explicit {
+                            "hostSuffixes"
+                        } else {
+                            "name"
+                        };
+                        render.errors.push(
+                            Diagnostic::new(
+                                file.clone(),
+                                line_of_key(text, key),
+                                Problem::HostSuffixTaken {
+                                    suffix: mine.suffix.clone(),
+                                    theirs: theirs.suffix.clone(),
+                                    other: other.clone(),
+                                },
+                            )
+                            .for_tenant(&render.tenant),
+                        );
+                    }
                 }
             }
         }
