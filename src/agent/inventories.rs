@@ -1,11 +1,12 @@
 //! The inventories the agent's loop holds between batches, and those it does not.
 //!
 //! In: the agent namespace's inventory ConfigMaps (read in pages), the batch's verification
-//! candidates ([`Seeder`]). Out: the loop state's inventories: a candidate's inventory is not
-//! kept once its objects are seeded into the drift baseline (at start, dropped page by page as
-//! the inventories are read, so a start on an applied cluster never holds them all), and an
-//! evicted inventory is read back before its tenant is next synced, or when orphaned
-//! inventories are looked for. Reads only.
+//! candidates ([`Seeder`]). Out: the loop state's inventories. When every inventory is read
+//! (at start and after a periodic resync) none is kept: each page is offered to the seeder
+//! (a candidate's objects go into the drift baseline) and dropped, so a start never holds
+//! every inventory, whether it verifies or renders the tenants. An inventory that is not
+//! held (evicted) is read back before its tenant is next synced, a chunk's at a time, or when
+//! orphaned inventories are looked for. Reads only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,8 +17,9 @@ use crate::core::render::TenantRender;
 use crate::kube::inventory_store::{each_inventory, load_inventories};
 use crate::kube::{ClusterError, Resources};
 
-/// Offer the batch's inventories to `seeder`: the held ones, or (none held: at start and after
-/// a periodic resync) every inventory as it is read. Those taken are evicted.
+/// Offer the batch's inventories to `seeder`: the held ones (those taken are evicted), or
+/// (none held: at start and after a periodic resync) every inventory as it is read, none
+/// kept.
 pub(super) async fn offer(
     shared: &Shared,
     resources: &Resources,
@@ -28,19 +30,20 @@ pub(super) async fn offer(
     match state.inventories.as_mut() {
         Some(held) => seeder.offer_held(shared, held, &mut state.evicted),
         None => {
-            let mut held = BTreeMap::new();
+            // None is kept: a candidate's objects are seeded into the drift baseline, and
+            // every inventory is read back (a chunk's at a time) before its tenant is synced,
+            // so a start that renders every tenant does not hold every inventory either.
             let mut evicted = BTreeSet::new();
             let read = each_inventory(resources.client(), agent_namespace, None, |t, inv| {
-                if matches!(&inv, Ok(i) if seeder.offer(shared, &t, i)) {
-                    evicted.insert(t);
-                } else {
-                    held.insert(t, inv);
+                if let Ok(i) = &inv {
+                    seeder.offer(shared, &t, i);
                 }
+                evicted.insert(t);
             })
             .await;
             match read {
                 Ok(()) => {
-                    state.inventories = Some(held);
+                    state.inventories = Some(BTreeMap::new());
                     state.evicted = evicted;
                 }
                 Err(e) if is_not_found(&e) => {
