@@ -448,16 +448,32 @@ impl AgentProc {
         assert_eq!(code, 202);
     }
 
-    /// Peak resident set size (VmHWM), MiB.
-    fn peak_rss_mib(&self) -> f64 {
+    /// A field of /proc/<pid>/status given in kB, in MiB.
+    fn status_mib(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
             .lines()
-            .find(|l| l.starts_with("VmHWM:"))
+            .find(|l| l.starts_with(field))
             .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
             .map(|kb| kb / 1024.0)
             .unwrap_or(0.0)
+    }
+
+    /// Peak resident set size (VmHWM), MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        self.status_mib("VmHWM:")
+    }
+
+    /// The peak RSS with what is resident now, split: anonymous (the heap, stacks) and
+    /// file-backed (the mapped binary and shared libraries), MiB.
+    fn rss_report(&self) -> String {
+        format!(
+            "{:.0} MiB (now: {:.0} MiB anonymous + {:.0} MiB file-backed)",
+            self.peak_rss_mib(),
+            self.status_mib("RssAnon:"),
+            self.status_mib("RssFile:")
+        )
     }
 }
 

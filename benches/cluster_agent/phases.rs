@@ -198,7 +198,7 @@ pub fn run(
     );
     row(
         &format!("6. agent peak RSS, {tenants} tenants"),
-        format!("{:.0} MiB", agent.peak_rss_mib()),
+        agent.rss_report(),
     );
     drop(agent);
 
@@ -218,7 +218,7 @@ pub fn run(
     );
     row(
         &format!("6'. agent peak RSS over a start, {tenants} tenants"),
-        format!("{:.0} MiB", agent.peak_rss_mib()),
+        agent.rss_report(),
     );
     drop(agent);
 
@@ -237,7 +237,7 @@ pub fn run(
     );
     row(
         &format!("6. agent peak RSS, {small} tenants"),
-        format!("{:.0} MiB", agent.peak_rss_mib()),
+        agent.rss_report(),
     );
     drop(agent);
     row("   load average after the agent phases", loadavg());

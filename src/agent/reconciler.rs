@@ -168,7 +168,7 @@ fn degrade(render: &mut TenantRender, why: &str) {
 }
 
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants.
-const CHUNK: usize = 25;
+const CHUNK: usize = 10;
 
 /// The kinds (apiVersion, kind) the renders use, with the tenants using each.
 fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
