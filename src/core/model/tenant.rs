@@ -51,8 +51,9 @@ pub struct TenantMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// A tenant's spec.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+/// A tenant's spec. Its default (a tenant file without `spec:`) is the same as an empty
+/// `spec: {}`: cluster `default`, active, nothing else.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TenantSpec {
     /// Lifecycle state.
@@ -83,6 +84,21 @@ pub struct TenantSpec {
 
 fn default_cluster() -> String {
     "default".to_string()
+}
+
+impl Default for TenantSpec {
+    fn default() -> Self {
+        TenantSpec {
+            state: TenantState::default(),
+            cluster: default_cluster(),
+            owner: Owner::default(),
+            environments: Vec::new(),
+            quota: Quota::default(),
+            access: Access::default(),
+            components: Vec::new(),
+            host_suffixes: Vec::new(),
+        }
+    }
 }
 
 /// Owner of a tenant.
@@ -174,4 +190,26 @@ pub fn pinned_key(component: &str, git_ref: &str) -> String {
         "{component}@{}",
         git_ref.replace('%', "%25").replace('/', "%2F")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::core::model::Repo;
+    use crate::core::snapshot::Snapshot;
+
+    #[test]
+    fn a_tenant_file_without_spec_belongs_to_the_default_cluster_like_an_empty_spec() {
+        let head = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: ";
+        let files = [
+            ("tenants/bare.yaml", format!("{head}bare\n")),
+            ("tenants/empty.yaml", format!("{head}empty\nspec: {{}}\n")),
+        ];
+        let repo = Repo::load(Arc::new(Snapshot::from_files(files)));
+        let bare = &repo.tenants["bare"].as_ref().unwrap().spec;
+        let empty = &repo.tenants["empty"].as_ref().unwrap().spec;
+        assert_eq!(bare.cluster, "default");
+        assert_eq!(bare, empty);
+    }
 }
