@@ -242,3 +242,18 @@ fn messages_name_no_library_internals() {
         assert!(!err.contains(internal), "`{internal}` in: {err}");
     }
 }
+
+#[test]
+fn a_template_setting_an_applyset_label_fails_validate_at_its_line() {
+    let repo = Repo::new(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  labels:\n    applyset.kubernetes.io/id: applyset-x-v1\ndata:\n  a: b\n",
+        &["acme"],
+    );
+    assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "components/app/templates/app.yaml:1: tenant `acme`: ConfigMap `app` sets label `applyset.kubernetes.io/id`, which fief reserves for its inventories",
+            "remove the label",
+        ],
+    );
+}

@@ -226,6 +226,16 @@ pub enum Problem {
         /// What rule it breaks.
         detail: String,
     },
+    /// A label fief reserves, set by a template.
+    #[error("{kind} `{name}` sets label `{label}`, which fief reserves for its inventories")]
+    ReservedLabel {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The label key.
+        label: String,
+    },
     /// A component RoleBinding whose subject is not a ServiceAccount of the tenant.
     #[error("RoleBinding `{name}` binds {subject}, which is not a ServiceAccount of this tenant")]
     ForeignSubject {
@@ -345,6 +355,9 @@ impl Problem {
             }
             Problem::HostSuffixTaken { .. } => {
                 "a host suffix belongs to one tenant: remove it from spec.hostSuffixes or pick one under this tenant's own domain"
+            }
+            Problem::ReservedLabel { .. } => {
+                "remove the label: labels under applyset.kubernetes.io/ are fief's (it sets applyset.kubernetes.io/part-of on every object itself)"
             }
             Problem::InvalidName { .. } => {
                 "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"

@@ -32,6 +32,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         ));
         errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
         errors.extend(validate::check_names(&out.objects));
+        errors.extend(validate::names::check_reserved_labels(&out.objects));
         errors.extend(crate::core::schema::k8s::check_builtin_kinds(
             &out.objects,
             &repo.snapshot,

@@ -3,7 +3,8 @@
 //! outside its folder.
 //!
 //! In: a tenant's rendered objects. Out: a diagnostic for each object whose kind or name the
-//! API server would refuse. Pure.
+//! API server would refuse, and for each label a template sets that fief reserves
+//! ([`check_reserved_labels`]). Pure.
 
 use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::model::is_dns_label;
@@ -86,9 +87,74 @@ pub fn check_names(objects: &[RenderedObject]) -> Vec<Diagnostic> {
         .collect()
 }
 
+/// Label prefix of the ApplySet bookkeeping (KEP-3659). fief sets
+/// [`crate::core::objects::LABEL_PART_OF`] on every object itself; every other label under
+/// it is the inventories' (`applyset.kubernetes.io/id` marks an ApplySet parent: the agent's
+/// drift watches skip objects carrying it, and ApplySet tooling would take the object for a
+/// parent), so no template may set one.
+const APPLYSET_PREFIX: &str = "applyset.kubernetes.io/";
+
+/// A diagnostic for every object whose labels include one under `applyset.kubernetes.io/`
+/// other than the `part-of` label fief sets (see [`APPLYSET_PREFIX`]).
+pub fn check_reserved_labels(objects: &[RenderedObject]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for o in objects {
+        let labels = o.object["metadata"]["labels"].as_object();
+        for key in labels.into_iter().flat_map(|l| l.keys()) {
+            if key.starts_with(APPLYSET_PREFIX) && key != crate::core::objects::LABEL_PART_OF {
+                out.push(Diagnostic::new(
+                    o.source.file.clone(),
+                    Some(o.source.line),
+                    Problem::ReservedLabel {
+                        kind: o.id.kind.clone(),
+                        name: o.id.name.clone(),
+                        label: key.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_may_not_set_applyset_labels_other_than_the_member_label_fief_sets() {
+        let object = |labels: serde_json::Value| RenderedObject {
+            component: "app".into(),
+            env: "prod".into(),
+            id: crate::core::objects::ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: "t-prod".into(),
+                name: "cm".into(),
+            },
+            source: crate::core::render::Source {
+                file: "components/app/templates/cm.yaml".into(),
+                line: 1,
+            },
+            object: serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cm", "labels": labels}
+            }),
+        };
+        let ok = object(serde_json::json!({
+            crate::core::objects::LABEL_PART_OF: "applyset-x-v1",
+            "fief.dev/environment": "prod",
+        }));
+        assert!(check_reserved_labels(&[ok]).is_empty());
+        let bad = object(serde_json::json!({"applyset.kubernetes.io/id": "applyset-y-v1"}));
+        let errors = check_reserved_labels(&[bad]);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].to_string().contains("applyset.kubernetes.io/id"),
+            "{}",
+            errors[0]
+        );
+    }
 
     #[test]
     fn names_are_checked_per_kind_like_the_api_server() {
