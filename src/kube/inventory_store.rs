@@ -17,9 +17,8 @@ use crate::core::objects;
 /// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed and dropped before
 /// the next is read, so at thousands of tenants the read holds one page's text, not the whole
 /// namespace's. An inventory of 26 objects is about 24 KB of JSON, and a page is held as
-/// received, as one body and as parsed JSON at once: 25 a page is about 2 MiB at the peak
-/// (100 was 8-10 MiB, the largest transient of an agent start); the agent reads a chunk's
-/// inventories (25 tenants) in one page either way.
+/// received, as one body and as parsed JSON at once: 25 a page is about 2 MiB of it, 100 was
+/// about 8 MiB. (The agent reads a chunk's inventories, 10 tenants, in one page either way.)
 const PAGE: u32 = 25;
 
 /// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
