@@ -7,7 +7,8 @@ is removed). Then run builds A and B alternately:
 
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
 env: WHICH=BIG|SMALL (repo), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
-     CHANGES (one-tenant changes), PERF=1|apiserver (perf record the shared change) or PERF=changes
+     CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
+     "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change) or PERF=changes
      (perf record the agent over the one-tenant changes).
 Prints: start to ready and VmHWM; per one-tenant change the p50 webhook-to-applied and the
 agent's CPU (total over CHANGES minus the same idle time, divided by CHANGES, so finer than a
@@ -76,6 +77,26 @@ def cpu(pid):
     return (int(stat[11]) + int(stat[12])) / 100.0
 
 
+PEAKS = {"anon": 0.0, "file": 0.0}
+
+
+def sample_rss(pid):
+    """Sample RssAnon and RssFile (MiB) every 20 ms: the peak of each, apart."""
+    import threading
+
+    def run():
+        while True:
+            try:
+                fields = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status"))
+            except OSError:
+                return
+            for key, name in (("anon", "RssAnon"), ("file", "RssFile")):
+                PEAKS[key] = max(PEAKS[key], int(fields[name].split()[0]) / 1024.0)
+            time.sleep(0.02)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 def hwm(pid):
     for l in open(f"/proc/{pid}/status"):
         if l.startswith("VmHWM:"):
@@ -107,12 +128,13 @@ port = free_port()
 cache = f"/tmp/agentrun-cache-{tag}"
 subprocess.run(["rm", "-rf", cache])
 t0 = time.time()
-p = subprocess.Popen([binary, "agent", "--repo", env[f"{WHICH}_URL"], "--no-leader-election",
+p = subprocess.Popen(os.environ.get("WRAP", "").split() + [binary, "agent", "--repo", env[f"{WHICH}_URL"], "--no-leader-election",
                       "--interval", "600s", "--api-qps", os.environ.get("QPS", "500"), "--concurrency", os.environ.get("CONC", "8"), "--kubeconfig", env["KUBECONFIG"],
                       "--cache-dir", cache, "--listen", f"127.0.0.1:{port}",
                       "--webhook-secret-file", "/tmp/bench-secret"],
                      env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
                      stdout=subprocess.DEVNULL, stderr=open(f"/tmp/agentrun-{tag}.log", "w"))
+sample_rss(p.pid)
 while get(port, "/readyz")[0] != 200:
     time.sleep(0.05)
 ready = time.time() - t0
@@ -196,7 +218,7 @@ req1 = requests(port)
 reqs = {k: req1.get(k, 0) - req0.get(k, 0) for k in req1}
 print(f"{tag}: shared change: {took:.2f} s, CPU {c1-c0:.2f} s, hwm {hwm(p.pid):.0f} MiB, requests {reqs}, load {open('/proc/loadavg').read().split()[:3]}")
 time.sleep(3)
-print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB")
+print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB (peak anonymous {PEAKS['anon']:.0f}, peak file-backed {PEAKS['file']:.0f})")
 p.terminate()
 try:
     p.wait(timeout=20)

@@ -69,8 +69,16 @@ pub struct Found {
 }
 
 impl Desired {
-    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON).
-    pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>) {
+    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON). An id the
+    /// agent already holds elsewhere (`known`: e.g. the drift baseline's key, seeded from the
+    /// inventories before any render) is shared, not allocated again: the other maps keep
+    /// their keys on insert, so a fresh copy here would live beside the old one for good.
+    pub fn replace(
+        &mut self,
+        tenant: &str,
+        objects: Vec<Shaped>,
+        known: impl Fn(&ObjectId) -> Option<Id>,
+    ) {
         if let Some(old) = self.by_tenant.remove(tenant) {
             for id in old {
                 self.objects.remove(&id);
@@ -84,7 +92,7 @@ impl Desired {
                 .entry(key)
                 .or_insert_with(|| Arc::new(shape))
                 .clone();
-            let id: Id = Arc::new(id);
+            let id: Id = known(&id).unwrap_or_else(|| Arc::new(id));
             ids.push(id.clone());
             self.objects.insert(id, (tenant.clone(), shape));
         }
@@ -160,17 +168,17 @@ mod tests {
             vec![(id(t), s, key)]
         };
         let mut d = Desired::default();
-        d.replace("a", entry("a", "1"));
-        d.replace("b", entry("b", "2"));
+        d.replace("a", entry("a", "1"), |_| None);
+        d.replace("b", entry("b", "2"), |_| None);
         assert_eq!(d.shapes(), 1);
         assert!(Arc::ptr_eq(
             &d.get(&id("a")).unwrap().1,
             &d.get(&id("b")).unwrap().1
         ));
-        d.replace("a", Vec::new());
+        d.replace("a", Vec::new(), |_| None);
         assert!(d.get(&id("a")).is_none());
         assert_eq!(d.get(&id("b")).unwrap().0.as_ref(), "b");
-        d.replace("b", Vec::new());
+        d.replace("b", Vec::new(), |_| None);
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
     }
@@ -186,7 +194,7 @@ mod tests {
         let s = shape(&json!({"data": {"k": "v"}}));
         let key = s.to_string();
         let mut d = Desired::default();
-        d.replace("a", vec![(id.clone(), s, key)]);
+        d.replace("a", vec![(id.clone(), s.clone(), key.clone())], |_| None);
         let found = d.find(&id).unwrap();
         assert_eq!(found.tenant.as_ref(), "a");
         assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
@@ -198,5 +206,23 @@ mod tests {
             })
             .is_none()
         );
+    }
+
+    #[test]
+    fn an_id_the_agent_already_holds_is_reused_not_copied() {
+        let id = ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "a-prod".into(),
+            name: "app".into(),
+        };
+        let held: Id = Arc::new(id.clone());
+        let s = shape(&json!({"data": {"k": "v"}}));
+        let key = s.to_string();
+        let mut d = Desired::default();
+        d.replace("a", vec![(id.clone(), s, key)], |i| {
+            (*i == *held).then(|| held.clone())
+        });
+        assert!(Arc::ptr_eq(&d.intern(&id).unwrap(), &held));
     }
 }

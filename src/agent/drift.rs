@@ -227,10 +227,10 @@ fn observe(
     else {
         return observe_version(shared, id, value, version, live_event);
     };
-    let hash = plan::live_hash(&shape, value);
+    let hash = plan::live_digest(&shape, value);
     let recorded = shared.recorded_live(id);
-    shared.write_live().insert(interned.clone(), hash.clone());
-    shared.gate.observed(&tenant, &interned, &hash, value);
+    shared.write_live().insert(interned.clone(), hash);
+    shared.gate.observed(&tenant, &interned, Some(hash), value);
     if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
         drifted(shared, &tenant, id, "a field fief owns changed");
     }
@@ -250,18 +250,13 @@ fn observe_version(
     let (interned, tenant, hash) = super::verify::by_version(shared, id, version)?;
     match &hash {
         Some(h) => {
-            shared.write_live().insert(interned.clone(), h.clone());
+            shared.write_live().insert(interned.clone(), *h);
         }
         None => {
             shared.write_live().remove(id);
         }
     }
-    shared.gate.observed(
-        &tenant,
-        &interned,
-        hash.as_deref().unwrap_or_default(),
-        value,
-    );
+    shared.gate.observed(&tenant, &interned, hash, value);
     if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
         drifted(
             shared,

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::core::digest::Digest;
 use crate::core::health::{Health, Verdict, Waited, health, verdict};
 use crate::core::model::Repo;
 use crate::core::objects::ObjectId;
@@ -31,7 +32,7 @@ use crate::kube::sync::SyncResult;
 /// A tenant applied and not yet judged.
 struct Waiting {
     /// Object → (live hash recorded after apply, deadline).
-    objects: BTreeMap<ObjectId, (String, Instant)>,
+    objects: BTreeMap<ObjectId, (Digest, Instant)>,
     /// Held until the verdict is `Ready` or `Stalled`.
     permit: Option<OwnedSemaphorePermit>,
     /// Which sync this is (timers of older syncs are ignored).
@@ -48,7 +49,9 @@ const GRACE: Duration = Duration::from_secs(1);
 struct Tracker {
     /// Health of desired objects as the watches last saw them, with their live hash (keyed
     /// on the agent's interned ids: no copy of each id here).
-    live: HashMap<super::desired::Id, (String, Health)>,
+    /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
+    /// version that moved): one entry per managed object, so it is kept small.
+    live: HashMap<super::desired::Id, (u64, Health)>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -124,9 +127,16 @@ impl Gate {
     }
 
     /// A watch saw a desired object of `tenant` (its live hash against the desired object).
-    pub fn observed(&self, tenant: &str, id: &super::desired::Id, hash: &str, value: &Value) {
+    pub fn observed(
+        &self,
+        tenant: &str,
+        id: &super::desired::Id,
+        hash: Option<Digest>,
+        value: &Value,
+    ) {
         let mut t = lock(&self.tracker);
-        t.live.insert(id.clone(), (hash.to_string(), health(value)));
+        t.live
+            .insert(id.clone(), (hash.map_or(0, |h| h.short()), health(value)));
         if t.waiting
             .get(tenant)
             .is_some_and(|w| w.objects.contains_key(id.as_ref()))
@@ -179,11 +189,11 @@ impl Gate {
         // An object the sync left as it was keeps its deadline: a resync or drift repair of a
         // stalled tenant does not restart its wait.
         let previous = t.waiting.remove(tenant);
-        let kept = |id: &ObjectId, live: &str| {
+        let kept = |id: &ObjectId, live: Digest| {
             previous
                 .as_ref()
                 .and_then(|w| w.objects.get(id))
-                .filter(|(hash, _)| hash == live)
+                .filter(|(hash, _)| *hash == live)
                 .map(|(_, deadline)| *deadline)
         };
         let mut objects = BTreeMap::new();
@@ -196,14 +206,15 @@ impl Gate {
             let Some(entry) = inv.entries.get(&o.id) else {
                 continue;
             };
-            let deadline = match kept(&o.id, &entry.live) {
+            let live = Digest::from_hex(&entry.live);
+            let deadline = match kept(&o.id, live) {
                 Some(d) => d,
                 None => {
                     all_kept = false;
                     now + *limit
                 }
             };
-            objects.insert(o.id.clone(), (entry.live.clone(), deadline));
+            objects.insert(o.id.clone(), (live, deadline));
             deadlines.insert(deadline.max(now));
         }
         t.seq += 1;
@@ -283,7 +294,7 @@ impl Gate {
             .map(|(id, (hash, deadline))| Waited {
                 object: id.to_string(),
                 health: match t.live.get(id) {
-                    Some((h, health)) if h == hash => Some(health.clone()),
+                    Some((h, health)) if *h == hash.short() => Some(health.clone()),
                     _ => None,
                 },
                 overdue: now >= *deadline,

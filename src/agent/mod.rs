@@ -36,6 +36,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::core::digest::Digest;
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::objects::ObjectId;
 use crate::kube::counter::RequestCounter;
@@ -164,7 +165,7 @@ pub struct Shared {
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<desired::Desired>,
     /// Live hashes from the watches (keyed on the desired objects' interned ids).
-    live: RwLock<HashMap<desired::Id, String>>,
+    live: RwLock<HashMap<desired::Id, Digest>>,
     /// The drift baseline: per object, what fief last applied (see [`verify::Recorded`]).
     recorded: RwLock<HashMap<desired::Id, verify::Recorded>>,
     /// One watch per kind: its state.
@@ -230,15 +231,15 @@ impl Shared {
             .map(|r| r.tenant.clone())
     }
 
-    fn recorded_live(&self, id: &ObjectId) -> Option<String> {
-        read(&self.recorded).get(id).map(|r| r.live.clone())
+    fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
+        read(&self.recorded).get(id).map(|r| r.live)
     }
 
     fn is_in_flight(&self, tenant: &str) -> bool {
         lock(&self.in_flight).contains(tenant)
     }
 
-    fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<desired::Id, String>> {
+    fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<desired::Id, Digest>> {
         write(&self.live)
     }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::{LoopState, Shared, lock, read, write};
+use crate::core::digest::Digest;
 use crate::kube::sync::{ClusterState, SyncResult, TenantReport};
 
 /// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
@@ -60,15 +61,16 @@ pub(super) fn record(
                 let id = desired
                     .intern(id)
                     .unwrap_or_else(|| std::sync::Arc::new(id.clone()));
+                let digest = Digest::from_hex(&entry.live);
                 recorded.insert(
                     id.clone(),
                     super::verify::Recorded {
                         tenant: tenant.clone(),
-                        live: entry.live.clone(),
+                        live: digest,
                         version: None,
                     },
                 );
-                live.insert(id, entry.live.clone());
+                live.insert(id, digest);
             }
         }
     }

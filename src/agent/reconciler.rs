@@ -87,13 +87,17 @@ async fn compute(groups: Vec<(Arc<Revision>, Vec<String>)>) -> Rendered {
 fn record_rendered(shared: &Shared, rendered: Rendered) -> Vec<TenantRender> {
     let mut out = Vec::new();
     let mut desired = write(&shared.desired);
+    let recorded = read(&shared.recorded);
+    let known =
+        |id: &crate::core::objects::ObjectId| recorded.get_key_value(id).map(|(k, _)| k.clone());
     for (renders, shapes) in rendered {
         shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
         for (tenant, objects) in shapes {
-            desired.replace(&tenant, objects);
+            desired.replace(&tenant, objects, known);
         }
         out.extend(renders);
     }
+    drop(recorded);
     desired.drop_unused_shapes();
     tracing::debug!(shapes = desired.shapes(), "desired shapes held");
     out
@@ -420,7 +424,7 @@ async fn cluster_state(
         for r in renders {
             for o in &r.objects {
                 if let Some(h) = live.get(&o.id) {
-                    mine.insert(o.id.clone(), h.clone());
+                    mine.insert(o.id.clone(), h.to_hex());
                 }
             }
         }

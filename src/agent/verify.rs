@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use super::desired::Id;
 use super::{LoopState, Shared, lock, read, write};
+use crate::core::digest::{Digest, Version};
 use crate::core::inventory::{AppliedVersion, Inventory, InventoryError};
 
 /// Kinds (apiVersion, kind) with the tenants using each.
@@ -35,10 +36,10 @@ pub struct Recorded {
     /// The tenant it belongs to.
     pub tenant: Arc<str>,
     /// The live hash recorded after it was applied.
-    pub live: String,
+    pub live: Digest,
     /// The version it was applied at, while its tenant has not been rendered since it was
     /// verified (the watches then judge it by this, having no desired shape for it).
-    pub version: Option<Box<AppliedVersion>>,
+    pub version: Option<Box<Version>>,
 }
 
 /// The candidates of one batch, found while its inventories are read (see the module docs).
@@ -107,8 +108,8 @@ impl Seeder {
                 id.clone(),
                 Recorded {
                     tenant: name.clone(),
-                    live: e.live.clone(),
-                    version: Some(Box::new(e.applied_version())),
+                    live: Digest::from_hex(&e.live),
+                    version: Some(Box::new(Version::from(&e.applied_version()))),
                 },
             );
             ids.push(id);
@@ -197,10 +198,10 @@ pub(super) fn by_version(
     shared: &Shared,
     id: &crate::core::objects::ObjectId,
     version: &AppliedVersion,
-) -> Option<(Id, Arc<str>, Option<String>)> {
+) -> Option<(Id, Arc<str>, Option<Digest>)> {
     let recorded = read(&shared.recorded);
     let (interned, r) = recorded.get_key_value(id)?;
     let applied = r.version.as_ref()?;
-    let live = applied.still(version).then(|| r.live.clone());
+    let live = applied.still(&Version::from(version)).then_some(r.live);
     Some((interned.clone(), r.tenant.clone(), live))
 }

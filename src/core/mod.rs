@@ -3,6 +3,7 @@
 pub mod bump;
 pub mod compare;
 pub mod diagnostic;
+pub mod digest;
 pub mod health;
 pub mod inputs;
 pub mod inventory;

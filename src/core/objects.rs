@@ -147,14 +147,7 @@ pub fn tenant_applyset_id(tenant: &str, agent_namespace: &str) -> String {
 
 /// Lower-case hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    out
+    crate::core::digest::Digest::of(bytes).to_hex()
 }
 
 /// Set fief's labels on an object, creating `metadata.labels` when needed.

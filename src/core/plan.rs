@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use crate::core::digest::Digest;
 use crate::core::inventory::{Entry, Inventory};
 use crate::core::model::TenantState;
 use crate::core::model::{BASELINE, PruneGuard};
@@ -137,12 +138,17 @@ pub fn projection(desired: &Value, live: &Value) -> Value {
 /// Hash of [`projection`], leaving out `apiVersion` and `kind` (list responses omit them
 /// from their items; the identity already pins them).
 pub fn live_hash(desired: &Value, live: &Value) -> String {
+    live_digest(desired, live).to_hex()
+}
+
+/// [`live_hash`] as bytes (what the agent keeps per object).
+pub fn live_digest(desired: &Value, live: &Value) -> Digest {
     let mut projected = projection(desired, live);
     if let Some(map) = projected.as_object_mut() {
         map.remove("apiVersion");
         map.remove("kind");
     }
-    content_hash(&projected)
+    Digest::of(&serde_json::to_vec(&projected).unwrap_or_default())
 }
 
 /// Fingerprint of field manager `manager`'s `Apply` entries in an object's

@@ -18,6 +18,7 @@ pub mod rollout_store;
 pub mod sync;
 pub mod tenant_events;
 pub mod tenant_flags;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -235,7 +236,7 @@ pub async fn connect(
     let server = config.cluster_url.to_string();
     let _ = SERVER_URL.set(server.trim_end_matches('/').to_string());
     let counter = counter::RequestCounter::default();
-    let client = kube::client::ClientBuilder::try_from(config)
+    let client = transport::client_builder(config)
         .map_err(|source| ClusterError::request("build the client", source))?
         .with_layer(&counter)
         .with_layer(&tower::limit::RateLimitLayer::new(
