@@ -442,6 +442,83 @@ fn every_healthy_replica_is_ready_the_leader_labels_its_pod_and_sigterm_hands_ov
     });
 }
 
+/// Three replicas started together on a Lease that was just released (the moment a planned
+/// restart or an install creates): exactly one leads, and the term is not cut short by a
+/// stale write of another replica (every Lease write carries the resourceVersion it read).
+#[test]
+fn replicas_racing_for_a_released_lease_elect_exactly_one_leader_that_keeps_it() {
+    let lease_ns = common::unique("fief-race");
+    let t = common::unique("race");
+    let server = GitServer::new(&small_repo(&lease_ns, &[(&t, "hi")]));
+    let cp = common::control_plane();
+    let _ = cp
+        .kubectl_admin()
+        .args(["create", "namespace", &lease_ns])
+        .output();
+    let released = format!(
+        "{{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{{\"name\":\"fief-agent\",\"namespace\":\"{lease_ns}\"}},\"spec\":{{\"leaseTransitions\":3}}}}"
+    );
+    let mut create = cp
+        .kubectl_admin()
+        .args(["create", "-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    create
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(released.as_bytes())
+        .unwrap();
+    assert!(create.wait().unwrap().success(), "the released Lease");
+    let names: Vec<String> = (0..3).map(|_| common::unique("racer")).collect();
+    let mut agents: Vec<Agent> = names
+        .iter()
+        .map(|name| {
+            Agent::spawn(
+                &server.url(),
+                &["--lease-namespace", &lease_ns, "--interval", "1s"],
+                &[("POD_NAME", name.clone())],
+            )
+        })
+        .collect();
+    wait_until("the leader applied", Duration::from_secs(60), || {
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref() == Some("hi")
+    });
+    // Past two renewals: a term cut short would show as a replica that exited.
+    std::thread::sleep(Duration::from_secs(12));
+    let holder = |lease: &Value| lease["spec"]["holderIdentity"].as_str().map(str::to_string);
+    let lease = kubectl_json(&["get", "lease", "-n", &lease_ns, "fief-agent"]).unwrap();
+    let leader = holder(&lease).expect("a holder");
+    let logs: Vec<String> = agents.iter().map(Agent::log).collect();
+    for (agent, name) in agents.iter_mut().zip(&names) {
+        assert!(agent.running(), "{name} exited:\n{}", agent.log());
+    }
+    let leading: Vec<&String> = names
+        .iter()
+        .zip(&logs)
+        .filter(|(_, log)| log.contains("\"leading\"") || log.contains(" leading"))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        leading,
+        vec![&leader],
+        "exactly the holder led:\n{}",
+        logs.join("\n")
+    );
+    assert!(
+        logs.iter()
+            .all(|l| !l.contains("Lease is lost") && !l.contains("stepping down")),
+        "no term was cut short:\n{}",
+        logs.join("\n")
+    );
+    assert_eq!(lease["spec"]["leaseTransitions"], 4, "one transition");
+    for agent in &mut agents {
+        agent.terminate(Duration::from_secs(10));
+    }
+}
+
 /// The agent's work counters: (tenant files parsed, input hashes computed, tenants rendered).
 fn work(agent: &Agent) -> [f64; 3] {
     [
