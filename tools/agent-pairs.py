@@ -90,6 +90,8 @@ def sample_rss(pid):
                 fields = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status"))
             except OSError:
                 return
+            if "RssAnon" not in fields:  # a zombie: the agent has exited
+                return
             for key, name in (("anon", "RssAnon"), ("file", "RssFile")):
                 PEAKS[key] = max(PEAKS[key], int(fields[name].split()[0]) / 1024.0)
             time.sleep(0.02)

@@ -6,11 +6,11 @@
 //! computed from the object. Shapes are interned: the objects of one template have the same
 //! shape in every tenant, so 26,000 objects hold a few dozen shapes, not 26,000 copies of the
 //! desired JSON. Replacing a tenant's objects costs that tenant's objects, not the fleet's.
-//! Object ids are interned too: each desired object's id is allocated once, here, and the
-//! agent's other per-object maps (live hashes, recorded hashes, the watches' known sets) key
-//! on the same [`Id`] instead of holding copies of its four strings.
+//! Object ids are interned too: every per-object map of the agent (desired shapes, live
+//! hashes, the drift baseline, health, the watches' known sets) keys on the one [`Id`] the
+//! agent's [`Interner`] hands out for an object, whichever of them met the object first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -50,6 +50,58 @@ pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
         .collect()
 }
 
+/// One allocation per object id for the whole agent. A map keeps its old key when a key
+/// equal to it is inserted, so two maps that each allocated their own copy of an id (a watch
+/// that listed the object before its tenant was rendered or verified, say) would hold both
+/// for good; ids taken from here are the same allocation everywhere.
+#[derive(Default)]
+pub struct Interner {
+    ids: HashSet<Id>,
+    /// Ids held after the last sweep.
+    kept: usize,
+}
+
+impl Interner {
+    /// The agent's id for `id`, allocated on first use.
+    pub fn intern(&mut self, id: &ObjectId) -> Id {
+        match self.ids.get(id) {
+            Some(held) => held.clone(),
+            None => self.insert(Arc::new(id.clone())),
+        }
+    }
+
+    /// [`Self::intern`], taking the id.
+    pub fn intern_owned(&mut self, id: ObjectId) -> Id {
+        match self.ids.get(&id) {
+            Some(held) => held.clone(),
+            None => self.insert(Arc::new(id)),
+        }
+    }
+
+    fn insert(&mut self, id: Id) -> Id {
+        self.ids.insert(id.clone());
+        id
+    }
+
+    /// Forget ids nothing else holds any more (objects deleted or no longer desired), once
+    /// the set has doubled since the last sweep: a sweep is a pass over every id, so this
+    /// keeps its cost per new id constant.
+    pub fn sweep(&mut self) {
+        if self.ids.len() <= 2 * self.kept + 1024 {
+            return;
+        }
+        self.ids.retain(|id| Arc::strong_count(id) > 1);
+        self.ids.shrink_to_fit();
+        self.kept = self.ids.len();
+    }
+
+    /// Ids held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
 /// Desired objects by id: tenant and interned shape.
 #[derive(Default)]
 pub struct Desired {
@@ -69,35 +121,28 @@ pub struct Found {
 }
 
 impl Desired {
-    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON). An id the
-    /// agent already holds elsewhere (`known`: e.g. the drift baseline's key, seeded from the
-    /// inventories before any render) is shared, not allocated again: the other maps keep
-    /// their keys on insert, so a fresh copy here would live beside the old one for good.
-    pub fn replace(
-        &mut self,
-        tenant: &str,
-        objects: Vec<Shaped>,
-        known: impl Fn(&ObjectId) -> Option<Id>,
-    ) {
+    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON); each id is
+    /// taken from `ids`, so it is the allocation the agent's other maps hold.
+    pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>, ids: &mut Interner) {
         if let Some(old) = self.by_tenant.remove(tenant) {
             for id in old {
                 self.objects.remove(&id);
             }
         }
         let tenant: Arc<str> = tenant.into();
-        let mut ids = Vec::with_capacity(objects.len());
+        let mut held = Vec::with_capacity(objects.len());
         for (id, shape, key) in objects {
             let shape = self
                 .shapes
                 .entry(key)
                 .or_insert_with(|| Arc::new(shape))
                 .clone();
-            let id: Id = known(&id).unwrap_or_else(|| Arc::new(id));
-            ids.push(id.clone());
+            let id = ids.intern_owned(id);
+            held.push(id.clone());
             self.objects.insert(id, (tenant.clone(), shape));
         }
-        if !ids.is_empty() {
-            self.by_tenant.insert(tenant, ids);
+        if !held.is_empty() {
+            self.by_tenant.insert(tenant, held);
         }
     }
 
@@ -123,7 +168,8 @@ impl Desired {
     }
 
     /// The interned id of a desired object.
-    pub fn intern(&self, id: &ObjectId) -> Option<Id> {
+    #[cfg(test)]
+    fn intern(&self, id: &ObjectId) -> Option<Id> {
         self.objects.get_key_value(id).map(|(id, _)| id.clone())
     }
 
@@ -168,17 +214,18 @@ mod tests {
             vec![(id(t), s, key)]
         };
         let mut d = Desired::default();
-        d.replace("a", entry("a", "1"), |_| None);
-        d.replace("b", entry("b", "2"), |_| None);
+        let mut ids = Interner::default();
+        d.replace("a", entry("a", "1"), &mut ids);
+        d.replace("b", entry("b", "2"), &mut ids);
         assert_eq!(d.shapes(), 1);
         assert!(Arc::ptr_eq(
             &d.get(&id("a")).unwrap().1,
             &d.get(&id("b")).unwrap().1
         ));
-        d.replace("a", Vec::new(), |_| None);
+        d.replace("a", Vec::new(), &mut ids);
         assert!(d.get(&id("a")).is_none());
         assert_eq!(d.get(&id("b")).unwrap().0.as_ref(), "b");
-        d.replace("b", Vec::new(), |_| None);
+        d.replace("b", Vec::new(), &mut ids);
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
     }
@@ -194,7 +241,8 @@ mod tests {
         let s = shape(&json!({"data": {"k": "v"}}));
         let key = s.to_string();
         let mut d = Desired::default();
-        d.replace("a", vec![(id.clone(), s.clone(), key.clone())], |_| None);
+        let mut ids = Interner::default();
+        d.replace("a", vec![(id.clone(), s.clone(), key.clone())], &mut ids);
         let found = d.find(&id).unwrap();
         assert_eq!(found.tenant.as_ref(), "a");
         assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
@@ -216,13 +264,42 @@ mod tests {
             namespace: "a-prod".into(),
             name: "app".into(),
         };
-        let held: Id = Arc::new(id.clone());
+        let mut ids = Interner::default();
+        // A watch listed the object before its tenant was rendered.
+        let held = ids.intern(&id);
         let s = shape(&json!({"data": {"k": "v"}}));
         let key = s.to_string();
         let mut d = Desired::default();
-        d.replace("a", vec![(id.clone(), s, key)], |i| {
-            (*i == *held).then(|| held.clone())
-        });
+        d.replace("a", vec![(id.clone(), s, key)], &mut ids);
         assert!(Arc::ptr_eq(&d.intern(&id).unwrap(), &held));
+        assert!(Arc::ptr_eq(&ids.intern_owned(id), &held));
+        assert_eq!(ids.len(), 1);
+    }
+
+    #[test]
+    fn a_sweep_forgets_ids_nothing_holds_once_the_set_has_doubled() {
+        let id = |n: usize| ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "ns".into(),
+            name: format!("o{n}"),
+        };
+        let mut ids = Interner::default();
+        let kept: Vec<Id> = (0..10).map(|n| ids.intern(&id(n))).collect();
+        for n in 10..500 {
+            ids.intern(&id(n));
+        }
+        ids.sweep();
+        assert_eq!(ids.len(), 500, "not doubled past the floor yet: no pass");
+        for n in 500..2000 {
+            ids.intern(&id(n));
+        }
+        ids.sweep();
+        assert_eq!(
+            ids.len(),
+            kept.len(),
+            "only the ids still held elsewhere stay"
+        );
+        assert!(Arc::ptr_eq(&ids.intern(&id(3)), &kept[3]));
     }
 }

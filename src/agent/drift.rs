@@ -129,7 +129,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     let (value, version) = obj.into_parts();
                     let id = live_id(&resource, &value);
                     let id = observe(&shared, &id, &value, &version, synced_once)
-                        .unwrap_or_else(|| Arc::new(id));
+                        .unwrap_or_else(|| shared.intern(&id));
                     seen.insert(id);
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -151,7 +151,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     let (value, version) = obj.into_parts();
                     let id = live_id(&resource, &value);
                     let id = observe(&shared, &id, &value, &version, true)
-                        .unwrap_or_else(|| Arc::new(id));
+                        .unwrap_or_else(|| shared.intern(&id));
                     known.insert(id);
                 }
                 Ok(watcher::Event::Delete(obj)) => {

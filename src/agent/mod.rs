@@ -164,6 +164,9 @@ pub struct Shared {
     queue: Mutex<Queue>,
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<desired::Desired>,
+    /// Every object id the agent holds, allocated once (a leaf lock: nothing is locked
+    /// while it is held).
+    ids: Mutex<desired::Interner>,
     /// Live hashes from the watches (keyed on the desired objects' interned ids).
     live: RwLock<HashMap<desired::Id, Digest>>,
     /// The drift baseline: per object, what fief last applied (see [`verify::Recorded`]).
@@ -213,6 +216,11 @@ impl Shared {
 
     fn queue_len(&self) -> usize {
         lock(&self.queue).len()
+    }
+
+    /// The agent's one allocation of `id` (see [`desired::Interner`]).
+    fn intern(&self, id: &ObjectId) -> desired::Id {
+        lock(&self.ids).intern(id)
     }
 
     fn find_desired(&self, id: &ObjectId) -> Option<desired::Found> {
@@ -386,6 +394,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         wake: Notify::new(),
         queue: Mutex::new(Queue::default()),
         desired: RwLock::new(desired::Desired::default()),
+        ids: Mutex::new(desired::Interner::default()),
         live: RwLock::new(HashMap::new()),
         recorded: RwLock::new(HashMap::new()),
         watches: Mutex::new(HashMap::new()),
@@ -493,6 +502,7 @@ async fn main_loop(
             let due = lock(&shared.queue).take_due(Instant::now());
             if !due.is_empty() || state.check_orphans {
                 reconciler::batch(shared, resources, options, &mut state, due, stop).await;
+                lock(&shared.ids).sweep();
             }
         }
         let rolling = rollout::advance(shared, &mut state);

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::{LoopState, Shared, lock, read, write};
+use super::{LoopState, Shared, lock, write};
 use crate::core::digest::Digest;
 use crate::kube::sync::{ClusterState, SyncResult, TenantReport};
 
@@ -42,7 +42,6 @@ pub(super) fn record(
     state.inventories = Some(inventories);
     // What was applied is the new baseline for drift detection.
     {
-        let desired = read(&shared.desired);
         let mut recorded = write(&shared.recorded);
         let mut live = write(&shared.live);
         for id in &before {
@@ -56,11 +55,7 @@ pub(super) fn record(
         for (tenant, inv) in &result.inventories {
             let tenant: std::sync::Arc<str> = tenant.as_str().into();
             for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
-                // The desired object's interned id (an entry kept for a failed prune is not
-                // desired: its own copy).
-                let id = desired
-                    .intern(id)
-                    .unwrap_or_else(|| std::sync::Arc::new(id.clone()));
+                let id = shared.intern(id);
                 let digest = Digest::from_hex(&entry.live);
                 recorded.insert(
                     id.clone(),

@@ -87,17 +87,15 @@ async fn compute(groups: Vec<(Arc<Revision>, Vec<String>)>) -> Rendered {
 fn record_rendered(shared: &Shared, rendered: Rendered) -> Vec<TenantRender> {
     let mut out = Vec::new();
     let mut desired = write(&shared.desired);
-    let recorded = read(&shared.recorded);
-    let known =
-        |id: &crate::core::objects::ObjectId| recorded.get_key_value(id).map(|(k, _)| k.clone());
+    let mut ids = lock(&shared.ids);
     for (renders, shapes) in rendered {
         shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
         for (tenant, objects) in shapes {
-            desired.replace(&tenant, objects, known);
+            desired.replace(&tenant, objects, &mut ids);
         }
         out.extend(renders);
     }
-    drop(recorded);
+    drop(ids);
     desired.drop_unused_shapes();
     tracing::debug!(shapes = desired.shapes(), "desired shapes held");
     out

@@ -92,7 +92,6 @@ impl Seeder {
         if !inv.stands_for(hash) {
             return false;
         }
-        let desired = read(&shared.desired);
         let mut recorded = write(&shared.recorded);
         let name: Arc<str> = tenant.into();
         let mut ids = Vec::with_capacity(inv.entries.len());
@@ -101,9 +100,7 @@ impl Seeder {
                 .entry((e.api_version.clone(), e.id.kind.clone()))
                 .or_default()
                 .insert(tenant.to_string());
-            let id: Id = desired
-                .intern(&e.id)
-                .unwrap_or_else(|| Arc::new(e.id.clone()));
+            let id: Id = shared.intern(&e.id);
             recorded.insert(
                 id.clone(),
                 Recorded {
