@@ -265,10 +265,46 @@ impl Metrics {
             let seen = counter.get();
             counter.inc_by(n.saturating_sub(seen));
         }
-        let mut out = String::new();
+        // Sized first, then written once: at 1,000 tenants the text is over 1 MB (a
+        // histogram per tenant), and a String grown by doubling would hold its old and new
+        // buffers at once on every scrape.
+        let mut size = Count(0);
+        let _ = prometheus_client::encoding::text::encode(&mut size, &self.registry);
+        let mut out = String::with_capacity(size.0);
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
         out
+    }
+}
+
+/// A writer that only counts the bytes written to it.
+struct Count(usize);
+
+impl std::fmt::Write for Count {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_is_written_once_into_a_buffer_of_its_size() {
+        let metrics = Metrics::default();
+        for n in 0..200 {
+            let tenant = format!("tenant-{n:04}");
+            metrics.observe_tenant(&tenant, 0.02 * f64::from(n));
+            metrics.tenant_ready(&tenant, n % 3 != 0);
+        }
+        let text = metrics.encode(RequestStats::default());
+        assert!(text.len() > 200 * 1000, "a histogram per tenant");
+        assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
+        assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
+        assert!(text.ends_with("# EOF\n"));
+        assert_eq!(text.capacity(), text.len(), "sized before it was written");
     }
 }
