@@ -248,6 +248,19 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
         !agent.running()
     });
     assert!(agent.log().contains("Lease"), "{}", agent.log());
+    // Stepping down does not release a Lease this replica no longer holds.
+    let lease = common::control_plane()
+        .kubectl_admin()
+        .args(["get", "lease", "-n", &agent_ns, "fief-agent", "-o", "json"])
+        .output()
+        .unwrap();
+    let lease: serde_json::Value = serde_json::from_slice(&lease.stdout).unwrap();
+    assert_eq!(
+        lease["spec"]["holderIdentity"],
+        "someone-else",
+        "the other replica's Lease was cleared:\n{}",
+        agent.log()
+    );
     let done = inventories();
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(inventories(), done, "nothing synced after stopping");
