@@ -389,7 +389,17 @@ async fn renew(mut elector: Elector, lost: CancellationToken) -> Elector {
                     lost.cancel();
                     return elector;
                 }
-                Ok(Attempt::Conflict) => continue,
+                // Someone wrote the Lease between the read and the write: read again, but
+                // a renewal that keeps losing counts toward the deadline like an error.
+                Ok(Attempt::Conflict) if renewed.elapsed() < RENEW_DEADLINE => continue,
+                Ok(Attempt::Conflict) => {
+                    tracing::warn!(
+                        identity = elector.me,
+                        "the Lease kept changing under every renewal; stepping down"
+                    );
+                    lost.cancel();
+                    return elector;
+                }
                 Err(e) => {
                     if renewed.elapsed() >= RENEW_DEADLINE {
                         tracing::warn!(identity = elector.me, error = %e, "the Lease could not be renewed in time; stepping down");
