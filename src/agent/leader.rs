@@ -85,11 +85,7 @@ fn decide(holder: Option<&str>, me: &str, term: Duration, seen_for: Duration) ->
 
 /// The holder a Lease names (an empty name is none).
 fn holder_of(lease: &Lease) -> Option<&str> {
-    lease
-        .spec
-        .as_ref()
-        .and_then(|s| s.holder_identity.as_deref())
-        .filter(|h| !h.is_empty())
+    lease.spec.as_ref().and_then(holder_of_spec)
 }
 
 /// The outcome of one attempt to take or renew the Lease.
@@ -226,6 +222,7 @@ impl Elector {
     }
 }
 
+/// The holder a Lease spec names (an empty name is none).
 fn holder_of_spec(spec: &LeaseSpec) -> Option<&str> {
     spec.holder_identity.as_deref().filter(|h| !h.is_empty())
 }
