@@ -612,3 +612,102 @@ fn cache_folder_holding_another_repository_is_replaced() {
             .is_some()
     );
 }
+
+/// A commit read as a difference from the last one (the agent's cached read) equals the same
+/// commit read whole, through adds, edits, removals, a folder turning into a file and back,
+/// hidden files, nested folders, a whole top-level folder removed, and a symlink appearing
+/// (from then on the repo is read whole) and going again. Each read also reports exactly the
+/// paths that changed.
+#[test]
+fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
+    let work = work_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(work.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let mut blobs = fief::source::git::BlobCache::default();
+    let mut last = source
+        .snapshot_cached(&source.fetch().unwrap(), Some(&mut blobs))
+        .unwrap();
+    let root = work.path();
+    let rm = |path: &str| {
+        let p = root.join(path);
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else {
+            std::fs::remove_file(p).unwrap();
+        }
+    };
+    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let steps: Vec<Step> = vec![
+        (
+            "add a tenant",
+            Box::new(|| write(root, "tenants/beta.yaml", "metadata:\n  name: beta\n")),
+        ),
+        (
+            "edit a tenant",
+            Box::new(|| write(root, "tenants/acme.yaml", "metadata:\n  name: acme\n")),
+        ),
+        (
+            "nested component files",
+            Box::new(|| {
+                write(root, "components/web/templates/sub/deep.yaml", "kind: A\n");
+                write(root, "components/web/.hidden", "not read\n");
+                write(root, "components/db/varz.yaml", "size: 1\n");
+            }),
+        ),
+        (
+            "a folder becomes a file",
+            Box::new(|| {
+                rm("components/web/templates/sub");
+                write(root, "components/web/templates/sub", "now a file\n");
+            }),
+        ),
+        (
+            "the file becomes a folder again",
+            Box::new(|| {
+                rm("components/web/templates/sub");
+                write(root, "components/web/templates/sub/x.yaml", "kind: B\n");
+            }),
+        ),
+        ("a top-level folder goes", Box::new(|| rm("environments"))),
+        (
+            "a symlink appears",
+            Box::new(|| symlink(root, "tenants/link.yaml", "beta.yaml")),
+        ),
+        (
+            "its target changes",
+            Box::new(|| write(root, "tenants/beta.yaml", "metadata:\n  name: b2\n")),
+        ),
+        ("the symlink goes", Box::new(|| rm("tenants/link.yaml"))),
+        (
+            "a tenant goes and fief.yaml changes",
+            Box::new(|| {
+                rm("tenants/beta.yaml");
+                write(root, "fief.yaml", "agentNamespace: other\n");
+            }),
+        ),
+    ];
+    for (what, step) in steps {
+        step();
+        let head = commit_all(root, what);
+        assert_eq!(source.fetch().unwrap(), head);
+        let cached = source.snapshot_cached(&head, Some(&mut blobs)).unwrap();
+        let whole = source.snapshot(&head).unwrap();
+        assert_eq!(entries(&cached), entries(&whole), "{what}");
+        let expected: std::collections::BTreeSet<String> = {
+            let (a, b) = (entries(&last), entries(&whole));
+            a.keys()
+                .chain(b.keys())
+                .filter(|k| a.get(*k) != b.get(*k))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(cached.changed_since(&last), expected, "{what}");
+        last = cached;
+    }
+}

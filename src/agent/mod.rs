@@ -23,6 +23,7 @@ mod reconciler;
 mod requests;
 mod rollout;
 mod source_loop;
+pub use source_loop::{ReadCache, Revision, read_commit};
 mod verify;
 pub mod webhook;
 
@@ -44,7 +45,6 @@ use crate::kube::{ClusterError, Resources};
 use crate::source::git::GitAuth;
 use metrics::Metrics;
 use queue::Queue;
-use source_loop::Revision;
 
 /// How the agent runs.
 #[derive(Debug, Clone)]

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::core::inputs::Hashes;
 use crate::core::model::Repo;
 use crate::core::snapshot::Snapshot;
 use crate::source::git::GitSource;
@@ -62,11 +63,7 @@ pub fn moved(git: &GitSource, resolved: &Resolved) -> bool {
 
 /// Tenant input hashes with each pinned component's tree id (or why it cannot be read)
 /// mixed into the hash of the tenants that pin it: moving a tag re-syncs exactly them.
-pub fn hashes(
-    repo: &Repo,
-    mut hashes: BTreeMap<String, String>,
-    resolved: &Resolved,
-) -> BTreeMap<String, String> {
+pub fn hashes(repo: &Repo, mut hashes: Hashes, resolved: &Resolved) -> Hashes {
     if resolved.is_empty() {
         return hashes;
     }
@@ -94,9 +91,9 @@ pub fn hashes(
 pub fn apply(
     git: &GitSource,
     head: Arc<Repo>,
-    hashes: BTreeMap<String, String>,
+    hashes: Hashes,
     age_keys: Option<&Arc<crate::core::secrets::Keys>>,
-) -> (Arc<Repo>, BTreeMap<String, String>, Resolved) {
+) -> (Arc<Repo>, Hashes, Resolved) {
     if crate::core::pins::pins(&head).is_empty() {
         return (head, hashes, Resolved::new());
     }

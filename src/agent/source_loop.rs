@@ -9,7 +9,6 @@
 //! read: unchanged blobs, parsed files and input hashes are reused, so a commit costs what it
 //! changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{AgentOptions, LoopState, Shared, jitter, lock};
-use crate::core::model::Repo;
+use crate::core::inputs::{HashStats, InputIndex};
+use crate::core::model::{LoadStats, Repo};
 use crate::source::git::{GitError, GitSource};
 
 /// A commit read from git.
@@ -27,15 +27,15 @@ pub struct Revision {
     /// The parsed repo.
     pub repo: Arc<Repo>,
     /// Input hash of each tenant.
-    pub hashes: BTreeMap<String, String>,
+    pub hashes: crate::core::inputs::Hashes,
     /// What each pinned (component, ref) resolved to.
     pub pins: super::pins::Resolved,
 }
 
-/// What the last read left for the next: the blobs, the parsed repo and the input index, so
+/// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
 /// a new commit costs what changed (hole 12), not the size of the fleet.
 #[derive(Default)]
-struct ReadCache {
+pub struct ReadCache {
     blobs: crate::source::git::BlobCache,
     last: Option<(Arc<Repo>, crate::core::inputs::InputIndex)>,
 }
@@ -184,10 +184,8 @@ pub(super) async fn run(
     }
 }
 
-/// Read a commit on a blocking thread: the snapshot (unchanged blobs from the cache), the repo
-/// (unchanged files not parsed again) and the input hashes (only the tenants whose inputs
-/// changed hashed again). Counts what was parsed and hashed. A read that fails leaves an empty
-/// cache, so the next read is a full one.
+/// Read a commit on a blocking thread ([`read_commit`]), counting what was parsed and hashed.
+/// A read that panics leaves an empty cache, so the next read is a full one.
 async fn read_revision(
     git: &Arc<Mutex<GitSource>>,
     commit: &str,
@@ -196,40 +194,12 @@ async fn read_revision(
 ) -> Result<Revision, String> {
     let g = git.clone();
     let c = commit.to_string();
-    let age_keys = shared.age_keys.clone();
     let cache_in = cache.clone();
     let sh = shared.clone();
     let read = tokio::task::spawn_blocking(move || {
         let mut guard = cache_in.lock().unwrap_or_else(|e| e.into_inner());
-        let mut cached = std::mem::take(&mut *guard);
-        let snapshot = g
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .snapshot_cached(&c, Some(&mut cached.blobs))
-            .map_err(|e| e.to_string())?;
-        let snapshot = Arc::new(snapshot);
-        let (mut repo, index, loaded, hashed) = match cached.last.take() {
-            Some((prev, index)) => {
-                let changed = snapshot.changed_since(&prev.snapshot);
-                let (repo, loaded) = Repo::load_reusing(snapshot, &prev, &changed);
-                let (index, hashed) =
-                    crate::core::inputs::InputIndex::update(&repo, Some((&index, &changed)));
-                (repo, index, loaded, hashed)
-            }
-            None => {
-                let repo = Repo::load(snapshot);
-                let loaded = crate::core::model::LoadStats {
-                    tenants_parsed: repo.tenants.len(),
-                    components_parsed: repo.components.len(),
-                };
-                let (index, hashed) = crate::core::inputs::InputIndex::update(&repo, None);
-                (repo, index, loaded, hashed)
-            }
-        };
-        if let Some(keys) = &age_keys {
-            repo.secrets
-                .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
-        }
+        let git = g.lock().unwrap_or_else(|e| e.into_inner());
+        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.age_keys.as_ref())?;
         sh.metrics
             .tenants_loaded
             .inc_by(loaded.tenants_parsed as u64);
@@ -242,21 +212,7 @@ async fn read_revision(
             tenants_hashed = hashed.tenants_hashed,
             "commit read"
         );
-        let hashes = index.hashes();
-        let repo = Arc::new(repo);
-        cached.last = Some((repo.clone(), index));
-        *guard = cached;
-        // Pinned components: the head repo (cached for the next read) with their folders read
-        // at their refs, loaded in full (only when some tenant pins a ref).
-        let git = g.lock().unwrap_or_else(|e| e.into_inner());
-        let (repo, hashes, pins) = super::pins::apply(&git, repo, hashes, age_keys.as_ref());
-        drop(git);
-        Ok(Revision {
-            commit: c,
-            repo,
-            hashes,
-            pins,
-        })
+        Ok(rev)
     })
     .await;
     match read {
@@ -267,6 +223,60 @@ async fn read_revision(
             Err(format!("snapshot task failed: {e}"))
         }
     }
+}
+
+/// Read `commit` (already fetched) into a [`Revision`]: the snapshot (read as a difference from
+/// the last commit's, sharing its unchanged files), the repo (only changed files parsed again)
+/// and the input hashes (only the tenants whose inputs changed hashed again); returns what was
+/// parsed and hashed. Each part is a persistent map made from the last read's, so a commit
+/// that changes one tenant costs that tenant at any fleet size. Blocking. A read that fails
+/// leaves an empty cache, so the next read is a full one.
+pub fn read_commit(
+    git: &GitSource,
+    commit: &str,
+    cache: &mut ReadCache,
+    age_keys: Option<&Arc<crate::core::secrets::Keys>>,
+) -> Result<(Revision, LoadStats, HashStats), String> {
+    let mut cached = std::mem::take(cache);
+    let snapshot = git
+        .snapshot_cached(commit, Some(&mut cached.blobs))
+        .map_err(|e| e.to_string())?;
+    let snapshot = Arc::new(snapshot);
+    let (mut repo, index, loaded, hashed) = match cached.last.take() {
+        Some((prev, index)) => {
+            let changed = snapshot.changed_since(&prev.snapshot);
+            let (repo, loaded) = Repo::load_reusing(snapshot, &prev, &changed);
+            let (index, hashed) = InputIndex::update(&repo, Some((&index, &changed)));
+            (repo, index, loaded, hashed)
+        }
+        None => {
+            let repo = Repo::load(snapshot);
+            let loaded = LoadStats {
+                tenants_parsed: repo.tenants.len(),
+                components_parsed: repo.components.len(),
+            };
+            let (index, hashed) = InputIndex::update(&repo, None);
+            (repo, index, loaded, hashed)
+        }
+    };
+    if let Some(keys) = age_keys {
+        repo.secrets
+            .set_unlock(crate::core::secrets::Unlock::Keys(keys.clone()));
+    }
+    let hashes = index.hashes();
+    let repo = Arc::new(repo);
+    cached.last = Some((repo.clone(), index));
+    *cache = cached;
+    // Pinned components: the head repo (cached for the next read) with their folders read at
+    // their refs, loaded in full (only when some tenant pins a ref).
+    let (repo, hashes, pins) = super::pins::apply(git, repo, hashes, age_keys);
+    let rev = Revision {
+        commit: commit.to_string(),
+        repo,
+        hashes,
+        pins,
+    };
+    Ok((rev, loaded, hashed))
 }
 
 /// Take a new revision into the loop state: queue the tenants whose inputs changed, forget

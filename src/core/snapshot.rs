@@ -3,9 +3,12 @@
 //! In: files from a source (a checkout read by [`crate::source::fs`], or git objects read by
 //! [`crate::source::git`]). Out: a [`Snapshot`], a map from repo-relative path to file content
 //! or to the reason the file cannot be used. Everything downstream (templates included) reads
-//! the snapshot, so a template can never reach a file outside the repo. Pure.
+//! the snapshot, so a template can never reach a file outside the repo. The map is persistent
+//! ([`imbl::OrdMap`]): a snapshot made from the last one by changing a few paths shares the
+//! rest of its structure, so copying it costs nothing and [`Snapshot::changed_since`] visits
+//! only what differs. Pure.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,10 +31,10 @@ pub const TOP_LEVEL: [&str; 6] = [
 /// A file's content, or why it cannot be used.
 pub type Entry = Result<Arc<str>, Problem>;
 
-/// The repo's files, keyed by `/`-separated repo-relative path.
+/// The repo's files, keyed by `/`-separated repo-relative path. Cloning is O(1).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub(crate) files: BTreeMap<String, Entry>,
+    pub(crate) files: imbl::OrdMap<String, Entry>,
 }
 
 /// Failure to read the repo at all (as opposed to one bad file in it).
@@ -104,43 +107,34 @@ impl Snapshot {
         self.under(dir).next().is_some()
     }
 
+    /// Remove the entry at `path`; returns it.
+    pub fn remove(&mut self, path: &str) -> Option<Entry> {
+        self.files.remove(path)
+    }
+
+    /// Files held.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether the snapshot holds no file.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     /// Paths whose entry differs between `prev` and this snapshot: added, removed or changed.
-    /// Entries shared between the two (the same text, as a cached git read gives) compare by
-    /// pointer, so this is one cheap pass over the paths.
+    /// Parts of the map shared between the two (a snapshot made from `prev`, as the git source
+    /// makes each commit's from the last) are skipped whole, so this costs what changed.
     pub fn changed_since(&self, prev: &Snapshot) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        let (mut a, mut b) = (prev.files.iter().peekable(), self.files.iter().peekable());
-        loop {
-            match (a.peek(), b.peek()) {
-                (None, None) => break,
-                (Some((pa, _)), None) => {
-                    out.insert((*pa).clone());
-                    a.next();
+        prev.files
+            .diff(&self.files)
+            .map(|item| match item {
+                imbl::ordmap::DiffItem::Add(path, _) | imbl::ordmap::DiffItem::Remove(path, _) => {
+                    path.clone()
                 }
-                (None, Some((pb, _))) => {
-                    out.insert((*pb).clone());
-                    b.next();
-                }
-                (Some((pa, ea)), Some((pb, eb))) => match pa.cmp(pb) {
-                    std::cmp::Ordering::Less => {
-                        out.insert((*pa).clone());
-                        a.next();
-                    }
-                    std::cmp::Ordering::Greater => {
-                        out.insert((*pb).clone());
-                        b.next();
-                    }
-                    std::cmp::Ordering::Equal => {
-                        if !same_entry(ea, eb) {
-                            out.insert((*pa).clone());
-                        }
-                        a.next();
-                        b.next();
-                    }
-                },
-            }
-        }
-        out
+                imbl::ordmap::DiffItem::Update { new: (path, _), .. } => path.clone(),
+            })
+            .collect()
     }
 }
 

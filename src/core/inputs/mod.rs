@@ -36,6 +36,10 @@ fn hex(h: Sha256) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Input hash of each tenant, by tenant name (a persistent map: O(1) to copy, and a commit's
+/// map shares the unchanged tenants' entries with the last one's).
+pub type Hashes = imbl::OrdMap<String, String>;
+
 /// What each hash was computed from, so the next commit recomputes only the hashes whose
 /// inputs changed. Build it with [`InputIndex::update`].
 #[derive(Debug, Clone, Default)]
@@ -44,9 +48,11 @@ pub struct InputIndex {
     shared: String,
     /// Per component: its hash and the files outside its folder that it includes.
     components: BTreeMap<String, ComponentInputs>,
-    /// Per tenant: its hash and what it reads (shared with the last index while unchanged,
-    /// so a commit copies pointers, not every tenant's file list).
-    tenants: BTreeMap<String, std::sync::Arc<TenantInputs>>,
+    /// Per tenant: its hash and what it reads (a persistent map shared with the last index:
+    /// a commit that changes only some tenants' own files costs those tenants).
+    tenants: imbl::OrdMap<String, std::sync::Arc<TenantInputs>>,
+    /// Each tenant's hash (from `tenants`), kept beside it so [`InputIndex::hashes`] is a copy.
+    hashes: Hashes,
 }
 
 #[derive(Debug, Clone)]
@@ -279,49 +285,94 @@ impl InputIndex {
                     .cloned(),
             );
         }
-        let mut tenants = BTreeMap::new();
-        for name in repo.tenants.keys() {
-            let kept = match prev {
-                Some((p, changed)) if !shared_changed => p.tenants.get(name).filter(|old| {
-                    old.files.iter().all(|f| !changed.contains(f))
-                        && old.components.iter().all(|c| !dirty.contains(c))
-                }),
-                _ => None,
-            };
-            let inputs = match kept {
-                Some(old) => old.clone(),
-                None => {
-                    stats.tenants_hashed += 1;
-                    std::sync::Arc::new(tenant_inputs(repo, name, &shared, &components))
+        let mut hash = |name: &str| {
+            stats.tenants_hashed += 1;
+            std::sync::Arc::new(tenant_inputs(repo, name, &shared, &components))
+        };
+        // Only tenants' own files changed: rehash exactly those tenants.
+        let own = prev
+            .filter(|_| !shared_changed && dirty.is_empty())
+            .and_then(|(p, changed)| Some((p, owners_of(changed)?)));
+        let (tenants, hashes) = match own {
+            Some((p, owners)) => {
+                let (mut tenants, mut hashes) = (p.tenants.clone(), p.hashes.clone());
+                for name in owners {
+                    if repo.tenants.contains_key(&name) {
+                        let inputs = hash(&name);
+                        hashes.insert(name.clone(), inputs.hash.clone());
+                        tenants.insert(name, inputs);
+                    } else {
+                        tenants.remove(&name);
+                        hashes.remove(&name);
+                    }
                 }
-            };
-            tenants.insert(name.clone(), inputs);
-        }
+                (tenants, hashes)
+            }
+            None => {
+                let mut tenants = imbl::OrdMap::new();
+                for name in repo.tenants.keys() {
+                    let kept = match prev {
+                        Some((p, changed)) if !shared_changed => {
+                            p.tenants.get(name).filter(|old| {
+                                old.files.iter().all(|f| !changed.contains(f))
+                                    && old.components.iter().all(|c| !dirty.contains(c))
+                            })
+                        }
+                        _ => None,
+                    };
+                    let inputs = match kept {
+                        Some(old) => old.clone(),
+                        None => hash(name),
+                    };
+                    tenants.insert(name.clone(), inputs);
+                }
+                let hashes = tenants
+                    .iter()
+                    .map(|(n, t)| (n.clone(), t.hash.clone()))
+                    .collect();
+                (tenants, hashes)
+            }
+        };
         let index = InputIndex {
             shared,
             components,
             tenants,
+            hashes,
         };
         (index, stats)
     }
 
-    /// Input hash of every tenant, by tenant name.
-    pub fn hashes(&self) -> BTreeMap<String, String> {
-        self.tenants
-            .iter()
-            .map(|(n, t)| (n.clone(), t.hash.clone()))
-            .collect()
+    /// Input hash of every tenant, by tenant name (an O(1) copy).
+    pub fn hashes(&self) -> Hashes {
+        self.hashes.clone()
     }
 }
 
+/// The tenants whose own files (tenant file, own secret file) are the changed paths, when
+/// every changed path is one of those; none when any other path changed.
+fn owners_of(changed: &BTreeSet<String>) -> Option<BTreeSet<String>> {
+    changed
+        .iter()
+        .map(|path| {
+            let stem = |prefix: &str, suffixes: &[&str]| {
+                let rest = path.strip_prefix(prefix)?;
+                let name = suffixes.iter().find_map(|s| rest.strip_suffix(s))?;
+                (!name.contains('/')).then(|| name.to_string())
+            };
+            stem("tenants/", &[".yaml", ".yml"])
+                .or_else(|| stem("secrets/tenants/", &[".sops.yaml", ".sops.json"]))
+        })
+        .collect()
+}
+
 /// Input hashes of every tenant of the repo, by tenant name.
-pub fn tenant_hashes(repo: &Repo) -> BTreeMap<String, String> {
+pub fn tenant_hashes(repo: &Repo) -> Hashes {
     InputIndex::update(repo, None).0.hashes()
 }
 
 /// Fill in each render's [`TenantRender::inputs`] from `hashes` (renders of tenants it does
 /// not name, or whose hash is not [`reusable`], keep an empty one: unknown).
-pub fn stamp(renders: &mut [crate::core::render::TenantRender], hashes: &BTreeMap<String, String>) {
+pub fn stamp(renders: &mut [crate::core::render::TenantRender], hashes: &Hashes) {
     for r in renders {
         if let Some(h) = hashes.get(&r.tenant).filter(|h| reusable(h)) {
             r.inputs.clone_from(h);

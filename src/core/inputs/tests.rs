@@ -18,7 +18,7 @@ fn tenant(name: &str, components: &[&str]) -> (String, String) {
     )
 }
 
-fn hashes(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn hashes(extra: &[(&str, &str)]) -> super::Hashes {
     let mut files = vec![
         tenant("a", &["web"]),
         tenant("b", &["db"]),
@@ -155,9 +155,23 @@ fn incremental(
     };
     let (old, new) = (files(before), files(after));
     let prev = Repo::load(old.clone());
+    prev.across();
     let (index, _) = InputIndex::update(&prev, None);
     let changed = new.changed_since(&old);
     let (repo, loaded) = Repo::load_reusing(new.clone(), &prev, &changed);
+    // The cross-tenant index carried over (changed tenants replaced) equals one built afresh.
+    let sorted = |a: &crate::core::validate::across::Across| {
+        let owners: BTreeMap<_, _> = a.owners.clone().into_iter().collect();
+        format!("{:?} {owners:?}", a.tenants)
+    };
+    let fresh = crate::core::validate::across::Across::build(&repo.config, &repo.tenants);
+    match repo.across.get() {
+        Some(carried) => assert_eq!(sorted(carried), sorted(&fresh), "carried index == fresh"),
+        None => assert!(
+            changed.contains("fief.yaml"),
+            "carried unless fief.yaml changed"
+        ),
+    }
     let (next, hashed) = InputIndex::update(&repo, Some((&index, &changed)));
     let full = Repo::load(new);
     assert_eq!(next.hashes(), tenant_hashes(&full), "incremental == full");

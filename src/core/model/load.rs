@@ -99,28 +99,51 @@ impl Repo {
                 Err(d) => Err(vec![d]),
             },
         };
-        let mut tenants = BTreeMap::new();
-        for (path, _) in snapshot.under("tenants") {
-            let Some(stem) = yaml_stem(path, "tenants/") else {
-                continue;
-            };
-            // `a.yaml` and `a.yml` share a stem: reuse only when neither changed.
-            let same_stem = [
-                format!("tenants/{stem}.yaml"),
-                format!("tenants/{stem}.yml"),
-            ];
-            let kept = match reuse {
-                Some((prev, _)) if same_stem.iter().all(|p| unchanged(p)) => {
-                    prev.tenants.get(stem).cloned()
+        let (tenants, changed_tenants) = match reuse {
+            // From the previous tenants (a persistent map: an O(1) copy), the stems of the
+            // changed paths parsed again, so a one-tenant change costs one tenant.
+            Some((prev, changed)) => {
+                let mut tenants = prev.tenants.clone();
+                let stems: BTreeSet<String> = changed
+                    .range("tenants/".to_string()..)
+                    .take_while(|p| p.starts_with("tenants/"))
+                    .filter_map(|p| yaml_stem(p, "tenants/"))
+                    .map(str::to_string)
+                    .collect();
+                for stem in &stems {
+                    // As a whole load does: of `a.yaml` and `a.yml`, the last present wins.
+                    let mut parsed = None;
+                    for path in [
+                        format!("tenants/{stem}.yaml"),
+                        format!("tenants/{stem}.yml"),
+                    ] {
+                        if snapshot.get(&path).is_some() {
+                            stats.tenants_parsed += 1;
+                            parsed = Some(load_tenant(&snapshot, &path, stem).map(Arc::new));
+                        }
+                    }
+                    match parsed {
+                        Some(tenant) => tenants.insert(stem.clone(), tenant),
+                        None => tenants.remove(stem),
+                    };
                 }
-                _ => None,
-            };
-            let tenant = kept.unwrap_or_else(|| {
-                stats.tenants_parsed += 1;
-                load_tenant(&snapshot, path, stem).map(std::sync::Arc::new)
-            });
-            tenants.insert(stem.to_string(), tenant);
-        }
+                (tenants, Some(stems))
+            }
+            None => {
+                let mut tenants = Tenants::new();
+                for (path, _) in snapshot.under("tenants") {
+                    let Some(stem) = yaml_stem(path, "tenants/") else {
+                        continue;
+                    };
+                    stats.tenants_parsed += 1;
+                    tenants.insert(
+                        stem.to_string(),
+                        load_tenant(&snapshot, path, stem).map(Arc::new),
+                    );
+                }
+                (tenants, None)
+            }
+        };
         let mut components = BTreeMap::new();
         let mut names: Vec<String> = snapshot
             .under("components")
@@ -189,7 +212,10 @@ impl Repo {
             None => crate::core::secrets::Secrets::load(&snapshot),
         };
         let across = crate::core::validate::across::carried(
-            reuse.filter(|_| unchanged("fief.yaml")).map(|(p, _)| p),
+            reuse
+                .filter(|_| unchanged("fief.yaml"))
+                .map(|(p, _)| p)
+                .zip(changed_tenants.as_ref()),
             &config,
             &tenants,
         );

@@ -34,6 +34,9 @@ pub const API_VERSION: &str = "fief.dev/v1alpha1";
 /// Parsed, or the diagnostics of the file(s) behind it.
 pub type Parsed<T> = Result<T, Vec<Diagnostic>>;
 
+/// Every tenant file of a repo by file stem, parsed or not.
+pub type Tenants = imbl::OrdMap<String, Parsed<Arc<Tenant>>>;
+
 /// The whole repo, part by part.
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -41,8 +44,9 @@ pub struct Repo {
     pub snapshot: Arc<Snapshot>,
     /// fief.yaml.
     pub config: Parsed<Config>,
-    /// Tenants by file stem.
-    pub tenants: BTreeMap<String, Parsed<std::sync::Arc<Tenant>>>,
+    /// Tenants by file stem (a persistent map: a repo loaded from the previous one shares its
+    /// unchanged tenants, and copying it costs nothing).
+    pub tenants: Tenants,
     /// Components by directory name.
     pub components: BTreeMap<String, Parsed<Component>>,
     /// Environments by file stem.

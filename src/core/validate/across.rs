@@ -5,14 +5,14 @@
 //! tenant its namespaces and claims, and the owners of each namespace. The checks
 //! ([`super::check_namespace_collisions`], [`super::tenancy::check_host_suffixes`]) then cost
 //! the renders they judge, not a pass over every tenant file per call: the agent checks a
-//! chunk of renders at a time, and a commit that changes one tenant file rebuilds that
-//! tenant's entry only (unchanged tenants are shared with the previous index while fief.yaml
-//! is unchanged).
+//! chunk of renders at a time, and a commit that changes one tenant file updates that
+//! tenant's entries only: the index is made of persistent maps, so the previous index (under
+//! the same fief.yaml) is copied for nothing and the changed tenants replaced in it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use crate::core::model::{Config, Parsed, Tenant};
+use crate::core::model::{Config, Parsed, Tenant, Tenants};
 
 /// What one tenant file claims.
 #[derive(Debug, Default)]
@@ -33,16 +33,14 @@ pub struct Suffix {
     pub explicit: bool,
 }
 
-/// The index of one repo (see the module docs).
-#[derive(Debug, Default)]
+/// The index of one repo (see the module docs). Cloning is O(1).
+#[derive(Debug, Default, Clone)]
 pub struct Across {
     /// Per tenant whose file parses: what it claims (empty when fief.yaml does not parse).
-    pub tenants: BTreeMap<String, Arc<Claims>>,
+    pub tenants: imbl::OrdMap<String, Arc<Claims>>,
     /// Per namespace: the tenants that would own it, in tenant order.
-    pub owners: HashMap<String, Vec<String>>,
+    pub owners: imbl::HashMap<String, Vec<String>>,
 }
-
-type Tenants = BTreeMap<String, Parsed<Arc<Tenant>>>;
 
 impl Across {
     /// The index of `tenants` under `config`.
@@ -50,46 +48,74 @@ impl Across {
         Across::reusing(config, tenants, None)
     }
 
-    /// The index of `tenants` under `config`, taking each tenant's entry from `prev` (the
-    /// previous repo's tenants and index, under the same fief.yaml) while its parsed file is
-    /// the same one.
+    /// The index of `tenants` under `config`: with `prev`, the index of the previous repo
+    /// (under the same fief.yaml) with the entries of the tenants named `changed` (their files
+    /// changed) replaced; the cost is the changed tenants', not the fleet's.
     pub fn reusing(
         config: &Parsed<Config>,
         tenants: &Tenants,
-        prev: Option<(&Tenants, &Across)>,
+        prev: Option<(&Across, &BTreeSet<String>)>,
     ) -> Across {
         let Ok(config) = config else {
             return Across::default();
         };
-        let mut out = Across::default();
-        for (name, tenant) in tenants {
-            let Ok(tenant) = tenant else { continue };
-            let kept = prev.and_then(|(pt, pa)| {
-                let same = matches!(pt.get(name), Some(Ok(old)) if Arc::ptr_eq(old, tenant));
-                same.then(|| pa.tenants.get(name).cloned()).flatten()
-            });
-            let claims = kept.unwrap_or_else(|| Arc::new(claims(config, name, tenant)));
-            for ns in claims.namespaces.values() {
-                out.owners.entry(ns.clone()).or_default().push(name.clone());
+        let Some((prev, changed)) = prev else {
+            let mut out = Across::default();
+            for (name, tenant) in tenants {
+                if let Ok(tenant) = tenant {
+                    out.add(name, Arc::new(claims(config, name, tenant)));
+                }
             }
-            out.tenants.insert(name.clone(), claims);
+            return out;
+        };
+        let mut out = prev.clone();
+        for name in changed {
+            out.remove(name);
+            if let Some(Ok(tenant)) = tenants.get(name) {
+                out.add(name, Arc::new(claims(config, name, tenant)));
+            }
         }
         out
     }
+
+    fn add(&mut self, name: &str, claims: Arc<Claims>) {
+        for ns in claims.namespaces.values() {
+            let owners = self.owners.entry(ns.clone()).or_default();
+            if let Err(at) = owners.binary_search_by(|o| o.as_str().cmp(name)) {
+                owners.insert(at, name.to_string());
+            }
+        }
+        self.tenants.insert(name.to_string(), claims);
+    }
+
+    fn remove(&mut self, name: &str) {
+        let Some(old) = self.tenants.remove(name) else {
+            return;
+        };
+        for ns in old.namespaces.values() {
+            if let Some(owners) = self.owners.get_mut(ns) {
+                owners.retain(|o| o != name);
+                if owners.is_empty() {
+                    self.owners.remove(ns);
+                }
+            }
+        }
+    }
 }
 
-/// The index a repo loaded from `prev` (under the same fief.yaml) starts with: carried over
-/// for its unchanged tenants when `prev` built one; else empty (built on first use).
+/// The index a repo loaded from `prev` (under the same fief.yaml, with the tenant files named
+/// in the set changed) starts with: carried over, changed tenants replaced, when `prev` built
+/// one; else empty (built on first use).
 pub fn carried(
-    prev: Option<&crate::core::model::Repo>,
+    prev: Option<(&crate::core::model::Repo, &BTreeSet<String>)>,
     config: &Parsed<Config>,
     tenants: &Tenants,
 ) -> OnceLock<Arc<Across>> {
     let out = OnceLock::new();
-    if let Some(prev) = prev
+    if let Some((prev, changed)) = prev
         && let Some(index) = prev.across.get()
     {
-        let index = Across::reusing(config, tenants, Some((&prev.tenants, index)));
+        let index = Across::reusing(config, tenants, Some((index, changed)));
         let _ = out.set(Arc::new(index));
     }
     out
@@ -175,7 +201,7 @@ mod tests {
         let index = Across::reusing(
             &second.config,
             &second.tenants,
-            Some((&first.tenants, &first_index)),
+            Some((&first_index, &["b".to_string()].into_iter().collect())),
         );
         assert!(Arc::ptr_eq(&index.tenants["a"], &first_index.tenants["a"]));
         assert!(!Arc::ptr_eq(&index.tenants["b"], &first_index.tenants["b"]));

@@ -471,7 +471,10 @@ impl GitSource {
     }
 }
 
-/// Sets libgit2's network timeouts, once per process, before the first network operation.
+/// Sets libgit2's network timeouts, once per process, before the first network operation; and
+/// turns off the re-hashing of every object read back from the cache: a fetch already checks
+/// each received object's id against its content when it indexes the pack, and re-hashing on
+/// read cost a hash of the whole `tenants/` tree (every tenant's entry) on every commit.
 #[allow(unsafe_code)] // one of the crate's two unsafe blocks (the other: agent::memory); see SAFETY below
 fn set_timeouts() {
     static ONCE: Once = Once::new();
@@ -483,6 +486,7 @@ fn set_timeouts() {
             let _ = git2::opts::set_server_connect_timeout_in_milliseconds(CONNECT_TIMEOUT_MS);
             let _ = git2::opts::set_server_timeout_in_milliseconds(IO_TIMEOUT_MS);
         }
+        git2::opts::strict_hash_verification(false);
     });
 }
 

@@ -3,8 +3,12 @@
 //! and count limits, symlinks followed only while they stay inside the repo.
 //!
 //! In: a repository, a commit's tree and optionally the [`BlobCache`] of the last read. Out: a
-//! [`Snapshot`] or a [`GitError`]; with a cache, unchanged blobs are shared with the last
-//! snapshot instead of read again.
+//! [`Snapshot`] or a [`GitError`]. With a cache, a commit is read as a difference from the
+//! last one: subtrees whose object id did not change are skipped whole, and the snapshot is
+//! the last one with the changed paths replaced (its map shares everything else), so reading
+//! a one-file commit costs that file and the trees above it, at any repo size. A repo with a
+//! symlink is read whole every time (a link's target may change while the link does not),
+//! with unchanged blobs shared from the last read.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -14,23 +18,28 @@ use super::*;
 use crate::core::diagnostic::Problem;
 use crate::core::snapshot::{Entry, MAX_FILE_BYTES, MAX_FILES, Snapshot};
 
-/// Blobs read for the last snapshot, by object id: a later snapshot of the same repository
-/// takes unchanged files from here instead of reading (and inflating) them again, so reading a
-/// commit costs what changed, plus one walk over the tree entries.
+/// What the last read through it leaves for the next: that commit's tree and snapshot (while
+/// the snapshot holds no symlink), so the next commit is read as a difference; or, for a repo
+/// with symlinks, the blobs read, by object id, so unchanged files are not read (and inflated)
+/// again.
 #[derive(Default)]
 pub struct BlobCache {
     blobs: HashMap<Oid, Entry>,
+    last: Option<(Oid, Snapshot)>,
 }
 
 impl BlobCache {
     /// Files held (those of the last snapshot read through this cache).
     pub fn len(&self) -> usize {
-        self.blobs.len()
+        match &self.last {
+            Some((_, snapshot)) => snapshot.len(),
+            None => self.blobs.len(),
+        }
     }
 
     /// Whether the cache holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.blobs.is_empty()
+        self.len() == 0
     }
 }
 
@@ -54,6 +63,8 @@ pub(super) struct TreeReader<'r> {
     pub(super) old: HashMap<Oid, Entry>,
     /// Blobs of this snapshot (become the cache for the next).
     pub(super) new: HashMap<Oid, Entry>,
+    /// Whether a symlink was met.
+    pub(super) symlinks: bool,
 }
 
 /// Where a symlink leads: a node and its path from the repo root (empty for the root).
@@ -80,6 +91,7 @@ impl TreeReader<'_> {
             });
         }
         let (real, node) = if node.mode == MODE_SYMLINK {
+            self.symlinks = true;
             match self.resolve_link(node, parent.to_vec(), &rel)? {
                 Resolved::Found(real, target) => (real, target),
                 Resolved::Problem(problem) => {
@@ -146,6 +158,112 @@ impl TreeReader<'_> {
             _ => self.insert_problem(rel, "not a file or directory".to_string()),
         }
         Ok(())
+    }
+
+    /// Bring the snapshot (the last commit's) at `rel` from the tree entry `old` to `new`
+    /// (`None`: absent); `parent` is the directory holding `rel`. Equal object ids are skipped
+    /// whole; two trees are compared entry by entry; anything else is removed and read anew.
+    /// Returns false when the difference cannot be read this way (a symlink or a non-UTF-8
+    /// name met): the caller then reads the commit whole.
+    fn diff(
+        &mut self,
+        new: Option<Node>,
+        old: Option<Node>,
+        parent: &[String],
+        name: &str,
+        depth: usize,
+    ) -> Result<bool, GitError> {
+        if let (Some(n), Some(o)) = (new, old)
+            && n.oid == o.oid
+            && n.mode == o.mode
+        {
+            return Ok(true);
+        }
+        if new.is_some_and(|n| n.mode == MODE_SYMLINK) {
+            return Ok(false);
+        }
+        let rel = if parent.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", parent.join("/"))
+        };
+        let tree = Some(ObjectType::Tree);
+        if let (Some(n), Some(o)) = (new, old)
+            && n.kind == tree
+            && o.kind == tree
+            && depth <= MAX_DEPTH
+        {
+            let new_tree = self
+                .repo
+                .find_tree(n.oid)
+                .map_err(|e| self.read_error(&rel, e))?;
+            let old_tree = self
+                .repo
+                .find_tree(o.oid)
+                .map_err(|e| self.read_error(&rel, e))?;
+            let (new_entries, old_entries) = (sorted_entries(&new_tree), sorted_entries(&old_tree));
+            let node = |e: &git2::TreeEntry<'_>| Node {
+                oid: e.id(),
+                mode: e.filemode(),
+                kind: e.kind(),
+            };
+            let mut dir = parent.to_vec();
+            dir.push(name.to_string());
+            let (mut i, mut j) = (0, 0);
+            while i < new_entries.len() || j < old_entries.len() {
+                let (a, b) = (new_entries.get(i), old_entries.get(j));
+                let order = match (a, b) {
+                    (Some(x), Some(y)) => x.name_bytes().cmp(y.name_bytes()),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    _ => std::cmp::Ordering::Greater,
+                };
+                let (child_new, child_old) = match order {
+                    std::cmp::Ordering::Less => (a, None),
+                    std::cmp::Ordering::Greater => (None, b),
+                    std::cmp::Ordering::Equal => (a, b),
+                };
+                i += usize::from(child_new.is_some());
+                j += usize::from(child_old.is_some());
+                let Some(entry) = child_new.or(child_old) else {
+                    break;
+                };
+                let (child_new, child_old) = (child_new.map(node), child_old.map(node));
+                if entry.name_bytes().first() == Some(&b'.') {
+                    continue;
+                }
+                if let (Some(x), Some(y)) = (child_new, child_old)
+                    && x.oid == y.oid
+                    && x.mode == y.mode
+                {
+                    continue;
+                }
+                let Ok(child) = std::str::from_utf8(entry.name_bytes()) else {
+                    return Ok(false);
+                };
+                if !self.diff(child_new, child_old, &dir, child, depth + 1)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if old.is_some() {
+            self.remove_all(&rel);
+        }
+        if let Some(n) = new {
+            self.walk(n, parent, name.to_string(), rel, depth)?;
+        }
+        Ok(!self.symlinks)
+    }
+
+    /// Remove `rel` and everything under `rel/` from the snapshot.
+    fn remove_all(&mut self, rel: &str) {
+        let mut gone: Vec<String> = self.snapshot.under(rel).map(|(p, _)| p.clone()).collect();
+        gone.push(rel.to_string());
+        for path in gone {
+            if self.snapshot.remove(&path).is_some() {
+                self.files = self.files.saturating_sub(1);
+            }
+        }
     }
 
     fn read_blob(&self, oid: Oid, rel: &str) -> Result<Entry, GitError> {
@@ -282,9 +400,10 @@ impl TreeReader<'_> {
 }
 
 /// Read the top-level entries fief knows from `root` (a commit's tree, or a folder of it)
-/// into a snapshot; `url` and `commit` only label errors. With a `cache`, unchanged blobs are
-/// taken from it (the same shared text, so a later comparison is a pointer check) and the cache
-/// is left holding this snapshot's blobs.
+/// into a snapshot; `url` and `commit` only label errors. With a `cache`, the commit is read as
+/// a difference from the last one read through it (see the module docs), or, for a repo with
+/// symlinks, unchanged blobs are taken from it (the same shared text, so a later comparison is
+/// a pointer check); the cache is left holding this read.
 pub(super) fn read_tree(
     repo: &Repository,
     root: git2::Tree<'_>,
@@ -292,11 +411,71 @@ pub(super) fn read_tree(
     commit: &str,
     cache: Option<&mut BlobCache>,
 ) -> Result<Snapshot, GitError> {
-    let mut cache = cache;
-    let old = cache
-        .as_mut()
-        .map(|c| std::mem::take(&mut c.blobs))
-        .unwrap_or_default();
+    let Some(cache) = cache else {
+        return read_whole(repo, root, url, commit, HashMap::new()).map(|r| r.snapshot);
+    };
+    let root_id = root.id();
+    if let Some((old_root, prev)) = cache.last.take()
+        && let Ok(old_tree) = repo.find_tree(old_root)
+    {
+        let files = prev.len();
+        let mut reader = TreeReader {
+            repo,
+            root: root.clone(),
+            snapshot: prev,
+            files,
+            url,
+            commit,
+            old: HashMap::new(),
+            new: HashMap::new(),
+            symlinks: false,
+        };
+        let mut whole = false;
+        for name in TOP_LEVEL {
+            let new = top_node(&reader.root, name);
+            let old = top_node(&old_tree, name);
+            if !reader.diff(new, old, &[], name, 0)? {
+                whole = true;
+                break;
+            }
+        }
+        if !whole {
+            cache.last = Some((root_id, reader.snapshot.clone()));
+            return Ok(reader.snapshot);
+        }
+    }
+    let reader = read_whole(repo, root, url, commit, std::mem::take(&mut cache.blobs))?;
+    if reader.symlinks {
+        cache.blobs = reader.new;
+    } else {
+        cache.last = Some((root_id, reader.snapshot.clone()));
+    }
+    Ok(reader.snapshot)
+}
+
+/// A tree's entries by name, bytewise (git orders a folder as if its name ended in `/`).
+fn sorted_entries<'t>(tree: &'t git2::Tree<'_>) -> Vec<git2::TreeEntry<'t>> {
+    let mut v: Vec<git2::TreeEntry<'t>> = tree.iter().collect();
+    v.sort_by(|a, b| a.name_bytes().cmp(b.name_bytes()));
+    v
+}
+
+fn top_node(root: &git2::Tree<'_>, name: &str) -> Option<Node> {
+    root.get_name(name).map(|entry| Node {
+        oid: entry.id(),
+        mode: entry.filemode(),
+        kind: entry.kind(),
+    })
+}
+
+/// Read every top-level entry fief knows, taking blobs found in `old` from there.
+fn read_whole<'r>(
+    repo: &'r Repository,
+    root: git2::Tree<'r>,
+    url: &'r str,
+    commit: &'r str,
+    old: HashMap<Oid, Entry>,
+) -> Result<TreeReader<'r>, GitError> {
     let mut reader = TreeReader {
         repo,
         root,
@@ -306,19 +485,12 @@ pub(super) fn read_tree(
         commit,
         old,
         new: HashMap::new(),
+        symlinks: false,
     };
     for name in TOP_LEVEL {
-        let node = reader.root.get_name(name).map(|entry| Node {
-            oid: entry.id(),
-            mode: entry.filemode(),
-            kind: entry.kind(),
-        });
-        if let Some(node) = node {
+        if let Some(node) = top_node(&reader.root, name) {
             reader.walk(node, &[], name.to_string(), name.to_string(), 0)?;
         }
     }
-    if let Some(cache) = cache {
-        cache.blobs = reader.new;
-    }
-    Ok(reader.snapshot)
+    Ok(reader)
 }

@@ -1,0 +1,166 @@
+//! Per-commit benchmark (issue 17, hole 12): the agent's source side of a one-tenant change —
+//! git fetch over `git://` from a local `git daemon`, then [`fief::agent::read_commit`]
+//! (snapshot, load, input hashes) — at a small and a large fleet, in one run. No cluster.
+//!
+//! Prints, per size, the median CPU time of the calling thread (from
+//! `CLOCK_THREAD_CPUTIME_ID`) for the fetch and for the read, over several
+//! one-tenant commits, and the large/small ratio. A change to one tenant should cost the same
+//! at any fleet size.
+//!
+//! `cargo bench --bench commit [-- SMALL LARGE CHANGES]` (default 100 1000 21)
+
+#[path = "../tests/common/synth.rs"]
+#[allow(dead_code)] // shared with the tests; each bench uses part of it
+mod synth;
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fief::agent::{ReadCache, read_commit};
+use fief::source::git::{GitAuth, GitSource};
+
+/// CPU nanoseconds the calling thread has run so far (`CLOCK_THREAD_CPUTIME_ID`, exact to
+/// the call, unlike the tick-sampled `/proc` counters).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.email=bench@fief.invalid",
+            "-c",
+            "user.name=bench",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "git {args:?} failed");
+}
+
+struct Daemon(Child);
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn git_daemon(base: &Path) -> (Daemon, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a loopback port");
+    let exec = Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .expect("git");
+    let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
+    let child = Command::new(Path::new(&exec).join("git-daemon"))
+        .args([
+            "--export-all",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+            &format!("--base-path={}", base.display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("git daemon");
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err()
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (Daemon(child), port)
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// (median fetch CPU µs, median read CPU µs) over `changes` one-tenant commits.
+fn measure(tenants: usize, changes: usize) -> (u64, u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("repo");
+    synth::write_repo(&repo, tenants).expect("write synthetic repo");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let (_daemon, port) = git_daemon(dir.path());
+    let url = format!("git://127.0.0.1:{port}/repo");
+    let source =
+        GitSource::open_or_clone(&url, "main", &dir.path().join("cache"), GitAuth::default())
+            .expect("clone");
+    let mut cache = ReadCache::default();
+    let head = source.fetch().expect("fetch");
+    read_commit(&source, &head, &mut cache, None).expect("read");
+    let tenant_file = repo.join(format!("tenants/{}.yaml", synth::tenant_name(1)));
+    let original = std::fs::read_to_string(&tenant_file).expect("tenant file");
+    let (mut fetch, mut read) = (Vec::new(), Vec::new());
+    for i in 0..changes {
+        let text = original.replace(
+            "    - name: worker\n",
+            &format!("    - name: worker\n      values: {{queues: [q{i}]}}\n"),
+        );
+        std::fs::write(&tenant_file, text).expect("write tenant");
+        git(&repo, &["commit", "-q", "-am", &format!("change {i}")]);
+        let t0 = thread_cpu_ns();
+        let head = source.fetch().expect("fetch");
+        let t1 = thread_cpu_ns();
+        let (rev, _, hashed) = read_commit(&source, &head, &mut cache, None).expect("read");
+        let t2 = thread_cpu_ns();
+        assert_eq!(hashed.tenants_hashed, 1, "one tenant changed");
+        drop(rev);
+        fetch.push((t1 - t0) / 1000);
+        read.push((t2 - t1) / 1000);
+    }
+    (median(fetch), median(read))
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark compiled; run it with `cargo bench`");
+        return;
+    }
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let small = args.first().copied().unwrap_or(100);
+    let large = args.get(1).copied().unwrap_or(1000);
+    let changes = args.get(2).copied().unwrap_or(21);
+    let (sf, sr) = measure(small, changes);
+    let (lf, lr) = measure(large, changes);
+    println!("one-tenant commit, CPU of the reading thread (median of {changes}):");
+    println!("| tenants | fetch | read | total |");
+    println!("|---|---|---|---|");
+    println!("| {small} | {sf} µs | {sr} µs | {} µs |", sf + sr);
+    println!("| {large} | {lf} µs | {lr} µs | {} µs |", lf + lr);
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+    println!(
+        "ratio {large}/{small}: fetch {:.2}, read {:.2}, total {:.2}",
+        ratio(lf, sf),
+        ratio(lr, sr),
+        ratio(lf + lr, sf + sr)
+    );
+}
