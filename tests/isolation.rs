@@ -192,6 +192,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
         }
         fief::core::objects::add_labels(&mut object, &a, "app", &applyset);
         RenderedObject {
+            hash: Default::default(),
             component: "app".into(),
             env: "prod".into(),
             id: ObjectId {

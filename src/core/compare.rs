@@ -12,7 +12,6 @@ use serde::Serialize;
 use similar::TextDiff;
 
 use crate::core::objects::ObjectId;
-use crate::core::plan;
 use crate::core::redact::redact;
 use crate::core::render::TenantRender;
 use crate::core::yaml;
@@ -99,7 +98,7 @@ fn bodies(render: Option<&TenantRender>) -> BTreeMap<&ObjectId, (String, String)
         .flat_map(|r| r.objects.iter())
         .map(|o| {
             let shown = yaml::to_string(&redact(&o.object)).unwrap_or_default();
-            (&o.id, (shown, plan::content_hash(&o.object)))
+            (&o.id, (shown, o.content_hash().to_string()))
         })
         .collect()
 }

@@ -208,7 +208,7 @@ pub fn plan<'a>(
     let mut desired_ids = std::collections::HashSet::new();
     for object in &render.objects {
         desired_ids.insert(&object.id);
-        let hash = content_hash(&object.object);
+        let hash = object.content_hash().to_string();
         match prev.get(&object.id) {
             Some(entry) if entry.hash == hash && live.get(&object.id) == Some(&entry.live) => {
                 plan.unchanged.push(entry.clone());
@@ -256,6 +256,7 @@ mod tests {
             ""
         };
         RenderedObject {
+            hash: Default::default(),
             component: "app".into(),
             env: "prod".into(),
             id: ObjectId {
@@ -298,7 +299,7 @@ mod tests {
                     id: o.id.clone(),
                     component: o.component.clone(),
                     api_version: "v1".into(),
-                    hash: content_hash(&o.object),
+                    hash: o.content_hash().to_string(),
                     live: l,
                     resource_version: String::new(),
                     uid: String::new(),

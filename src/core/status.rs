@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use crate::core::inventory::{Counts, Inventory};
 use crate::core::objects;
-use crate::core::plan;
 use crate::core::render::TenantRender;
 
 /// What happened to one tenant.
@@ -169,11 +168,7 @@ pub fn unchanged_report(inv: &Inventory) -> TenantReport {
 /// The revision of a render: a hash of its objects' content hashes (not the commit, so a
 /// commit that does not change a tenant does not change its revision).
 pub fn revision(render: &TenantRender) -> String {
-    let hashes: Vec<String> = render
-        .objects
-        .iter()
-        .map(|o| plan::content_hash(&o.object))
-        .collect();
+    let hashes: Vec<&str> = render.objects.iter().map(|o| o.content_hash()).collect();
     objects::sha256_hex(hashes.join(",").as_bytes())[..16].to_string()
 }
 

@@ -62,8 +62,37 @@ pub struct RenderedObject {
     pub id: ObjectId,
     /// Where it came from.
     pub source: Source,
-    /// The object.
+    /// The object. It must not change once [`RenderedObject::content_hash`] was asked for.
     pub object: Value,
+    /// The content hash, computed on first use.
+    pub hash: HashMemo,
+}
+
+impl RenderedObject {
+    /// [`crate::core::plan::content_hash`] of the object, computed once: the plan, the
+    /// revision and the inventory of one sync all use it.
+    pub fn content_hash(&self) -> &str {
+        self.hash
+            .0
+            .get_or_init(|| crate::core::plan::content_hash(&self.object))
+    }
+}
+
+/// A hash computed once from the rest of its struct. Not part of its identity: any two compare
+/// equal.
+#[derive(Clone, Default)]
+pub struct HashMemo(std::sync::OnceLock<String>);
+
+impl PartialEq for HashMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for HashMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HashMemo")
+    }
 }
 
 /// Everything rendered for one tenant.

@@ -226,6 +226,7 @@ pub(super) fn parse_rendered(
             },
         };
         objects.push(RenderedObject {
+            hash: Default::default(),
             component: component.to_string(),
             env: env.to_string(),
             id: ObjectId {

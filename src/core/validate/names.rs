@@ -124,6 +124,7 @@ mod tests {
     #[test]
     fn a_template_may_not_set_applyset_labels_other_than_the_member_label_fief_sets() {
         let object = |labels: serde_json::Value| RenderedObject {
+            hash: Default::default(),
             component: "app".into(),
             env: "prod".into(),
             id: crate::core::objects::ObjectId {
