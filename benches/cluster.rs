@@ -21,6 +21,7 @@ mod agent_phases;
 mod common;
 
 use common::synth;
+use common::util::{Daemon, git_daemon};
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -287,38 +288,6 @@ fn strip_part_of(dir: &Path) {
             std::fs::write(&path, kept).unwrap();
         }
     }
-}
-
-struct Daemon(Child);
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn git_daemon(base: &Path, port: u16) -> Daemon {
-    let exec = Command::new("git").arg("--exec-path").output().unwrap();
-    let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
-    let child = Command::new(Path::new(&exec).join("git-daemon"))
-        .args([
-            "--export-all",
-            "--reuseaddr",
-            "--listen=127.0.0.1",
-            &format!("--port={port}"),
-            &format!("--base-path={}", base.display()),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err()
-        && start.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Daemon(child)
 }
 
 struct AgentProc {

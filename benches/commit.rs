@@ -12,11 +12,11 @@
 #[path = "../tests/common/synth.rs"]
 #[allow(dead_code)] // shared with the tests; each bench uses part of it
 mod synth;
+#[path = "../tests/common/util.rs"]
+#[allow(dead_code)]
+mod util;
 
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use util::{free_port, git, git_daemon};
 
 use fief::agent::{ReadCache, read_commit};
 use fief::source::git::{GitAuth, GitSource};
@@ -35,63 +35,6 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.email=bench@fief.invalid",
-            "-c",
-            "user.name=bench",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(ok, "git {args:?} failed");
-}
-
-struct Daemon(Child);
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn git_daemon(base: &Path) -> (Daemon, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a loopback port");
-    let exec = Command::new("git")
-        .arg("--exec-path")
-        .output()
-        .expect("git");
-    let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
-    let child = Command::new(Path::new(&exec).join("git-daemon"))
-        .args([
-            "--export-all",
-            "--reuseaddr",
-            "--listen=127.0.0.1",
-            &format!("--port={port}"),
-            &format!("--base-path={}", base.display()),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("git daemon");
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err()
-        && start.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (Daemon(child), port)
-}
-
 fn median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
     v[v.len() / 2]
@@ -105,7 +48,8 @@ fn measure(tenants: usize, changes: usize) -> (u64, u64) {
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
-    let (_daemon, port) = git_daemon(dir.path());
+    let port = free_port();
+    let _daemon = git_daemon(dir.path(), port);
     let url = format!("git://127.0.0.1:{port}/repo");
     let source =
         GitSource::open_or_clone(&url, "main", &dir.path().join("cache"), GitAuth::default())

@@ -133,3 +133,43 @@ pub fn rollout_record(configmap: Option<serde_json::Value>) -> serde_json::Value
         })
         .unwrap_or(serde_json::Value::Null)
 }
+
+/// A `git daemon` serving every repository under a folder on a loopback port; stopped when
+/// dropped.
+pub struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `git daemon` for every repository under `base` on `127.0.0.1:port` (URLs
+/// `git://127.0.0.1:port/<folder>`); returns once it accepts connections (at most 10 s).
+pub fn git_daemon(base: &Path, port: u16) -> Daemon {
+    let exec = Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .expect("git --exec-path");
+    let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
+    let child = Command::new(Path::new(&exec).join("git-daemon"))
+        .args([
+            "--export-all",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            &format!("--port={port}"),
+            &format!("--base-path={}", base.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start git daemon");
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err()
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Daemon(child)
+}

@@ -1,0 +1,77 @@
+//! Tests of the loader (tenant, fief.yaml and component files).
+
+use super::*;
+
+fn repo(files: &[(&str, &str)]) -> Repo {
+    Repo::load(Arc::new(Snapshot::from_files(files.iter().copied())))
+}
+
+const TENANT: &str = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  components:\n    - name: web\n";
+
+#[test]
+fn tenant_file_parses_with_defaults() {
+    let r = repo(&[("tenants/acme.yaml", TENANT)]);
+    let t = r.tenants["acme"].as_ref().unwrap();
+    assert_eq!(t.spec.state, TenantState::Active);
+    assert_eq!(t.spec.cluster, "default");
+    assert_eq!(t.spec.components[0].name, "web");
+}
+
+#[test]
+fn unknown_field_in_tenant_is_an_error_with_line() {
+    let text = TENANT.replace("spec:\n", "spec:\n  colour: blue\n");
+    let r = repo(&[("tenants/acme.yaml", &text)]);
+    let errs = r.tenants["acme"].as_ref().unwrap_err();
+    assert_eq!(errs[0].line, Some(6), "{errs:?}");
+    assert!(errs[0].to_string().contains("colour"), "{}", errs[0]);
+}
+
+#[test]
+fn file_name_must_match_metadata_name() {
+    let r = repo(&[("tenants/other.yaml", TENANT)]);
+    let errs = r.tenants["other"].as_ref().unwrap_err();
+    assert!(matches!(*errs[0].problem, Problem::NameMismatch { .. }));
+    assert_eq!(errs[0].line, Some(4));
+}
+
+#[test]
+fn bad_tenant_name_is_rejected() {
+    let text = TENANT.replace("name: acme", "name: Acme_Inc");
+    let r = repo(&[("tenants/Acme_Inc.yaml", &text)]);
+    let errs = r.tenants["Acme_Inc"].as_ref().unwrap_err();
+    assert!(errs[0].to_string().contains("DNS-1123"), "{}", errs[0]);
+}
+
+#[test]
+fn unknown_field_in_fief_yaml_is_an_error() {
+    let r = repo(&[("fief.yaml", "namespacePatern: x\n")]);
+    assert!(r.config.is_err());
+}
+
+#[test]
+fn component_lists_templates_but_not_partials() {
+    let r = repo(&[
+        ("components/web/varz.yaml", "replicas: 1\n"),
+        ("components/web/templates/deploy.yaml", "x"),
+        ("components/web/templates/_helpers.tpl", "x"),
+        ("components/web/templates/_part.yaml", "x"),
+    ]);
+    let c = r.components["web"].as_ref().unwrap();
+    assert_eq!(c.templates, ["components/web/templates/deploy.yaml"]);
+}
+
+#[test]
+fn repo_baseline_replaces_builtin() {
+    let r = repo(&[("baseline/ns.yaml", "x")]);
+    assert_eq!(r.baseline, ["baseline/ns.yaml"]);
+    let r = repo(&[]);
+    assert_eq!(r.baseline.len(), BUILTIN_BASELINE.len());
+}
+
+#[test]
+fn dns_label_rules() {
+    assert!(is_dns_label("acme-1"));
+    assert!(!is_dns_label("-acme"));
+    assert!(!is_dns_label("Acme"));
+    assert!(!is_dns_label(&"a".repeat(64)));
+}
