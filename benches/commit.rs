@@ -40,8 +40,8 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[v.len() / 2]
 }
 
-/// (median fetch CPU µs, median read CPU µs) over `changes` one-tenant commits.
-fn measure(tenants: usize, changes: usize) -> (u64, u64) {
+/// Fetch and read CPU µs of each of `changes` one-tenant commits, in order.
+fn measure(tenants: usize, changes: usize) -> (Vec<u64>, Vec<u64>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let repo = dir.path().join("repo");
     synth::write_repo(&repo, tenants).expect("write synthetic repo");
@@ -77,7 +77,18 @@ fn measure(tenants: usize, changes: usize) -> (u64, u64) {
         fetch.push((t1 - t0) / 1000);
         read.push((t2 - t1) / 1000);
     }
-    (median(fetch), median(read))
+    (fetch, read)
+}
+
+/// Median total (fetch + read) µs of the first and of the last fifth of the commits: whether a
+/// commit's cost grows with the commits fetched before it.
+fn drift(fetch: &[u64], read: &[u64]) -> (u64, u64) {
+    let total: Vec<u64> = fetch.iter().zip(read).map(|(f, r)| f + r).collect();
+    let fifth = (total.len() / 5).max(1);
+    (
+        median(total[..fifth].to_vec()),
+        median(total[total.len() - fifth..].to_vec()),
+    )
 }
 
 fn main() {
@@ -93,8 +104,12 @@ fn main() {
     let small = args.first().copied().unwrap_or(100);
     let large = args.get(1).copied().unwrap_or(1000);
     let changes = args.get(2).copied().unwrap_or(21);
-    let (sf, sr) = measure(small, changes);
-    let (lf, lr) = measure(large, changes);
+    let (small_fetch, small_read) = measure(small, changes);
+    let (large_fetch, large_read) = measure(large, changes);
+    let (small_early, small_late) = drift(&small_fetch, &small_read);
+    let (large_early, large_late) = drift(&large_fetch, &large_read);
+    let (sf, sr) = (median(small_fetch), median(small_read));
+    let (lf, lr) = (median(large_fetch), median(large_read));
     println!("one-tenant commit, CPU of the reading thread (median of {changes}):");
     println!("| tenants | fetch | read | total |");
     println!("|---|---|---|---|");
@@ -106,5 +121,8 @@ fn main() {
         ratio(lf, sf),
         ratio(lr, sr),
         ratio(lf + lr, sf + sr)
+    );
+    println!(
+        "first / last fifth of the commits (total): {small} tenants {small_early} / {small_late} µs, {large} tenants {large_early} / {large_late} µs"
     );
 }

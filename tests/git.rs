@@ -711,3 +711,75 @@ fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
         last = cached;
     }
 }
+
+/// Every fetch adds a pack to the cache; past `MAX_PACKS` they are rewritten into one, so reads
+/// do not slow down with every commit an agent fetches. History, annotated tags and the other
+/// branches stay readable (tenants may pin a component to any of them).
+#[test]
+fn packs_past_the_limit_are_rewritten_into_one_and_history_and_tags_stay_readable() {
+    let work = work_repo();
+    let first = git(work.path(), &["rev-parse", "HEAD"]);
+    git(work.path(), &["tag", "-a", "v1", "-m", "first release"]);
+    git(work.path(), &["branch", "old"]);
+    let cache = tempfile::tempdir().unwrap();
+    let source = GitSource::open_or_clone(
+        &url_of(work.path()),
+        "main",
+        cache.path(),
+        GitAuth::default(),
+    )
+    .unwrap();
+    let packs = || {
+        let repo = std::fs::read_dir(cache.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".git"))
+            .expect("the cached repository")
+            .path();
+        std::fs::read_dir(repo.join("objects/pack"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+            .count()
+    };
+    let mut most = 0;
+    let mut head = String::new();
+    for i in 0..fief::source::git::MAX_PACKS + 4 {
+        write(
+            work.path(),
+            "tenants/acme.yaml",
+            format!("metadata:\n  name: acme\n# {i}\n"),
+        );
+        head = commit_all(work.path(), &format!("change {i}"));
+        assert_eq!(source.fetch().unwrap(), head);
+        most = most.max(packs());
+    }
+    assert!(
+        most <= fief::source::git::MAX_PACKS,
+        "at most {} packs, saw {most}",
+        fief::source::git::MAX_PACKS
+    );
+    assert!(packs() < fief::source::git::MAX_PACKS, "rewritten into one");
+    assert_eq!(
+        most,
+        fief::source::git::MAX_PACKS,
+        "one pack per fetch up to the limit"
+    );
+    let old = source.snapshot(&first).unwrap();
+    assert_eq!(
+        content(&old, "tenants/acme.yaml"),
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\n"
+    );
+    assert_eq!(
+        content(&source.snapshot(&head).unwrap(), "tenants/acme.yaml"),
+        format!(
+            "metadata:\n  name: acme\n# {}\n",
+            fief::source::git::MAX_PACKS + 3
+        )
+    );
+    for git_ref in ["v1", "old"] {
+        let (snapshot, tree) = source.snapshot_at_ref("web", git_ref).unwrap();
+        assert!(!tree.is_empty(), "{git_ref}");
+        assert!(snapshot.get("components/web/templates/cm.yaml").is_some());
+    }
+}
