@@ -5,10 +5,11 @@
 # flags.
 
 FROM rust:1.95-bookworm AS builder
-# libgit2 and libssh2 are built vendored; git2's https transport links the system OpenSSL.
+# libgit2 and libssh2 are built vendored; git2's https transport links the system OpenSSL;
+# zlib-ng (libz-sys) is built with cmake.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libssl-dev pkg-config \
+        libssl-dev pkg-config cmake \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
