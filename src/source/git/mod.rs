@@ -27,10 +27,12 @@ use crate::core::snapshot::{Snapshot, TOP_LEVEL};
 mod auth;
 mod error;
 mod local;
+mod packs;
 mod tree;
 
 pub use error::GitError;
 pub use local::{commit_files, snapshot_at};
+pub use packs::MAX_PACKS;
 pub use tree::BlobCache;
 
 use auth::*;
@@ -149,7 +151,7 @@ impl GitSource {
     pub fn fetch(&self) -> Result<String, GitError> {
         let repo = self.open()?;
         let head = self.fetch_into(&repo, Phase::Fetch)?;
-        if let Err(e) = compact_packs(&repo, &self.path.join("objects/pack")) {
+        if let Err(e) = packs::compact(&repo, &self.path.join("objects/pack")) {
             tracing::warn!(cache = %self.path.display(), error = %e.message(), "cannot repack the git cache; reads slow down as packs accumulate");
         }
         Ok(head)
@@ -479,51 +481,6 @@ impl GitSource {
             branch: self.branch.clone(),
         }
     }
-}
-
-/// Packs a cached repository may hold before a fetch rewrites them into one.
-pub const MAX_PACKS: usize = 16;
-
-/// Rewrite the packs in `dir` into one when there are more than [`MAX_PACKS`]: every object
-/// reachable from a ref (commits with their history, trees, blobs, annotated tags) goes into a
-/// new pack, then the other packs are removed. The caller holds the only handle on the cache.
-fn compact_packs(repo: &Repository, dir: &Path) -> Result<(), git2::Error> {
-    let packs = |dir: &Path| -> Vec<String> {
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| n.starts_with("pack-") && n.ends_with(".pack"))
-            .collect()
-    };
-    if packs(dir).len() <= MAX_PACKS {
-        return Ok(());
-    }
-    let mut builder = repo.packbuilder()?;
-    let mut walk = repo.revwalk()?;
-    for reference in repo.references()? {
-        let Some(oid) = reference?.target() else {
-            continue;
-        };
-        match repo.find_object(oid, None)?.kind() {
-            Some(git2::ObjectType::Commit) => walk.push(oid)?,
-            // An annotated tag (with what it points at), or a ref to a tree or blob.
-            _ => builder.insert_recursive(oid, None)?,
-        }
-    }
-    builder.insert_walk(&mut walk)?;
-    builder.write(dir, 0o644)?;
-    let Some(name) = builder.name()?.map(|n| format!("pack-{n}.")) else {
-        return Ok(());
-    };
-    for old in packs(dir).into_iter().filter(|p| !p.starts_with(&name)) {
-        let stem = old.trim_end_matches(".pack");
-        for ext in ["pack", "idx", "rev", "keep"] {
-            let _ = std::fs::remove_file(dir.join(format!("{stem}.{ext}")));
-        }
-    }
-    Ok(())
 }
 
 /// Sets libgit2's network timeouts, once per process, before the first network operation; and
