@@ -55,6 +55,11 @@ fn url_of(dir: &Path) -> String {
     dir.to_str().unwrap().to_string()
 }
 
+/// The `main` branch of the working repository `work`, cloned into `cache`.
+fn open(work: &Path, cache: &Path) -> GitSource {
+    GitSource::open_or_clone(&url_of(work), "main", cache, GitAuth::default()).unwrap()
+}
+
 /// Every entry of a snapshot, for comparisons.
 fn entries(snapshot: &Snapshot) -> BTreeMap<String, Entry> {
     let mut all = BTreeMap::new();
@@ -159,13 +164,7 @@ fn snapshot_of_a_clone_equals_read_dir_of_a_checkout() {
 fn new_commit_is_seen_by_fetch_and_snapshot() {
     let work = work_repo();
     let cache = tempfile::tempdir().unwrap();
-    let source = GitSource::open_or_clone(
-        &url_of(work.path()),
-        "main",
-        cache.path(),
-        GitAuth::default(),
-    )
-    .unwrap();
+    let source = open(work.path(), cache.path());
     let first = source.fetch().unwrap();
     assert_eq!(first, git(work.path(), &["rev-parse", "HEAD"]));
     assert!(
@@ -273,13 +272,7 @@ fn submodule_becomes_an_unreadable_entry() {
     );
     git(work.path(), &["commit", "-q", "-m", "submodule"]);
     let cache = tempfile::tempdir().unwrap();
-    let source = GitSource::open_or_clone(
-        &url_of(work.path()),
-        "main",
-        cache.path(),
-        GitAuth::default(),
-    )
-    .unwrap();
+    let source = open(work.path(), cache.path());
     let snapshot = source.snapshot(&source.fetch().unwrap()).unwrap();
     assert!(matches!(
         snapshot.get("components/vendored"),
@@ -322,13 +315,7 @@ fn unknown_branch_is_a_bad_branch_error() {
 fn bad_commit_is_a_clear_error() {
     let work = work_repo();
     let cache = tempfile::tempdir().unwrap();
-    let source = GitSource::open_or_clone(
-        &url_of(work.path()),
-        "main",
-        cache.path(),
-        GitAuth::default(),
-    )
-    .unwrap();
+    let source = open(work.path(), cache.path());
     let head = source.fetch().unwrap();
     for commit in [
         &head[..7],
@@ -622,13 +609,7 @@ fn cache_folder_holding_another_repository_is_replaced() {
 fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
     let work = work_repo();
     let cache = tempfile::tempdir().unwrap();
-    let source = GitSource::open_or_clone(
-        &url_of(work.path()),
-        "main",
-        cache.path(),
-        GitAuth::default(),
-    )
-    .unwrap();
+    let source = open(work.path(), cache.path());
     let mut blobs = fief::source::git::BlobCache::default();
     let mut last = source
         .snapshot_cached(&source.fetch().unwrap(), Some(&mut blobs))
@@ -722,13 +703,7 @@ fn packs_past_the_limit_are_rewritten_into_one_and_history_and_tags_stay_readabl
     git(work.path(), &["tag", "-a", "v1", "-m", "first release"]);
     git(work.path(), &["branch", "old"]);
     let cache = tempfile::tempdir().unwrap();
-    let source = GitSource::open_or_clone(
-        &url_of(work.path()),
-        "main",
-        cache.path(),
-        GitAuth::default(),
-    )
-    .unwrap();
+    let source = open(work.path(), cache.path());
     let packs = || {
         let repo = std::fs::read_dir(cache.path())
             .unwrap()
