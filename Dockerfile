@@ -27,10 +27,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -m 0755 target/release/fief /usr/local/bin/fief
 
 FROM debian:bookworm-slim
-# ca-certificates: https to the git host; libssl3 and zlib1g: what the binary links.
+# ca-certificates: https to the git host; libssl3: what the binary links (zlib-ng is built in).
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        ca-certificates libssl3 zlib1g \
+        ca-certificates libssl3 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /usr/local/bin/fief /usr/local/bin/fief
 # Same user as the Deployment's securityContext; HOME on the writable /tmp (libgit2 looks
