@@ -88,6 +88,57 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
         Some("bonjour")
     );
     assert!(agent.log().contains("bad or missing signature"));
+
+    // The inventory is written by a merge patch: a key another writer put on it stays. An
+    // inventory deleted by hand is created again, whole, by the tenant's next sync.
+    let admin = |args: &[&str]| {
+        let out = common::control_plane()
+            .kubectl_admin()
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let inventory_of = |t: &str| format!("fief-tenant-{t}");
+    admin(&[
+        "-n",
+        &agent_ns,
+        "annotate",
+        "configmap",
+        &inventory_of(&a),
+        "example.com/note=kept",
+    ]);
+    admin(&["-n", &agent_ns, "delete", "configmap", &inventory_of(&b)]);
+    server.commit(&[tenant(&a, "again"), tenant(&b, "hola")], "change both");
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("both changes recorded", Duration::from_secs(10), || {
+        status(&agent_ns, &b)["revision"].is_string()
+            && configmap_value(&format!("{a}-prod"), "app-config", "greeting").as_deref()
+                == Some("again")
+            && condition(&status(&agent_ns, &a), "Reconciling") == "False"
+    });
+    let inventory = kubectl_json(&["get", "configmap", "-n", &agent_ns, &inventory_of(&a)])
+        .expect("A's inventory");
+    assert_eq!(
+        inventory["metadata"]["annotations"]["example.com/note"],
+        "kept"
+    );
+    let entries = kubectl_json(&["get", "configmap", "-n", &agent_ns, &inventory_of(&b)])
+        .expect("B's inventory is back")["data"]["entries"]
+        .as_str()
+        .map(|e| e.matches("\"kind\"").count());
+    assert!(
+        entries.unwrap_or(0) >= 3,
+        "B's inventory lists its objects: {entries:?}"
+    );
+    assert_eq!(
+        configmap_value(&format!("{b}-prod"), "app-config", "greeting").as_deref(),
+        Some("hola")
+    );
 }
 
 #[test]

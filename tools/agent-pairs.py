@@ -202,15 +202,21 @@ c0 = cpu(p.pid)
 perf = None
 if os.environ.get("PERF") in ("1", "apiserver"):
     target = str(p.pid) if os.environ.get("PERF") != "apiserver" else str(pids("kube-apiserver")[0])
-    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-g", "-F", "500", "-p", target, "-o", f"/tmp/perf-{tag}.data"],
+    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", *(["-g"] if os.environ.get("PERF") == "apiserver" else ["--call-graph", "dwarf,16384"]), "-F", "500", "-p", target, "-o", f"/tmp/perf-{tag}.data"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
+def idle():
+    f = open("/proc/stat").readline().split()[1:]
+    return int(f[3]) + int(f[4]), sum(int(x) for x in f)
+i0 = idle()
 s = time.time()
 push(port)
 n = len(tenants)
 while metric(port, "fief_tenant_syncs_total") < syncs + n:
     time.sleep(0.1)
 took = time.time() - s
+i1 = idle()
+print(f"{tag}: machine idle during the shared change: {100 * (i1[0] - i0[0]) / max(1, i1[1] - i0[1]):.0f} %")
 c1 = cpu(p.pid)
 srv1 = {n: total([n]) - srv0[n] for n in srv0}
 print(f"{tag}: server CPU during the shared change: {srv1}")

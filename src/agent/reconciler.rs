@@ -469,11 +469,12 @@ struct Each<'a> {
 /// Sync the renders one tenant at a time (`concurrency` at once), never starting one after
 /// `stop`; then report orphaned inventories when due.
 async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRender]) -> SyncResult {
-    let known: BTreeSet<String> = state
-        .rev
-        .as_ref()
-        .map(|r| r.hashes.keys().cloned().collect())
-        .unwrap_or_default();
+    // Every tenant in git, for the orphan report only: a chunk without it needs none (and
+    // building it would cost each chunk a pass over the fleet).
+    let known: BTreeSet<String> = match &state.rev {
+        Some(r) if state.check_orphans => r.hashes.keys().cloned().collect(),
+        _ => BTreeSet::new(),
+    };
     // Each tenant's revision: its status records that commit, its health uses that repo.
     let revs: HashMap<String, Arc<Revision>> = renders
         .iter()

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kube::api::{Patch, PatchParams};
+use kube::api::Patch;
 use serde_json::Value;
 
 use super::sync::{Ctx, api_version};
@@ -34,7 +34,7 @@ pub(super) async fn apply_one(
         });
     }
     let api = ctx.resources.api(&resource, &o.id.namespace);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let params = super::forced_apply(FIELD_MANAGER);
     // Component objects go as the tenant's own ServiceAccount of the environment they were
     // rendered for, so the API server refuses whatever the render check might have missed.
     let identity = (o.component != BASELINE).then(|| identity.to_string());

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PostParams};
 use serde_json::{Value, json};
 use similar::TextDiff;
 
@@ -322,7 +322,7 @@ async fn object_diff(
     }
     let identity = component.then(|| super::tenant_identity(ns));
     let api = ctx.resources.api(&resource, &o.id.namespace);
-    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+    let params = super::forced_apply(FIELD_MANAGER).dry_run();
     let request = kube::core::Request::new(api.resource_url()).patch(
         &o.id.name,
         &params,

@@ -147,7 +147,7 @@ pub async fn write_verdict(
     now: &str,
 ) -> Result<bool, super::ClusterError> {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::{Api, Patch, PatchParams};
+    use kube::api::{Api, Patch};
     let name = crate::core::objects::inventory_name(tenant);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let what = || format!("health status of ConfigMap/{namespace}/{name}");
@@ -174,7 +174,7 @@ pub async fn write_verdict(
     desired["metadata"]["resourceVersion"] = serde_json::json!(version);
     api.patch(
         &name,
-        &PatchParams::apply(super::FIELD_MANAGER).force(),
+        &super::forced_apply(super::FIELD_MANAGER),
         &Patch::Apply(&desired),
     )
     .await

@@ -1,12 +1,12 @@
 //! Inventory store: the tenants' ApplySet parent ConfigMaps in the agent namespace.
 //!
-//! In: [`Inventory`] values. Out: reads, server-side-applied writes (skipped when unchanged)
-//! and deletes of the ConfigMaps.
+//! In: [`Inventory`] values. Out: reads, merge-patched or created writes (skipped when
+//! unchanged) and deletes of the ConfigMaps.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
 use super::sync::Ctx;
@@ -95,6 +95,12 @@ pub async fn each_inventory(
 }
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
+///
+/// The inventory is fief's own object, so it is written with a JSON merge patch (or created
+/// when there is none), not a server-side apply: the API server parses an apply body as YAML,
+/// and the inventory's entries (about 20 KB of escaped JSON at 26 objects) made that parse
+/// the largest single cost of a change reaching every tenant. The patch sets every label,
+/// annotation and data key fief writes; keys others added (`fief suspend`'s annotation) stay.
 pub(super) async fn write_inventory(
     ctx: &Ctx<'_>,
     inv: &Inventory,
@@ -106,17 +112,47 @@ pub(super) async fn write_inventory(
     let ns = &ctx.options.agent_namespace;
     let cm = inv.to_configmap(ns);
     let name = objects::inventory_name(&inv.tenant);
-    let api: Api<ConfigMap> = Api::namespaced(ctx.resources.client().clone(), ns);
-    api.patch(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&cm),
-    )
-    .await
-    .map_err(|source| {
-        ClusterError::request(format!("apply inventory ConfigMap/{ns}/{name}"), source)
-    })?;
-    Ok(())
+    let client = ctx.resources.client();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let failed = |verb: &str, source| {
+        ClusterError::request(format!("{verb} inventory ConfigMap/{ns}/{name}"), source)
+    };
+    let patch = || async {
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        }
+        .validation_ignore();
+        let request = kube::core::Request::new(api.resource_url())
+            .patch(&name, &params, &Patch::Strategic(&cm))
+            .map_err(kube::Error::BuildRequest)?;
+        client.request_text(request).await.map(drop)
+    };
+    let create = || async {
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        let body = serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?;
+        let request = kube::core::Request::new(api.resource_url())
+            .create(&params, body)
+            .map_err(kube::Error::BuildRequest)?;
+        client.request_text(request).await.map(drop)
+    };
+    // The previous inventory says whether the ConfigMap exists; when it was wrong (deleted or
+    // made meanwhile), the other request follows.
+    let result = if previous.is_some() {
+        match patch().await {
+            Err(kube::Error::Api(s)) if s.code == 404 => create().await.map_err(|e| ("create", e)),
+            other => other.map_err(|e| ("patch", e)),
+        }
+    } else {
+        match create().await {
+            Err(kube::Error::Api(s)) if s.code == 409 => patch().await.map_err(|e| ("patch", e)),
+            other => other.map_err(|e| ("create", e)),
+        }
+    };
+    result.map_err(|(verb, source)| failed(verb, source))
 }
 
 /// Delete a tenant's inventory (after a purge); a missing one is fine.

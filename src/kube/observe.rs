@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures::stream::{self, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -132,7 +132,7 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), C
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     api.patch(
         name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
+        &super::forced_apply(FIELD_MANAGER),
         &Patch::Apply(&ns),
     )
     .await

@@ -4,7 +4,7 @@
 //! read back by `fief status` and by an agent that starts while a rollout is under way.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 
 use super::ClusterError;
 use crate::core::rollout::Record;
@@ -34,7 +34,7 @@ pub async fn write_record(
     });
     api.patch(
         NAME,
-        &PatchParams::apply("fief-rollout").force(),
+        &super::forced_apply("fief-rollout"),
         &Patch::Apply(&cm),
     )
     .await

@@ -120,7 +120,7 @@ pub async fn request_all(
     });
     api.patch(
         RECONCILE_ALL,
-        &PatchParams::apply(manager).force(),
+        &super::forced_apply(manager),
         &Patch::Apply(&cm),
     )
     .await
