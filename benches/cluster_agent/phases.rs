@@ -25,6 +25,27 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ns as f64 / 1e9
 }
 
+/// CPU seconds (user + system, clock ticks of 10 ms) of every process on the machine whose
+/// name is one of `names`, summed per name: the control plane's share of a phase.
+pub fn process_cpu(names: &[&str]) -> Vec<f64> {
+    let mut out = vec![0.0; names.len()];
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let Some(i) = names.iter().position(|n| *n == &stat[open + 1..close]) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let ticks = |k: usize| fields.get(k).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        out[i] += (ticks(11) + ticks(12)) / 100.0;
+    }
+    out
+}
+
 /// The machine's load average (1, 5, 15 minutes).
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -187,6 +208,8 @@ pub fn run(
     let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
     std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
     git(&served.repo, &["commit", "-q", "-am", "shared"]);
+    const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
+    let plane_before = process_cpu(&CONTROL_PLANE);
     let cpu_before = cpu_seconds(agent.child.id());
     let start = Instant::now();
     agent.push();
@@ -197,10 +220,19 @@ pub fn run(
     }
     let took = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds(agent.child.id()) - cpu_before;
+    let plane: Vec<f64> = process_cpu(&CONTROL_PLANE)
+        .iter()
+        .zip(&plane_before)
+        .map(|(a, b)| a - b)
+        .collect();
     let throttled = rt.block_on(throttled(client)) - throttled_before;
     row(
         &format!("5. shared component changed, {tenants} tenants: webhook to converged"),
         format!("{took:.1} s (agent CPU {cpu:.1} s), {throttled:.0} answers 429"),
+    );
+    row(
+        "   CPU meanwhile: API server, etcd, controller-manager",
+        format!("{:.1} s, {:.1} s, {:.1} s", plane[0], plane[1], plane[2]),
     );
     row(
         &format!("6. agent peak RSS, {tenants} tenants"),

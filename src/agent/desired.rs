@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::core::objects::ObjectId;
 
 /// `value` with every scalar replaced by null (objects and arrays kept).
+#[cfg(test)]
 pub fn shape(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
@@ -28,11 +29,44 @@ pub fn shape(value: &Value) -> Value {
     }
 }
 
-/// One object's id, shape and the shape's JSON (the interning key).
-pub type Shaped = (ObjectId, Value, String);
+/// One object's id and its shape's JSON ([`shape_key`], the interning key): the shape itself
+/// is built from it only when no object held so far has it.
+pub type Shaped = (ObjectId, String);
 
-/// An interned object id: one allocation shared by every map that keys on it.
-pub type Id = Arc<ObjectId>;
+/// The JSON of [`shape`]`(value)`, written without building the shape: compact, keys in the
+/// object's order, every scalar `null` (`shape_key(v) == shape(v).to_string()`).
+pub fn shape_key(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::from(k.as_str()).to_string());
+                    out.push(':');
+                    write(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(v, out);
+                }
+                out.push(']');
+            }
+            _ => out.push_str("null"),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
 
 /// The shapes of a render's objects (none for a failed render: nothing of it is desired).
 pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
@@ -42,13 +76,12 @@ pub fn shapes_of(render: &crate::core::render::TenantRender) -> Vec<Shaped> {
     render
         .objects
         .iter()
-        .map(|o| {
-            let shape = shape(&o.object);
-            let key = shape.to_string();
-            (o.id.clone(), shape, key)
-        })
+        .map(|o| (o.id.clone(), shape_key(&o.object)))
         .collect()
 }
+
+/// An interned object id: one allocation shared by every map that keys on it.
+pub type Id = Arc<ObjectId>;
 
 /// One allocation per object id for the whole agent. A map keeps its old key when a key
 /// equal to it is inserted, so two maps that each allocated their own copy of an id (a watch
@@ -131,12 +164,16 @@ impl Desired {
         }
         let tenant: Arc<str> = tenant.into();
         let mut held = Vec::with_capacity(objects.len());
-        for (id, shape, key) in objects {
-            let shape = self
-                .shapes
-                .entry(key)
-                .or_insert_with(|| Arc::new(shape))
-                .clone();
+        for (id, key) in objects {
+            let shape = match self.shapes.get(&key) {
+                Some(shape) => shape.clone(),
+                None => {
+                    // The key is the shape's own JSON, so it reads back as the shape.
+                    let shape = Arc::new(serde_json::from_str(&key).unwrap_or(Value::Null));
+                    self.shapes.insert(key, shape.clone());
+                    shape
+                }
+            };
             let id = ids.intern_owned(id);
             held.push(id.clone());
             self.objects.insert(id, (tenant.clone(), shape));
@@ -200,6 +237,20 @@ mod tests {
     }
 
     #[test]
+    fn the_shape_key_is_the_json_of_the_shape_and_reads_back_as_it() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "quote\"d": "2"}}, "data": {"k": "v"}}),
+            json!({"spec": {"list": [1, {"a": [true, null, 2.5]}, "s"], "empty": {}, "none": []}}),
+            json!("scalar"),
+            json!({"ünï\u{1}code\n": {"\\": 1}}),
+        ];
+        for o in &objects {
+            assert_eq!(shape_key(o), shape(o).to_string());
+            assert_eq!(serde_json::from_str::<Value>(&shape_key(o)).unwrap(), shape(o));
+        }
+    }
+
+    #[test]
     fn shapes_are_shared_between_tenants_and_replaced_per_tenant() {
         let id = |t: &str| ObjectId {
             group: String::new(),
@@ -208,11 +259,7 @@ mod tests {
             name: "app".into(),
         };
         let object = |v: &str| json!({"data": {"k": v}});
-        let entry = |t: &str, v: &str| {
-            let s = shape(&object(v));
-            let key = s.to_string();
-            vec![(id(t), s, key)]
-        };
+        let entry = |t: &str, v: &str| vec![(id(t), shape_key(&object(v)))];
         let mut d = Desired::default();
         let mut ids = Interner::default();
         d.replace("a", entry("a", "1"), &mut ids);
@@ -238,11 +285,10 @@ mod tests {
             namespace: "a-prod".into(),
             name: "app".into(),
         };
-        let s = shape(&json!({"data": {"k": "v"}}));
-        let key = s.to_string();
+        let key = shape_key(&json!({"data": {"k": "v"}}));
         let mut d = Desired::default();
         let mut ids = Interner::default();
-        d.replace("a", vec![(id.clone(), s.clone(), key.clone())], &mut ids);
+        d.replace("a", vec![(id.clone(), key.clone())], &mut ids);
         let found = d.find(&id).unwrap();
         assert_eq!(found.tenant.as_ref(), "a");
         assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
@@ -267,10 +313,9 @@ mod tests {
         let mut ids = Interner::default();
         // A watch listed the object before its tenant was rendered.
         let held = ids.intern(&id);
-        let s = shape(&json!({"data": {"k": "v"}}));
-        let key = s.to_string();
+        let key = shape_key(&json!({"data": {"k": "v"}}));
         let mut d = Desired::default();
-        d.replace("a", vec![(id.clone(), s, key)], &mut ids);
+        d.replace("a", vec![(id.clone(), key)], &mut ids);
         assert!(Arc::ptr_eq(&d.intern(&id).unwrap(), &held));
         assert!(Arc::ptr_eq(&ids.intern_owned(id), &held));
         assert_eq!(ids.len(), 1);
