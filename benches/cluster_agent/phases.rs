@@ -40,7 +40,12 @@ pub fn process_cpu(names: &[&str]) -> Vec<f64> {
             continue;
         };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let ticks = |k: usize| fields.get(k).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let ticks = |k: usize| {
+            fields
+                .get(k)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         out[i] += (ticks(11) + ticks(12)) / 100.0;
     }
     out

@@ -246,7 +246,10 @@ mod tests {
         ];
         for o in &objects {
             assert_eq!(shape_key(o), shape(o).to_string());
-            assert_eq!(serde_json::from_str::<Value>(&shape_key(o)).unwrap(), shape(o));
+            assert_eq!(
+                serde_json::from_str::<Value>(&shape_key(o)).unwrap(),
+                shape(o)
+            );
         }
     }
 

@@ -1,20 +1,23 @@
 //! The inventories the agent's loop holds between batches, and those it does not.
 //!
 //! In: the agent namespace's inventory ConfigMaps (read in pages), the batch's verification
-//! candidates ([`Seeder`]). Out: the loop state's inventories. When every inventory is read
+//! candidates ([`Seeder`]). Out: the loop state's inventories, and each chunk's
+//! [`ClusterState`] (its inventories and the watches' live hashes). When every inventory is read
 //! (at start and after a periodic resync) none is kept: each page is offered to the seeder
 //! (a candidate's objects go into the drift baseline) and dropped, so a start never holds
 //! every inventory, whether it verifies or renders the tenants. An inventory that is not
 //! held (evicted) is read back before its tenant is next synced, a chunk's at a time, or when
-//! orphaned inventories are looked for. Reads only.
+//! orphaned inventories are looked for; the next chunk's are read while this one syncs.
+//! Reads only.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::verify::Seeder;
-use super::{LoopState, Shared};
+use super::{LoopState, Shared, read};
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::render::TenantRender;
 use crate::kube::inventory_store::{each_inventory, load_inventories};
+use crate::kube::sync::{ClusterState, SyncOptions};
 use crate::kube::{ClusterError, Resources};
 
 /// Offer the batch's inventories to `seeder`: the held ones (those taken are evicted), or
@@ -79,15 +82,88 @@ pub(super) async fn load(
     }
 }
 
+/// A chunk's evicted inventories, read ahead while the chunk before it syncs (so the read is
+/// not on the way between two chunks' applies).
+pub(super) struct Ahead {
+    /// The chunk's tenants whose inventories are read.
+    tenants: Vec<String>,
+    read: tokio::task::JoinHandle<Result<Inventories, ClusterError>>,
+}
+
+/// Inventories by tenant, as read.
+type Inventories = BTreeMap<String, Result<Inventory, InventoryError>>;
+
+/// Start reading the evicted inventories of `chunk` (none when every inventory is still to
+/// be read at once, or none of the chunk's is evicted).
+pub(super) fn read_ahead(
+    resources: &Resources,
+    state: &LoopState,
+    chunk: &[String],
+    namespace: &str,
+) -> Option<Ahead> {
+    state.inventories.as_ref()?;
+    let tenants: Vec<String> = chunk
+        .iter()
+        .filter(|t| state.evicted.contains(*t))
+        .cloned()
+        .collect();
+    if tenants.is_empty() {
+        return None;
+    }
+    let (client, namespace, names) = (
+        resources.client().clone(),
+        namespace.to_string(),
+        tenants.clone(),
+    );
+    let read = tokio::spawn(async move {
+        let mut out = BTreeMap::new();
+        each_inventory(&client, &namespace, Some(&names), |t, inv| {
+            out.insert(t, inv);
+        })
+        .await
+        .map(|()| out)
+    });
+    Some(Ahead { tenants, read })
+}
+
+impl Ahead {
+    /// Stop the read (its chunk is not synced now).
+    pub(super) fn abort(self) {
+        self.read.abort();
+    }
+}
+
 /// Read back the evicted inventories this chunk needs: its tenants', and, when orphans are
-/// looked for, those of tenants no longer in git. `false` when they cannot be read.
+/// looked for, those of tenants no longer in git. Those read ahead ([`read_ahead`]) are taken
+/// from there; a failed read ahead is read again here. `false` when they cannot be read.
 pub(super) async fn restore_evicted(
     resources: &Resources,
     state: &mut LoopState,
-    inventories: &mut BTreeMap<String, Result<Inventory, InventoryError>>,
+    inventories: &mut Inventories,
     renders: &[TenantRender],
     namespace: &str,
+    ahead: Option<Ahead>,
 ) -> bool {
+    if let Some(ahead) = ahead {
+        match ahead.read.await {
+            Ok(Ok(mut read)) => {
+                // Chunks are disjoint, so nothing synced these tenants since the read began.
+                for t in &ahead.tenants {
+                    if state.evicted.remove(t)
+                        && let Some(inv) = read.remove(t)
+                    {
+                        inventories.insert(t.clone(), inv);
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "inventories read ahead failed; reading again")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "inventory read-ahead task failed; reading again")
+            }
+        }
+    }
     let known = state.rev.as_ref().map(|r| &r.hashes);
     let need: Vec<String> = state
         .evicted
@@ -117,4 +193,68 @@ pub(super) async fn restore_evicted(
             false
         }
     }
+}
+
+/// Inventories and live hashes for this batch: the inventories as the last batch left them
+/// (read afresh at start and on a periodic resync) and the watches' live hashes.
+/// Unsettled tenants get no live hashes, so their sync is finished in full.
+pub(super) async fn cluster_state(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    renders: &[TenantRender],
+    sync_options: &SyncOptions,
+    mut ahead: Option<Ahead>,
+) -> Option<ClusterState> {
+    let mut inventories = match state.inventories.take() {
+        Some(i) => i,
+        None => {
+            if let Some(a) = ahead.take() {
+                a.abort();
+            }
+            state.evicted.clear();
+            load(resources, &sync_options.agent_namespace).await?
+        }
+    };
+    let ns = &sync_options.agent_namespace;
+    let restored = restore_evicted(resources, state, &mut inventories, renders, ns, ahead);
+    if !restored.await {
+        state.inventories = Some(inventories);
+        return None;
+    }
+    tracing::debug!(tenants = inventories.len(), "inventories in hand");
+    let mut cs = {
+        let live = read(&shared.live);
+        let mut mine = HashMap::new();
+        for r in renders {
+            for o in &r.objects {
+                if let Some(h) = live.get(&o.id) {
+                    mine.insert(o.id.clone(), h.to_hex());
+                }
+            }
+        }
+        ClusterState {
+            inventories,
+            live: mine,
+        }
+    };
+    for r in renders {
+        let unsettled = cs.inventories.get(&r.tenant).is_some_and(|i| {
+            i.as_ref().is_ok_and(|i| {
+                i.status
+                    .condition("Reconciling")
+                    .is_some_and(|c| c.status == "True")
+            })
+        });
+        if unsettled {
+            tracing::info!(
+                tenant = r.tenant,
+                "status not settled (interrupted sync); finishing it"
+            );
+            for o in &r.objects {
+                cs.live.remove(&o.id);
+            }
+        }
+    }
+    Some(cs)
 }

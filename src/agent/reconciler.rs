@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::source_loop::Revision;
-use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, read, write};
+use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, write};
 use crate::core::diagnostic::{Diagnostic, Problem};
 use crate::core::render::TenantRender;
 use crate::kube::Resources;
@@ -297,11 +297,16 @@ pub(super) async fn batch(
     // The next chunk renders (on a blocking thread) while this one syncs; its desired objects
     // are recorded only when its turn comes.
     let mut next: Option<tokio::task::JoinHandle<Rendered>> = None;
+    // Likewise its evicted inventories are read while this one syncs.
+    let mut ahead: Option<super::inventories::Ahead> = None;
     for (i, chunk) in chunks.iter().enumerate() {
-        let ahead = next.take();
+        let rendering = next.take();
         if stop.is_cancelled() {
-            if let Some(h) = ahead {
+            if let Some(h) = rendering {
                 h.abort();
+            }
+            if let Some(a) = ahead.take() {
+                a.abort();
             }
             cancelled.extend(chunk.iter().cloned());
             continue;
@@ -309,7 +314,7 @@ pub(super) async fn batch(
         let mut renders = match first.take() {
             Some(r) => r,
             None => {
-                let rendered = match ahead {
+                let rendered = match rendering {
                     Some(h) => match h.await {
                         Ok(r) => r,
                         Err(e) => {
@@ -331,17 +336,27 @@ pub(super) async fn batch(
                 renders
             }
         };
+        let read_ahead = ahead.take();
         if let Some(c) = chunks.get(i + 1)
             && !stop.is_cancelled()
         {
             next = Some(tokio::spawn(compute(by_revision(state, c.clone()))));
+            ahead = super::inventories::read_ahead(resources, state, c, &agent_namespace);
         }
         for r in renders.iter_mut() {
             if let Some(why) = degraded.get(&r.tenant) {
                 degrade(r, why);
             }
         }
-        let Some(cs) = cluster_state(shared, resources, state, &renders, &sync_options).await
+        let Some(cs) = super::inventories::cluster_state(
+            shared,
+            resources,
+            state,
+            &renders,
+            &sync_options,
+            read_ahead,
+        )
+        .await
         else {
             let now = Instant::now();
             let mut q = lock(&shared.queue);
@@ -394,65 +409,6 @@ pub(super) async fn batch(
             "first full sync done; ready"
         );
     }
-}
-
-/// Inventories and live hashes for this batch: the inventories as the last batch left them
-/// (read afresh at start and on a periodic resync) and the watches' live hashes.
-/// Unsettled tenants get no live hashes, so their sync is finished in full.
-async fn cluster_state(
-    shared: &Shared,
-    resources: &Resources,
-    state: &mut LoopState,
-    renders: &[TenantRender],
-    sync_options: &SyncOptions,
-) -> Option<ClusterState> {
-    let mut inventories = match state.inventories.take() {
-        Some(i) => i,
-        None => {
-            state.evicted.clear();
-            super::inventories::load(resources, &sync_options.agent_namespace).await?
-        }
-    };
-    let ns = &sync_options.agent_namespace;
-    if !super::inventories::restore_evicted(resources, state, &mut inventories, renders, ns).await {
-        state.inventories = Some(inventories);
-        return None;
-    }
-    tracing::debug!(tenants = inventories.len(), "inventories in hand");
-    let mut cs = {
-        let live = read(&shared.live);
-        let mut mine = HashMap::new();
-        for r in renders {
-            for o in &r.objects {
-                if let Some(h) = live.get(&o.id) {
-                    mine.insert(o.id.clone(), h.to_hex());
-                }
-            }
-        }
-        ClusterState {
-            inventories,
-            live: mine,
-        }
-    };
-    for r in renders {
-        let unsettled = cs.inventories.get(&r.tenant).is_some_and(|i| {
-            i.as_ref().is_ok_and(|i| {
-                i.status
-                    .condition("Reconciling")
-                    .is_some_and(|c| c.status == "True")
-            })
-        });
-        if unsettled {
-            tracing::info!(
-                tenant = r.tenant,
-                "status not settled (interrupted sync); finishing it"
-            );
-            for o in &r.objects {
-                cs.live.remove(&o.id);
-            }
-        }
-    }
-    Some(cs)
 }
 
 /// What [`sync_each`] runs with.
