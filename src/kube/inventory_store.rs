@@ -96,10 +96,10 @@ pub async fn each_inventory(
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
 ///
-/// The inventory is fief's own object, so it is written with a JSON merge patch (or created
-/// when there is none), not a server-side apply: the API server parses an apply body as YAML,
-/// and the inventory's entries (about 20 KB of escaped JSON at 26 objects) made that parse
-/// the largest single cost of a change reaching every tenant. The patch sets every label,
+/// The inventory is fief's own object, so it is written with a strategic merge patch (or
+/// created when there is none), not a server-side apply: the API server parses an apply body
+/// as YAML, and the inventory's entries (about 20 KB of escaped JSON at 48 objects) made that
+/// parse the largest single cost of a change reaching every tenant. The patch sets every label,
 /// annotation and data key fief writes; keys others added (`fief suspend`'s annotation) stay.
 pub(super) async fn write_inventory(
     ctx: &Ctx<'_>,
