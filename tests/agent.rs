@@ -89,20 +89,9 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
     );
     assert!(agent.log().contains("bad or missing signature"));
 
-    // The inventory is written by a merge patch: a key another writer put on it stays. An
+    // The inventory is written by a strategic merge patch: a key another writer put on it stays. An
     // inventory deleted by hand is created again, whole, by the tenant's next sync.
-    let admin = |args: &[&str]| {
-        let out = common::control_plane()
-            .kubectl_admin()
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let admin = common::cluster_cli::kubectl_ok;
     let inventory_of = |t: &str| format!("fief-tenant-{t}");
     admin(&[
         "-n",
