@@ -122,6 +122,23 @@ def cm_value(ns, name, key):
         return None
 
 
+def apiserver_requests():
+    """apiserver_request_total by (verb, resource), from the API server's /metrics."""
+    out = {}
+    try:
+        with urllib.request.urlopen(f"{server}/metrics", context=ctx, timeout=10) as r:
+            text = r.read().decode()
+    except Exception:
+        return out
+    for l in text.splitlines():
+        if l.startswith("apiserver_request_total{"):
+            verb = re.search(r'verb="([^"]*)"', l).group(1)
+            res = re.search(r'resource="([^"]*)"', l)
+            key = f"{verb} {res.group(1) if res else ''}"
+            out[key] = out.get(key, 0) + float(l.rsplit(" ", 1)[1])
+    return out
+
+
 def git(*args):
     subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True)
 
@@ -209,6 +226,7 @@ def idle():
     f = open("/proc/stat").readline().split()[1:]
     return int(f[3]) + int(f[4]), sum(int(x) for x in f)
 i0 = idle()
+api0 = apiserver_requests()
 s = time.time()
 push(port)
 n = len(tenants)
@@ -216,6 +234,9 @@ while metric(port, "fief_tenant_syncs_total") < syncs + n:
     time.sleep(0.1)
 took = time.time() - s
 i1 = idle()
+api1 = apiserver_requests()
+busy = {k: v - api0.get(k, 0) for k, v in api1.items() if v - api0.get(k, 0) >= 5}
+print(f"{tag}: API server requests during the shared change (5 or more): {dict(sorted(busy.items(), key=lambda kv: -kv[1]))}")
 print(f"{tag}: machine idle during the shared change: {100 * (i1[0] - i0[0]) / max(1, i1[1] - i0[1]):.0f} %")
 c1 = cpu(p.pid)
 srv1 = {n: total([n]) - srv0[n] for n in srv0}
@@ -225,7 +246,13 @@ if perf:
 req1 = requests(port)
 reqs = {k: req1.get(k, 0) - req0.get(k, 0) for k in req1}
 print(f"{tag}: shared change: {took:.2f} s, CPU {c1-c0:.2f} s, hwm {hwm(p.pid):.0f} MiB, requests {reqs}, load {open('/proc/loadavg').read().split()[:3]}")
-time.sleep(3)
+after = int(os.environ.get("AFTER", "3"))
+for _ in range(max(1, after // 3)):
+    time.sleep(3)
+    if "AFTER" in os.environ:
+        api2 = apiserver_requests()
+        later = {k: v - api1.get(k, 0) for k, v in api2.items() if v - api1.get(k, 0) >= 5}
+        print(f"{tag}: API server requests since converged: {dict(sorted(later.items(), key=lambda kv: -kv[1]))}")
 print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB (peak anonymous {PEAKS['anon']:.0f}, peak file-backed {PEAKS['file']:.0f})")
 p.terminate()
 try:

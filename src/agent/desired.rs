@@ -44,7 +44,14 @@ pub fn shape_key(value: &Value) -> String {
                     if i > 0 {
                         out.push(',');
                     }
-                    out.push_str(&Value::from(k.as_str()).to_string());
+                    if k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+                        out.push_str(&Value::from(k.as_str()).to_string());
+                    } else {
+                        // Nothing to escape (every key of a Kubernetes object, in practice).
+                        out.push('"');
+                        out.push_str(k);
+                        out.push('"');
+                    }
                     out.push(':');
                     write(v, out);
                 }

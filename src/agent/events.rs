@@ -39,6 +39,21 @@ pub(super) struct Events {
     syncing: tokio::sync::watch::Sender<bool>,
 }
 
+impl Job {
+    /// How many Events the job sends: one on each inventory whose report deserves one, and
+    /// one in each of that tenant's own namespaces whose report deserves one there.
+    fn count(&self) -> usize {
+        self.reports
+            .iter()
+            .map(|r| {
+                let own = self.namespaces.get(&r.tenant).map_or(0, Vec::len);
+                usize::from(event_for(r).is_some())
+                    + crate::kube::tenant_events::event_for(r).map_or(0, |_| own)
+            })
+            .sum()
+    }
+}
+
 /// While held, a batch is syncing: Events are slowed down.
 pub(super) struct Syncing<'a>(&'a tokio::sync::watch::Sender<bool>);
 
@@ -56,8 +71,13 @@ impl Events {
         let mut busy = syncing.subscribe();
         tokio::spawn(async move {
             while let Some(job) = rx.recv().await {
-                let started = tokio::time::Instant::now();
-                let sent = futures::join!(
+                // While a batch syncs, each chunk's Events first wait out their own pace, so
+                // a batch shorter than that sends none of them among its applies; as soon as
+                // the batch ends they go.
+                let pace = job.count() as f64 / PER_SECOND_WHILE_SYNCING;
+                let pace = std::time::Duration::from_secs_f64(pace);
+                let _ = tokio::time::timeout(pace, busy.wait_for(|b| !*b)).await;
+                futures::join!(
                     publish_events(&client, &job.agent_namespace, &job.reports),
                     crate::kube::tenant_events::publish(
                         &client,
@@ -66,10 +86,6 @@ impl Events {
                         &job.namespaces
                     ),
                 );
-                let count = (sent.0 + sent.1) as f64;
-                let pace = std::time::Duration::from_secs_f64(count / PER_SECOND_WHILE_SYNCING);
-                // Wait out the pace while a batch syncs; go on as soon as it ends.
-                let _ = tokio::time::timeout_at(started + pace, busy.wait_for(|b| !*b)).await;
             }
         });
         Events { tx, syncing }
@@ -147,11 +163,7 @@ fn event_for(r: &TenantReport) -> Option<Event> {
 /// Status as Kubernetes Events on each tenant's inventory ConfigMap: one when a sync changed
 /// something, one when it failed, [`IN_FLIGHT`] at a time. An unchanged tenant gets none
 /// (steady state writes nothing).
-async fn publish_events(
-    client: &kube::Client,
-    agent_namespace: &str,
-    reports: &[TenantReport],
-) -> usize {
+async fn publish_events(client: &kube::Client, agent_namespace: &str, reports: &[TenantReport]) {
     let reporter = Reporter {
         controller: "fief-agent".to_string(),
         instance: std::env::var("POD_NAME").ok(),
@@ -161,7 +173,6 @@ async fn publish_events(
         .iter()
         .filter_map(|r| Some((r.tenant.as_str(), event_for(r)?)))
         .collect();
-    let count = events.len();
     stream::iter(events)
         .for_each_concurrent(IN_FLIGHT, |(tenant, event)| {
             let recorder = &recorder;
@@ -179,5 +190,32 @@ async fn publish_events(
             }
         })
         .await;
-    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_counts_an_event_per_changed_inventory_and_per_namespace_of_it() {
+        let mut changed = TenantReport::new("a", "applied");
+        changed.counts.configured = 1;
+        let unchanged = TenantReport::new("b", "applied");
+        let mut failed = TenantReport::new("c", "failed");
+        failed.errors.push("refused".to_string());
+        let job = Job {
+            agent_namespace: "fief-system".to_string(),
+            reports: vec![changed, unchanged, failed],
+            namespaces: BTreeMap::from([
+                (
+                    "a".to_string(),
+                    vec!["a-prod".to_string(), "a-dev".to_string()],
+                ),
+                ("b".to_string(), vec!["b-prod".to_string()]),
+                ("c".to_string(), vec!["c-prod".to_string()]),
+            ]),
+        };
+        // a: its inventory and two namespaces; b: nothing changed; c: inventory and namespace.
+        assert_eq!(job.count(), 5);
+    }
 }

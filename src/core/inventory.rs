@@ -243,6 +243,11 @@ impl Inventory {
         }
     }
 
+    /// The status as the ConfigMap's [`DATA_STATUS`] key holds it.
+    pub fn status_data(&self) -> String {
+        serde_json::to_string_pretty(&self.status).unwrap_or_default()
+    }
+
     /// The ApplySet parent ConfigMap for this inventory.
     pub fn to_configmap(&self, agent_namespace: &str) -> Value {
         let name = objects::inventory_name(&self.tenant);
@@ -289,7 +294,7 @@ impl Inventory {
             },
             "data": {
                 DATA_ENTRIES: entries,
-                DATA_STATUS: serde_json::to_string_pretty(&self.status).unwrap_or_default(),
+                DATA_STATUS: self.status_data(),
             },
         })
     }

@@ -4,7 +4,8 @@
 //! In: a rendered tenant, each component's health settings, a default timeout. Out: the
 //! objects that are not healthy, and why. Reads only (one GET per pending object per second).
 //! For the agent, [`write_verdict`] writes a tenant's health verdict onto its inventory's
-//! status (one GET and one apply, guarded by the resourceVersion read).
+//! status (one GET and a strategic merge patch of the status key, guarded by the
+//! resourceVersion read).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use super::Resources;
 use crate::core::health::{Health, Verdict, health, set_conditions};
-use crate::core::inventory::Inventory;
+use crate::core::inventory::{DATA_STATUS, Inventory};
 use crate::core::model::{BASELINE, Repo, parse_duration};
 use crate::core::objects::ObjectId;
 use crate::core::render::TenantRender;
@@ -147,7 +148,7 @@ pub async fn write_verdict(
     now: &str,
 ) -> Result<bool, super::ClusterError> {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::{Api, Patch};
+    use kube::api::Api;
     let name = crate::core::objects::inventory_name(tenant);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let what = || format!("health status of ConfigMap/{namespace}/{name}");
@@ -170,14 +171,14 @@ pub async fn write_verdict(
     if inv.status == before {
         return Ok(false);
     }
-    let mut desired = inv.to_configmap(namespace);
-    desired["metadata"]["resourceVersion"] = serde_json::json!(version);
-    api.patch(
-        &name,
-        &super::forced_apply(super::FIELD_MANAGER),
-        &Patch::Apply(&desired),
-    )
-    .await
-    .map_err(|e| super::ClusterError::request(what(), e))?;
+    // Only the status changes: patch that key, guarded by the version read (a conflict is
+    // retried by the caller), not the whole inventory.
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": version},
+        "data": {DATA_STATUS: inv.status_data()},
+    });
+    super::inventory_store::patch_inventory(client, namespace, &name, &patch)
+        .await
+        .map_err(|e| super::ClusterError::request(what(), e))?;
     Ok(true)
 }

@@ -117,17 +117,7 @@ pub(super) async fn write_inventory(
     let failed = |verb: &str, source| {
         ClusterError::request(format!("{verb} inventory ConfigMap/{ns}/{name}"), source)
     };
-    let patch = || async {
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_string()),
-            ..Default::default()
-        }
-        .validation_ignore();
-        let request = kube::core::Request::new(api.resource_url())
-            .patch(&name, &params, &Patch::Strategic(&cm))
-            .map_err(kube::Error::BuildRequest)?;
-        client.request_text(request).await.map(drop)
-    };
+    let patch = || patch_inventory(client, ns, &name, &cm);
     let create = || async {
         let params = PostParams {
             field_manager: Some(FIELD_MANAGER.to_string()),
@@ -137,7 +127,7 @@ pub(super) async fn write_inventory(
         let request = kube::core::Request::new(api.resource_url())
             .create(&params, body)
             .map_err(kube::Error::BuildRequest)?;
-        client.request_text(request).await.map(drop)
+        client.request_text(metadata_only(request)).await.map(drop)
     };
     // The previous inventory says whether the ConfigMap exists; when it was wrong (deleted or
     // made meanwhile), the other request follows.
@@ -153,6 +143,39 @@ pub(super) async fn write_inventory(
         }
     };
     result.map_err(|(verb, source)| failed(verb, source))
+}
+
+/// Strategic-merge-patch an inventory ConfigMap with `patch` (field manager fief). The
+/// answer is asked for as metadata only: fief does not read it back, and the whole object
+/// (its entries) would be encoded by the API server and sent for nothing.
+pub async fn patch_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    patch: &Value,
+) -> Result<(), kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    }
+    .validation_ignore();
+    let request = kube::core::Request::new(api.resource_url())
+        .patch(name, &params, &Patch::Strategic(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    client.request_text(metadata_only(request)).await.map(drop)
+}
+
+/// Ask for a write's answer as `PartialObjectMetadata` (the object's metadata, no data).
+/// An error answer is a `Status` as ever.
+fn metadata_only(mut request: http::Request<Vec<u8>>) -> http::Request<Vec<u8>> {
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ),
+    );
+    request
 }
 
 /// Delete a tenant's inventory (after a purge); a missing one is fine.

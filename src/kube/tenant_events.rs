@@ -74,14 +74,14 @@ pub fn event_for(r: &TenantReport) -> Option<Event> {
 }
 
 /// Publish each report's Event into the namespaces its tenant owns (`namespaces`: tenant →
-/// its own namespaces); returns how many were sent (or tried). Failures to publish are logged
+/// its own namespaces). Failures to publish are logged
 /// at debug level and never fail a sync.
 pub async fn publish(
     client: &kube::Client,
     controller: &str,
     reports: &[TenantReport],
     namespaces: &BTreeMap<String, Vec<String>>,
-) -> usize {
+) {
     let reporter = Reporter {
         controller: controller.to_string(),
         instance: std::env::var("POD_NAME").ok(),
@@ -96,7 +96,6 @@ pub async fn publish(
             sends.push((r, ns.as_str()));
         }
     }
-    let count = sends.len();
     // A few at a time: a cold apply of many tenants is not held up by its Events.
     stream::iter(sends)
         .for_each_concurrent(EVENTS_IN_FLIGHT, |(r, ns)| {
@@ -120,5 +119,4 @@ pub async fn publish(
             }
         })
         .await;
-    count
 }
