@@ -693,6 +693,78 @@ fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
     }
 }
 
+/// The pack files (`pack-*.pack`) of the one cached repository under `cache`.
+fn pack_files(cache: &Path) -> Vec<String> {
+    let repo = std::fs::read_dir(cache)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".git"))
+        .expect("the cached repository")
+        .path();
+    std::fs::read_dir(repo.join("objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".pack"))
+        .collect()
+}
+
+/// A merge past `MAX_PACKS` rewrites only the small packs while a large one holds at least
+/// twice their objects (the clone's pack of a big repo stays as it is), so a long-lived
+/// agent's fetches do not rewrite the whole history every `MAX_PACKS` commits. Every commit
+/// stays readable through merges of both kinds.
+#[test]
+fn a_merge_of_packs_leaves_the_large_pack_alone_and_every_commit_readable() {
+    let work = work_repo();
+    for i in 0..300 {
+        write(
+            work.path(),
+            &format!("tenants/t{i:03}.yaml"),
+            format!("metadata:\n  name: t{i:03}\n"),
+        );
+    }
+    let mut commits = vec![commit_all(work.path(), "300 tenants")];
+    let cache = tempfile::tempdir().unwrap();
+    let source = open(work.path(), cache.path());
+    let cloned = pack_files(cache.path());
+    assert_eq!(cloned.len(), 1, "{cloned:?}");
+    let limit = fief::source::git::MAX_PACKS;
+    let mut most = 0;
+    for i in 0..3 * limit {
+        write(
+            work.path(),
+            "tenants/t007.yaml",
+            format!("metadata:\n  name: t007\n# {i}\n"),
+        );
+        commits.push(commit_all(work.path(), &format!("change {i}")));
+        assert_eq!(&source.fetch().unwrap(), commits.last().unwrap());
+        let packs = pack_files(cache.path());
+        most = most.max(packs.len());
+        if i == limit {
+            // The merge at fetch `limit` kept the clone's pack and merged the 16 small ones.
+            assert!(packs.contains(&cloned[0]), "{packs:?}");
+            assert_eq!(packs.len(), 3, "{packs:?}");
+        }
+    }
+    assert!(most <= limit, "at most {limit} packs, saw {most}");
+    for (i, commit) in commits.iter().enumerate() {
+        let snapshot = source.snapshot(commit).unwrap();
+        let expected = match i {
+            0 => "metadata:\n  name: t007\n".to_string(),
+            i => format!("metadata:\n  name: t007\n# {}\n", i - 1),
+        };
+        assert_eq!(
+            content(&snapshot, "tenants/t007.yaml"),
+            expected,
+            "commit {i}"
+        );
+        assert_eq!(
+            content(&snapshot, "tenants/t299.yaml"),
+            "metadata:\n  name: t299\n"
+        );
+    }
+}
+
 /// Every fetch adds a pack to the cache; past `MAX_PACKS` they are rewritten into one, so reads
 /// do not slow down with every commit an agent fetches. History, annotated tags and the other
 /// branches stay readable (tenants may pin a component to any of them).
@@ -704,19 +776,7 @@ fn packs_past_the_limit_are_rewritten_into_one_and_history_and_tags_stay_readabl
     git(work.path(), &["branch", "old"]);
     let cache = tempfile::tempdir().unwrap();
     let source = open(work.path(), cache.path());
-    let packs = || {
-        let repo = std::fs::read_dir(cache.path())
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().ends_with(".git"))
-            .expect("the cached repository")
-            .path();
-        std::fs::read_dir(repo.join("objects/pack"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
-            .count()
-    };
+    let packs = || pack_files(cache.path()).len();
     let mut most = 0;
     let mut head = String::new();
     for i in 0..fief::source::git::MAX_PACKS + 4 {

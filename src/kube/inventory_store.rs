@@ -148,7 +148,7 @@ pub(super) async fn write_inventory(
 /// Strategic-merge-patch an inventory ConfigMap with `patch` (field manager fief). The
 /// answer is asked for as metadata only: fief does not read it back, and the whole object
 /// (its entries) would be encoded by the API server and sent for nothing.
-pub async fn patch_inventory(
+pub(super) async fn patch_inventory(
     client: &kube::Client,
     namespace: &str,
     name: &str,

@@ -74,8 +74,7 @@ pub fn event_for(r: &TenantReport) -> Option<Event> {
 }
 
 /// Publish each report's Event into the namespaces its tenant owns (`namespaces`: tenant →
-/// its own namespaces). Failures to publish are logged
-/// at debug level and never fail a sync.
+/// its own namespaces). Failures to publish are logged at debug level and never fail a sync.
 pub async fn publish(
     client: &kube::Client,
     controller: &str,
