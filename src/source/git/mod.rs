@@ -145,9 +145,9 @@ impl GitSource {
     ///
     /// Each fetch adds a pack to the cache, and every object read searches the packs, so a
     /// long-running agent's reads would slow down with every commit: once there are more than
-    /// [`MAX_PACKS`], they are rewritten into one (every object reachable from a ref, so any
-    /// pinned ref or ancestor commit stays readable). A failed rewrite is logged and leaves the
-    /// packs as they were.
+    /// [`MAX_PACKS`], they are merged geometrically (the small ones into one; everything
+    /// reachable from a ref when no pack stands out), so any pinned ref or ancestor commit
+    /// stays readable. A failed merge is logged and leaves the packs as they were.
     pub fn fetch(&self) -> Result<String, GitError> {
         let repo = self.open()?;
         let head = self.fetch_into(&repo, Phase::Fetch)?;
