@@ -20,10 +20,11 @@ use git2::{Oid, Repository};
 /// Packs a cached repository may hold before a fetch merges them.
 pub const MAX_PACKS: usize = 16;
 
-/// One pack of the folder: its file stem (`pack-<hash>`) and how many objects it holds
-/// (`None` when its index cannot be read).
+/// One pack of the folder.
 struct Pack {
+    /// `pack-<hash>`: the `.pack`, `.idx` and `.rev` files share it.
     stem: String,
+    /// Objects its index lists; `None` when the index cannot be read.
     objects: Option<u32>,
 }
 
