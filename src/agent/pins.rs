@@ -67,8 +67,10 @@ pub fn hashes(repo: &Repo, mut hashes: Hashes, resolved: &Resolved) -> Hashes {
     if resolved.is_empty() {
         return hashes;
     }
-    for (name, tenant) in &repo.tenants {
-        let Ok(tenant) = tenant else { continue };
+    for name in &repo.pinning {
+        let Some(Ok(tenant)) = repo.tenants.get(name) else {
+            continue;
+        };
         let mut mix = String::new();
         for c in &tenant.spec.components {
             let Some(git_ref) = &c.git_ref else { continue };

@@ -13,11 +13,11 @@ use crate::core::diagnostic::Problem;
 use crate::core::model::{Repo, pinned_key};
 use crate::core::snapshot::Snapshot;
 
-/// Every (component, ref) some tenant pins.
+/// Every (component, ref) some tenant pins (read from the pinning tenants only).
 pub fn pins(repo: &Repo) -> BTreeSet<(String, String)> {
-    repo.tenants
-        .values()
-        .filter_map(|t| t.as_ref().ok())
+    repo.pinning
+        .iter()
+        .filter_map(|name| repo.tenants.get(name)?.as_ref().ok())
         .flat_map(|t| t.spec.components.iter())
         .filter_map(|c| c.git_ref.as_ref().map(|r| (c.name.clone(), r.clone())))
         .collect()
@@ -114,6 +114,23 @@ mod tests {
             labels.as_ref().map(|l| l["fief.dev/component"].clone()),
             Some("web".into())
         );
+    }
+
+    #[test]
+    fn an_incremental_load_finds_a_pin_added_and_forgets_one_removed() {
+        let unpinned = Arc::new(Snapshot::from_files(files("new", "")));
+        let pinned = Arc::new(Snapshot::from_files(files("new", ", ref: v1")));
+        let first = Repo::load(unpinned.clone());
+        assert!(pins(&first).is_empty());
+        let changed = pinned.changed_since(&unpinned);
+        let (second, _) = Repo::load_reusing(pinned.clone(), &first, &changed);
+        assert_eq!(
+            pins(&second).into_iter().collect::<Vec<_>>(),
+            [("web".to_string(), "v1".to_string())]
+        );
+        let changed = unpinned.changed_since(&pinned);
+        let (third, _) = Repo::load_reusing(unpinned, &second, &changed);
+        assert!(pins(&third).is_empty(), "{:?}", third.pinning);
     }
 
     #[test]

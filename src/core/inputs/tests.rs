@@ -177,6 +177,10 @@ fn incremental(
     assert_eq!(next.hashes(), tenant_hashes(&full), "incremental == full");
     assert_eq!(format!("{:?}", repo.tenants), format!("{:?}", full.tenants));
     assert_eq!(
+        repo.pinning, full.pinning,
+        "pinning tenants: incremental == full"
+    );
+    assert_eq!(
         format!("{:?}", repo.components),
         format!("{:?}", full.components)
     );

@@ -144,6 +144,23 @@ impl Repo {
                 (tenants, None)
             }
         };
+        let pinning = match (reuse, &changed_tenants) {
+            (Some((prev, _)), Some(stems)) => {
+                let mut pinning = prev.pinning.clone();
+                for stem in stems {
+                    pinning.remove(stem);
+                    if tenants.get(stem).is_some_and(pins_a_ref) {
+                        pinning.insert(stem.clone());
+                    }
+                }
+                pinning
+            }
+            _ => tenants
+                .iter()
+                .filter(|(_, t)| pins_a_ref(t))
+                .map(|(name, _)| name.clone())
+                .collect(),
+        };
         let mut components = BTreeMap::new();
         let mut names: Vec<String> = snapshot
             .under("components")
@@ -224,6 +241,7 @@ impl Repo {
             snapshot,
             config,
             tenants,
+            pinning,
             components,
             environments,
             baseline,
@@ -231,6 +249,13 @@ impl Repo {
         };
         (repo, stats)
     }
+}
+
+/// Whether a tenant file parses and pins some component to a git ref.
+fn pins_a_ref(tenant: &Parsed<Arc<Tenant>>) -> bool {
+    tenant
+        .as_ref()
+        .is_ok_and(|t| t.spec.components.iter().any(|c| c.git_ref.is_some()))
 }
 
 fn yaml_stem<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {

@@ -47,6 +47,9 @@ pub struct Repo {
     /// Tenants by file stem (a persistent map: a repo loaded from the previous one shares its
     /// unchanged tenants, and copying it costs nothing).
     pub tenants: Tenants,
+    /// The tenants whose file pins a component to a git ref (kept beside `tenants` by an
+    /// incremental load, so finding the pins costs the pinning tenants, not the fleet).
+    pub pinning: imbl::OrdSet<String>,
     /// Components by directory name.
     pub components: BTreeMap<String, Parsed<Component>>,
     /// Environments by file stem.
