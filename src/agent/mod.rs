@@ -323,10 +323,32 @@ struct LoopState {
     /// Tenants whose inventory is not held (found as last applied, see [`verify`]): read
     /// again before they are next synced, or when orphans are looked for.
     evicted: std::collections::BTreeSet<String>,
-    /// The revision each tenant was last synced (or found invalid) at.
+    /// The revision each tenant was last synced (or found invalid) at, for the tenants not
+    /// settled at the head: a settled tenant's is the head ([`LoopState::record_synced`]).
     synced_rev: BTreeMap<String, Arc<Revision>>,
+    /// Every tenant whose synced input hash may differ from the head's (queued, failing,
+    /// held by a rollout); the others are synced at the head's hash. A new commit looks at
+    /// these and at the tenants whose hash the commit changed, not at the whole fleet.
+    unsettled: std::collections::BTreeSet<String>,
     /// The progressive rollout, if one is under way.
     rollout: Option<rollout::Active>,
+}
+
+impl LoopState {
+    /// Record `tenant` as synced (or found invalid) at input hash `hash` of revision `rev`.
+    /// At the head's hash it is settled: its revision is the head's from then on (older
+    /// revisions are freed). Otherwise (a rollout holds it at `rev`) it stays unsettled.
+    fn record_synced(&mut self, tenant: &str, hash: &str, rev: Arc<Revision>) {
+        self.synced.insert(tenant.to_string(), hash.to_string());
+        let head = self.rev.as_ref().and_then(|r| r.hashes.get(tenant));
+        if head.is_some_and(|h| h == hash) {
+            self.synced_rev.remove(tenant);
+            self.unsettled.remove(tenant);
+        } else {
+            self.synced_rev.insert(tenant.to_string(), rev);
+            self.unsettled.insert(tenant.to_string());
+        }
+    }
 }
 
 /// The agent namespace a revision names (fief.yaml `agentNamespace`), or `--lease-namespace`

@@ -122,10 +122,9 @@ fn account(
         "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
             q.succeeded(&report.tenant);
             if let Some(rev) = rev
-                && let Some(h) = rev.hashes.get(&report.tenant)
+                && let Some(h) = rev.hashes.get(&report.tenant).cloned()
             {
-                state.synced.insert(report.tenant.clone(), h.clone());
-                state.synced_rev.insert(report.tenant.clone(), rev);
+                state.record_synced(&report.tenant, &h, rev);
             }
         }
         "orphaned" => {}

@@ -9,9 +9,11 @@
 //! read: unchanged blobs, parsed files and input hashes are reused, so a commit costs what it
 //! changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use imbl::ordmap::DiffItem;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -281,6 +283,11 @@ pub fn read_commit(
 
 /// Take a new revision into the loop state: queue the tenants whose inputs changed, forget
 /// the removed ones.
+///
+/// Only the tenants whose input hash differs between the two revisions (a diff of the two
+/// persistent hash maps, which skips the parts they share) and the unsettled ones
+/// ([`LoopState::unsettled`]) are looked at: every other tenant is synced at the old head's
+/// hash, which is the new head's. A one-tenant commit looks at one tenant at any fleet size.
 pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Revision>) {
     if state
         .rev
@@ -290,15 +297,30 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
         return;
     }
     let now = Instant::now();
+    let (candidates, removed) = moved_tenants(state, &rev);
     let mut changed = Vec::new();
-    for (tenant, hash) in &rev.hashes {
-        if state.synced.get(tenant) != Some(hash) {
-            changed.push(tenant.clone());
-        } else if let Some(r) = state.synced_rev.get_mut(tenant) {
-            // Unchanged: the new revision renders it the same (older revisions are freed).
-            *r = rev.clone();
+    for tenant in candidates {
+        let Some(hash) = rev.hashes.get(&tenant) else {
+            continue;
+        };
+        if state.synced.get(&tenant) == Some(hash) {
+            // Settled at this hash (synced at an older revision that renders it the same):
+            // its revision is the head's from now on.
+            state.synced_rev.remove(&tenant);
+            continue;
         }
+        // The revision it is synced at, for a rollout to hold it there: the old head's
+        // when it was settled at it.
+        if let Some(old) = &state.rev
+            && !state.synced_rev.contains_key(&tenant)
+            && let Some(synced) = state.synced.get(&tenant)
+            && old.hashes.get(&tenant) == Some(synced)
+        {
+            state.synced_rev.insert(tenant.clone(), old.clone());
+        }
+        changed.push(tenant);
     }
+    state.unsettled = changed.iter().cloned().collect();
     let changed_count = changed.len();
     let queued = super::rollout::begin(state, &rev, changed);
     let held = changed_count - queued.len();
@@ -306,15 +328,6 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
     for tenant in &queued {
         q.push(tenant, now);
     }
-    let removed: Vec<String> = match &state.rev {
-        Some(old) => old
-            .hashes
-            .keys()
-            .filter(|t| !rev.hashes.contains_key(*t))
-            .cloned()
-            .collect(),
-        None => Vec::new(),
-    };
     if !removed.is_empty() || state.rev.is_none() {
         state.check_orphans = true;
     }
@@ -332,4 +345,95 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
         "new commit"
     );
     state.rev = Some(rev);
+}
+
+/// The tenants a new head `rev` may have to sync (those whose input hash it changed or
+/// added, and the unsettled ones), and those it removed. The first head: every tenant.
+fn moved_tenants(state: &mut LoopState, rev: &Revision) -> (BTreeSet<String>, Vec<String>) {
+    let Some(old) = &state.rev else {
+        return (rev.hashes.keys().cloned().collect(), Vec::new());
+    };
+    let mut candidates = std::mem::take(&mut state.unsettled);
+    let mut removed = Vec::new();
+    for item in old.hashes.diff(&rev.hashes) {
+        match item {
+            DiffItem::Add(t, _) | DiffItem::Update { new: (t, _), .. } => {
+                candidates.insert(t.clone());
+            }
+            DiffItem::Remove(t, _) => {
+                candidates.remove(t);
+                removed.push(t.clone());
+            }
+        }
+    }
+    (candidates, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::snapshot::Snapshot;
+
+    fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {
+        Arc::new(Revision {
+            commit: commit.to_string(),
+            repo: Arc::new(Repo::load(Arc::new(Snapshot::from_files(Vec::<(
+                String,
+                String,
+            )>::new(
+            ))))),
+            hashes: hashes
+                .iter()
+                .map(|(t, h)| (t.to_string(), h.to_string()))
+                .collect(),
+            pins: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_new_head_looks_at_the_tenants_it_changed_and_the_unsettled_only() {
+        let old = revision("1", &[("a", "1"), ("b", "1"), ("c", "1"), ("e", "1")]);
+        let mut state = LoopState::default();
+        // The first head: every tenant.
+        let (all, removed) = moved_tenants(&mut state, &old);
+        assert_eq!(all.len(), 4);
+        assert!(removed.is_empty());
+        state.rev = Some(old.clone());
+        for t in ["a", "b", "e"] {
+            state.record_synced(t, "1", old.clone());
+        }
+        state.unsettled.insert("c".into()); // queued, not synced yet
+        assert!(
+            state.synced_rev.is_empty(),
+            "settled tenants keep no revision"
+        );
+        // b is unchanged and settled: not looked at. c is unsettled, a changed, d is new.
+        let new = revision("2", &[("a", "2"), ("b", "1"), ("c", "1"), ("d", "1")]);
+        let (candidates, removed) = moved_tenants(&mut state, &new);
+        assert_eq!(
+            candidates.into_iter().collect::<Vec<_>>(),
+            ["a", "c", "d"],
+            "b is neither changed nor unsettled"
+        );
+        assert_eq!(removed, ["e"]);
+    }
+
+    #[test]
+    fn a_tenant_synced_at_a_held_revision_stays_unsettled_until_synced_at_the_head() {
+        let old = revision("1", &[("a", "1")]);
+        let head = revision("2", &[("a", "2")]);
+        let mut state = LoopState {
+            rev: Some(head.clone()),
+            ..Default::default()
+        };
+        state.record_synced("a", "1", old.clone());
+        assert!(state.unsettled.contains("a"));
+        assert_eq!(
+            state.synced_rev.get("a").map(|r| r.commit.as_str()),
+            Some("1")
+        );
+        state.record_synced("a", "2", head);
+        assert!(!state.unsettled.contains("a"));
+        assert!(state.synced_rev.is_empty());
+    }
 }

@@ -171,10 +171,9 @@ pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String
         q.succeeded(t);
         shared.metrics.tenant_ready(t, true);
         if let Some(rev) = super::rollout::revision_for(state, t)
-            && let Some(h) = rev.hashes.get(t)
+            && let Some(h) = rev.hashes.get(t).cloned()
         {
-            state.synced.insert(t.clone(), h.clone());
-            state.synced_rev.insert(t.clone(), rev);
+            state.record_synced(t, &h, rev);
         }
     }
     drop(q);
