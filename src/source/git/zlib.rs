@@ -6,7 +6,7 @@
 //!
 //! libgit2 has no compression setting and asks for zlib's default for every object it writes:
 //! completing a fetched thin pack (each commit's delta base, the `tenants/` tree with one entry
-//! per tenant) and merging the cache's packs. At level 6 that deflate was the one part of a
+//! per tenant) and merging the cache's packs. At level 6 that deflate was the largest part of a
 //! one-tenant change that grew with the fleet (BENCHMARKS.md, twelfth pass). The cache is
 //! local scratch; its packs come out somewhat larger and read as fast. Calls that name a
 //! level (libgit2's loose objects already use level 1) are passed on as they are.
@@ -24,7 +24,7 @@ const DEF_MEM_LEVEL: c_int = 8;
 const Z_DEFAULT_STRATEGY: c_int = 0;
 
 /// The level a `deflateInit_` call that asked for `level` gets.
-pub(crate) fn level_for(level: c_int) -> c_int {
+fn level_for(level: c_int) -> c_int {
     if level == DEFAULT_LEVEL {
         BEST_SPEED
     } else {
