@@ -1,8 +1,10 @@
 //! Progressive rollouts on the test control plane: a wave whose tenants fail to render halts
 //! the rollout; an agent restarted (SIGKILL) while it is halted takes it up again — the held
 //! tenants stay at their commit, and a hand deletion of a held tenant's object is repaired at
-//! that commit, not at the head; the fix commit completes it. (Health-driven halts on a real
-//! node: tests/node/rollout.rs.)
+//! that commit, not at the head; the fix commit completes it. A held tenant's own change is
+//! applied at the head while the tenant that halted the rollout keeps it halted, so the other
+//! held tenants stay at their commit. (Health-driven halts on a real node:
+//! tests/node/rollout.rs.)
 
 mod common;
 
@@ -25,6 +27,10 @@ fn tenant(name: &str, ring: &str, values: &str) -> (String, String) {
 }
 
 fn greeting(tenant: &str) -> Option<String> {
+    data(tenant, "greeting")
+}
+
+fn data(tenant: &str, key: &str) -> Option<String> {
     kubectl_json(&[
         "get",
         "configmap",
@@ -32,7 +38,7 @@ fn greeting(tenant: &str) -> Option<String> {
         &format!("{tenant}-prod"),
         "app-config",
     ])
-    .and_then(|cm| cm["data"]["greeting"].as_str().map(str::to_string))
+    .and_then(|cm| cm["data"][key].as_str().map(str::to_string))
 }
 
 fn record(agent_ns: &str) -> Value {
@@ -187,4 +193,136 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
     }
     let metrics = agent.get("/metrics").map(|(_, b)| b).unwrap_or_default();
     assert!(metrics.contains("fief_rollout_halted 0"), "{metrics}");
+}
+
+#[test]
+fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants_at_the_commit_they_ran()
+ {
+    let agent_ns = common::unique("fief-roh");
+    let p = common::unique("roh");
+    let (canary, early, rest) = (
+        format!("{p}-c1"),
+        [format!("{p}-e1"), format!("{p}-e2")],
+        [format!("{p}-r1"), format!("{p}-r2"), format!("{p}-r3")],
+    );
+    let mut files = vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
+            ),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g1\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            APP.to_string(),
+        ),
+        tenant(&canary, "canary", "extra: x"),
+        // The only tenant without `extra`: the shared change is invalid for it alone.
+        tenant(&early[0], "early", ""),
+        tenant(&early[1], "early", "extra: x"),
+    ];
+    files.extend(rest.iter().map(|t| tenant(t, "other", "extra: x")));
+    let server = GitServer::new(&files);
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    let initial = head(&server);
+    let versions = |tenants: &[String]| -> Vec<String> {
+        tenants
+            .iter()
+            .map(|t| resource_version(&format!("{t}-prod"), "configmap", "app-config"))
+            .collect()
+    };
+    let held_versions = versions(&rest[1..]);
+
+    // A shared change the early tenant e1 cannot render halts the rollout at wave 2.
+    server.commit(
+        &[
+            (
+                "components/app/varz.yaml".to_string(),
+                "greeting: g2\n".to_string(),
+            ),
+            (
+                "components/app/templates/app.yaml".to_string(),
+                format!("{APP}  extra: {{{{ values.extra | quote }}}}\n"),
+            ),
+        ],
+        "g2 with extra",
+    );
+    let broken = head(&server);
+    assert_eq!(agent.signed_push(), 202);
+    wait_until(
+        "the rollout halts at wave 2",
+        Duration::from_secs(60),
+        || {
+            let r = record(&agent_ns);
+            r["commit"] == broken.as_str() && r["phase"] == "Halted"
+        },
+    );
+    assert_eq!(greeting(&canary).as_deref(), Some("g2"));
+
+    // A held tenant of wave 3 changes its own file: its change is applied at the head.
+    server.commit(
+        &[tenant(&rest[0], "other", "extra: x, greeting: own")],
+        "r1's own greeting",
+    );
+    let own = head(&server);
+    assert_eq!(agent.signed_push(), 202);
+    wait_until(
+        "r1's own change is applied",
+        Duration::from_secs(60),
+        || greeting(&rest[0]).as_deref() == Some("own"),
+    );
+    assert_eq!(
+        data(&rest[0], "extra").as_deref(),
+        Some("x"),
+        "r1 at the head"
+    );
+    // The invalid early tenant halts the new commit's rollout at its wave again.
+    wait_until(
+        "the new commit's rollout halts at wave 2",
+        Duration::from_secs(60),
+        || {
+            let r = record(&agent_ns);
+            r["commit"] == own.as_str() && r["phase"] != "Progressing"
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let r = record(&agent_ns);
+    assert_eq!(
+        (r["phase"].as_str(), &r["wave"]),
+        (Some("Halted"), &1.into()),
+        "{r}"
+    );
+    let reason = r["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("wave 2 \"early\"")
+            && reason.contains(early[0].as_str())
+            && reason.contains("invalid"),
+        "{reason}"
+    );
+    let held: serde_json::Map<String, Value> = rest[1..]
+        .iter()
+        .map(|t| (t.clone(), Value::from(initial.as_str())))
+        .collect();
+    assert_eq!(
+        r["held"],
+        Value::Object(held),
+        "held at the commit they ran: {r}"
+    );
+    let (_, body) = agent.get("/status").unwrap_or_default();
+    let status: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    assert_eq!(status["rollout"], r, "/status shows the record");
+    // The other held tenants run what they ran: not touched at all.
+    assert_eq!(
+        versions(&rest[1..]),
+        held_versions,
+        "held tenants untouched"
+    );
+    for t in &rest[1..] {
+        assert_eq!(greeting(t).as_deref(), Some("g1"), "{t} held");
+    }
+    assert!(!agent.log().contains("rollout complete"), "{}", agent.log());
 }

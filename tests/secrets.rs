@@ -302,7 +302,13 @@ fn without_a_key_render_validate_show_encrypted_and_say_so_once() {
     // --show-secrets needs the key: a usage error, nothing printed.
     let out = repo.fief("render", &["--show-secrets"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--age-key-file"));
+    let stderr = text(&out.stderr);
+    assert!(
+        ["--age-key-file", "SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY "]
+            .iter()
+            .all(|k| stderr.contains(k)),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
     // A structurally broken file is still found without a key.
     repo.write(
@@ -576,8 +582,7 @@ fn live_secret_opt(ns: &str) -> Option<Value> {
 fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_secret() {
     let repo = TestRepo::new("sag");
     let (a, b) = repo.names("sag");
-    let mut git = common::agent::GitServer::new(&repo_files(repo.path()));
-    git.start();
+    let git = common::agent::GitServer::new(&repo_files(repo.path()));
     let key = repo.key.file.to_str().expect("utf-8 path").to_string();
     let agent = common::agent::Agent::start(
         &git.url(),

@@ -18,6 +18,7 @@
 #   kubeconfigs/admin.kubeconfig    cluster-admin (group system:masters)
 #   kubeconfigs/<user>.kubeconfig   one per user, no RBAC bindings
 #   pki/  logs/  etcd/  components/
+#   logs/audit.log                  every mutating request (audit events, JSON lines)
 #
 # Environment:
 #   FIEF_CP_BIN_DIR         folder with the four binaries; default: the output
@@ -376,6 +377,17 @@ try_start() {
   pid_of[etcd]=$!
   component_pids+=("$!")
 
+  # Every mutating request is written to logs/audit.log (who, verb, object, when), so tests
+  # can tell which writes reached the API server and when. Reads are not logged.
+  cat >"${components}/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+POLICY
   log "starting kube-apiserver on ${apiserver_url}"
   "${bound[@]}" "${bin_dir}/kube-apiserver" \
     --bind-address=127.0.0.1 \
@@ -405,6 +417,10 @@ try_start() {
     --enable-priority-and-fairness=true \
     --profiling=false \
     --cert-dir="${components}/kube-apiserver" \
+    --audit-policy-file="${components}/audit-policy.yaml" \
+    --audit-log-path="${logs}/audit.log" \
+    --audit-log-format=json \
+    --audit-log-mode=blocking \
     </dev/null >"${logs}/kube-apiserver.log" 2>&1 &
   pid_of[kube-apiserver]=$!
   component_pids+=("$!")
@@ -504,6 +520,7 @@ env_tmp="${work_dir}/env.tmp"
   printf "export FIEF_CP_BIN_DIR='%s'\n" "${bin_dir}"
   printf "export FIEF_CP_KUBECTL='%s'\n" "${kubectl}"
   printf "export FIEF_CP_APISERVER_URL='%s'\n" "${apiserver_url}"
+  printf "export FIEF_CP_AUDIT_LOG='%s'\n" "${logs}/audit.log"
   printf "export FIEF_CP_APISERVER_PORT='%s'\n" "${apiserver_port}"
   printf "export FIEF_CP_ETCD_URL='%s'\n" "${etcd_url}"
   printf "export FIEF_CP_ETCD_PORT='%s'\n" "${etcd_port}"

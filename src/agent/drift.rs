@@ -237,6 +237,17 @@ fn observe(
     Some(interned)
 }
 
+/// An object of a tenant the agent has not rendered (its render failed since the agent
+/// started): no live hash can be taken without its desired shape, but its health and version
+/// are told to the health gate, so a later sync that leaves it as it is finds it current.
+fn unknown(shared: &Shared, id: &ObjectId, value: &Value) {
+    if let Some(tenant) = value["metadata"]["labels"][objects::LABEL_TENANT].as_str() {
+        shared
+            .gate
+            .observed(tenant, &shared.intern(id), None, value);
+    }
+}
+
 /// An object of a tenant verified and not rendered since (no desired shape): still the
 /// version fief applied, its recorded live hash stands; else its live hash is unknown (a
 /// sync applies it again) and, on a live event, it is drift.
@@ -247,7 +258,10 @@ fn observe_version(
     version: &AppliedVersion,
     live_event: bool,
 ) -> Option<Id> {
-    let (interned, tenant, hash) = super::verify::by_version(shared, id, version)?;
+    let Some((interned, tenant, hash)) = super::verify::by_version(shared, id, version) else {
+        unknown(shared, id, value);
+        return None;
+    };
     match &hash {
         Some(h) => {
             shared.write_live().insert(interned.clone(), *h);

@@ -197,7 +197,8 @@ pub(super) async fn restore_evicted(
 
 /// Inventories and live hashes for this batch: the inventories as the last batch left them
 /// (read afresh at start and on a periodic resync) and the watches' live hashes.
-/// Unsettled tenants get no live hashes, so their sync is finished in full.
+/// A tenant whose last sync was interrupted gets no live hashes, so that sync is finished in
+/// full; one waiting for health finished its sync and is planned like any other.
 pub(super) async fn cluster_state(
     shared: &Shared,
     resources: &Resources,
@@ -239,17 +240,14 @@ pub(super) async fn cluster_state(
         }
     };
     for r in renders {
-        let unsettled = cs.inventories.get(&r.tenant).is_some_and(|i| {
-            i.as_ref().is_ok_and(|i| {
-                i.status
-                    .condition("Reconciling")
-                    .is_some_and(|c| c.status == "True")
-            })
-        });
-        if unsettled {
+        let interrupted = cs
+            .inventories
+            .get(&r.tenant)
+            .is_some_and(|i| i.as_ref().is_ok_and(crate::core::status::interrupted));
+        if interrupted {
             tracing::info!(
                 tenant = r.tenant,
-                "status not settled (interrupted sync); finishing it"
+                "the last sync was interrupted; applying every object again"
             );
             for o in &r.objects {
                 cs.live.remove(&o.id);

@@ -1,12 +1,19 @@
 //! Leader election on the `fief-agent` Lease: only the leader applies and prunes.
 //!
-//! In: the shared state (client, shutdown token) and the agent's options. Out: a [`Term`]
+//! In: the shared state (shutdown token), the agent's options, a client for the Lease and the
+//! Pod label, and the [`Fence`] of the agent's other client. Out: a [`Term`]
 //! whose `lost` token is cancelled the moment this replica stops leading — a renewal fails
 //! for longer than the renew deadline or finds another holder, a watch on the Lease sees
 //! another holder, or SIGTERM — so the batch stops between tenants. While leading, the
 //! replica's own Pod carries `fief.dev/leader: "true"` (when `POD_NAME`/`POD_NAMESPACE` are
 //! set), which the Service selects so webhooks reach the leader; stepping down removes the
 //! label and releases the Lease.
+//!
+//! Every write of the leader passes a [`Fence`]: each renewal extends the term to the moment
+//! it was sent plus [`RENEW_DEADLINE`], and losing the Lease closes it, so a replica that was
+//! stopped past its term (SIGSTOP, a paused VM) sends nothing when it resumes. The Lease and
+//! the Pod label go through a client of their own, unfenced and not rate-limited, so renewals
+//! never wait behind the syncs' requests.
 //!
 //! The protocol is client-go's: every write of the Lease (take, renew, release) is a
 //! `replace` carrying the `resourceVersion` it read, so of two replicas racing for the same
@@ -31,6 +38,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{AgentError, AgentOptions, Shared};
+use crate::kube::fence::Fence;
 
 /// The Pod label the leader carries.
 pub const LEADER_LABEL: &str = "fief.dev/leader";
@@ -52,6 +60,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(4);
 pub(super) struct Term {
     /// Cancelled when this replica stops leading (or shuts down).
     pub(super) lost: CancellationToken,
+    /// Admits this replica's writes while its term lasts.
+    fence: Fence,
     renewals: JoinHandle<Elector>,
     pod: Option<Api<Pod>>,
     pod_name: String,
@@ -264,9 +274,11 @@ async fn label(pod: &Option<Api<Pod>>, name: &str, leading: bool) {
 pub(super) async fn lead(
     shared: &Arc<Shared>,
     options: &AgentOptions,
+    client: kube::Client,
+    fence: Fence,
 ) -> Result<Option<Term>, AgentError> {
     let me = identity();
-    let lease_api: Api<Lease> = Api::namespaced(shared.client.clone(), &options.lease_namespace);
+    let lease_api: Api<Lease> = Api::namespaced(client.clone(), &options.lease_namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
     // A standby watches the Lease: each renewal restarts the holder's term as this replica
     // sees it, and a release (SIGTERM on the leader) starts a campaign at once.
@@ -282,8 +294,12 @@ pub(super) async fn lead(
     tracing::info!(identity = me, "standby: waiting to become the leader");
     let mut reported = String::new();
     loop {
+        let sent = Instant::now();
         let wait = match elector.try_hold().await {
-            Ok(Attempt::Held) => break,
+            Ok(Attempt::Held) => {
+                fence.extend((sent + RENEW_DEADLINE).into_std());
+                break;
+            }
             Ok(Attempt::Busy { holder, wait }) => {
                 if holder != reported {
                     tracing::info!(
@@ -323,9 +339,20 @@ pub(super) async fn lead(
     drop(leases);
     tracing::info!(identity = me, "leading");
     let lost = shared.shutdown.child_token();
-    let renewals = tokio::spawn(renew(elector, lost.clone()));
+    let renewals = tokio::spawn(renew(elector, lost.clone(), fence.clone()));
+    // A write refused after the term ran out (the process was stopped past it) ends the term.
+    let (l, f) = (lost.clone(), fence.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = f.closed() => {
+                tracing::warn!("the Lease term ran out before a renewal; stopping every write");
+                l.cancel();
+            }
+            _ = l.cancelled() => {}
+        }
+    });
     // Renewals notice a takeover only every few seconds; a watch on the Lease sees it at once.
-    let (l, who) = (lost.clone(), me.clone());
+    let (l, who, f) = (lost.clone(), me.clone(), fence.clone());
     tokio::spawn(async move {
         let mut leases = watcher(lease_api, config)
             .default_backoff()
@@ -339,6 +366,7 @@ pub(super) async fn lead(
                         let holder = holder_of(&lease).unwrap_or("");
                         if holder != who {
                             tracing::warn!(identity = who, holder, "the Lease is held by another replica");
+                            f.close();
                             l.cancel();
                             return;
                         }
@@ -350,57 +378,57 @@ pub(super) async fn lead(
         }
     });
     let (pod, pod_name) = match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
-        (Ok(name), Ok(ns)) => (Some(Api::namespaced(shared.client.clone(), &ns)), name),
+        (Ok(name), Ok(ns)) => (Some(Api::namespaced(client, &ns)), name),
         _ => (None, String::new()),
     };
     label(&pod, &pod_name, true).await;
     Ok(Some(Term {
         lost,
+        fence,
         renewals,
         pod,
         pod_name,
     }))
 }
 
-/// Renew every [`RENEW_EVERY`] until `lost` is cancelled; cancel it when another replica
-/// holds the Lease or no renewal succeeded for [`RENEW_DEADLINE`].
-async fn renew(mut elector: Elector, lost: CancellationToken) -> Elector {
+/// Renew every [`RENEW_EVERY`] until `lost` is cancelled, extending the fence's term with
+/// each renewal; cancel `lost` and close the fence when another replica holds the Lease or no
+/// renewal succeeded for [`RENEW_DEADLINE`].
+async fn renew(mut elector: Elector, lost: CancellationToken, fence: Fence) -> Elector {
     let mut renewed = Instant::now();
+    let me = elector.me.clone();
+    let step_down = |why: &str| {
+        tracing::warn!(identity = me, "{why}; stepping down");
+        fence.close();
+        lost.cancel();
+    };
     loop {
         tokio::select! {
             _ = tokio::time::sleep(RENEW_EVERY) => {}
             _ = lost.cancelled() => return elector,
         }
         loop {
+            let sent = Instant::now();
             match elector.try_hold().await {
                 Ok(Attempt::Held) => {
-                    renewed = Instant::now();
+                    renewed = sent;
+                    fence.extend((sent + RENEW_DEADLINE).into_std());
                     break;
                 }
                 Ok(Attempt::Busy { holder, .. }) => {
-                    tracing::warn!(
-                        identity = elector.me,
-                        holder,
-                        "the Lease is held by another replica"
-                    );
-                    lost.cancel();
+                    step_down(&format!("the Lease is held by another replica ({holder})"));
                     return elector;
                 }
                 // Someone wrote the Lease between the read and the write: read again, but
                 // a renewal that keeps losing counts toward the deadline like an error.
                 Ok(Attempt::Conflict) if renewed.elapsed() < RENEW_DEADLINE => continue,
                 Ok(Attempt::Conflict) => {
-                    tracing::warn!(
-                        identity = elector.me,
-                        "the Lease kept changing under every renewal; stepping down"
-                    );
-                    lost.cancel();
+                    step_down("the Lease kept changing under every renewal");
                     return elector;
                 }
                 Err(e) => {
                     if renewed.elapsed() >= RENEW_DEADLINE {
-                        tracing::warn!(identity = elector.me, error = %e, "the Lease could not be renewed in time; stepping down");
-                        lost.cancel();
+                        step_down(&format!("the Lease could not be renewed in time ({e})"));
                         return elector;
                     }
                     tracing::warn!(error = %e, "cannot renew the Lease; retrying");
@@ -418,6 +446,8 @@ impl Term {
     /// Stop leading: stop renewing, remove the Pod label, then release the Lease (only if
     /// this replica still holds it) so a standby takes over at once.
     pub(super) async fn step_down(self) {
+        // No write of this replica may land once a standby can take over.
+        self.fence.close();
         self.lost.cancel();
         label(&self.pod, &self.pod_name, false).await;
         let Ok(mut elector) = self.renewals.await else {

@@ -41,6 +41,7 @@ use crate::core::digest::Digest;
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::objects::ObjectId;
 use crate::kube::counter::RequestCounter;
+use crate::kube::fence::Fence;
 use crate::kube::{ClusterError, Resources};
 use crate::source::git::GitAuth;
 use metrics::Metrics;
@@ -122,6 +123,8 @@ pub enum WatchState {
 /// What the agent reports about itself (readiness, `/readyz`, status).
 #[derive(Debug, Default)]
 struct Health {
+    /// Why the cluster cannot be used yet (its API resources cannot be read at start), if so.
+    cluster_problem: Option<String>,
     /// Why there is no revision to serve yet (git unreachable at start), if so.
     source_problem: Option<String>,
     /// A revision was read from git.
@@ -288,6 +291,9 @@ impl Shared {
                 list.join("\n")
             )
         };
+        if let Some(why) = &h.cluster_problem {
+            return (false, format!("not ready: {why}"));
+        }
         if !h.has_revision {
             let why = h
                 .source_problem
@@ -387,26 +393,24 @@ fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
 
 /// Run the agent until SIGTERM/SIGINT (or until it loses the Lease).
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
-    let (client, counter) = crate::kube::connect(
-        options.kubeconfig.as_deref(),
-        options.context.as_deref(),
-        options.api_qps,
+    let cluster = |e: ClusterError| AgentError::Cluster(Box::new(e));
+    let built = |e| cluster(ClusterError::request("build the client", e));
+    let config =
+        crate::kube::load_config(options.kubeconfig.as_deref(), options.context.as_deref())
+            .await
+            .map_err(cluster)?;
+    let counter = RequestCounter::default();
+    // With leader election every write is fenced by the Lease term; the Lease and the leader
+    // label go through a client of their own, never queued behind the syncs' rate limit.
+    let fence = options.leader_election.then(Fence::new);
+    let client = crate::kube::build_client(
+        config.clone(),
+        &counter,
+        Some(options.api_qps),
+        fence.clone(),
     )
-    .await
-    .map_err(|e| AgentError::Cluster(Box::new(e)))?;
-    // An API server that does not answer yet (a Pod started before its network, a busy
-    // control plane) is waited for with backoff, not a restart of the Pod.
-    let mut delay = Duration::from_secs(1);
-    let resources = loop {
-        match Resources::discover(client.clone()).await {
-            Ok(r) => break r,
-            Err(e) => {
-                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(30));
-            }
-        }
-    };
+    .map_err(built)?;
+    let lease_client = crate::kube::build_client(config, &counter, None, None).map_err(built)?;
     let shared = Arc::new(Shared {
         client: client.clone(),
         counter,
@@ -437,9 +441,8 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         events: events::Events::start(client.clone()),
     });
     on_signals(shared.shutdown.clone())?;
-    shared
-        .gate
-        .spawn_writer(client.clone(), shared.shutdown.clone());
+    // The probes answer from the start: an API server that is not reachable yet makes the
+    // agent not ready, never restarted by its liveness probe.
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|source| AgentError::Listen {
@@ -453,14 +456,38 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             tracing::error!(error = %e, "HTTP server stopped");
         }
     });
+    // An API server that does not answer yet (a Pod started before its network, a busy
+    // control plane) is waited for with backoff, not a restart of the Pod.
+    let mut delay = Duration::from_secs(1);
+    let resources = loop {
+        match Resources::discover(client.clone()).await {
+            Ok(r) => {
+                lock(&shared.health).cluster_problem = None;
+                break r;
+            }
+            Err(e) => {
+                lock(&shared.health).cluster_problem =
+                    Some(format!("cannot read the cluster's API resources: {e}"));
+                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shared.shutdown.cancelled() => return Ok(()),
+                }
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
+    shared
+        .gate
+        .spawn_writer(client.clone(), shared.shutdown.clone());
 
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
     requests::set_revisions(&shared, rev_rx.clone());
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
-    let term = if options.leader_election {
-        match leader::lead(&shared, &options).await? {
+    let term = if let Some(fence) = fence {
+        match leader::lead(&shared, &options, lease_client, fence).await? {
             Some(term) => Some(term),
             None => return Ok(()),
         }

@@ -9,8 +9,9 @@
 //! rendered tenant's desired objects (and every candidate's recorded versions) are known
 //! before the watches' lists are used, so a start on an applied cluster finds every live hash
 //! and sends nothing. A tenant using a kind that cannot be watched is degraded (reported on
-//! it, nothing applied or pruned); the others go on. A tenant whose recorded status is unsettled (`Reconciling=True`, e.g. after SIGKILL)
-//! is applied again in full so its sync is finished.
+//! it, nothing applied or pruned); the others go on. A tenant whose last sync was interrupted
+//! (`Reconciling=True` with reason `Progressing`, e.g. after SIGKILL) is applied again in full
+//! so its sync is finished; one waiting for health is not (its sync finished).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -255,7 +256,7 @@ pub(super) async fn batch(
         .collect();
     let mut chunks: Vec<Vec<String>> = rest.chunks(CHUNK).map(<[String]>::to_vec).collect();
     // Until the first full pass is done, every tenant to render has its desired shapes
-    // recorded before the watches' first lists are used (hole 11): render every chunk once for
+    // recorded before the watches' first lists are used: render every chunk once for
     // that. After it, the watches hold every live hash already, so each chunk is rendered
     // once, and only a kind not watched yet waits for its list.
     let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;

@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::source_loop::Revision;
 use super::{LoopState, Shared, lock};
 use crate::core::rollout::{
-    Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
+    Record, Seen, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
 };
 
 /// A rollout under way (or finished: kept for status until the next one).
@@ -155,35 +155,35 @@ pub(super) fn begin(
     now
 }
 
-/// Where `tenant` of the current wave stands. A tenant the rollout does not change counts
-/// by its health alone.
+/// Where `tenant` of the current wave stands ([`crate::core::rollout::tenant_state`]): its
+/// suspension, whether the rollout changes it, whether it is synced at the rollout's input
+/// hash, its last sync attempt and its health. A tenant the rollout does not change still
+/// halts it when its last attempt failed or was invalid at that hash (broken before).
 fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &str) -> TenantState {
     let target = &active.target;
-    if super::requests::is_suspended(shared, tenant) {
-        return TenantState::Healthy;
-    }
-    if !active.wave_of.contains_key(tenant) {
-        return shared.gate.rollout_state(tenant);
-    }
-    let attempt = lock(&shared.health).attempts.get(tenant).cloned();
-    if let Some(a) = attempt
-        && a.commit == target.commit
-        && (a.error.is_some() || a.outcome == "failed" || a.outcome == "invalid")
-    {
-        return TenantState::Failed(format!(
-            "sync {}: {}",
-            a.outcome,
-            a.error.unwrap_or_default()
-        ));
-    }
+    let failure = lock(&shared.health)
+        .attempts
+        .get(tenant)
+        .filter(|a| a.error.is_some() || a.outcome == "failed" || a.outcome == "invalid")
+        .map(|a| {
+            let why = format!(
+                "sync {}: {}",
+                a.outcome,
+                a.error.as_deref().unwrap_or_default()
+            );
+            (a.commit == target.commit, why)
+        });
     let at_target = target
         .hashes
         .get(tenant)
         .is_some_and(|h| state.synced.get(tenant) == Some(h));
-    if !at_target {
-        return TenantState::Pending;
-    }
-    shared.gate.rollout_state(tenant)
+    crate::core::rollout::tenant_state(Seen {
+        suspended: super::requests::is_suspended(shared, tenant),
+        changed: active.wave_of.contains_key(tenant),
+        at_target,
+        failure,
+        health: shared.gate.rollout_state(tenant),
+    })
 }
 
 /// Move the rollout on: release the next wave when the current one is healthy, halt on a

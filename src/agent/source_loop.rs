@@ -35,12 +35,17 @@ pub struct Revision {
 }
 
 /// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
-/// a new commit costs what changed (hole 12), not the size of the fleet.
+/// a new commit costs what changed, not the size of the fleet.
 #[derive(Default)]
 pub struct ReadCache {
     blobs: crate::source::git::BlobCache,
     last: Option<(Arc<Repo>, crate::core::inputs::InputIndex)>,
 }
+
+/// Pushes that arrive while a fetch runs, or within this long of its start, collapse into one
+/// follow-up fetch: a burst of webhooks costs at most two fetches, and a lone push is fetched
+/// at once.
+const PUSH_COALESCE: Duration = Duration::from_millis(250);
 
 /// Longest wait between clone attempts at start.
 const CLONE_BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -123,8 +128,12 @@ pub(super) async fn run(
     let mut cache = Arc::new(Mutex::new(ReadCache::default()));
     let mut pins = super::pins::Resolved::new();
     let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
+    let mut started = Instant::now();
     loop {
         if pending.is_none() {
+            // This fetch covers every push notified before it starts.
+            let _ = futures::FutureExt::now_or_never(shared.fetch_now.notified());
+            started = Instant::now();
             let g = git.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
                 g.lock().unwrap_or_else(|e| e.into_inner()).fetch()
@@ -180,7 +189,13 @@ pub(super) async fn run(
         let next = Instant::now() + options.interval + jitter(options.interval);
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => {}
-            _ = shared.fetch_now.notified() => {}
+            _ = shared.fetch_now.notified() => {
+                // Let the rest of a burst arrive: it is fetched once, after this wait.
+                tokio::select! {
+                    _ = tokio::time::sleep_until((started + PUSH_COALESCE).into()) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
             _ = stop.cancelled() => return,
         }
     }

@@ -69,7 +69,7 @@ pub fn unlock(repo: &mut Repo, args: &RepoArgs, without: WithoutKey) -> Result<(
         (Some(keys), _) => Unlock::Keys(Arc::new(keys)),
         (None, WithoutKey::Refuse) => {
             return Err(CliError::Usage(
-                "--show-secrets decrypts the repo's secrets and needs the age key: --age-key-file FILE or SOPS_AGE_KEY_FILE".into(),
+                "--show-secrets decrypts the repo's secrets and needs the age key: pass --age-key-file FILE, or set SOPS_AGE_KEY_FILE (a file) or SOPS_AGE_KEY (the key itself)".into(),
             ));
         }
         (None, WithoutKey::Fail) => Unlock::Required,
@@ -79,7 +79,7 @@ pub fn unlock(repo: &mut Repo, args: &RepoArgs, without: WithoutKey) -> Result<(
                 let why = if mode == WithoutKey::Never {
                     "render decrypts only with --show-secrets"
                 } else {
-                    "no age key: --age-key-file or SOPS_AGE_KEY_FILE"
+                    "no age key: --age-key-file, SOPS_AGE_KEY_FILE or SOPS_AGE_KEY"
                 };
                 let _ = writeln!(
                     std::io::stderr().lock(),

@@ -275,15 +275,32 @@ fn describe(list: &[(String, String)]) -> String {
     format!("{}{more}", shown.join("; "))
 }
 
+/// Condition reason of a tenant applied and healthy.
+pub const HEALTHY: &str = "Healthy";
+/// Condition reason of a tenant applied and waiting for its objects to become healthy: its
+/// sync finished (`Reconciling=True` here is the wait, not a sync under way).
+pub const WAITING: &str = "WaitingForHealth";
+/// Condition reason of a tenant applied whose objects failed or timed out.
+pub const UNHEALTHY: &str = "Unhealthy";
+
+/// Whether `status` carries a health verdict ([`set_conditions`]) rather than a sync's own
+/// `Ready`: the verdict judges the objects the last sync left, and a sync that changes none
+/// of them leaves it standing.
+pub fn holds_verdict(status: &Status) -> bool {
+    status
+        .condition("Ready")
+        .is_some_and(|c| [HEALTHY, WAITING, UNHEALTHY].contains(&c.reason.as_str()))
+}
+
 /// Set a tenant's conditions from its verdict: `Ready` (reason `Healthy`), `Reconciling`
 /// (reason `WaitingForHealth`, the pending objects named) or `Stalled` (reason `Unhealthy`,
 /// the unhealthy objects named and why; also the last error).
 pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
     match verdict {
         Verdict::Ready => {
-            status.set_condition("Ready", true, "Healthy", "applied and healthy", now);
-            status.set_condition("Reconciling", false, "Healthy", "", now);
-            status.set_condition("Stalled", false, "Healthy", "", now);
+            status.set_condition("Ready", true, HEALTHY, "applied and healthy", now);
+            status.set_condition("Reconciling", false, HEALTHY, "", now);
+            status.set_condition("Stalled", false, HEALTHY, "", now);
             status.last_error = None;
         }
         Verdict::Reconciling(list) => {
@@ -292,15 +309,15 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
                 list.len(),
                 describe(list)
             );
-            status.set_condition("Ready", false, "WaitingForHealth", &message, now);
-            status.set_condition("Reconciling", true, "WaitingForHealth", &message, now);
-            status.set_condition("Stalled", false, "WaitingForHealth", "", now);
+            status.set_condition("Ready", false, WAITING, &message, now);
+            status.set_condition("Reconciling", true, WAITING, &message, now);
+            status.set_condition("Stalled", false, WAITING, "", now);
         }
         Verdict::Stalled(list) => {
             let message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
-            status.set_condition("Ready", false, "Unhealthy", &message, now);
-            status.set_condition("Reconciling", false, "Unhealthy", "", now);
-            status.set_condition("Stalled", true, "Unhealthy", &message, now);
+            status.set_condition("Ready", false, UNHEALTHY, &message, now);
+            status.set_condition("Reconciling", false, UNHEALTHY, "", now);
+            status.set_condition("Stalled", true, UNHEALTHY, &message, now);
             status.last_error = Some(message);
         }
     }

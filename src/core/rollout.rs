@@ -195,6 +195,41 @@ pub enum TenantState {
     Failed(String),
 }
 
+/// What the agent knows of one tenant of a rollout's current wave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// Suspended (`fief suspend`): not waited for.
+    pub suspended: bool,
+    /// The rollout changes it (it is in one of the rollout's waves).
+    pub changed: bool,
+    /// It was last synced (or found invalid) at the rollout's input hash for it.
+    pub at_target: bool,
+    /// Its last sync attempt failed or was invalid: (at the rollout's commit, why).
+    pub failure: Option<(bool, String)>,
+    /// Its objects' health.
+    pub health: TenantState,
+}
+
+/// Where one tenant of the current wave stands. Suspended: not waited for. Last attempt failed
+/// at the rollout's commit or at its input hash: failed, changed by the rollout or not (a
+/// tenant broken before halts every rollout at its wave until it is fixed). Not at that hash
+/// yet, changed or failed before (its sync at the head is queued): pending. Else its health.
+pub fn tenant_state(seen: Seen) -> TenantState {
+    if seen.suspended {
+        return TenantState::Healthy;
+    }
+    if let Some((at_target_commit, why)) = seen.failure {
+        if at_target_commit || seen.at_target {
+            return TenantState::Failed(why);
+        }
+        return TenantState::Pending;
+    }
+    if seen.changed && !seen.at_target {
+        return TenantState::Pending;
+    }
+    seen.health
+}
+
 /// What a rollout does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -410,6 +445,40 @@ mod tests {
             Step::Halt("y".into(), "Deployment web: timed out".into())
         );
         assert_eq!(next_wave(&waves, 1), Some(2));
+    }
+
+    #[test]
+    fn a_tenant_invalid_at_a_held_change_halts_a_later_rollout_that_does_not_change_it() {
+        use TenantState::{Failed, Healthy, Pending, Waiting};
+        let bad = |at_target_commit| Some((at_target_commit, "sync invalid: extra".to_string()));
+        let failed = || Failed("sync invalid: extra".into());
+        // (suspended, changed, at target hash, last attempt's failure, health) → state.
+        let cases = [
+            // Invalid at a halted commit that renders it as the new one: halts, unchanged.
+            ((false, false, true, bad(false), Healthy), failed()),
+            // Failed at the rollout's commit (an apply error leaves its hash behind).
+            ((false, true, false, bad(true), Healthy), failed()),
+            ((false, false, false, bad(true), Healthy), failed()),
+            // Failed at an older hash, its sync at the head queued (e.g. its own fix).
+            ((false, false, false, bad(false), Healthy), Pending),
+            ((false, true, false, bad(false), Healthy), Pending),
+            ((true, false, true, bad(false), Healthy), Healthy), // suspended: not waited for
+            // No failure: changed and not synced yet, else its health.
+            ((false, true, false, None, Healthy), Pending),
+            ((false, true, true, None, Waiting), Waiting),
+            ((false, false, false, None, Healthy), Healthy),
+            ((false, false, true, None, failed()), failed()),
+        ];
+        for ((suspended, changed, at_target, failure, health), want) in cases {
+            let seen = Seen {
+                suspended,
+                changed,
+                at_target,
+                failure,
+                health,
+            };
+            assert_eq!(tenant_state(seen.clone()), want, "{seen:?}");
+        }
     }
 
     #[test]

@@ -77,15 +77,28 @@ pub fn record_invalid(
     inv.status.inputs.clear();
 }
 
+/// Condition reason of `Reconciling=True` while a sync applies and prunes.
+pub const PROGRESSING: &str = "Progressing";
+
 /// `Reconciling=True` while a sync that changes something is under way.
 pub fn mark_reconciling(inv: &mut Inventory, now: &str) {
     inv.status.set_condition(
         "Reconciling",
         true,
-        "Progressing",
+        PROGRESSING,
         "applying and pruning",
         now,
     );
+}
+
+/// Whether the inventory records a sync that began and never finished (the process stopped
+/// between [`mark_reconciling`] and [`finish`]): only such a sync is applied again in full.
+/// A finished sync waiting for its objects' health is `Reconciling=True` too, with the
+/// reason [`crate::core::health::WAITING`]: it is finished, and its objects stand.
+pub fn interrupted(inv: &Inventory) -> bool {
+    inv.status
+        .condition("Reconciling")
+        .is_some_and(|c| c.status == "True" && c.reason == PROGRESSING)
 }
 
 /// The final status of a sync: applied, failed, or prune held.
@@ -122,6 +135,10 @@ pub fn finish(
         status.set_condition("Stalled", true, "PruneHeld", hold, now);
         status.last_error = Some(hold.clone());
         status.inputs.clear();
+    } else if !changed && crate::core::health::holds_verdict(status) {
+        // Nothing of the tenant changed: the health verdict on record still judges the
+        // objects as this sync left them, so it stands (the health gate judges them again).
+        status.revision = revision(render);
     } else {
         let rev = revision(render);
         let message = format!("applied revision {rev}: {} objects", report.counts.objects);

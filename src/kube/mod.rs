@@ -9,6 +9,7 @@ pub mod apply;
 pub mod batched;
 pub mod counter;
 pub mod diff;
+pub mod fence;
 pub mod health;
 pub mod inventory_store;
 pub mod live;
@@ -226,6 +227,19 @@ pub async fn connect(
     context: Option<&str>,
     qps: u32,
 ) -> Result<(Client, counter::RequestCounter), ClusterError> {
+    let config = load_config(kubeconfig, context).await?;
+    let counter = counter::RequestCounter::default();
+    let client = build_client(config, &counter, Some(qps), None)
+        .map_err(|source| ClusterError::request("build the client", source))?;
+    Ok((client, counter))
+}
+
+/// Resolve the cluster's address and credentials from `--kubeconfig` / `--context`,
+/// `KUBECONFIG`, `~/.kube/config` or the in-cluster service account, as kubectl does.
+pub async fn load_config(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Config, ClusterError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
@@ -247,16 +261,27 @@ pub async fn connect(
     };
     let server = config.cluster_url.to_string();
     let _ = SERVER_URL.set(server.trim_end_matches('/').to_string());
-    let counter = counter::RequestCounter::default();
-    let client = transport::client_builder(config)
-        .map_err(|source| ClusterError::request("build the client", source))?
-        .with_layer(&counter)
-        .with_layer(&tower::limit::RateLimitLayer::new(
-            u64::from(qps.max(1)),
-            std::time::Duration::from_secs(1),
-        ))
-        .build();
-    Ok((client, counter))
+    Ok(config)
+}
+
+/// A client for `config` whose requests `counter` counts, limited to `qps` per second on the
+/// client side (`None`: not limited), and whose writes pass only while `fence` admits them
+/// (see [`fence`]).
+pub fn build_client(
+    config: Config,
+    counter: &counter::RequestCounter,
+    qps: Option<u32>,
+    fence: Option<fence::Fence>,
+) -> Result<Client, kube::Error> {
+    let (builder, outer_fence) = transport::client_builder(config, fence)?;
+    let limit = qps.map(|qps| {
+        tower::limit::RateLimitLayer::new(u64::from(qps.max(1)), std::time::Duration::from_secs(1))
+    });
+    Ok(builder
+        .with_layer(counter)
+        .with_layer(&fence::FenceLayer(outer_fence))
+        .with_layer(&tower::util::option_layer(limit))
+        .build())
 }
 
 /// A resolved resource: how to address objects of one group/version/kind.

@@ -11,6 +11,9 @@
 //! single item of the agent's steady heap (10 MB of 37, measured with heaptrack). TLS records
 //! are at most 16 KiB, so a 32 KiB buffer still takes a whole record or two per read.
 //!
+//! An agent that elects a leader passes its [`Fence`]: writes are checked against the
+//! leader's term right before they are sent.
+//!
 //! A configured proxy falls back to kube's own builder (which handles SOCKS5 and HTTP
 //! tunnels); the buffer cap then does not apply.
 
@@ -24,6 +27,8 @@ use tower::retry::RetryLayer;
 use tower::util::BoxService;
 use tower::{BoxError, ServiceBuilder, ServiceExt};
 
+use super::fence::{Fence, FenceLayer};
+
 /// The boxed service under a client, as kube's own builder makes it.
 pub type Service = BoxService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
@@ -31,10 +36,16 @@ pub type Service = BoxService<http::Request<Body>, http::Response<Box<DynBody>>,
 /// heads from the API server are well under 2 KiB).
 pub const READ_BUFFER_MAX: usize = 32 * 1024;
 
-/// Build kube's default client stack with a bounded read buffer per connection.
-pub fn client_builder(config: Config) -> Result<ClientBuilder<Service>, kube::Error> {
+/// Build kube's default client stack with a bounded read buffer per connection. A `fence`
+/// is checked right above the HTTP connection, under the retry layer, so every attempt of a
+/// write is checked as it is sent. Through a proxy kube's own stack is used, and the fence is
+/// not placed here: the second value hands it back for the caller to wrap the stack with.
+pub fn client_builder(
+    config: Config,
+    fence: Option<Fence>,
+) -> Result<(ClientBuilder<Service>, Option<Fence>), kube::Error> {
     if config.proxy_url.is_some() {
-        return ClientBuilder::try_from(config);
+        return Ok((ClientBuilder::try_from(config)?, fence));
     }
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -58,6 +69,7 @@ pub fn client_builder(config: Config) -> Result<ClientBuilder<Service>, kube::Er
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(BoxError::from)
+        .layer(FenceLayer(fence))
         .service(client);
     let service = service
         .map_response(|response| {
@@ -66,5 +78,5 @@ pub fn client_builder(config: Config) -> Result<ClientBuilder<Service>, kube::Er
             })
         })
         .boxed();
-    Ok(ClientBuilder::new(service, config.default_namespace))
+    Ok((ClientBuilder::new(service, config.default_namespace), None))
 }

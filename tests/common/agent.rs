@@ -11,7 +11,9 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-pub use super::util::{free_port, git, wait_until};
+#[allow(unused_imports)] // for the agent tests, beside the harness
+pub use super::util::wait_until;
+pub use super::util::{free_port, git};
 
 pub const SECRET: &str = "s3cret-webhook";
 
@@ -19,7 +21,7 @@ pub const SECRET: &str = "s3cret-webhook";
 pub struct GitServer {
     pub base: tempfile::TempDir,
     pub port: u16,
-    pub daemon: Option<Child>,
+    pub daemon: Option<super::util::Daemon>,
 }
 
 impl GitServer {
@@ -46,35 +48,14 @@ impl GitServer {
         format!("git://127.0.0.1:{}/repo", self.port)
     }
 
+    /// Serve the repo (a daemon already running is stopped first, never left behind).
     pub fn start(&mut self) {
-        // Run git-daemon itself, not the `git daemon` wrapper, so killing it stops the server.
-        let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
-        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
-            .trim()
-            .to_string();
-        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .args([
-                "--export-all",
-                "--reuseaddr",
-                "--listen=127.0.0.1",
-                &format!("--port={}", self.port),
-                &format!("--base-path={}", self.base.path().display()),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon");
-        self.daemon = Some(child);
-        wait_until("git daemon listening", Duration::from_secs(10), || {
-            TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-        });
+        self.stop();
+        self.daemon = Some(super::util::git_daemon(self.base.path(), self.port));
     }
 
     pub fn stop(&mut self) {
-        if let Some(mut d) = self.daemon.take() {
-            let _ = d.kill();
-            let _ = d.wait();
-        }
+        self.daemon = None;
     }
 
     pub fn commit(&self, files: &[(String, String)], message: &str) {

@@ -23,6 +23,7 @@
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
 pub mod agent;
+pub mod audit;
 pub mod cluster_cli;
 pub mod node;
 pub mod offline;

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -344,7 +344,7 @@ pub fn git(dir: &Path, args: &[&str]) {
 pub struct GitDaemon {
     base: tempfile::TempDir,
     addr: SocketAddr,
-    daemon: Child,
+    daemon: super::util::Daemon,
 }
 
 impl GitDaemon {
@@ -357,30 +357,9 @@ impl GitDaemon {
         let addr = TcpListener::bind((ip, 0))
             .and_then(|l| l.local_addr())
             .unwrap_or_else(|e| panic!("cannot bind a port on {ip}: {e}"));
-        let exec_path = Command::new("git")
-            .arg("--exec-path")
-            .output()
-            .expect("git --exec-path");
-        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
-            .trim()
-            .to_string();
-        let daemon = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .arg("--export-all")
-            .arg("--reuseaddr")
-            .arg(format!("--listen={ip}"))
-            .arg(format!("--port={}", addr.port()))
-            .arg(format!("--base-path={}", base.path().display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start git daemon");
+        let daemon = super::util::git_daemon_on(base.path(), ip, addr.port());
         let server = GitDaemon { base, addr, daemon };
         server.commit(files, "initial");
-        wait_for("git daemon listening", Duration::from_secs(10), || {
-            TcpStream::connect(server.addr)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
         server
     }
 
@@ -399,13 +378,6 @@ impl GitDaemon {
         }
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-q", "--allow-empty", "-m", message]);
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
     }
 }
 

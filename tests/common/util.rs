@@ -134,42 +134,64 @@ pub fn rollout_record(configmap: Option<serde_json::Value>) -> serde_json::Value
         .unwrap_or(serde_json::Value::Null)
 }
 
-/// A `git daemon` serving every repository under a folder on a loopback port; stopped when
-/// dropped.
+/// A `git daemon` serving every repository under a folder; stopped when dropped, or within
+/// about a second of the test process ending (a daemon held in a static is never dropped).
+#[derive(Debug)]
 pub struct Daemon(std::process::Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SIGTERM to the watching shell, which stops the daemon and waits for it.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
         let _ = self.0.wait();
     }
 }
 
+/// The shell around `git-daemon`: it runs the daemon, stops it on SIGTERM, and stops it when
+/// the test process (`$FIEF_TEST_PID`) is gone.
+const WATCHED_DAEMON: &str = r#"daemon="$1"; shift
+"$daemon" "$@" & pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT
+while kill -0 "$FIEF_TEST_PID" 2>/dev/null && kill -0 $pid 2>/dev/null; do
+  sleep 1 & wait $!
+done
+kill $pid 2>/dev/null"#;
+
 /// Start `git daemon` for every repository under `base` on `127.0.0.1:port` (URLs
 /// `git://127.0.0.1:port/<folder>`); returns once it accepts connections (at most 10 s).
 pub fn git_daemon(base: &Path, port: u16) -> Daemon {
+    git_daemon_on(base, "127.0.0.1", port)
+}
+
+/// Start `git daemon` for every repository under `base` on `ip:port`; returns once it accepts
+/// connections, panics after 10 s.
+pub fn git_daemon_on(base: &Path, ip: &str, port: u16) -> Daemon {
     let exec = Command::new("git")
         .arg("--exec-path")
         .output()
         .expect("git --exec-path");
     let exec = String::from_utf8_lossy(&exec.stdout).trim().to_string();
-    let child = Command::new(Path::new(&exec).join("git-daemon"))
+    let child = Command::new("bash")
+        .args(["-c", WATCHED_DAEMON, "git-daemon"])
+        .arg(Path::new(&exec).join("git-daemon"))
         .args([
             "--export-all",
             "--reuseaddr",
-            "--listen=127.0.0.1",
+            &format!("--listen={ip}"),
             &format!("--port={port}"),
             &format!("--base-path={}", base.display()),
         ])
+        .env("FIEF_TEST_PID", std::process::id().to_string())
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start git daemon");
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err()
-        && start.elapsed() < Duration::from_secs(10)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Daemon(child)
+    let daemon = Daemon(child);
+    wait_until("git daemon listening", Duration::from_secs(10), || {
+        TcpStream::connect((ip, port)).is_ok()
+    });
+    daemon
 }

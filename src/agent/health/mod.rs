@@ -9,9 +9,14 @@
 //! waited-on object is current, `Stalled` naming the unhealthy objects when one failed or its
 //! component's `health.timeout` passed — written onto its inventory status by one writer task,
 //! and the figures for `/metrics` and `/status`. An object counts only once the watch has seen
-//! it at the version the sync applied (its live hash equals the one recorded after apply), so
-//! a status from before the apply is never taken for the new version's. A stalled tenant frees
+//! it at the version the sync applied (its live hash equals the one recorded after apply, or
+//! its resourceVersion is the one the apply returned), so a status from before the apply is
+//! never taken for the new version's. A stalled tenant frees
 //! its permit and is still watched: it turns `Ready` when its objects become healthy.
+
+mod report;
+
+pub use report::append_metrics;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,10 +34,20 @@ use crate::core::objects::ObjectId;
 use crate::core::render::TenantRender;
 use crate::kube::sync::SyncResult;
 
+/// One object a tenant waits for: the version its sync applied, and until when.
+struct Applied {
+    /// The live hash recorded after the apply.
+    live: Digest,
+    /// The resourceVersion the apply returned, as a number (0: not known).
+    version: u64,
+    /// When the object's wait runs out.
+    deadline: Instant,
+}
+
 /// A tenant applied and not yet judged.
 struct Waiting {
-    /// Object → (live hash recorded after apply, deadline).
-    objects: BTreeMap<ObjectId, (Digest, Instant)>,
+    /// Each waited-on object with the version its sync applied.
+    objects: BTreeMap<ObjectId, Applied>,
     /// Held until the verdict is `Ready` or `Stalled`.
     permit: Option<OwnedSemaphorePermit>,
     /// Which sync this is (timers of older syncs are ignored).
@@ -45,13 +60,38 @@ struct Waiting {
 /// once (ConfigMaps, RBAC, an unchanged Deployment) cost no status write.
 const GRACE: Duration = Duration::from_secs(1);
 
+/// An object as the watches last saw it.
+struct Seen {
+    /// Its live hash, as [`Digest::short`] (0: not known).
+    hash: u64,
+    /// Its resourceVersion as a number (0: not a number).
+    version: u64,
+    /// Its health.
+    health: Health,
+}
+
+impl Seen {
+    /// Whether this is the version a sync applied: the same live hash, or the same
+    /// resourceVersion (an apply that changed nothing returns the version the watch saw,
+    /// though the watch could not hash an object whose tenant was not rendered yet).
+    fn is(&self, applied: &Applied) -> bool {
+        self.hash == applied.live.short() || (self.version != 0 && self.version == applied.version)
+    }
+}
+
+/// A resourceVersion as a number (0: absent or not a number; the API server's are).
+fn version_number(resource_version: Option<&str>) -> u64 {
+    resource_version.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
 #[derive(Default)]
 struct Tracker {
     /// Health of desired objects as the watches last saw them, with their live hash (keyed
     /// on the agent's interned ids: no copy of each id here).
     /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
-    /// version that moved): one entry per managed object, so it is kept small.
-    live: HashMap<super::desired::Id, (u64, Health)>,
+    /// version that moved, or not rendered since the agent started): one entry per managed
+    /// object, so it is kept small.
+    live: HashMap<super::desired::Id, Seen>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -135,8 +175,12 @@ impl Gate {
         value: &Value,
     ) {
         let mut t = lock(&self.tracker);
-        t.live
-            .insert(id.clone(), (hash.map_or(0, |h| h.short()), health(value)));
+        let seen = Seen {
+            hash: hash.map_or(0, |h| h.short()),
+            version: version_number(value["metadata"]["resourceVersion"].as_str()),
+            health: health(value),
+        };
+        t.live.insert(id.clone(), seen);
         if t.waiting
             .get(tenant)
             .is_some_and(|w| w.objects.contains_key(id.as_ref()))
@@ -193,8 +237,8 @@ impl Gate {
             previous
                 .as_ref()
                 .and_then(|w| w.objects.get(id))
-                .filter(|(hash, _)| *hash == live)
-                .map(|(_, deadline)| *deadline)
+                .filter(|a| a.live == live)
+                .map(|a| a.deadline)
         };
         let mut objects = BTreeMap::new();
         let mut deadlines = BTreeSet::new();
@@ -214,7 +258,15 @@ impl Gate {
                     now + *limit
                 }
             };
-            objects.insert(o.id.clone(), (live, deadline));
+            let version = version_number(Some(&entry.resource_version));
+            objects.insert(
+                o.id.clone(),
+                Applied {
+                    live,
+                    version,
+                    deadline,
+                },
+            );
             deadlines.insert(deadline.max(now));
         }
         t.seq += 1;
@@ -291,13 +343,14 @@ impl Gate {
         let objects: Vec<Waited> = w
             .objects
             .iter()
-            .map(|(id, (hash, deadline))| Waited {
+            .map(|(id, applied)| Waited {
                 object: id.to_string(),
-                health: match t.live.get(id) {
-                    Some((h, health)) if *h == hash.short() => Some(health.clone()),
-                    _ => None,
-                },
-                overdue: now >= *deadline,
+                health: t
+                    .live
+                    .get(id)
+                    .filter(|seen| seen.is(applied))
+                    .map(|seen| seen.health.clone()),
+                overdue: now >= applied.deadline,
             })
             .collect();
         let v = verdict(&objects);
@@ -406,75 +459,7 @@ impl Gate {
             let _ = gate.writes.send(tenant);
         });
     }
-
-    /// Metric lines (Prometheus text): tenants in flight, the peak since start, tenants by
-    /// verdict and each judged tenant's health.
-    pub fn metrics_text(&self) -> String {
-        let t = lock(&self.tracker);
-        let mut counts: BTreeMap<&str, usize> = [("ready", 0), ("reconciling", 0), ("stalled", 0)]
-            .into_iter()
-            .collect();
-        for v in t.verdicts.values() {
-            *counts.entry(v.name()).or_default() += 1;
-        }
-        let mut out = String::new();
-        out.push_str("# HELP fief_tenants_in_flight Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight).\n# TYPE fief_tenants_in_flight gauge\n");
-        out.push_str(&format!("fief_tenants_in_flight {}\n", self.in_flight()));
-        out.push_str("# HELP fief_tenants_in_flight_peak Highest fief_tenants_in_flight since start.\n# TYPE fief_tenants_in_flight_peak gauge\n");
-        out.push_str(&format!(
-            "fief_tenants_in_flight_peak {}\n",
-            self.peak.load(Ordering::Relaxed)
-        ));
-        out.push_str("# HELP fief_tenants_health Tenants by health verdict after their last apply.\n# TYPE fief_tenants_health gauge\n");
-        for (state, n) in counts {
-            out.push_str(&format!("fief_tenants_health{{state=\"{state}\"}} {n}\n"));
-        }
-        out.push_str("# HELP fief_tenant_healthy 1 when the tenant's applied objects are healthy, 0 while waiting or stalled.\n# TYPE fief_tenant_healthy gauge\n");
-        for (tenant, v) in &t.verdicts {
-            out.push_str(&format!(
-                "fief_tenant_healthy{{tenant=\"{tenant}\"}} {}\n",
-                i32::from(*v == Verdict::Ready)
-            ));
-        }
-        out
-    }
-
-    /// Each judged tenant's verdict, for `/status`.
-    pub fn status_json(&self) -> Value {
-        let t = lock(&self.tracker);
-        let tenants: serde_json::Map<String, Value> = t
-            .verdicts
-            .iter()
-            .map(|(tenant, v)| {
-                let objects: Vec<Value> = match v {
-                    Verdict::Ready => Vec::new(),
-                    Verdict::Reconciling(l) | Verdict::Stalled(l) => l
-                        .iter()
-                        .map(|(o, why)| serde_json::json!({"object": o, "reason": why}))
-                        .collect(),
-                };
-                (
-                    tenant.clone(),
-                    serde_json::json!({"health": v.name(), "objects": objects}),
-                )
-            })
-            .collect();
-        serde_json::json!({
-            "maxInFlight": self.max,
-            "inFlight": self.in_flight(),
-            "inFlightPeak": self.peak.load(Ordering::Relaxed),
-            "tenants": tenants,
-        })
-    }
 }
 
 /// A tenant's permit between its admission and its verdict.
 pub struct Permit(OwnedSemaphorePermit);
-
-/// Insert `extra` metric lines before the closing `# EOF` of an OpenMetrics exposition.
-pub fn append_metrics(text: &mut String, extra: &str) {
-    match text.rfind("# EOF") {
-        Some(i) => text.insert_str(i, extra),
-        None => text.push_str(extra),
-    }
-}
