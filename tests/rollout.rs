@@ -3,7 +3,8 @@
 //! tenants stay at their commit, and a hand deletion of a held tenant's object is repaired at
 //! that commit, not at the head; the fix commit completes it. A held tenant's own change is
 //! applied at the head while the tenant that halted the rollout keeps it halted, so the other
-//! held tenants stay at their commit. (Health-driven halts on a real node:
+//! held tenants stay at their commit. After a restart during a halt, the fix completes the
+//! rollout at once, objects it leaves unchanged counting as current. (Health-driven halts on a real node:
 //! tests/node/rollout.rs.)
 
 mod common;
@@ -61,17 +62,10 @@ fn head(server: &GitServer) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-#[test]
-fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their_commit_and_the_fix_completes_it()
- {
-    let agent_ns = common::unique("fief-ro");
-    let p = common::unique("ro");
-    let (canary, early, rest) = (
-        [format!("{p}-c1"), format!("{p}-c2")],
-        [format!("{p}-e1"), format!("{p}-e2")],
-        [format!("{p}-r1"), format!("{p}-r2")],
-    );
-    let mut files = vec![
+/// fief.yaml with waves canary and early (the rest last), and component `app` of `template`
+/// with greeting g1.
+fn waves(agent_ns: &str, template: &str) -> Vec<(String, String)> {
+    vec![
         (
             "fief.yaml".to_string(),
             format!(
@@ -84,9 +78,41 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
         ),
         (
             "components/app/templates/app.yaml".to_string(),
-            APP.to_string(),
+            template.to_string(),
         ),
-    ];
+    ]
+}
+
+/// A shared change of `template`: greeting g2, and `app-config` needs `values.extra`, which
+/// only some tenants define.
+fn needs_extra(template: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g2\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            template.replacen(
+                "greeting: {{ values.greeting | quote }}\n",
+                "greeting: {{ values.greeting | quote }}\n  extra: {{ values.extra | quote }}\n",
+                1,
+            ),
+        ),
+    ]
+}
+
+#[test]
+fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their_commit_and_the_fix_completes_it()
+ {
+    let agent_ns = common::unique("fief-ro");
+    let p = common::unique("ro");
+    let (canary, early, rest) = (
+        [format!("{p}-c1"), format!("{p}-c2")],
+        [format!("{p}-e1"), format!("{p}-e2")],
+        [format!("{p}-r1"), format!("{p}-r2")],
+    );
+    let mut files = waves(&agent_ns, APP);
     // Only the canary and rest tenants define `extra`: the next template fails for early ones.
     files.extend(canary.iter().map(|t| tenant(t, "canary", "extra: x")));
     files.extend(early.iter().map(|t| tenant(t, "early", "")));
@@ -103,19 +129,7 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
         .collect();
 
     // A shared change the early tenants cannot render.
-    server.commit(
-        &[
-            (
-                "components/app/varz.yaml".to_string(),
-                "greeting: g2\n".to_string(),
-            ),
-            (
-                "components/app/templates/app.yaml".to_string(),
-                format!("{APP}  extra: {{{{ values.extra | quote }}}}\n"),
-            ),
-        ],
-        "g2 with extra",
-    );
+    server.commit(&needs_extra(APP), "g2 with extra");
     let broken = head(&server);
     wait_until(
         "the rollout halts at the early wave",
@@ -205,26 +219,13 @@ fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants
         [format!("{p}-e1"), format!("{p}-e2")],
         [format!("{p}-r1"), format!("{p}-r2"), format!("{p}-r3")],
     );
-    let mut files = vec![
-        (
-            "fief.yaml".to_string(),
-            format!(
-                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
-            ),
-        ),
-        (
-            "components/app/varz.yaml".to_string(),
-            "greeting: g1\n".to_string(),
-        ),
-        (
-            "components/app/templates/app.yaml".to_string(),
-            APP.to_string(),
-        ),
+    let mut files = waves(&agent_ns, APP);
+    files.extend([
         tenant(&canary, "canary", "extra: x"),
         // The only tenant without `extra`: the shared change is invalid for it alone.
         tenant(&early[0], "early", ""),
         tenant(&early[1], "early", "extra: x"),
-    ];
+    ]);
     files.extend(rest.iter().map(|t| tenant(t, "other", "extra: x")));
     let server = GitServer::new(&files);
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
@@ -238,19 +239,7 @@ fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants
     let held_versions = versions(&rest[1..]);
 
     // A shared change the early tenant e1 cannot render halts the rollout at wave 2.
-    server.commit(
-        &[
-            (
-                "components/app/varz.yaml".to_string(),
-                "greeting: g2\n".to_string(),
-            ),
-            (
-                "components/app/templates/app.yaml".to_string(),
-                format!("{APP}  extra: {{{{ values.extra | quote }}}}\n"),
-            ),
-        ],
-        "g2 with extra",
-    );
+    server.commit(&needs_extra(APP), "g2 with extra");
     let broken = head(&server);
     assert_eq!(agent.signed_push(), 202);
     wait_until(
@@ -325,4 +314,56 @@ fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants
         assert_eq!(greeting(t).as_deref(), Some("g1"), "{t} held");
     }
     assert!(!agent.log().contains("rollout complete"), "{}", agent.log());
+}
+
+#[test]
+fn after_a_restart_during_a_halt_the_fix_completes_the_rollout_within_seconds_with_the_tenant_ready()
+ {
+    // A second object the fix leaves as it is: it must count as current at once.
+    let template = format!(
+        "{APP}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-static\ndata:\n  k: v\n"
+    );
+    let agent_ns = common::unique("fief-rof");
+    let p = common::unique("rof");
+    let (canary, early, rest) = (format!("{p}-c1"), format!("{p}-e1"), format!("{p}-r1"));
+    let mut files = waves(&agent_ns, &template);
+    files.extend([
+        tenant(&canary, "canary", "extra: x"),
+        tenant(&early, "early", ""),
+        tenant(&rest, "other", "extra: x"),
+    ]);
+    let server = GitServer::new(&files);
+    let mut agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    server.commit(&needs_extra(&template), "g2 with extra");
+    let broken = head(&server);
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("the rollout halts", Duration::from_secs(60), || {
+        let r = record(&agent_ns);
+        r["commit"] == broken.as_str() && r["phase"] == "Halted"
+    });
+
+    agent.kill();
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    // The fix: the invalid tenant defines `extra`; its `app-static` does not change.
+    server.commit(&[tenant(&early, "early", "extra: y")], "e1 defines extra");
+    let fixed = head(&server);
+    assert_eq!(agent.signed_push(), 202);
+    let took = wait_until("the rollout completes", Duration::from_secs(30), || {
+        let r = record(&agent_ns);
+        r["commit"] == fixed.as_str() && r["phase"] == "Complete"
+    });
+    assert!(
+        took < Duration::from_secs(15),
+        "took {took:?}\n{}",
+        agent.log()
+    );
+    let status = common::agent::status(&agent_ns, &early);
+    assert_eq!(
+        common::agent::condition(&status, "Ready"),
+        "True",
+        "{status}"
+    );
+    for t in [&canary, &early, &rest] {
+        assert_eq!(greeting(t).as_deref(), Some("g2"), "{t}");
+    }
 }
