@@ -100,6 +100,20 @@ fn a_kind_the_agent_cannot_list_degrades_only_the_tenants_that_use_it() {
     // Reported on the tenant itself: status and metric.
     let st = status(&agent_ns, &leasy);
     assert_eq!(condition(&st, "Ready"), "False", "{st}");
+    let ready = st["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        ready["reason"], "ClusterAccessFailed",
+        "a cluster refusal, not an invalid repo: {st}"
+    );
+    let (_, view) = agent.get("/status").unwrap();
+    let view: serde_json::Value = serde_json::from_str(&view).unwrap();
+    assert_eq!(view["tenants"][&leasy]["outcome"], "failed", "{view}");
     assert!(
         st["lastError"].as_str().unwrap_or("").contains("Lease"),
         "{st}"
@@ -264,6 +278,26 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
     let done = inventories();
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(inventories(), done, "nothing synced after stopping");
+    // Counted at the API server: once the agent saw the other holder, it wrote nothing (a
+    // request already on its way then may arrive a moment later).
+    let log = agent.log();
+    let noticed = log
+        .lines()
+        .find(|l| l.contains("held by another replica"))
+        .and_then(|l| l.split_whitespace().next())
+        .map(common::audit::micros)
+        .expect("the agent logged the takeover");
+    let late: Vec<_> = common::audit::writes()
+        .into_iter()
+        .filter(|w| !w.user_agent.starts_with("kubectl") && w.received_us > noticed + 100_000)
+        .filter(|w| {
+            w.namespace == agent_ns || names.iter().any(|n| w.namespace == format!("{n}-prod"))
+        })
+        .collect();
+    assert!(
+        late.is_empty(),
+        "writes after stepping down: {late:#?}\n{log}"
+    );
     assert!(
         done < names.len(),
         "the whole batch ran after the Lease was lost ({done} tenants)"
@@ -275,51 +309,35 @@ fn a_tenant_left_reconciling_by_an_interrupted_sync_is_finished_on_the_next_star
     let agent_ns = common::unique("fief-af5");
     let t = common::unique("unsettled");
     let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
-    let mut agent = Agent::start(&server.url(), &["--interval", "300s"]);
-    agent.kill();
-    // What SIGKILL between the union write and the final write leaves: Reconciling=True and
-    // the old commit in the recorded status.
-    let cm = format!("fief-tenant-{t}");
-    let mut st = status(&agent_ns, &t);
-    for c in st["conditions"].as_array_mut().unwrap() {
-        if c["type"] == "Reconciling" {
-            c["status"] = "True".into();
-        }
-    }
-    if !st["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|c| c["type"] == "Reconciling")
-    {
-        st["conditions"]
-            .as_array_mut()
-            .unwrap()
-            .push(serde_json::json!({
-                "type": "Reconciling", "status": "True", "reason": "Progressing",
-                "message": "applying and pruning", "lastTransitionTime": "2020-01-01T00:00:00Z"
-            }));
-    }
-    st["commit"] = "0000000000000000000000000000000000000000".into();
-    let patch = serde_json::json!({"data": {"status": st.to_string()}}).to_string();
-    assert!(kubectl(&[
-        "patch",
-        "configmap",
-        "-n",
-        &agent_ns,
-        &cm,
-        "--type",
-        "merge",
-        "-p",
-        &patch
-    ]));
+    // The agent dies (abort, as SIGKILL would) right after the union write of its first sync.
+    let mut crashed = Agent::spawn(
+        &server.url(),
+        &["--interval", "300s"],
+        &[("FIEF_TEST_CRASH_AT", "after-union".to_string())],
+    );
+    wait_until("the agent crashed", Duration::from_secs(60), || {
+        !crashed.running()
+    });
+    assert!(
+        crashed.log().contains("FIEF_TEST_CRASH_AT"),
+        "{}",
+        crashed.log()
+    );
+    let st = status(&agent_ns, &t);
+    assert_eq!(condition(&st, "Reconciling"), "True", "{st}");
+    assert_eq!(
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting"),
+        None,
+        "the crash came before the applies"
+    );
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
     let st = status(&agent_ns, &t);
     assert_eq!(condition(&st, "Reconciling"), "False", "{st}");
     assert_eq!(condition(&st, "Ready"), "True", "{st}");
-    assert_ne!(
-        st["commit"].as_str(),
-        Some("0000000000000000000000000000000000000000")
+    assert!(st["commit"].as_str().is_some_and(|c| c.len() == 40), "{st}");
+    assert_eq!(
+        configmap_value(&format!("{t}-prod"), "app-config", "greeting").as_deref(),
+        Some("hi")
     );
     drop(agent);
 }

@@ -151,19 +151,16 @@ async fn watch_kinds(
     degraded
 }
 
-/// A degraded tenant's render becomes a failed one: its status says why, and nothing is
-/// applied or pruned.
+/// A degraded tenant's render becomes a failed one: its status says why (a cluster-access
+/// failure, not an invalid repo), and nothing is applied or pruned.
 fn degrade(render: &mut TenantRender, why: &str) {
     render.objects.clear();
     render.errors.push(
         Diagnostic::new(
             format!("tenants/{}.yaml", render.tenant),
             None,
-            Problem::InvalidField {
-                field: "cluster access".to_string(),
-                detail: format!(
-                    "{why}; the agent cannot watch this kind, so this tenant is not synced (grant the agent list and watch on it)"
-                ),
+            Problem::ClusterAccess {
+                detail: why.to_string(),
             },
         )
         .for_tenant(&render.tenant),
@@ -173,7 +170,7 @@ fn degrade(render: &mut TenantRender, why: &str) {
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants (two
 /// chunks' renders are held: one syncing, the next rendered ahead). Equal to the default
 /// `--concurrency`, so a chunk's tenants all sync at once: at 1,000 tenants 8 held the
-/// peak 1-2 MiB under 10 for the same time per shared change (BENCHMARKS, eighth pass).
+/// peak 1-2 MiB under 10 for the same time per shared change (see BENCHMARKS.md).
 const CHUNK: usize = 8;
 
 /// The kinds (apiVersion, kind) the renders use, with the tenants using each.

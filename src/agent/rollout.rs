@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::source_loop::Revision;
 use super::{LoopState, Shared, lock};
 use crate::core::rollout::{
-    Record, Seen, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
+    Member, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
 };
 
 /// A rollout under way (or finished: kept for status until the next one).
@@ -177,7 +177,7 @@ fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &st
         .hashes
         .get(tenant)
         .is_some_and(|h| state.synced.get(tenant) == Some(h));
-    crate::core::rollout::tenant_state(Seen {
+    crate::core::rollout::tenant_state(Member {
         suspended: super::requests::is_suspended(shared, tenant),
         changed: active.wave_of.contains_key(tenant),
         at_target,

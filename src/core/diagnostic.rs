@@ -294,6 +294,15 @@ pub enum Problem {
         /// The panic message.
         message: String,
     },
+    /// The agent cannot list or watch a kind the tenant uses: the tenant is not synced. Not a
+    /// fault of the repo: the cluster refuses the agent.
+    #[error(
+        "cluster access: {detail}; the agent cannot watch this kind, so this tenant is not synced"
+    )]
+    ClusterAccess {
+        /// What the API server said (the kind and why).
+        detail: String,
+    },
 }
 
 impl Problem {
@@ -306,6 +315,9 @@ impl Problem {
             }
             Problem::Yaml { .. } => "fix the YAML at this line",
             Problem::InvalidField { .. } => "correct the value of this field",
+            Problem::ClusterAccess { .. } => {
+                "grant the agent list and watch on this kind (its ClusterRole), or stop using the kind"
+            }
             Problem::NameMismatch { .. } => {
                 "rename the file to <metadata.name>.yaml or change metadata.name"
             }

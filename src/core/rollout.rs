@@ -197,7 +197,7 @@ pub enum TenantState {
 
 /// What the agent knows of one tenant of a rollout's current wave.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seen {
+pub struct Member {
     /// Suspended (`fief suspend`): not waited for.
     pub suspended: bool,
     /// The rollout changes it (it is in one of the rollout's waves).
@@ -214,20 +214,20 @@ pub struct Seen {
 /// at the rollout's commit or at its input hash: failed, changed by the rollout or not (a
 /// tenant broken before halts every rollout at its wave until it is fixed). Not at that hash
 /// yet, changed or failed before (its sync at the head is queued): pending. Else its health.
-pub fn tenant_state(seen: Seen) -> TenantState {
-    if seen.suspended {
+pub fn tenant_state(member: Member) -> TenantState {
+    if member.suspended {
         return TenantState::Healthy;
     }
-    if let Some((at_target_commit, why)) = seen.failure {
-        if at_target_commit || seen.at_target {
+    if let Some((at_target_commit, why)) = member.failure {
+        if at_target_commit || member.at_target {
             return TenantState::Failed(why);
         }
         return TenantState::Pending;
     }
-    if seen.changed && !seen.at_target {
+    if member.changed && !member.at_target {
         return TenantState::Pending;
     }
-    seen.health
+    member.health
 }
 
 /// What a rollout does next.
@@ -470,14 +470,14 @@ mod tests {
             ((false, false, true, None, failed()), failed()),
         ];
         for ((suspended, changed, at_target, failure, health), want) in cases {
-            let seen = Seen {
+            let member = Member {
                 suspended,
                 changed,
                 at_target,
                 failure,
                 health,
             };
-            assert_eq!(tenant_state(seen.clone()), want, "{seen:?}");
+            assert_eq!(tenant_state(member.clone()), want, "{member:?}");
         }
     }
 

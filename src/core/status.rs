@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use crate::core::diagnostic::Problem;
 use crate::core::inventory::{Counts, Inventory};
 use crate::core::objects;
 use crate::core::render::TenantRender;
@@ -57,22 +58,33 @@ impl TenantReport {
     }
 }
 
-/// A tenant that did not render or validate: `Ready=False`, `Stalled=True` with the first
-/// error; the report lists every error.
+/// A tenant that did not render or validate (`RenderFailed`, outcome `invalid`), or that the
+/// agent cannot watch a kind of (`ClusterAccessFailed`, outcome `failed`): `Ready=False`,
+/// `Stalled=True` with the first error; the report lists every error.
 pub fn record_invalid(
     inv: &mut Inventory,
     report: &mut TenantReport,
     render: &TenantRender,
     now: &str,
 ) {
-    report.outcome = "invalid".to_string();
+    // The cluster refusing the agent a kind is a failure to sync, not an invalid repo.
+    let access = render
+        .errors
+        .iter()
+        .any(|d| matches!(*d.problem, Problem::ClusterAccess { .. }));
+    let (outcome, reason) = if access {
+        ("failed", "ClusterAccessFailed")
+    } else {
+        ("invalid", "RenderFailed")
+    };
+    report.outcome = outcome.to_string();
     report.errors = render.errors.iter().map(|d| d.to_string()).collect();
     let first = report.errors.first().cloned().unwrap_or_default();
     let message = format!("{} error(s); first: {first}", render.errors.len());
     inv.status
-        .set_condition("Ready", false, "RenderFailed", &message, now);
+        .set_condition("Ready", false, reason, &message, now);
     inv.status
-        .set_condition("Stalled", true, "RenderFailed", &message, now);
+        .set_condition("Stalled", true, reason, &message, now);
     inv.status.last_error = Some(message);
     inv.status.inputs.clear();
 }
