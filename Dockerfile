@@ -5,11 +5,11 @@
 # flags.
 
 FROM rust:1.95-bookworm AS builder
-# libgit2 and libssh2 are built vendored; git2's https transport links the system OpenSSL;
-# zlib-ng (libz-sys) is built with cmake.
+# libgit2, libssh2 and zlib are built vendored (a C compiler, no cmake); git2's https
+# transport links the system OpenSSL.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libssl-dev pkg-config cmake \
+        libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
@@ -27,7 +27,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -m 0755 target/release/fief /usr/local/bin/fief
 
 FROM debian:bookworm-slim
-# ca-certificates: https to the git host; libssl3: what the binary links (zlib-ng is built in).
+# ca-certificates: https to the git host; libssl3: what the binary links.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         ca-certificates libssl3 \

@@ -2,8 +2,7 @@
 //! Outside a git checkout (e.g. a source tarball) the commit is `unknown`, or whatever
 //! `FIEF_GIT_COMMIT` says. Also a hash of the sources that decide what fief renders
 //! (`FIEF_SOURCE_HASH`: `src/`, `templates/`, `Cargo.lock`), which salts the input hashes a
-//! sync records, so no two different builds share one (a dirty tree, a tarball). On Linux it
-//! also links libgit2's `deflateInit_` to `source::git::zlib` (best-speed compression).
+//! sync records, so no two different builds share one (a dirty tree, a tarball).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -67,10 +66,4 @@ fn main() {
         .unwrap_or("");
     println!("cargo:rustc-env=FIEF_GIT_COMMIT={commit}{dirty}");
     println!("cargo:rustc-env=FIEF_SOURCE_HASH={}", source_hash());
-    // libgit2 writes objects at zlib's default level and has no setting for it: route its
-    // `deflateInit_` calls to `source::git::zlib`, which asks for best speed (GNU ld and lld
-    // both know `--wrap`; elsewhere libgit2 keeps its level).
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        println!("cargo:rustc-link-arg=-Wl,--wrap=deflateInit_");
-    }
 }

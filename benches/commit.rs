@@ -1,4 +1,4 @@
-//! Per-commit benchmark (issue 17, hole 12): the agent's source side of a one-tenant change —
+//! Per-commit benchmark: the agent's source side of a one-tenant change —
 //! git fetch over `git://` from a local `git daemon`, then [`fief::agent::read_commit`]
 //! (snapshot, load, input hashes) — at a small and a large fleet, in one run. No cluster.
 //!

@@ -6,8 +6,6 @@ use clap::Parser;
 use fief::cli::{self, Cli};
 
 fn main() -> ExitCode {
-    // First, before any thread: see `fief::agent::memory`.
-    fief::agent::memory::configure_allocator();
     let args = Cli::parse();
     match cli::run(args) {
         Ok(code) => ExitCode::from(code),

@@ -1,4 +1,4 @@
-//! `fief diff` tells the truth (issue 11, hole 8), against the real test control plane: it
+//! `fief diff` tells the truth, against the real test control plane: it
 //! shows every prune apply would do, dry-runs as the tenant identity (predicting apply's
 //! 403s), falls back to a client-side comparison for read-only users, and skips tenants of
 //! another cluster.
@@ -13,7 +13,7 @@ use std::path::Path;
 use common::cluster_cli::*;
 use common::util::text;
 
-// ---- hole 8: diff is honest ----
+// ---- diff is honest ----
 
 #[test]
 fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {

@@ -1,4 +1,4 @@
-//! The cluster-side safety promises of `fief apply` (issue 11), against the real test control
+//! The cluster-side safety promises of `fief apply`, against the real test control
 //! plane: never adopting a namespace, purging only what fief created, holding prunes after a
 //! failed apply, the inventory recorded before any apply (crash at every stage boundary),
 //! RBAC ordered before the ServiceAccounts it allows, one bad tenant file staying its own
@@ -12,7 +12,7 @@ use common::cluster_cli::*;
 use common::util::text;
 use serde_json::Value;
 
-// ---- hole 1: never adopt, purge only what fief created ----
+// ---- never adopt, purge only what fief created ----
 
 #[test]
 fn an_existing_namespace_fief_did_not_create_is_never_adopted() {
@@ -122,7 +122,7 @@ fn purge_deletes_only_the_namespaces_fief_created_for_the_tenant() {
     );
 }
 
-// ---- hole 4: a failed apply holds the prune ----
+// ---- a failed apply holds the prune ----
 
 #[test]
 fn a_rename_whose_new_object_is_refused_keeps_the_old_object() {
@@ -171,7 +171,7 @@ fn a_rename_whose_new_object_is_refused_keeps_the_old_object() {
     assert!(exists("configmap", &ns, "new-name"));
 }
 
-// ---- hole 5: the inventory is recorded before any apply ----
+// ---- the inventory is recorded before any apply ----
 
 #[test]
 fn a_crash_at_any_stage_boundary_leaks_nothing_and_the_next_run_prunes_what_git_dropped() {
@@ -211,7 +211,7 @@ fn a_crash_at_any_stage_boundary_leaks_nothing_and_the_next_run_prunes_what_git_
     }
 }
 
-// ---- hole 6: a real app applies cold in one run ----
+// ---- a real app applies cold in one run ----
 
 /// A microservice app as public demos ship it (e.g. Google's microservices-demo): a
 /// ServiceAccount, a Deployment and a Service per service.
@@ -243,7 +243,7 @@ fn a_cold_apply_of_a_microservice_app_with_service_accounts_succeeds_in_one_run(
     }
 }
 
-// ---- hole 10: one bad tenant file is its own error ----
+// ---- one bad tenant file is its own error ----
 
 #[test]
 fn a_tenant_file_with_an_invalid_name_fails_alone() {
@@ -271,7 +271,7 @@ fn a_tenant_file_with_an_invalid_name_fails_alone() {
     );
 }
 
-// ---- hole 12: a held prune exits non-zero ----
+// ---- a held prune exits non-zero ----
 
 #[test]
 fn a_prune_held_by_the_mass_prune_guard_exits_4_and_says_why_on_stderr() {
@@ -309,7 +309,7 @@ fn a_prune_held_by_the_mass_prune_guard_exits_4_and_says_why_on_stderr() {
     );
 }
 
-// ---- hole 14: errors in one line that tell the truth ----
+// ---- errors in one line that tell the truth ----
 
 #[test]
 fn a_403_is_reported_as_forbidden_naming_the_request_not_as_unreachable() {

@@ -1,4 +1,4 @@
-//! Safety promises kept at render/validate time, before anything reaches a cluster (issue 11):
+//! Safety promises kept at render/validate time, before anything reaches a cluster:
 //! reserved namespaces, host-suffix ownership, allowed component kinds, object names and
 //! `render --out` paths, and YAML read as kubectl reads it. Each test runs `fief` as a user does.
 

@@ -1,4 +1,4 @@
-//! The agent's rows of the cluster benchmark (issue 17): start to ready on a cluster applied by
+//! The agent's rows of the cluster benchmark: start to ready on a cluster applied by
 //! `fief apply` and on one applied by the agent (with the mutating requests each start sent),
 //! webhook-to-applied for one tenant (p50, and the agent's CPU seconds per change at the
 //! large and the small size), a shared component change reaching every tenant (with the API

@@ -29,8 +29,6 @@ mod error;
 mod local;
 mod packs;
 mod tree;
-#[allow(unsafe_code)] // the zlib entry point libgit2 links to (see its SAFETY comments)
-mod zlib;
 
 pub use error::GitError;
 pub use local::{commit_files, snapshot_at};
@@ -489,7 +487,7 @@ impl GitSource {
 /// turns off the re-hashing of every object read back from the cache: a fetch already checks
 /// each received object's id against its content when it indexes the pack, and re-hashing on
 /// read cost a hash of the whole `tenants/` tree (every tenant's entry) on every commit.
-#[allow(unsafe_code)] // one of the crate's three unsafe places (the others: agent::memory, zlib); see SAFETY below
+#[allow(unsafe_code)] // the crate's one unsafe place: libgit2's global options; see SAFETY below
 fn set_timeouts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -501,7 +499,6 @@ fn set_timeouts() {
             let _ = git2::opts::set_server_timeout_in_milliseconds(IO_TIMEOUT_MS);
         }
         git2::opts::strict_hash_verification(false);
-        zlib::keep();
     });
 }
 
