@@ -12,11 +12,12 @@ RUN apt-get update \
         libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Cargo.toml Cargo.lock build.rs ./
+COPY Cargo.toml Cargo.lock ./
 # No .git in the build context: pass the commit for `fief --version` (--build-arg).
 ARG FIEF_GIT_COMMIT=unknown
 ENV FIEF_GIT_COMMIT=${FIEF_GIT_COMMIT}
 COPY src ./src
+COPY crates ./crates
 COPY templates ./templates
 COPY benches ./benches
 # The registry and target caches survive between builds (BuildKit); the binary is copied out

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fief::core::model::Repo;
-use fief::core::snapshot::Snapshot;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -46,7 +45,7 @@ fn main() {
     let mut objects = 0;
     for _ in 0..runs {
         let t0 = Instant::now();
-        let snapshot = Snapshot::read_dir(dir.path()).expect("read repo");
+        let snapshot = fief::source::fs::read_dir(dir.path()).expect("read repo");
         let repo = Repo::load(Arc::new(snapshot));
         let t1 = Instant::now();
         let renders = fief::core::pipeline::render_all(&repo, &[]);

@@ -4,7 +4,7 @@
 //! agent drive it:
 //!
 //! ```text
-//!   source/                  core/ (pure: no tokio, kube or git2)             kube/
+//!   source/                  core (crate fief-core: no tokio, kube or git2)   kube/
 //!   ───────                  ───────────────────────────────────             ─────
 //!   fs  (a checkout) ─┐
 //!                     ├─▶ Snapshot ─▶ model::Repo ─▶ pipeline ─────────▶ TenantRender ─┐
@@ -23,8 +23,8 @@
 //!          requests (suspended tenants, `fief reconcile` through the cluster)
 //! ```
 //!
-//! - [`core`] is pure: files in, objects, inventories, plans and statuses out. Its only
-//!   threads are the render workers of [`core::pipeline`].
+//! - [`core`] (the `fief-core` crate) is pure: files in, objects, inventories, plans and
+//!   statuses out. Its only threads are the render workers of [`core::pipeline`].
 //! - [`source`] is the only code that reads a repo (from disk or from git objects).
 //! - [`kube`] is the only code that talks to the API server.
 //! - [`cli`] and [`agent`] wire them together; `main.rs` only parses and maps exit codes.
@@ -33,7 +33,8 @@
 
 pub mod agent;
 pub mod cli;
-pub mod core;
+/// The pure core (the `fief-core` crate), under the path the rest of fief uses.
+pub use fief_core as core;
 pub mod kube;
 pub mod source;
 

@@ -121,7 +121,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
 
     // Every rendered object exists, with fief's labels.
     let mut repo = fief::core::model::Repo::load(std::sync::Arc::new(
-        fief::core::snapshot::Snapshot::read_dir(&example()).unwrap(),
+        fief::source::fs::read_dir(&example()).unwrap(),
     ));
     let keys =
         fief::core::secrets::Keys::parse(&std::fs::read_to_string(example_age_key()).unwrap())

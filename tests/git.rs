@@ -1,5 +1,5 @@
 //! `fief::source::git` against real repositories made with the `git` CLI: clone into the cache,
-//! fetch, snapshot from git objects (compared with `Snapshot::read_dir` of a checkout),
+//! fetch, snapshot from git objects (compared with `fief::source::fs::read_dir` of a checkout),
 //! symlinks, submodules, bad branches, `git daemon` on loopback and token authentication
 //! against a loopback HTTP server. No traffic leaves 127.0.0.1.
 
@@ -131,7 +131,7 @@ fn snapshot_of_a_clone_equals_read_dir_of_a_checkout() {
         GitSource::open_or_clone(&url_of(root), "main", cache.path(), GitAuth::default()).unwrap();
     assert_eq!(source.fetch().unwrap(), head);
     let from_git = entries(&source.snapshot(&head).unwrap());
-    let from_disk = entries(&Snapshot::read_dir(root).unwrap());
+    let from_disk = entries(&fief::source::fs::read_dir(root).unwrap());
     assert_eq!(from_git, from_disk);
 
     // And the rules did what they say.

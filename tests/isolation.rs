@@ -175,7 +175,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
 
     // Render tenant A, then smuggle objects past the render check (test-only: there is no
     // switch for this in fief), and sync it with admin credentials.
-    let snapshot = fief::core::snapshot::Snapshot::read_dir(dir.path()).unwrap();
+    let snapshot = fief::source::fs::read_dir(dir.path()).unwrap();
     let model = fief::core::model::Repo::load(Arc::new(snapshot));
     let mut renders = fief::core::pipeline::render_all(&model, std::slice::from_ref(&a));
     let applyset = fief::core::objects::tenant_applyset_id(&a, &agent_ns);

@@ -245,7 +245,7 @@ fn a_file_edited_with_sops_set_re_renders_only_the_affected_tenant() {
     let repo = TestRepo::new("ro");
     let load = || {
         let mut r = fief::core::model::Repo::load(std::sync::Arc::new(
-            fief::core::snapshot::Snapshot::read_dir(repo.path()).unwrap(),
+            fief::source::fs::read_dir(repo.path()).unwrap(),
         ));
         let keys =
             fief::core::secrets::Keys::parse(&std::fs::read_to_string(&repo.key.file).unwrap())

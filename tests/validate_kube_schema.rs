@@ -1,4 +1,4 @@
-//! The committed offline Kubernetes schema (`src/core/schema/kube-schema.json`) is what the
+//! The committed offline Kubernetes schema (`crates/fief-core/src/schema/kube-schema.json`) is what the
 //! real API server of the test control plane serves at `/openapi/v3`, compacted: per
 //! built-in kind its fields and their types. Regenerate it with
 //! `FIEF_WRITE_KUBE_SCHEMA=1 cargo test --test validate_kube_schema`.
@@ -228,7 +228,8 @@ fn generate() -> String {
 #[test]
 fn committed_kube_schema_matches_the_test_api_server_openapi() {
     let generated = generate();
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core/schema/kube-schema.json");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fief-core/src/schema/kube-schema.json");
     if std::env::var_os("FIEF_WRITE_KUBE_SCHEMA").is_some() {
         std::fs::write(&file, &generated).unwrap();
     }

@@ -7,12 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// `fief --version`: the crate version and the git commit it was built from.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("FIEF_GIT_COMMIT"),
-    ")"
-);
+pub const VERSION: &str = crate::core::VERSION;
 
 /// fief: GitOps for multi-tenant Kubernetes, one tenant at a time.
 #[derive(Debug, Parser)]

@@ -15,12 +15,11 @@ use similar::TextDiff;
 use super::{BumpArgs, CliError, EXIT_INVALID, EXIT_OK, write_err};
 use crate::core::bump::{Field, current_version, percent_of, set_field};
 use crate::core::model::Repo;
-use crate::core::snapshot::Snapshot;
 use crate::source::git::commit_files;
 
 /// `fief bump`.
 pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
-    let repo = Repo::load(Arc::new(Snapshot::read_dir(&args.repo)?));
+    let repo = Repo::load(Arc::new(crate::source::fs::read_dir(&args.repo)?));
     let users: Vec<String> = repo
         .tenants
         .iter()

@@ -143,7 +143,7 @@ pub fn load_and_render_with(
 
 /// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
 pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
-    let mut repo = load_with_pins(&args.repo, Snapshot::read_dir(&args.repo)?);
+    let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
     let unknown: Vec<&String> = args
         .tenants
         .iter()

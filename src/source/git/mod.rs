@@ -4,7 +4,7 @@
 //! scp-like `user@host:path` with a key and a known_hosts file), a branch, and a cache folder.
 //! Out: the commit id the branch points at after a fetch, and the tenants repo at a commit as a
 //! [`Snapshot`], read straight from git objects (no checkout, nothing written outside the
-//! cache). The snapshot follows the same rules as [`Snapshot::read_dir`]: only the top-level
+//! cache). The snapshot follows the same rules as [`crate::source::fs::read_dir`]: only the top-level
 //! entries fief knows, hidden names skipped, size and count limits, symlinks followed only
 //! while they stay inside the repo.
 //!
@@ -48,7 +48,7 @@ const REMOTE: &str = "origin";
 const MODE_SYMLINK: i32 = 0o120_000;
 /// Symlinks followed while resolving one path, as in Linux (`ELOOP`).
 const MAX_SYMLINK_HOPS: usize = 40;
-/// Directory nesting below a top-level entry, as in [`Snapshot::read_dir`].
+/// Directory nesting below a top-level entry, as in [`crate::source::fs::read_dir`].
 const MAX_DEPTH: usize = 16;
 
 /// Credentials for the git server. Debug output never shows the token.
@@ -160,7 +160,7 @@ impl GitSource {
     /// The tenants repo at `commit`, read straight from git objects (no checkout) into a fief::core::snapshot::Snapshot.
     ///
     /// `commit` is a full hex commit id (as [`GitSource::fetch`] returns). Files that cannot be
-    /// used become problem entries, as with [`Snapshot::read_dir`]; only an unreadable
+    /// used become problem entries, as with [`crate::source::fs::read_dir`]; only an unreadable
     /// repository, an unknown commit or too many files fail the whole snapshot.
     pub fn snapshot(&self, commit: &str) -> Result<Snapshot, GitError> {
         self.snapshot_cached(commit, None)

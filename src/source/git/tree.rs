@@ -51,7 +51,7 @@ pub(super) struct Node {
     pub(super) kind: Option<ObjectType>,
 }
 
-/// Reads one commit's tree into a snapshot, following [`Snapshot::read_dir`]'s rules.
+/// Reads one commit's tree into a snapshot, following [`crate::source::fs::read_dir`]'s rules.
 pub(super) struct TreeReader<'r> {
     pub(super) repo: &'r Repository,
     pub(super) root: git2::Tree<'r>,

@@ -1,0 +1,501 @@
+//! Diagnostics: what went wrong with the tenants repo, where, for whom, and what to do.
+//!
+//! In: problems found by every stage of the pure core (snapshot, model, render, validate).
+//! Out: [`Diagnostic`] values that name the repo-relative file, the line, the tenant and a
+//! hint; the CLI prints them on stderr, the agent records them in tenant status.
+
+use std::fmt;
+
+/// The kind of problem, with the facts that describe it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// A file could not be read or is not allowed in the repo.
+    #[error("cannot read file: {reason}")]
+    Unreadable {
+        /// Why the file could not be read.
+        reason: String,
+    },
+    /// A symlink or include path that leaves the repo.
+    #[error("path `{path}` leaves the repo")]
+    EscapesRepo {
+        /// The offending path as written.
+        path: String,
+    },
+    /// The YAML could not be parsed or does not match the expected schema.
+    #[error("invalid YAML: {}", readable_yaml(.detail))]
+    Yaml {
+        /// The parser's message.
+        detail: String,
+    },
+    /// A field has a value fief does not accept.
+    #[error("{field}: {detail}")]
+    InvalidField {
+        /// The field path, e.g. `metadata.name`.
+        field: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The file name of a tenant does not match its `metadata.name`.
+    #[error("file name `{file_stem}` does not match metadata.name `{name}`")]
+    NameMismatch {
+        /// The file name without `.yaml`.
+        file_stem: String,
+        /// The name inside the file.
+        name: String,
+    },
+    /// A tenant or environment file names a component that does not exist.
+    #[error("unknown component `{component}`")]
+    UnknownComponent {
+        /// The component name as written.
+        component: String,
+    },
+    /// A tenant names an environment the repo does not declare.
+    #[error("undeclared environment `{env}`{suggestion}; declared: {declared}")]
+    UndeclaredEnvironment {
+        /// The name as written.
+        env: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
+        /// The declared environments, comma-separated.
+        declared: String,
+    },
+    /// A tenant pins a component to a git ref that cannot be read.
+    #[error("component `{component}` pinned to ref `{git_ref}`: {detail}")]
+    PinnedRef {
+        /// The component.
+        component: String,
+        /// The ref as written.
+        git_ref: String,
+        /// Why it cannot be read.
+        detail: String,
+    },
+    /// A component needs another component the tenant does not enable.
+    #[error("component `{component}` depends on `{needs}`, which this tenant does not enable")]
+    MissingDependency {
+        /// The dependent component.
+        component: String,
+        /// The component it depends on.
+        needs: String,
+    },
+    /// Components depend on each other in a circle.
+    #[error("components depend on each other in a cycle: {cycle}")]
+    DependencyCycle {
+        /// The cycle, `a -> b -> a`.
+        cycle: String,
+    },
+    /// minijinja refused or failed the template.
+    #[error("template error: {detail}")]
+    Template {
+        /// minijinja's message.
+        detail: String,
+    },
+    /// A template error on a line written in Helm (Go template) syntax.
+    #[error("template error: {detail} (this line is written in Helm's Go template syntax)")]
+    HelmSyntax {
+        /// minijinja's message.
+        detail: String,
+        /// The Jinja way to write it.
+        jinja: &'static str,
+    },
+    /// A template error on a line that holds another tool's template text (Prometheus and
+    /// Alertmanager rules, Grafana), meant to reach the cluster as written.
+    #[error(
+        "template error: {detail} (this line holds another tool's template, such as Prometheus's `{{{{ $labels.x }}}}`, which fief reads as Jinja)"
+    )]
+    ForeignTemplate {
+        /// minijinja's message.
+        detail: String,
+    },
+    /// A rendered document is not a Kubernetes object.
+    #[error("rendered document is not a Kubernetes object: {detail}")]
+    NotAnObject {
+        /// What is missing.
+        detail: String,
+    },
+    /// A component object of a cluster-scoped kind.
+    #[error("{kind} `{name}` is cluster-scoped; components may only create namespaced objects")]
+    ClusterScoped {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+    },
+    /// An object outside the tenant's namespaces.
+    #[error(
+        "{kind} `{name}` targets namespace `{namespace}`, which is not one of this tenant's namespaces ({allowed})"
+    )]
+    ForeignNamespace {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The namespace it targets.
+        namespace: String,
+        /// The tenant's namespaces, comma separated.
+        allowed: String,
+    },
+    /// Two objects of one tenant with the same identity.
+    #[error("duplicate object {id}; first rendered from {first}")]
+    DuplicateObject {
+        /// group/kind/namespace/name.
+        id: String,
+        /// Where the first one came from (`file:line`).
+        first: String,
+    },
+    /// An Ingress host outside the tenant's allowed suffixes.
+    #[error(
+        "{kind} `{name}`: host `{host}` is not allowed for this tenant (allowed suffixes: {allowed})"
+    )]
+    HostNotAllowed {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The host.
+        host: String,
+        /// Allowed suffixes, comma separated.
+        allowed: String,
+    },
+    /// An image from a registry that is not allowed.
+    #[error("{kind} `{name}`: image `{image}` is not from an allowed registry ({allowed})")]
+    RegistryNotAllowed {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The image.
+        image: String,
+        /// Allowed registries, comma separated.
+        allowed: String,
+    },
+    /// Two tenants claim the same namespace.
+    #[error("namespace `{namespace}` is also a namespace of tenant `{other}`")]
+    NamespaceCollision {
+        /// The namespace.
+        namespace: String,
+        /// The other tenant.
+        other: String,
+    },
+    /// A SOPS secret file cannot be used (never quotes a secret value).
+    #[error("secret file: {detail}")]
+    Secret {
+        /// What is wrong.
+        detail: String,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// A tenant namespace that is reserved for the platform.
+    #[error("namespace `{namespace}` is reserved (matches `{pattern}`); no tenant may have it")]
+    ReservedNamespace {
+        /// The namespace.
+        namespace: String,
+        /// The reserved pattern it matches.
+        pattern: String,
+    },
+    /// A component object of a kind components may not create.
+    #[error(
+        "{kind} `{name}` (group `{group}`) is not a kind components may create (allowed: {allowed})"
+    )]
+    KindNotAllowed {
+        /// The API group (empty for core).
+        group: String,
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The allowed kinds, comma separated.
+        allowed: String,
+    },
+    /// A host suffix claimed by two tenants, or under another tenant's.
+    #[error("host suffix `{suffix}` overlaps `{theirs}`, a host suffix of tenant `{other}`")]
+    HostSuffixTaken {
+        /// This tenant's suffix.
+        suffix: String,
+        /// The other tenant's suffix it equals or lies under (or above).
+        theirs: String,
+        /// The other tenant.
+        other: String,
+    },
+    /// An object name (or kind) the API server would refuse, or that is unsafe as a path.
+    #[error("{kind} `{name}`: {detail}")]
+    InvalidName {
+        /// The kind.
+        kind: String,
+        /// The name as rendered.
+        name: String,
+        /// What rule it breaks.
+        detail: String,
+    },
+    /// A label fief reserves, set by a template.
+    #[error("{kind} `{name}` sets label `{label}`, which fief reserves for its inventories")]
+    ReservedLabel {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The label key.
+        label: String,
+    },
+    /// A component RoleBinding whose subject is not a ServiceAccount of the tenant.
+    #[error("RoleBinding `{name}` binds {subject}, which is not a ServiceAccount of this tenant")]
+    ForeignSubject {
+        /// The RoleBinding name.
+        name: String,
+        /// The subject, e.g. `Group system:authenticated`.
+        subject: String,
+    },
+    /// A component's merged values break its `values.schema.json`.
+    #[error("values of component `{component}`: `{path}` {detail}")]
+    ValuesSchema {
+        /// The component.
+        component: String,
+        /// The offending value, `values.image.tag`.
+        path: String,
+        /// What is wrong with it, the schema file and path, and what is allowed there.
+        detail: String,
+    },
+    /// A `values.schema.json` that is not JSON or not a valid JSON Schema.
+    #[error("invalid values schema: {detail}")]
+    InvalidSchema {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A field of a built-in kind that the Kubernetes API does not have, or of the wrong type.
+    #[error(
+        "{kind} `{name}`: `{path}` {detail} (Kubernetes {} API schema)",
+        crate::schema::k8s::kubernetes_version()
+    )]
+    KubeSchema {
+        /// The kind.
+        kind: String,
+        /// The object name.
+        name: String,
+        /// The field, `spec.replicas`.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A kind that a built-in API group does not serve.
+    #[error(
+        "`kind: {kind}` is not served by apiVersion `{api_version}` in Kubernetes {}{suggestion}",
+        crate::schema::k8s::kubernetes_version()
+    )]
+    UnknownKind {
+        /// The apiVersion as written.
+        api_version: String,
+        /// The kind as written.
+        kind: String,
+        /// ` (did you mean ...?)`, or empty.
+        suggestion: String,
+    },
+    /// A render thread panicked; the tenants it rendered are reported failed.
+    #[error("rendering this tenant crashed: {message}")]
+    RenderPanicked {
+        /// The panic message.
+        message: String,
+    },
+    /// The agent cannot list or watch a kind the tenant uses: the tenant is not synced. Not a
+    /// fault of the repo: the cluster refuses the agent.
+    #[error(
+        "cluster access: {detail}; the agent cannot watch this kind, so this tenant is not synced"
+    )]
+    ClusterAccess {
+        /// What the API server said (the kind and why).
+        detail: String,
+    },
+}
+
+impl Problem {
+    /// What the user can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
+            Problem::EscapesRepo { .. } => {
+                "use a path inside the repo, without `..`, an absolute path or a symlink out"
+            }
+            Problem::Yaml { .. } => "fix the YAML at this line",
+            Problem::InvalidField { .. } => "correct the value of this field",
+            Problem::ClusterAccess { .. } => {
+                "grant the agent list and watch on this kind (its ClusterRole), or stop using the kind"
+            }
+            Problem::NameMismatch { .. } => {
+                "rename the file to <metadata.name>.yaml or change metadata.name"
+            }
+            Problem::UnknownComponent { .. } => {
+                "add components/<name>/ to the repo or correct the name"
+            }
+            Problem::UndeclaredEnvironment { .. } => {
+                "correct the name, or declare the environment: add environments/<env>.yaml or list it in fief.yaml `environments`"
+            }
+            Problem::PinnedRef { .. } => {
+                "correct `ref:` in the tenant file or create that tag or branch; pinned refs are read from the tenants repo's own git history, so REPO must be a git checkout"
+            }
+            Problem::MissingDependency { .. } => {
+                "add the needed component to the tenant's spec.components"
+            }
+            Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
+            Problem::Template { .. } => "fix the template at this line",
+            Problem::HelmSyntax { jinja, .. } => jinja,
+            Problem::ForeignTemplate { .. } => {
+                "to send text with `{{` as written, put it between `{% raw %}` and `{% endraw %}` (or write `{{ '{{' }}` for each `{{`)"
+            }
+            Problem::NotAnObject { .. } => {
+                "every rendered document needs apiVersion, kind and metadata.name"
+            }
+            Problem::ClusterScoped { .. } => {
+                "cluster-scoped objects come only from the baseline; use a namespaced kind"
+            }
+            Problem::ForeignNamespace { .. } => {
+                "omit metadata.namespace or use one of the tenant's namespaces"
+            }
+            Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
+            Problem::HostNotAllowed { .. } => {
+                "use a host under the tenant's suffix, or add one to the tenant's spec.hostSuffixes"
+            }
+            Problem::RegistryNotAllowed { .. } => {
+                "use an image from a registry in fief.yaml policy.allowedRegistries"
+            }
+            Problem::Secret { hint, .. } => hint,
+            Problem::NamespaceCollision { .. } => {
+                "rename a tenant or an environment, or change namespacePattern in fief.yaml"
+            }
+            Problem::ReservedNamespace { .. } => {
+                "rename the tenant or the environment; reserved are kube-*, default, the agent namespace and fief.yaml reservedNamespaces"
+            }
+            Problem::KindNotAllowed { .. } => {
+                "use an allowed kind, or add `group/Kind` to fief.yaml componentKinds (the fief-deployer Role then grants it)"
+            }
+            Problem::HostSuffixTaken { .. } => {
+                "a host suffix belongs to one tenant: remove it from spec.hostSuffixes or pick one under this tenant's own domain"
+            }
+            Problem::ReservedLabel { .. } => {
+                "remove the label: labels under applyset.kubernetes.io/ are fief's (it sets applyset.kubernetes.io/part-of on every object itself)"
+            }
+            Problem::InvalidName { .. } => {
+                "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
+            }
+            Problem::ForeignSubject { .. } => {
+                "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
+            }
+            Problem::ValuesSchema { .. } => {
+                "correct the value at this line, or change the component's values.schema.json if it should be allowed"
+            }
+            Problem::InvalidSchema { .. } => {
+                "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
+            }
+            Problem::KubeSchema { .. } => {
+                "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
+            }
+            Problem::UnknownKind { .. } => {
+                "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
+            }
+            Problem::RenderPanicked { .. } => {
+                "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
+            }
+        }
+    }
+}
+
+/// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
+fn readable_yaml(detail: &str) -> String {
+    if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!("duplicate key `{key}` (a key may appear once in a map)");
+    }
+    if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
+        return if name.trim() == "Quantity" {
+            "not a quantity: write a number or a string such as `500m`, `2` or `4Gi`".to_string()
+        } else {
+            "this value has none of the accepted forms".to_string()
+        };
+    }
+    let replaced = detail
+        .replace(
+            "expected sequence start",
+            "expected a list (`[a, b]` or `- a` lines)",
+        )
+        .replace(
+            "expected mapping start",
+            "expected a map (`key: value` lines)",
+        );
+    match replaced.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head.to_string(),
+        None => replaced,
+    }
+}
+
+/// One problem at one place, for one tenant (or for every tenant, when `tenant` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The tenant the problem was found for, if it is specific to one.
+    pub tenant: Option<String>,
+    /// The repo-relative file the problem comes from.
+    pub file: String,
+    /// 1-based line in that file, when known.
+    pub line: Option<usize>,
+    /// What is wrong (boxed: diagnostics travel in `Result`s and should stay small).
+    pub problem: Box<Problem>,
+}
+
+impl Diagnostic {
+    /// A diagnostic at `file:line`, not yet tied to a tenant.
+    pub fn new(file: impl Into<String>, line: Option<usize>, problem: Problem) -> Self {
+        Diagnostic {
+            tenant: None,
+            file: file.into(),
+            line,
+            problem: Box::new(problem),
+        }
+    }
+
+    /// The same diagnostic, attributed to `tenant`.
+    pub fn for_tenant(mut self, tenant: &str) -> Self {
+        self.tenant = Some(tenant.to_string());
+        self
+    }
+
+    /// `file:line` (or `file` when the line is unknown).
+    pub fn location(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{}", self.file, line),
+            None => self.file.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.location())?;
+        if let Some(tenant) = &self.tenant {
+            write!(f, "tenant `{tenant}`: ")?;
+        }
+        write!(f, "{}\n  hint: {}", self.problem, self.problem.hint())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_messages_name_no_parser_internals() {
+        let p = |d: &str| {
+            Problem::Yaml {
+                detail: d.to_string(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            p("duplicate mapping key: name, set DuplicateKeyPolicy in Options if acceptable"),
+            "invalid YAML: duplicate key `name` (a key may appear once in a map)"
+        );
+        let q = p("data did not match any variant of untagged enum Quantity");
+        assert!(q.contains("not a quantity"), "{q}");
+        assert!(p("expected sequence start").contains("expected a list"));
+    }
+}

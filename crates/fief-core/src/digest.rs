@@ -1,0 +1,229 @@
+//! Compact forms of the hashes and versions the agent keeps per object.
+//!
+//! In: SHA-256 hex strings as inventories record them, and the metadata of live objects
+//! ([`AppliedVersion`]: uid, resourceVersion, fingerprint of fief's `managedFields`). Out:
+//! [`Digest`] (32 bytes instead of a 64-character string) and [`Version`] (48 bytes instead of
+//! three strings), with the same equality. At 26,000 objects the agent's per-object maps hold
+//! each of these once or twice; as strings they were a quarter of its heap.
+//!
+//! A text that is not what fief itself writes (not 64 hex digits, a resourceVersion that is not
+//! a number) is kept by the SHA-256 of the text, so equal texts still compare equal and
+//! different texts differ (barring a SHA-256 collision).
+
+use std::fmt;
+
+use sha2::{Digest as _, Sha256};
+
+use super::inventory::AppliedVersion;
+
+/// A SHA-256, as bytes. The default (all zeros) stands for "no hash" (an empty string).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Digest([u8; 32]);
+
+impl Digest {
+    /// The SHA-256 of `bytes`.
+    pub fn of(bytes: &[u8]) -> Digest {
+        Digest(Sha256::digest(bytes).into())
+    }
+
+    /// The digest a hex string stands for; an empty string is the zero digest; any other text
+    /// that is not 64 hex digits is kept by its own SHA-256.
+    pub fn from_hex(text: &str) -> Digest {
+        if text.is_empty() {
+            return Digest::default();
+        }
+        let mut out = [0u8; 32];
+        if text.len() == 64 && decode_hex(text.as_bytes(), &mut out) {
+            return Digest(out);
+        }
+        Digest::of(text.as_bytes())
+    }
+
+    /// The first 8 bytes, never 0 (0 stands for "no hash" where this is kept instead of
+    /// the whole digest: a mismatch there costs a wrong health reading, not a skipped apply).
+    pub fn short(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[..8]);
+        u64::from_be_bytes(b).max(1)
+    }
+
+    /// Lowercase hex, as inventories record it (`from_hex(d.to_hex()) == d`).
+    pub fn to_hex(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(64);
+        for b in self.0 {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Digest({})", self.to_hex())
+    }
+}
+
+/// Decode `hex` into `out` (exactly twice its length); false on a non-hex digit.
+fn decode_hex(hex: &[u8], out: &mut [u8]) -> bool {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    if hex.len() != out.len() * 2 {
+        return false;
+    }
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        match (nibble(pair[0]), nibble(pair[1])) {
+            (Some(h), Some(l)) => *byte = h << 4 | l,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The first 16 bytes of `text`'s SHA-256, with the top bit set so it is never zero.
+fn hashed128(text: &str) -> u128 {
+    let d = Sha256::digest(text.as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    u128::from_be_bytes(b) | 1 << 127
+}
+
+/// An [`AppliedVersion`] in 48 bytes: uid (a UUID is its 128 bits), resourceVersion (a
+/// number, as the API server's are), and fief's `managedFields` fingerprint (32 hex digits);
+/// zero stands for an empty field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Version {
+    uid: u128,
+    managed: u128,
+    resource_version: u64,
+}
+
+impl Version {
+    /// Whether `live` is still this version as far as fief's fields go: the same rule as
+    /// [`AppliedVersion::still`].
+    pub fn still(&self, live: &Version) -> bool {
+        self.resource_version != 0
+            && self.uid == live.uid
+            && (self.resource_version == live.resource_version
+                || (self.managed != 0 && self.managed == live.managed))
+    }
+}
+
+impl From<&AppliedVersion> for Version {
+    fn from(v: &AppliedVersion) -> Version {
+        let uid = if v.uid.is_empty() {
+            0
+        } else {
+            let digits: Vec<u8> = v.uid.bytes().filter(|c| *c != b'-').collect();
+            let mut b = [0u8; 16];
+            if decode_hex(&digits, &mut b) {
+                u128::from_be_bytes(b)
+            } else {
+                hashed128(&v.uid)
+            }
+        };
+        let managed = if v.managed.is_empty() {
+            0
+        } else {
+            let mut b = [0u8; 16];
+            if decode_hex(v.managed.as_bytes(), &mut b) && b != [0; 16] {
+                u128::from_be_bytes(b)
+            } else {
+                hashed128(&v.managed)
+            }
+        };
+        let resource_version = match v.resource_version.parse::<u64>() {
+            _ if v.resource_version.is_empty() => 0,
+            Ok(n) if n < 1 << 63 && n != 0 => n,
+            // Opaque (not a number): its hash, never zero and never a small number.
+            _ => (hashed128(&v.resource_version) >> 64) as u64,
+        };
+        Version {
+            uid,
+            managed,
+            resource_version,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hex_digest_round_trips_and_matches_the_hex_hash() {
+        // SHA-256("abc"), FIPS 180-2 test vector.
+        let hex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let d = Digest::from_hex(hex);
+        assert_eq!(d, Digest::of(b"abc"));
+        assert_eq!(d.to_hex(), hex);
+        assert_eq!(crate::objects::sha256_hex(b"abc"), hex);
+        assert_eq!(Digest::from_hex(&hex.to_uppercase()), d);
+    }
+
+    #[test]
+    fn texts_that_are_not_digests_compare_as_texts() {
+        assert_eq!(Digest::from_hex(""), Digest::default());
+        assert_eq!(Digest::from_hex("legacy"), Digest::from_hex("legacy"));
+        assert_ne!(Digest::from_hex("legacy"), Digest::from_hex("legacy2"));
+        assert_ne!(Digest::from_hex("legacy"), Digest::default());
+        let hex = crate::objects::sha256_hex(b"abc");
+        assert_ne!(Digest::from_hex(&hex[..63]), Digest::from_hex(&hex));
+    }
+
+    fn version(uid: &str, rv: &str, managed: &str) -> AppliedVersion {
+        AppliedVersion {
+            uid: uid.into(),
+            resource_version: rv.into(),
+            managed: managed.into(),
+        }
+    }
+
+    #[test]
+    fn the_compact_version_judges_as_the_applied_version_does() {
+        let uid = "0b6f2c1e-3c2a-4d57-9a57-0f0e5a7d9c11";
+        let other_uid = "0b6f2c1e-3c2a-4d57-9a57-0f0e5a7d9c12";
+        let m = "00112233445566778899aabbccddeeff";
+        let m2 = "00112233445566778899aabbccddeef0";
+        let records = [
+            version(uid, "100", m),
+            version(uid, "100", ""),
+            version(uid, "", m),
+            version("", "100", m),
+            version("not-a-uuid", "opaque-rv", "not-hex"),
+        ];
+        let lives = [
+            version(uid, "100", m),
+            version(uid, "101", m),
+            version(uid, "101", m2),
+            version(uid, "101", ""),
+            version(other_uid, "100", m),
+            version("", "100", m),
+            version("not-a-uuid", "opaque-rv", "not-hex"),
+            version("not-a-uuid", "opaque-rv2", "not-hex"),
+            version("not-a-uuid", "opaque-rv2", "not-hex2"),
+        ];
+        for r in &records {
+            for l in &lives {
+                assert_eq!(
+                    Version::from(r).still(&Version::from(l)),
+                    r.still(l),
+                    "recorded {r:?}, live {l:?}"
+                );
+            }
+        }
+    }
+}

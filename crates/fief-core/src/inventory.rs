@@ -1,0 +1,482 @@
+//! Inventory: what fief applied for a tenant, kept in the tenant's ApplySet parent ConfigMap.
+//!
+//! In: a tenant's entries (identity, apiVersion, content hashes) and status. Out: the
+//! ConfigMap (KEP-3659 labels and annotations so `kubectl` can read it, plus fief's own data
+//! keys), and back. Pure: the cluster module reads and writes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::objects::{self, ObjectId};
+
+/// Label on the parent: the ApplySet id.
+pub const LABEL_APPLYSET_ID: &str = "applyset.kubernetes.io/id";
+/// Annotation on the parent: which tool manages the set.
+pub const ANNOTATION_TOOLING: &str = "applyset.kubernetes.io/tooling";
+/// Annotation on the parent: `Kind.group` of every member.
+pub const ANNOTATION_GROUP_KINDS: &str = "applyset.kubernetes.io/contains-group-kinds";
+/// Annotation on the parent: member namespaces other than the parent's.
+pub const ANNOTATION_NAMESPACES: &str = "applyset.kubernetes.io/additional-namespaces";
+/// Data key holding the entries.
+pub const DATA_ENTRIES: &str = "entries";
+/// Data key holding the status.
+pub const DATA_STATUS: &str = "status";
+
+/// One applied object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Identity.
+    #[serde(flatten)]
+    pub id: ObjectId,
+    /// Component that rendered it (`baseline` for the baseline).
+    #[serde(default)]
+    pub component: String,
+    /// apiVersion it was applied with (to resolve the resource when pruning).
+    pub api_version: String,
+    /// Hash of the rendered object fief applied.
+    pub hash: String,
+    /// Hash of the live object's fields that fief sets, as the server returned them (empty
+    /// while the object is recorded but not yet applied).
+    pub live: String,
+    /// `metadata.resourceVersion` of the object the server returned when fief last applied
+    /// it: while the live object still has it, `live` stands without reading the object
+    /// (empty in entries of older versions, and while not yet applied).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// `metadata.uid` of that object (empty as `resource_version`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// [`crate::plan::managed_fingerprint`] of that object: fief's own `managedFields`
+    /// entry. A write by anyone else that leaves it unchanged (a controller's status update)
+    /// touched no field fief sets, so `live` stands without reading the object (empty in
+    /// entries of older versions, and while not yet applied).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub managed: String,
+    /// Namespaces only: `true` when fief created it (it did not exist before the tenant's
+    /// first apply), `false` when it existed and was handed over (labelled as the tenant's).
+    /// Purge deletes only created namespaces. Absent in entries of older versions: then purge
+    /// deletes the namespace only if fief is its only field manager.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
+}
+
+impl Entry {
+    /// The version of the live object fief last applied, as recorded here.
+    pub fn applied_version(&self) -> AppliedVersion {
+        AppliedVersion {
+            uid: self.uid.clone(),
+            resource_version: self.resource_version.clone(),
+            managed: self.managed.clone(),
+        }
+    }
+}
+
+/// Which version of a live object this is, as far as the fields fief sets go: its
+/// `metadata.uid`, `metadata.resourceVersion` and [`crate::plan::managed_fingerprint`]
+/// (fief's own `managedFields` entry). Recorded per object when fief applies it ([`Entry`]),
+/// and read from live objects to compare with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppliedVersion {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// Fingerprint of fief's `managedFields` entry (empty: none, or not recorded).
+    pub managed: String,
+}
+
+impl AppliedVersion {
+    /// Whether `live` is still the object recorded as `self` when fief last applied it, as far
+    /// as the fields fief sets go: same uid, and either the same resourceVersion (no write at
+    /// all) or fief's own `managedFields` entry unchanged (writes since touched none of fief's
+    /// fields, e.g. a controller's status updates). Then the recorded live hash stands without
+    /// reading the object's body or knowing the desired object. Never true for a record
+    /// without a resourceVersion (older inventories, objects not applied yet).
+    pub fn still(&self, live: &AppliedVersion) -> bool {
+        !self.resource_version.is_empty()
+            && self.uid == live.uid
+            && (self.resource_version == live.resource_version
+                || (!self.managed.is_empty() && self.managed == live.managed))
+    }
+}
+
+/// A status condition, as Kubernetes writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Reconciling`, `Stalled` or `Orphaned`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True` or `False`.
+    pub status: String,
+    /// CamelCase reason.
+    pub reason: String,
+    /// For people.
+    pub message: String,
+    /// When `status` last changed (RFC 3339).
+    pub last_transition_time: String,
+}
+
+/// Object counts of the last sync.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Objects in the inventory.
+    pub objects: usize,
+    /// Created by the last sync.
+    pub created: usize,
+    /// Changed by the last sync.
+    pub configured: usize,
+    /// Left alone by the last sync.
+    pub unchanged: usize,
+    /// Deleted by the last sync.
+    pub pruned: usize,
+    /// Failed in the last sync.
+    pub failed: usize,
+}
+
+/// The tenant's status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// Content hash of the objects last applied successfully.
+    pub revision: String,
+    /// The git commit that last changed this tenant's objects (agent only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// [`crate::inputs`] hash of the files the last successful sync rendered (with
+    /// fief's version): while it is the current one and the live objects are as recorded, a
+    /// render would give the same objects. Empty after a failed sync, and in older inventories.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub inputs: String,
+    /// Conditions.
+    pub conditions: Vec<Condition>,
+    /// The last error, if the last sync failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Counts.
+    pub counts: Counts,
+}
+
+impl Status {
+    /// Set a condition; `last_transition_time` changes only when its status flips.
+    pub fn set_condition(
+        &mut self,
+        type_: &str,
+        status: bool,
+        reason: &str,
+        message: &str,
+        now: &str,
+    ) {
+        let status = if status { "True" } else { "False" }.to_string();
+        match self.conditions.iter_mut().find(|c| c.type_ == type_) {
+            Some(c) => {
+                if c.status != status {
+                    c.last_transition_time = now.to_string();
+                }
+                c.status = status;
+                c.reason = reason.to_string();
+                c.message = message.to_string();
+            }
+            None => {
+                self.conditions.push(Condition {
+                    type_: type_.to_string(),
+                    status,
+                    reason: reason.to_string(),
+                    message: message.to_string(),
+                    last_transition_time: now.to_string(),
+                });
+                self.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+            }
+        }
+    }
+
+    /// The condition of a type, if set.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// Whether the last sync finished and succeeded: `Ready=True`, neither `Reconciling` nor
+    /// `Stalled` true, no last error, and not marked `Orphaned` (a tenant file that came back
+    /// is synced, which clears it).
+    pub fn is_settled(&self) -> bool {
+        let is = |type_: &str| self.condition(type_).is_some_and(|c| c.status == "True");
+        is("Ready")
+            && !is("Reconciling")
+            && !is("Stalled")
+            && self.condition("Orphaned").is_none()
+            && self.last_error.is_none()
+    }
+}
+
+/// A tenant's inventory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Tenant name.
+    pub tenant: String,
+    /// Applied objects.
+    pub entries: BTreeMap<ObjectId, Entry>,
+    /// Status.
+    pub status: Status,
+}
+
+/// An inventory ConfigMap fief cannot read.
+#[derive(Debug, thiserror::Error)]
+#[error("inventory {namespace}/{name}: {detail}")]
+pub struct InventoryError {
+    /// Namespace of the ConfigMap.
+    pub namespace: String,
+    /// Name of the ConfigMap.
+    pub name: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl Inventory {
+    /// An empty inventory for a tenant.
+    pub fn new(tenant: &str) -> Inventory {
+        Inventory {
+            tenant: tenant.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The status as the ConfigMap's [`DATA_STATUS`] key holds it.
+    pub fn status_data(&self) -> String {
+        serde_json::to_string_pretty(&self.status).unwrap_or_default()
+    }
+
+    /// The ApplySet parent ConfigMap for this inventory.
+    pub fn to_configmap(&self, agent_namespace: &str) -> Value {
+        let name = objects::inventory_name(&self.tenant);
+        let id = objects::tenant_applyset_id(&self.tenant, agent_namespace);
+        let group_kinds: BTreeSet<String> = self
+            .entries
+            .keys()
+            .map(|k| {
+                if k.group.is_empty() {
+                    k.kind.clone()
+                } else {
+                    format!("{}.{}", k.kind, k.group)
+                }
+            })
+            .collect();
+        let namespaces: BTreeSet<&str> = self
+            .entries
+            .keys()
+            .map(|k| k.namespace.as_str())
+            .filter(|n| !n.is_empty() && *n != agent_namespace)
+            .collect();
+        let mut entries = String::from("[");
+        for (i, e) in self.entries.values().enumerate() {
+            entries.push_str(if i == 0 { "\n" } else { ",\n" });
+            entries.push_str(&serde_json::to_string(e).unwrap_or_default());
+        }
+        entries.push_str("\n]");
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": agent_namespace,
+                "labels": {
+                    LABEL_APPLYSET_ID: id,
+                    objects::LABEL_MANAGED_BY: "fief",
+                    objects::LABEL_TENANT: self.tenant,
+                },
+                "annotations": {
+                    ANNOTATION_TOOLING: format!("fief/v{}", env!("CARGO_PKG_VERSION")),
+                    ANNOTATION_GROUP_KINDS: group_kinds.into_iter().collect::<Vec<_>>().join(","),
+                    ANNOTATION_NAMESPACES: namespaces.into_iter().collect::<Vec<_>>().join(","),
+                },
+            },
+            "data": {
+                DATA_ENTRIES: entries,
+                DATA_STATUS: self.status_data(),
+            },
+        })
+    }
+
+    /// Whether this inventory can stand for a render of the tenant at input hash `inputs`
+    /// (see [`Status::inputs`]): its last sync is settled at those inputs, and every entry
+    /// records the version of the object fief applied ([`AppliedVersion`]), so whether the
+    /// live objects are still as recorded can be told from their metadata alone.
+    pub fn stands_for(&self, inputs: &str) -> bool {
+        crate::inputs::reusable(inputs)
+            && self.status.inputs == inputs
+            && self.status.is_settled()
+            && !self.entries.is_empty()
+            && self.entries.values().all(|e| {
+                !e.hash.is_empty()
+                    && !e.live.is_empty()
+                    && !e.resource_version.is_empty()
+                    && !e.uid.is_empty()
+            })
+    }
+
+    /// Read an inventory back from its ConfigMap.
+    pub fn from_configmap(cm: &Value) -> Result<Inventory, InventoryError> {
+        let meta = &cm["metadata"];
+        let name = meta["name"].as_str().unwrap_or_default().to_string();
+        let namespace = meta["namespace"].as_str().unwrap_or_default().to_string();
+        let err = |detail: String| InventoryError {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            detail,
+        };
+        let tenant = meta["labels"][objects::LABEL_TENANT]
+            .as_str()
+            .ok_or_else(|| err(format!("label {} is missing", objects::LABEL_TENANT)))?
+            .to_string();
+        let entries: Vec<Entry> = match cm["data"][DATA_ENTRIES].as_str() {
+            None => Vec::new(),
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| err(format!("data.{DATA_ENTRIES} is not valid: {e}")))?,
+        };
+        let status: Status = match cm["data"][DATA_STATUS].as_str() {
+            None => Status::default(),
+            Some(text) => serde_json::from_str(text)
+                .map_err(|e| err(format!("data.{DATA_STATUS} is not valid: {e}")))?,
+        };
+        Ok(Inventory {
+            tenant,
+            entries: entries.into_iter().map(|e| (e.id.clone(), e)).collect(),
+            status,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &str, ns: &str, name: &str) -> Entry {
+        Entry {
+            id: ObjectId {
+                group: if kind == "Deployment" {
+                    "apps".into()
+                } else {
+                    String::new()
+                },
+                kind: kind.into(),
+                namespace: ns.into(),
+                name: name.into(),
+            },
+            component: "app".into(),
+            api_version: if kind == "Deployment" {
+                "apps/v1".into()
+            } else {
+                "v1".into()
+            },
+            hash: "h".into(),
+            live: "l".into(),
+            resource_version: String::new(),
+            uid: String::new(),
+            managed: String::new(),
+            created: None,
+        }
+    }
+
+    #[test]
+    fn configmap_round_trips_and_carries_applyset_metadata() {
+        let mut inv = Inventory::new("acme");
+        for e in [
+            entry("Namespace", "", "acme-prod"),
+            entry("Deployment", "acme-prod", "web"),
+            entry("ConfigMap", "acme-dev", "cfg"),
+        ] {
+            inv.entries.insert(e.id.clone(), e);
+        }
+        inv.status
+            .set_condition("Ready", true, "Applied", "ok", "2026-01-01T00:00:00Z");
+        let cm = inv.to_configmap("fief-system");
+        let ann = &cm["metadata"]["annotations"];
+        assert_eq!(
+            ann[ANNOTATION_GROUP_KINDS],
+            "ConfigMap,Deployment.apps,Namespace"
+        );
+        assert_eq!(ann[ANNOTATION_NAMESPACES], "acme-dev,acme-prod");
+        assert!(
+            cm["metadata"]["labels"][LABEL_APPLYSET_ID]
+                .as_str()
+                .unwrap()
+                .starts_with("applyset-")
+        );
+        assert_eq!(Inventory::from_configmap(&cm).unwrap(), inv);
+    }
+
+    #[test]
+    fn condition_transition_time_changes_only_on_flip() {
+        let mut s = Status::default();
+        s.set_condition("Ready", true, "A", "m", "t1");
+        s.set_condition("Ready", true, "B", "m2", "t2");
+        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t1");
+        s.set_condition("Ready", false, "C", "m3", "t3");
+        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t3");
+    }
+
+    #[test]
+    fn an_applied_version_stands_while_the_uid_and_the_resource_version_or_fiefs_entry_do() {
+        let recorded = AppliedVersion {
+            uid: "u1".into(),
+            resource_version: "10".into(),
+            managed: "m1".into(),
+        };
+        let live = |uid: &str, rv: &str, managed: &str| AppliedVersion {
+            uid: uid.into(),
+            resource_version: rv.into(),
+            managed: managed.into(),
+        };
+        assert!(recorded.still(&live("u1", "10", "")));
+        assert!(recorded.still(&live("u1", "11", "m1")), "a status write");
+        assert!(
+            !recorded.still(&live("u1", "11", "m2")),
+            "fief's fields moved"
+        );
+        assert!(!recorded.still(&live("u2", "10", "m1")), "recreated");
+        let no_managed = AppliedVersion {
+            managed: String::new(),
+            ..recorded.clone()
+        };
+        assert!(!no_managed.still(&live("u1", "11", "")));
+        assert!(!AppliedVersion::default().still(&AppliedVersion::default()));
+    }
+
+    #[test]
+    fn an_inventory_stands_for_a_render_only_settled_at_the_same_inputs_with_versions() {
+        let mut inv = Inventory::new("acme");
+        let mut e = entry("ConfigMap", "acme-prod", "cfg");
+        e.resource_version = "5".into();
+        e.uid = "u".into();
+        inv.entries.insert(e.id.clone(), e);
+        inv.status.inputs = "h1".into();
+        inv.status.set_condition("Ready", true, "Applied", "", "t");
+        inv.status
+            .set_condition("Stalled", false, "Applied", "", "t");
+        assert!(inv.stands_for("h1"));
+        assert!(!inv.stands_for("h2"), "other inputs");
+        assert!(!inv.stands_for(""));
+        let mut reconciling = inv.clone();
+        reconciling
+            .status
+            .set_condition("Reconciling", true, "Progressing", "", "t");
+        assert!(!reconciling.stands_for("h1"));
+        let mut failed = inv.clone();
+        failed.status.last_error = Some("boom".into());
+        assert!(!failed.stands_for("h1"));
+        let mut old = inv.clone();
+        for e in old.entries.values_mut() {
+            e.resource_version.clear();
+        }
+        assert!(!old.stands_for("h1"), "an entry without a version");
+    }
+
+    #[test]
+    fn unreadable_inventory_is_an_error_not_an_empty_inventory() {
+        let cm = json!({"metadata": {"name": "x", "namespace": "fief-system",
+            "labels": {"fief.dev/tenant": "acme"}}, "data": {"entries": "not json"}});
+        assert!(Inventory::from_configmap(&cm).is_err());
+    }
+}

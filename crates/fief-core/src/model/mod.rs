@@ -1,0 +1,104 @@
+//! The tenants repo model (format v1): fief.yaml, tenants, components, environments, baseline.
+//!
+//! In: a [`Snapshot`]. Out: a [`Repo`] whose parts are each either parsed or a list of
+//! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
+//! errors everywhere.
+
+mod component;
+mod config;
+mod load;
+mod tenant;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use component::{Component, ComponentMeta, Environment, Health, parse_duration};
+pub use config::{
+    ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
+    glob_match, parse_component_kind, plural_of,
+};
+pub use load::{LoadStats, is_dns_label, line_of_key};
+pub use tenant::{
+    Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
+    pinned_key,
+};
+
+use crate::diagnostic::Diagnostic;
+use crate::snapshot::Snapshot;
+
+/// The component name reserved for the per-tenant baseline.
+pub const BASELINE: &str = "baseline";
+/// API version of tenant files.
+pub const API_VERSION: &str = "fief.dev/v1alpha1";
+
+/// Parsed, or the diagnostics of the file(s) behind it.
+pub type Parsed<T> = Result<T, Vec<Diagnostic>>;
+
+/// Every tenant file of a repo by file stem, parsed or not.
+pub type Tenants = imbl::OrdMap<String, Parsed<Arc<Tenant>>>;
+
+/// The whole repo, part by part.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The files.
+    pub snapshot: Arc<Snapshot>,
+    /// fief.yaml.
+    pub config: Parsed<Config>,
+    /// Tenants by file stem (a persistent map: a repo loaded from the previous one shares its
+    /// unchanged tenants, and copying it costs nothing).
+    pub tenants: Tenants,
+    /// The tenants whose file pins a component to a git ref (kept beside `tenants` by an
+    /// incremental load, so finding the pins costs the pinning tenants, not the fleet).
+    pub pinning: imbl::OrdSet<String>,
+    /// Components by directory name.
+    pub components: BTreeMap<String, Parsed<Component>>,
+    /// Environments by file stem.
+    pub environments: BTreeMap<String, Parsed<Environment>>,
+    /// Baseline templates: the repo's `baseline/` if it has one, else the built-in ones.
+    pub baseline: Vec<String>,
+    /// SOPS secret files (parsed, not decrypted) and how to unlock them.
+    pub secrets: crate::secrets::Secrets,
+    /// The cross-tenant index, built on first use ([`Repo::across`]) or carried over from
+    /// the previous repo by [`Repo::load_reusing`].
+    pub(crate) across: std::sync::OnceLock<Arc<crate::validate::across::Across>>,
+}
+
+impl Repo {
+    /// What the checks across tenants read of every tenant file (built once per repo).
+    pub fn across(&self) -> &crate::validate::across::Across {
+        self.across.get_or_init(|| {
+            Arc::new(crate::validate::across::Across::build(
+                &self.config,
+                &self.tenants,
+            ))
+        })
+    }
+}
+
+/// The built-in baseline templates, keyed by the name they are rendered under.
+pub const BUILTIN_BASELINE: [(&str, &str); 6] = [
+    (
+        "<builtin>/templates/namespace.yaml",
+        include_str!("../../../../templates/namespace.yaml"),
+    ),
+    (
+        "<builtin>/templates/rbac.yaml",
+        include_str!("../../../../templates/rbac.yaml"),
+    ),
+    (
+        "<builtin>/templates/quota.yaml",
+        include_str!("../../../../templates/quota.yaml"),
+    ),
+    (
+        "<builtin>/templates/networkpolicy.yaml",
+        include_str!("../../../../templates/networkpolicy.yaml"),
+    ),
+    (
+        "<builtin>/templates/serviceaccount.yaml",
+        include_str!("../../../../templates/serviceaccount.yaml"),
+    ),
+    (
+        "<builtin>/templates/deployer.yaml",
+        include_str!("../../../../templates/deployer.yaml"),
+    ),
+];

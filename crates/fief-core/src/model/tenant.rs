@@ -1,0 +1,215 @@
+//! A tenant file (`tenants/<tenant>.yaml`): who the tenant is, where it runs, what it runs.
+//!
+//! In: the deserialized file. Out: [`Tenant`] and its parts. Pure.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Lifecycle state of a tenant.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TenantState {
+    /// Everything rendered.
+    #[default]
+    Active,
+    /// Workloads scaled to zero.
+    Frozen,
+    /// Only the baseline and data-holding objects.
+    Archived,
+    /// Nothing rendered: everything of the tenant is deleted.
+    Purged,
+}
+
+/// A tenant file.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Tenant {
+    /// Must be `fief.dev/v1alpha1`.
+    pub api_version: String,
+    /// Must be `Tenant`.
+    pub kind: String,
+    /// Name and labels.
+    pub metadata: TenantMeta,
+    /// What the tenant runs.
+    #[serde(default)]
+    pub spec: TenantSpec,
+}
+
+/// Tenant metadata.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TenantMeta {
+    /// DNS-1123 label, equal to the file name.
+    pub name: String,
+    /// Free-form labels, given to templates.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Free-form annotations, given to templates.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A tenant's spec. Its default (a tenant file without `spec:`) is the same as an empty
+/// `spec: {}`: cluster `default`, active, nothing else.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TenantSpec {
+    /// Lifecycle state.
+    #[serde(default)]
+    pub state: TenantState,
+    /// Which cluster's agent owns this tenant.
+    #[serde(default = "default_cluster")]
+    pub cluster: String,
+    /// Who owns the tenant.
+    #[serde(default)]
+    pub owner: Owner,
+    /// Environments; one namespace each. Empty means fief.yaml's default.
+    #[serde(default)]
+    pub environments: Vec<String>,
+    /// Resource quota per namespace.
+    #[serde(default)]
+    pub quota: Quota,
+    /// Who may do what in the tenant's namespaces.
+    #[serde(default)]
+    pub access: Access,
+    /// Components the tenant runs.
+    #[serde(default)]
+    pub components: Vec<ComponentRef>,
+    /// Extra Ingress host suffixes this tenant may use (e.g. its own domain).
+    #[serde(default)]
+    pub host_suffixes: Vec<String>,
+}
+
+fn default_cluster() -> String {
+    "default".to_string()
+}
+
+impl Default for TenantSpec {
+    fn default() -> Self {
+        TenantSpec {
+            state: TenantState::default(),
+            cluster: default_cluster(),
+            owner: Owner::default(),
+            environments: Vec::new(),
+            quota: Quota::default(),
+            access: Access::default(),
+            components: Vec::new(),
+            host_suffixes: Vec::new(),
+        }
+    }
+}
+
+/// Owner of a tenant.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Owner {
+    /// Contact e-mail.
+    #[serde(default)]
+    pub email: String,
+    /// Organisation name.
+    #[serde(default)]
+    pub organization: String,
+}
+
+/// A Kubernetes quantity written as a string or a number.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum Quantity {
+    /// `"2"`, `4Gi`.
+    Text(String),
+    /// `2`.
+    Int(i64),
+    /// `0.5`.
+    Float(f64),
+}
+
+/// Per-namespace quota; absent fields are not limited.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// CPU (requests and limits).
+    pub cpu: Option<Quantity>,
+    /// Memory (requests and limits).
+    pub memory: Option<Quantity>,
+    /// Number of pods.
+    pub pods: Option<Quantity>,
+    /// Storage requested by PVCs.
+    pub storage: Option<Quantity>,
+}
+
+/// Users (or `group:NAME` groups) per role.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Access {
+    /// Full control of workloads, config and secrets.
+    #[serde(default)]
+    pub admins: Vec<String>,
+    /// Workloads and config, no secrets or RBAC.
+    #[serde(default)]
+    pub operators: Vec<String>,
+    /// Read-only.
+    #[serde(default)]
+    pub viewers: Vec<String>,
+}
+
+/// A component enabled for a tenant.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentRef {
+    /// Name of a directory under `components/`.
+    pub name: String,
+    /// Version given to templates; defaults to component.yaml's `version`.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Render `components/<name>/` as it is at this git ref of the tenants repo (tag, branch
+    /// or commit) instead of the head.
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    /// Per-tenant overrides of the component's values.
+    #[serde(default)]
+    pub values: Option<Value>,
+}
+
+impl ComponentRef {
+    /// The key of the component this entry renders in [`super::Repo::components`]: the name,
+    /// or the pinned folder name when it pins a ref.
+    pub fn key(&self) -> String {
+        match &self.git_ref {
+            Some(r) => pinned_key(&self.name, r),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The folder a pinned component is read into: `<component>@<ref>` with `/` and `%` escaped,
+/// so `release/1.5` stays one path segment.
+pub fn pinned_key(component: &str, git_ref: &str) -> String {
+    format!(
+        "{component}@{}",
+        git_ref.replace('%', "%25").replace('/', "%2F")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::model::Repo;
+    use crate::snapshot::Snapshot;
+
+    #[test]
+    fn a_tenant_file_without_spec_belongs_to_the_default_cluster_like_an_empty_spec() {
+        let head = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: ";
+        let files = [
+            ("tenants/bare.yaml", format!("{head}bare\n")),
+            ("tenants/empty.yaml", format!("{head}empty\nspec: {{}}\n")),
+        ];
+        let repo = Repo::load(Arc::new(Snapshot::from_files(files)));
+        let bare = &repo.tenants["bare"].as_ref().unwrap().spec;
+        let empty = &repo.tenants["empty"].as_ref().unwrap().spec;
+        assert_eq!(bare.cluster, "default");
+        assert_eq!(bare, empty);
+    }
+}

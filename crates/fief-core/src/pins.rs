@@ -1,0 +1,152 @@
+//! Components pinned to a git ref per tenant: `components: [{name: web, ref: web-1.5.0}]`
+//! renders `components/web/` as it is at that ref, everything else at the head.
+//!
+//! In: the head [`Repo`], and for each pinned (component, ref) the snapshot of the repo at
+//! that ref (read by a source: the checkout's git history for the CLI). Out: a snapshot with
+//! each pinned component's folder added as `components/<name>@<ref>/`, which
+//! [`crate::model::ComponentRef::key`] names. A ref that cannot be read, or that has no
+//! such component, becomes a problem entry there, so only the tenants that pin it fail. Pure.
+
+use std::collections::BTreeSet;
+
+use crate::diagnostic::Problem;
+use crate::model::{Repo, pinned_key};
+use crate::snapshot::Snapshot;
+
+/// Every (component, ref) some tenant pins (read from the pinning tenants only).
+pub fn pins(repo: &Repo) -> BTreeSet<(String, String)> {
+    repo.pinning
+        .iter()
+        .filter_map(|name| repo.tenants.get(name)?.as_ref().ok())
+        .flat_map(|t| t.spec.components.iter())
+        .filter_map(|c| c.git_ref.as_ref().map(|r| (c.name.clone(), r.clone())))
+        .collect()
+}
+
+/// `head` with each pinned component's folder added from the snapshot of its ref.
+pub fn with_pins(
+    head: &Snapshot,
+    pinned: &[(String, String, Result<Snapshot, String>)],
+) -> Snapshot {
+    let mut out = head.clone();
+    for (component, git_ref, at_ref) in pinned {
+        let dir = format!("components/{}", pinned_key(component, git_ref));
+        let problem = |detail: String| Problem::PinnedRef {
+            component: component.clone(),
+            git_ref: git_ref.clone(),
+            detail,
+        };
+        match at_ref {
+            Err(detail) => out.insert(
+                format!("{dir}/component.yaml"),
+                Err(problem(detail.clone())),
+            ),
+            Ok(snapshot) => {
+                let from = format!("components/{component}");
+                if !snapshot.has_dir(&from) {
+                    out.insert(
+                        format!("{dir}/component.yaml"),
+                        Err(problem(format!("the repo has no {from}/ at that ref"))),
+                    );
+                    continue;
+                }
+                for (path, entry) in snapshot.under(&from) {
+                    let rest = &path[from.len()..];
+                    out.insert(format!("{dir}{rest}"), entry.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::render_all;
+    use std::sync::Arc;
+
+    fn files(greeting: &str, pins: &str) -> Vec<(String, String)> {
+        vec![
+            (
+                "components/web/templates/cm.yaml".into(),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  greeting: {{ values.greeting }}\n".into(),
+            ),
+            ("components/web/varz.yaml".into(), format!("greeting: {greeting}\n")),
+            (
+                "tenants/a.yaml".into(),
+                format!("apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: a\nspec:\n  components: [{{name: web{pins}}}]\n"),
+            ),
+            (
+                "tenants/b.yaml".into(),
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: b\nspec:\n  components: [{name: web}]\n".into(),
+            ),
+        ]
+    }
+
+    fn greeting(r: &crate::render::TenantRender) -> String {
+        r.objects
+            .iter()
+            .find(|o| o.id.kind == "ConfigMap")
+            .map(|o| o.object["data"]["greeting"].to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_pinned_tenant_renders_the_component_at_its_ref_and_the_others_at_head() {
+        let head = Repo::load(Arc::new(Snapshot::from_files(files("new", ", ref: v1"))));
+        assert_eq!(
+            pins(&head).into_iter().collect::<Vec<_>>(),
+            [("web".to_string(), "v1".to_string())]
+        );
+        let old = Snapshot::from_files(files("old", ""));
+        let merged = with_pins(&head.snapshot, &[("web".into(), "v1".into(), Ok(old))]);
+        let repo = Repo::load(Arc::new(merged));
+        let renders = render_all(&repo, &[]);
+        assert!(renders.iter().all(|r| r.is_ok()), "{:?}", renders[0].errors);
+        assert_eq!(greeting(&renders[0]), "\"old\"");
+        assert_eq!(greeting(&renders[1]), "\"new\"");
+        let labels = &renders[0]
+            .objects
+            .last()
+            .map(|o| o.object["metadata"]["labels"].clone());
+        assert_eq!(
+            labels.as_ref().map(|l| l["fief.dev/component"].clone()),
+            Some("web".into())
+        );
+    }
+
+    #[test]
+    fn an_incremental_load_finds_a_pin_added_and_forgets_one_removed() {
+        let unpinned = Arc::new(Snapshot::from_files(files("new", "")));
+        let pinned = Arc::new(Snapshot::from_files(files("new", ", ref: v1")));
+        let first = Repo::load(unpinned.clone());
+        assert!(pins(&first).is_empty());
+        let changed = pinned.changed_since(&unpinned);
+        let (second, _) = Repo::load_reusing(pinned.clone(), &first, &changed);
+        assert_eq!(
+            pins(&second).into_iter().collect::<Vec<_>>(),
+            [("web".to_string(), "v1".to_string())]
+        );
+        let changed = unpinned.changed_since(&pinned);
+        let (third, _) = Repo::load_reusing(unpinned, &second, &changed);
+        assert!(pins(&third).is_empty(), "{:?}", third.pinning);
+    }
+
+    #[test]
+    fn an_unreadable_ref_fails_only_the_tenants_that_pin_it() {
+        let head = Repo::load(Arc::new(Snapshot::from_files(files("new", ", ref: nope"))));
+        let merged = with_pins(
+            &head.snapshot,
+            &[("web".into(), "nope".into(), Err("unknown revision".into()))],
+        );
+        let renders = render_all(&Repo::load(Arc::new(merged)), &[]);
+        assert!(!renders[0].is_ok());
+        assert!(
+            renders[0].errors[0]
+                .to_string()
+                .contains("pinned to ref `nope`")
+        );
+        assert!(renders[1].is_ok());
+    }
+}

@@ -1,0 +1,240 @@
+//! The one entry both the CLI and the agent call: load → render → validate.
+//!
+//! In: a [`Repo`] (loaded from a snapshot). Out: one [`TenantRender`] per tenant, rendered
+//! and validated, with every diagnostic tagged with its tenant and sorted by file and line.
+//! A tenant with any diagnostic is neither applied nor pruned. A tenant whose render panics
+//! (a bug) is reported failed with the panic message; the others go on. Pure (threads, no
+//! I/O).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::diagnostic::{Diagnostic, Problem};
+
+use crate::model::Repo;
+use crate::render::{self, Renderer, TenantRender};
+use crate::validate;
+
+/// Render and validate one tenant.
+pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    #[cfg(test)]
+    if name == tests::PANIC_TENANT {
+        panic!("test hook: render of `{name}` panics");
+    }
+    let mut out = render::render_tenant(renderer, repo, name);
+    if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
+        let envs: Vec<String> = out.namespaces.keys().cloned().collect();
+        let mut errors = validate::check_declared(repo, name, &envs);
+        errors.extend(validate::check_reserved_namespaces(
+            repo,
+            config,
+            tenant,
+            &out.namespaces,
+        ));
+        errors.extend(validate::validate_objects(&out.objects, &out.namespaces));
+        errors.extend(validate::check_names(&out.objects));
+        errors.extend(validate::names::check_reserved_labels(&out.objects));
+        errors.extend(crate::schema::k8s::check_builtin_kinds(
+            &out.objects,
+            &repo.snapshot,
+        ));
+        errors.extend(validate::check_component_kinds(&out.objects, config));
+        errors.extend(validate::check_component_bindings(
+            &out.objects,
+            &out.namespaces,
+        ));
+        errors.extend(validate::check_policy(
+            &out.objects,
+            &config.policy,
+            name,
+            &config.base_domain,
+            &tenant.spec.host_suffixes,
+        ));
+        out.errors
+            .extend(errors.into_iter().map(|d| d.for_tenant(name)));
+    }
+    if !out.errors.is_empty() {
+        out.errors
+            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        out.errors.dedup();
+    }
+    out
+}
+
+/// Render and validate every tenant (or those named in `only`), in parallel, then check
+/// across tenants.
+pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
+    let renderer = Renderer::new(repo.snapshot.clone());
+    let names: Vec<&String> = repo
+        .tenants
+        .keys()
+        .filter(|n| only.is_empty() || only.contains(n))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16);
+    let chunk = names.len().div_ceil(threads).max(1);
+    let mut out: Vec<TenantRender> = std::thread::scope(|s| {
+        let handles: Vec<_> = names
+            .chunks(chunk)
+            .map(|part| {
+                let renderer = &renderer;
+                let handle = s.spawn(move || {
+                    part.iter()
+                        .map(|n| {
+                            catch_unwind(AssertUnwindSafe(|| render_tenant(renderer, repo, n)))
+                                .unwrap_or_else(|p| panicked(n, p.as_ref()))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                (part, handle)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(part, h)| {
+                h.join()
+                    .unwrap_or_else(|p| part.iter().map(|n| panicked(n, p.as_ref())).collect())
+            })
+            .collect()
+    });
+    check_across(&mut out, repo);
+    out
+}
+
+/// The checks across tenants (namespace and host-suffix collisions), on `out`: they read the
+/// tenant files of the whole repo (through its cross-tenant index), not the renders.
+fn check_across(out: &mut [TenantRender], repo: &Repo) {
+    validate::check_namespace_collisions(out, repo);
+    validate::check_host_suffixes(out, repo);
+}
+
+/// The tenants of `names` whose last successful render may stand in for a new one when its
+/// recorded input hash is still the current one: the tenant file and fief.yaml parse, the
+/// tenant is `cluster`'s and not `purged`, its secrets open with the keys at hand, and no
+/// check across tenants fails it (another tenant's file can make it invalid without changing
+/// its inputs). The others must be rendered.
+pub fn reuse_candidates(
+    repo: &Repo,
+    names: &[String],
+    cluster: &str,
+) -> std::collections::BTreeSet<String> {
+    if repo.config.is_err() {
+        return Default::default();
+    }
+    let mut probes: Vec<TenantRender> = names
+        .iter()
+        .filter(|n| match repo.tenants.get(*n) {
+            // Secrets that cannot be opened now (no key, a wrong one) fail the render.
+            Some(Ok(t)) => {
+                t.spec.cluster == cluster
+                    && t.spec.state != crate::model::TenantState::Purged
+                    && repo.secrets.for_tenant(n).is_ok()
+            }
+            _ => false,
+        })
+        .map(|n| TenantRender {
+            tenant: n.clone(),
+            ..Default::default()
+        })
+        .collect();
+    check_across(&mut probes, repo);
+    probes
+        .into_iter()
+        .filter(|p| p.errors.is_empty())
+        .map(|p| p.tenant)
+        .collect()
+}
+
+/// A failed render for `tenant` whose thread panicked with `payload`.
+fn panicked(tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    TenantRender {
+        tenant: tenant.to_string(),
+        errors: vec![
+            Diagnostic::new(
+                format!("tenants/{tenant}.yaml"),
+                None,
+                Problem::RenderPanicked { message },
+            )
+            .for_tenant(tenant),
+        ],
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// Rendering a tenant of this name panics (test builds only).
+    pub(super) const PANIC_TENANT: &str = "panics-in-render";
+
+    fn tenant(name: &str) -> (String, String) {
+        (
+            format!("tenants/{name}.yaml"),
+            format!("apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n"),
+        )
+    }
+
+    #[test]
+    fn a_panicking_render_fails_only_its_tenant_with_the_message() {
+        let files = [tenant("acme"), tenant(PANIC_TENANT), tenant("zeta")];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let renders = render_all(&repo, &[]);
+        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+        assert_eq!(names, ["acme", PANIC_TENANT, "zeta"]);
+        let bad = &renders[1];
+        assert!(!bad.is_ok());
+        let text = bad.errors[0].to_string();
+        assert!(text.contains("panics-in-render` panics"), "{text}");
+        assert!(text.contains("tenant `panics-in-render`"), "{text}");
+        assert!(renders[0].is_ok() && renders[2].is_ok(), "{renders:?}");
+        assert!(!renders[0].objects.is_empty());
+    }
+
+    #[test]
+    fn only_tenants_no_other_tenant_file_can_fail_are_candidates_for_reuse() {
+        let with = |name: &str, spec: &str| {
+            (
+                format!("tenants/{name}.yaml"),
+                format!(
+                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
+                ),
+            )
+        };
+        let files = [
+            with("acme", "  state: active\n"),
+            // Claims acme's host suffix: it fails, acme does not.
+            with("bad", "  hostSuffixes: [acme.example.com]\n"),
+            with("elsewhere", "  cluster: other\n"),
+            with("gone", "  state: purged\n"),
+            ("tenants/broken.yaml".to_string(), "kind: [".to_string()),
+            (
+                "fief.yaml".to_string(),
+                "baseDomain: example.com\n".to_string(),
+            ),
+        ];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let names: Vec<String> = repo.tenants.keys().cloned().collect();
+        let candidates = reuse_candidates(&repo, &names, "default");
+        assert_eq!(
+            candidates.into_iter().collect::<Vec<_>>(),
+            ["acme"],
+            "{:?}",
+            render_all(&repo, &[])
+                .iter()
+                .map(|r| (&r.tenant, r.errors.len()))
+                .collect::<Vec<_>>()
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! Rendering one tenant: baseline and components × environments, values layered per step.
+//!
+//! In: the shared [`Renderer`], the [`Repo`] and a tenant name. Out: the tenant's
+//! [`TenantRender`] (objects labelled, namespaces defaulted, state applied) with every render
+//! diagnostic tagged with the tenant. Not validated here: see [`crate::pipeline`]. Pure.
+
+use std::collections::BTreeMap;
+
+use minijinja::Value as JValue;
+use serde_json::{Value, json};
+
+use super::order::component_order;
+use super::parse::parse_rendered;
+use super::state::{freeze, keep_for_state};
+use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
+use crate::diagnostic::{Diagnostic, Problem};
+use crate::model::{
+    BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
+};
+use crate::objects;
+use crate::schema::locate::Step;
+use crate::schema::values::Layer;
+
+/// Render one tenant; a tenant with errors in its own files or its components' keeps the
+/// diagnostics and no objects.
+pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    let mut out = TenantRender {
+        tenant: name.to_string(),
+        ..Default::default()
+    };
+    let (config, tenant) = match resolve(repo, name) {
+        Ok(Some(found)) => found,
+        Ok(None) => return out,
+        Err(ds) => {
+            out.errors = tagged(name, ds);
+            return out;
+        }
+    };
+    out.state = Some(tenant.spec.state);
+    out.cluster = Some(tenant.spec.cluster.clone());
+    out.namespaces = namespaces(config, tenant);
+    let order = match component_order(repo, tenant, &format!("tenants/{name}.yaml")) {
+        Ok(order) => order,
+        Err(ds) => {
+            out.errors = tagged(name, &ds);
+            return out;
+        }
+    };
+    if tenant.spec.state == TenantState::Purged {
+        return out;
+    }
+    let envs = environments(config, tenant);
+    let secrets = match repo.secrets.for_tenant(name) {
+        Ok(s) => s,
+        Err(ds) => {
+            out.errors = tagged(name, &ds);
+            return out;
+        }
+    };
+    let mut errors = Vec::new();
+    let env_files = environment_files(repo, &envs, &mut errors);
+    check_environment_components(repo, &env_files, &mut errors);
+    let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces);
+    let fief_ctx = json!({
+        "baseDomain": config.base_domain,
+        "agentNamespace": config.agent_namespace,
+        "componentRules": component_rules(config),
+    });
+    let mut emitter = Emitter {
+        renderer,
+        repo,
+        tenant,
+        // The parts of the context every template of the tenant shares, converted once.
+        shared: [
+            to_jinja(&tenant_ctx),
+            to_jinja(&fief_ctx),
+            to_jinja(&secrets.context),
+        ],
+        tenant_ctx,
+        fief_ctx,
+        secrets_ctx: secrets.context,
+        applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
+        out: &mut out,
+        errors: &mut errors,
+    };
+    for env in &envs {
+        let env_file = env_files.get(env.as_str()).copied().flatten();
+        let vals = values::layered([
+            env_file.and_then(|e| e.values.as_ref()),
+            env_file.and_then(|e| e.components.get(BASELINE)),
+        ]);
+        emitter.emit(BASELINE, None, vals, env, &repo.baseline);
+    }
+    for component in &order {
+        let cref = tenant
+            .spec
+            .components
+            .iter()
+            .find(|c| c.name == component.name && c.git_ref == component.pinned);
+        let version = cref
+            .and_then(|c| c.version.as_deref())
+            .or(component.meta.version.as_deref());
+        let dir = match &component.pinned {
+            Some(r) => pinned_key(&component.name, r),
+            None => component.name.clone(),
+        };
+        for env in &envs {
+            let env_file = env_files.get(env.as_str()).copied().flatten();
+            let layers = value_layers(&dir, &component.name, name, env, component, env_file, cref);
+            let vals = values::layered(layers.iter().map(|l| l.value));
+            let invalid = renderer.values_schemas.check(
+                &repo.snapshot,
+                &dir,
+                &component.name,
+                &vals,
+                &layers,
+            );
+            if !invalid.is_empty() {
+                // Values the component refuses are not rendered: its templates may assume them.
+                emitter.errors.extend(invalid);
+                continue;
+            }
+            emitter.emit(&component.name, version, vals, env, &component.templates);
+        }
+    }
+    // A template error inside a secret value names the key, never the value.
+    crate::secrets::scrub(&mut errors, &secrets.leaves);
+    out.errors = tagged(name, &errors);
+    out
+}
+
+/// A component's value layers in precedence order, each with the file (and place in it)
+/// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's.
+fn value_layers<'a>(
+    dir: &str,
+    component: &'a str,
+    tenant: &str,
+    env: &str,
+    parsed: &'a crate::model::Component,
+    env_file: Option<&'a Environment>,
+    cref: Option<&'a crate::model::ComponentRef>,
+) -> [Layer<'a>; 4] {
+    let env_path = format!("environments/{env}.yaml");
+    [
+        Layer {
+            value: Some(&parsed.values),
+            file: format!("components/{dir}/varz.yaml"),
+            anchor: Vec::new(),
+        },
+        Layer {
+            value: env_file.and_then(|e| e.values.as_ref()),
+            file: env_path.clone(),
+            anchor: vec![Step::Key("values")],
+        },
+        Layer {
+            value: env_file.and_then(|e| e.components.get(component)),
+            file: env_path,
+            anchor: vec![Step::Key("components"), Step::Key(component)],
+        },
+        Layer {
+            value: cref.and_then(|c| c.values.as_ref()),
+            file: format!("tenants/{tenant}.yaml"),
+            anchor: vec![
+                Step::Key("spec"),
+                Step::Key("components"),
+                Step::ItemWith("name", component),
+                Step::Key("values"),
+            ],
+        },
+    ]
+}
+
+/// The repo settings and the tenant file; `Ok(None)` for a tenant the repo does not have.
+fn resolve<'r>(
+    repo: &'r Repo,
+    name: &str,
+) -> Result<Option<(&'r Config, &'r Tenant)>, &'r [Diagnostic]> {
+    let config = repo.config.as_ref().map_err(Vec::as_slice)?;
+    match repo.tenants.get(name) {
+        Some(Ok(t)) => Ok(Some((config, t))),
+        Some(Err(ds)) => Err(ds),
+        None => Ok(None),
+    }
+}
+
+fn tagged(tenant: &str, ds: &[Diagnostic]) -> Vec<Diagnostic> {
+    ds.iter().map(|d| d.clone().for_tenant(tenant)).collect()
+}
+
+/// The environment files of the tenant's environments (absent files are `None`); the
+/// diagnostics of files that do not parse go to `errors`.
+fn environment_files<'r, 'e>(
+    repo: &'r Repo,
+    envs: &'e [String],
+    errors: &mut Vec<Diagnostic>,
+) -> BTreeMap<&'e str, Option<&'r Environment>> {
+    envs.iter()
+        .map(|e| {
+            let parsed = match repo.environments.get(e) {
+                None => None,
+                Some(Ok(env)) => Some(env),
+                Some(Err(ds)) => {
+                    errors.extend(ds.iter().cloned());
+                    None
+                }
+            };
+            (e.as_str(), parsed)
+        })
+        .collect()
+}
+
+/// An environment file's `components:` keys must name components of the repo.
+fn check_environment_components(
+    repo: &Repo,
+    env_files: &BTreeMap<&str, Option<&Environment>>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (env_name, env) in env_files {
+        for key in env.map(|e| e.components.keys()).into_iter().flatten() {
+            if key != BASELINE && !repo.components.contains_key(key) {
+                let file = format!("environments/{env_name}.yaml");
+                let line = repo
+                    .snapshot
+                    .get(&file)
+                    .and_then(|e| e.as_ref().ok())
+                    .and_then(|t| line_of_key(t, key));
+                errors.push(Diagnostic::new(
+                    file,
+                    line,
+                    Problem::UnknownComponent {
+                        component: key.clone(),
+                    },
+                ));
+            }
+        }
+    }
+}
+
+/// Renders one component's templates for one environment into the tenant's output.
+struct Emitter<'a, 'r> {
+    renderer: &'a Renderer,
+    repo: &'r Repo,
+    tenant: &'r Tenant,
+    /// `tenant`, `fief` and `secrets` as template values.
+    shared: [JValue; 3],
+    /// The same three as JSON, to explain template errors.
+    tenant_ctx: Value,
+    fief_ctx: Value,
+    secrets_ctx: Value,
+    applyset: String,
+    out: &'a mut TenantRender,
+    errors: &'a mut Vec<Diagnostic>,
+}
+
+impl Emitter<'_, '_> {
+    fn emit(
+        &mut self,
+        component: &str,
+        version: Option<&str>,
+        vals: Value,
+        env: &str,
+        templates: &[String],
+    ) {
+        let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
+        let component_ctx = json!({"name": component, "version": version});
+        // The same map the JSON context below converts to, without converting the shared
+        // parts again for every component and environment.
+        let [tenant_jv, fief_jv, secrets_jv] = &self.shared;
+        let ctx = JValue::from_pairs([
+            ("tenant", tenant_jv.clone()),
+            ("env", JValue::from(env)),
+            ("namespace", JValue::from(namespace.as_str())),
+            ("component", to_jinja(&component_ctx)),
+            ("values", to_jinja(&vals)),
+            ("fief", fief_jv.clone()),
+            ("secrets", secrets_jv.clone()),
+        ]);
+        let context = || {
+            json!({
+                "tenant": self.tenant_ctx,
+                "env": env,
+                "namespace": namespace,
+                "component": component_ctx,
+                "values": vals,
+                "fief": self.fief_ctx,
+                "secrets": self.secrets_ctx,
+            })
+        };
+        let name = &self.tenant.metadata.name;
+        let state = self.tenant.spec.state;
+        for template in templates {
+            let rendered = match self.renderer.render_template(template, &ctx, context) {
+                Ok(r) => r,
+                Err(d) => {
+                    self.errors.push(d);
+                    continue;
+                }
+            };
+            let src_text = template_source(&self.repo.snapshot, template);
+            let starts = self.renderer.document_starts(template, src_text);
+            let (objs, errs) = parse_rendered(
+                template, src_text, &starts, &rendered, component, env, &namespace,
+            );
+            self.errors.extend(errs);
+            for mut o in objs {
+                if keep_for_state(state, &o) {
+                    objects::add_labels(&mut o.object, name, component, &self.applyset);
+                    freeze(state, &mut o.object, &o.id);
+                    self.out.objects.push(o);
+                }
+            }
+        }
+    }
+}
+
+/// RBAC rules (`apiGroups`, `resources`) granting the kinds components may create, one per
+/// API group in first-seen order: what the baseline `fief-deployer` Role renders.
+fn component_rules(config: &Config) -> Vec<Value> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for k in config.component_kinds_shared().iter() {
+        match groups.iter_mut().find(|(g, _)| *g == k.group) {
+            Some((_, resources)) => resources.push(k.resource.clone()),
+            None => groups.push((k.group.clone(), vec![k.resource.clone()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(g, r)| json!({"apiGroups": [g], "resources": r}))
+        .collect()
+}
+
+fn tenant_context(
+    tenant: &Tenant,
+    envs: &[String],
+    namespaces: &BTreeMap<String, String>,
+) -> Value {
+    json!({
+        "name": tenant.metadata.name,
+        "labels": tenant.metadata.labels,
+        "annotations": tenant.metadata.annotations,
+        "state": tenant.spec.state,
+        "cluster": tenant.spec.cluster,
+        "owner": tenant.spec.owner,
+        "environments": envs,
+        "namespaces": namespaces,
+        "quota": tenant.spec.quota,
+        "access": tenant.spec.access,
+    })
+}
+
+/// A JSON value as a template value (the conversion minijinja's `Serde` wrapper does).
+fn to_jinja(value: &Value) -> JValue {
+    JValue::from(minijinja::value::Serde(value))
+}

@@ -1,0 +1,500 @@
+//! Progressive rollouts: fief.yaml `rollout.waves`, which tenant is in which wave, and when a
+//! rollout moves on, waits or halts.
+//!
+//! In: the declared waves, the tenants (names and labels) and, per step, each tenant of the
+//! current wave's state (synced at the target or not, healthy, waiting, failed). Out: the
+//! waves of a rollout (only the tenants it changes, every tenant in exactly one wave) and the
+//! next [`Step`]. Pure: the agent (`fief::agent`) does the syncing, the health watching and
+//! the status writing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::snapshot::{Snapshot, same_entry};
+
+/// fief.yaml `rollout:`: the waves a change that reaches many tenants goes through.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawRollout")]
+pub struct RolloutConfig {
+    /// The waves, in order.
+    pub waves: Vec<WaveSpec>,
+}
+
+/// One declared wave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaveSpec {
+    /// The wave's name (status, metrics, logs).
+    pub name: String,
+    /// Tenant labels a tenant must all carry to be in this wave (none: any tenant).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub selector: BTreeMap<String, String>,
+    /// Take only this share (1–100) of the tenants the selector leaves, rounded up, chosen by
+    /// a stable hash of the tenant name (the same tenants on every commit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRollout {
+    waves: Vec<WaveSpec>,
+}
+
+impl TryFrom<RawRollout> for RolloutConfig {
+    type Error = String;
+
+    fn try_from(raw: RawRollout) -> Result<Self, String> {
+        if raw.waves.is_empty() {
+            return Err("rollout.waves: declare at least one wave (or remove `rollout:`)".into());
+        }
+        let mut seen = BTreeSet::new();
+        for w in &raw.waves {
+            if !crate::model::is_dns_label(&w.name) {
+                return Err(format!(
+                    "rollout.waves: name `{}` is not a DNS-1123 label (lower-case letters, digits, `-`)",
+                    w.name
+                ));
+            }
+            if !seen.insert(w.name.clone()) {
+                return Err(format!(
+                    "rollout.waves: the name `{}` is used twice; give each wave its own name",
+                    w.name
+                ));
+            }
+            if let Some(p) = w.percent
+                && !(1..=100).contains(&p)
+            {
+                return Err(format!(
+                    "rollout.waves: wave `{}` has percent {p}; use a number from 1 to 100",
+                    w.name
+                ));
+            }
+        }
+        Ok(RolloutConfig { waves: raw.waves })
+    }
+}
+
+/// The name of the wave that takes the tenants no declared wave took.
+pub const REST: &str = "rest";
+
+/// A wave of a planned rollout: its name and the tenants it changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wave {
+    /// The declared name ([`REST`] for the implicit last wave).
+    pub name: String,
+    /// The tenants, sorted.
+    pub tenants: Vec<String>,
+}
+
+fn stable_rank(tenant: &str) -> [u8; 32] {
+    Sha256::digest(tenant.as_bytes()).into()
+}
+
+/// Put every tenant of `tenants` (name → labels) into a wave: each wave takes, of the tenants
+/// no earlier wave took, those carrying all its selector labels, then `percent` of them
+/// (rounded up, by a stable hash of the name). Tenants no wave took go into an implicit last
+/// wave named [`REST`] (or a declared wave of that name). Empty waves are kept, so wave
+/// numbers match fief.yaml.
+pub fn assign(
+    config: &RolloutConfig,
+    tenants: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<Wave> {
+    let mut left: BTreeSet<&String> = tenants.keys().collect();
+    let mut waves = Vec::new();
+    for spec in &config.waves {
+        let mut matching: Vec<&String> = left
+            .iter()
+            .copied()
+            .filter(|t| {
+                spec.selector
+                    .iter()
+                    .all(|(k, v)| tenants.get(*t).and_then(|l| l.get(k)) == Some(v))
+            })
+            .collect();
+        if let Some(p) = spec.percent {
+            let take = (matching.len() * p as usize).div_ceil(100);
+            matching.sort_by_key(|t| stable_rank(t));
+            matching.truncate(take);
+        }
+        let mut chosen: Vec<String> = matching.into_iter().cloned().collect();
+        chosen.sort();
+        for t in &chosen {
+            left.remove(t);
+        }
+        waves.push(Wave {
+            name: spec.name.clone(),
+            tenants: chosen,
+        });
+    }
+    if !left.is_empty() {
+        let rest: Vec<String> = left.into_iter().cloned().collect();
+        match waves.iter_mut().find(|w| w.name == REST) {
+            Some(w) => {
+                w.tenants.extend(rest);
+                w.tenants.sort();
+            }
+            None => waves.push(Wave {
+                name: REST.to_string(),
+                tenants: rest,
+            }),
+        }
+    }
+    waves
+}
+
+/// The waves of a rollout of `changed` tenants: [`assign`] over every tenant (so membership
+/// does not depend on what a commit changes), then only the changed ones kept.
+pub fn plan(
+    config: &RolloutConfig,
+    tenants: &BTreeMap<String, BTreeMap<String, String>>,
+    changed: &BTreeSet<String>,
+) -> Vec<Wave> {
+    assign(config, tenants)
+        .into_iter()
+        .map(|w| Wave {
+            name: w.name,
+            tenants: w
+                .tenants
+                .into_iter()
+                .filter(|t| changed.contains(t))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Whether `tenant`'s own files (its tenant file and its own secret file) differ between
+/// two commits: such a change is the tenant's own and is never held by a rollout.
+pub fn own_change(from: &Snapshot, to: &Snapshot, tenant: &str) -> bool {
+    let files = [
+        format!("tenants/{tenant}.yaml"),
+        format!("tenants/{tenant}.yml"),
+    ];
+    files
+        .into_iter()
+        .chain(crate::secrets::tenant_paths(tenant))
+        .any(|p| match (from.get(&p), to.get(&p)) {
+            (None, None) => false,
+            (Some(a), Some(b)) => !same_entry(a, b),
+            _ => true,
+        })
+}
+
+/// Where one tenant of the current wave is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TenantState {
+    /// Not yet synced at the rollout's commit.
+    Pending,
+    /// Synced; its objects are not healthy yet.
+    Waiting,
+    /// Synced and healthy.
+    Healthy,
+    /// Its sync failed or its objects are unhealthy: why.
+    Failed(String),
+}
+
+/// What the agent knows of one tenant of a rollout's current wave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Suspended (`fief suspend`): not waited for.
+    pub suspended: bool,
+    /// The rollout changes it (it is in one of the rollout's waves).
+    pub changed: bool,
+    /// It was last synced (or found invalid) at the rollout's input hash for it.
+    pub at_target: bool,
+    /// Its last sync attempt failed or was invalid: (at the rollout's commit, why).
+    pub failure: Option<(bool, String)>,
+    /// Its objects' health.
+    pub health: TenantState,
+}
+
+/// Where one tenant of the current wave stands. Suspended: not waited for. Last attempt failed
+/// at the rollout's commit or at its input hash: failed, changed by the rollout or not (a
+/// tenant broken before halts every rollout at its wave until it is fixed). Not at that hash
+/// yet, changed or failed before (its sync at the head is queued): pending. Else its health.
+pub fn tenant_state(member: Member) -> TenantState {
+    if member.suspended {
+        return TenantState::Healthy;
+    }
+    if let Some((at_target_commit, why)) = member.failure {
+        if at_target_commit || member.at_target {
+            return TenantState::Failed(why);
+        }
+        return TenantState::Pending;
+    }
+    if member.changed && !member.at_target {
+        return TenantState::Pending;
+    }
+    member.health
+}
+
+/// What a rollout does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The current wave is not done yet.
+    Wait,
+    /// The current wave is done: release wave `.0` (an index into the waves).
+    Release(usize),
+    /// Every wave is done.
+    Complete,
+    /// The current wave has a failed tenant: halt (tenant, why).
+    Halt(String, String),
+}
+
+/// The next step of a rollout at wave `current` (an index): halt on the first failed tenant,
+/// wait while any is pending or waiting, else move to the next wave that changes a tenant.
+pub fn step(waves: &[Wave], current: usize, state: impl Fn(&str) -> TenantState) -> Step {
+    let Some(wave) = waves.get(current) else {
+        return Step::Complete;
+    };
+    let mut wait = false;
+    for t in &wave.tenants {
+        match state(t) {
+            TenantState::Failed(why) => return Step::Halt(t.clone(), why),
+            TenantState::Pending | TenantState::Waiting => wait = true,
+            TenantState::Healthy => {}
+        }
+    }
+    if wait {
+        return Step::Wait;
+    }
+    match next_wave(waves, current + 1) {
+        Some(i) => Step::Release(i),
+        None => Step::Complete,
+    }
+}
+
+/// The first wave at or after `from` that changes a tenant.
+pub fn next_wave(waves: &[Wave], from: usize) -> Option<usize> {
+    (from..waves.len()).find(|i| !waves[*i].tenants.is_empty())
+}
+
+/// A rollout as `fief status`, `/status` and the metrics show it (stored by the agent in the
+/// `fief-rollout` ConfigMap of the agent namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// The commit being rolled out.
+    pub commit: String,
+    /// `Progressing`, `Halted` or `Complete`.
+    pub phase: String,
+    /// The current wave (index into `waves`).
+    pub wave: usize,
+    /// The waves with the tenants the rollout changes.
+    pub waves: Vec<Wave>,
+    /// Why it halted (tenant and reason), when halted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Tenants held at the commit they were last synced at: tenant → commit.
+    #[serde(default)]
+    pub held: BTreeMap<String, String>,
+    /// When the rollout started and last changed (RFC 3339).
+    pub started_at: String,
+    /// When it last changed (RFC 3339).
+    pub updated_at: String,
+}
+
+impl Record {
+    /// One line for humans: `commit abc1234: wave 2/3 "early" halted: <reason>`.
+    pub fn summary(&self) -> String {
+        let short: String = self.commit.chars().take(12).collect();
+        let name = self.waves.get(self.wave).map_or("", |w| w.name.as_str());
+        let done: usize = self
+            .waves
+            .iter()
+            .take(self.wave)
+            .map(|w| w.tenants.len())
+            .sum();
+        let total: usize = self.waves.iter().map(|w| w.tenants.len()).sum();
+        match self.phase.as_str() {
+            "Complete" => format!(
+                "rollout of {short}: complete, {total} tenant(s) in {} wave(s)",
+                self.waves.len()
+            ),
+            phase => format!(
+                "rollout of {short}: wave {}/{} \"{name}\" {}, {done} of {total} tenant(s) in earlier waves, {} held{}",
+                self.wave + 1,
+                self.waves.len(),
+                phase.to_lowercase(),
+                self.held.len(),
+                self.reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(n: usize, canary: &[usize]) -> BTreeMap<String, BTreeMap<String, String>> {
+        (0..n)
+            .map(|i| {
+                let mut l = BTreeMap::new();
+                if canary.contains(&i) {
+                    l.insert("ring".to_string(), "canary".to_string());
+                }
+                (format!("t{i:03}"), l)
+            })
+            .collect()
+    }
+
+    fn config(yaml: &str) -> Result<RolloutConfig, String> {
+        crate::yaml::parse_single::<RolloutConfig>(yaml)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "empty".to_string())
+    }
+
+    #[test]
+    fn canary_then_ten_percent_then_the_rest_puts_every_tenant_in_exactly_one_wave() {
+        let c = config(
+            "waves:\n  - name: canary\n    selector: {ring: canary}\n  - name: early\n    percent: 10\n  - name: rest\n",
+        )
+        .expect("config");
+        let tenants = labels(100, &[3, 50]);
+        let waves = assign(&c, &tenants);
+        let sizes: Vec<usize> = waves.iter().map(|w| w.tenants.len()).collect();
+        assert_eq!(sizes, vec![2, 10, 88]);
+        assert_eq!(waves[0].tenants, vec!["t003", "t050"]);
+        let all: BTreeSet<&String> = waves.iter().flat_map(|w| &w.tenants).collect();
+        assert_eq!(all.len(), 100);
+        // The same tenants on every call, and a new tenant does not reshuffle the others much.
+        assert_eq!(assign(&c, &tenants), waves);
+    }
+
+    #[test]
+    fn tenants_no_wave_takes_go_into_an_implicit_last_wave() {
+        let c = config("waves:\n  - name: canary\n    selector: {ring: canary}\n").expect("config");
+        let waves = assign(&c, &labels(5, &[1]));
+        assert_eq!(waves.len(), 2);
+        assert_eq!(waves[1].name, REST);
+        assert_eq!(waves[1].tenants.len(), 4);
+    }
+
+    #[test]
+    fn a_plan_keeps_wave_membership_but_only_the_changed_tenants() {
+        let c = config("waves:\n  - name: canary\n    selector: {ring: canary}\n  - name: rest\n")
+            .expect("config");
+        let changed: BTreeSet<String> = ["t001", "t002"].iter().map(|s| s.to_string()).collect();
+        let waves = plan(&c, &labels(5, &[1]), &changed);
+        assert_eq!(waves[0].tenants, vec!["t001"]);
+        assert_eq!(waves[1].tenants, vec!["t002"]);
+    }
+
+    #[test]
+    fn bad_waves_are_refused_with_what_to_do() {
+        for (yaml, what) in [
+            ("waves: []\n", "at least one wave"),
+            ("waves:\n  - name: Canary\n", "DNS-1123"),
+            ("waves:\n  - name: a\n  - name: a\n", "used twice"),
+            ("waves:\n  - name: a\n    percent: 0\n", "from 1 to 100"),
+            ("waves:\n  - name: a\n    pecent: 5\n", "pecent"),
+        ] {
+            let err = config(yaml).expect_err(yaml);
+            assert!(err.contains(what), "{yaml}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_wave_waits_for_pending_and_unhealthy_tenants_halts_on_a_failed_one_and_skips_empty_waves()
+    {
+        let waves = vec![
+            Wave {
+                name: "a".into(),
+                tenants: vec!["x".into(), "y".into()],
+            },
+            Wave {
+                name: "b".into(),
+                tenants: vec![],
+            },
+            Wave {
+                name: "c".into(),
+                tenants: vec!["z".into()],
+            },
+        ];
+        let healthy = |_: &str| TenantState::Healthy;
+        assert_eq!(step(&waves, 0, healthy), Step::Release(2));
+        assert_eq!(step(&waves, 2, healthy), Step::Complete);
+        let waiting = |t: &str| {
+            if t == "y" {
+                TenantState::Waiting
+            } else {
+                TenantState::Healthy
+            }
+        };
+        assert_eq!(step(&waves, 0, waiting), Step::Wait);
+        let pending = |t: &str| {
+            if t == "x" {
+                TenantState::Pending
+            } else {
+                TenantState::Healthy
+            }
+        };
+        assert_eq!(step(&waves, 0, pending), Step::Wait);
+        let failed = |t: &str| match t {
+            "y" => TenantState::Failed("Deployment web: timed out".into()),
+            _ => TenantState::Waiting,
+        };
+        assert_eq!(
+            step(&waves, 0, failed),
+            Step::Halt("y".into(), "Deployment web: timed out".into())
+        );
+        assert_eq!(next_wave(&waves, 1), Some(2));
+    }
+
+    #[test]
+    fn a_tenant_invalid_at_a_held_change_halts_a_later_rollout_that_does_not_change_it() {
+        use TenantState::{Failed, Healthy, Pending, Waiting};
+        let bad = |at_target_commit| Some((at_target_commit, "sync invalid: extra".to_string()));
+        let failed = || Failed("sync invalid: extra".into());
+        // (suspended, changed, at target hash, last attempt's failure, health) → state.
+        let cases = [
+            // Invalid at a halted commit that renders it as the new one: halts, unchanged.
+            ((false, false, true, bad(false), Healthy), failed()),
+            // Failed at the rollout's commit (an apply error leaves its hash behind).
+            ((false, true, false, bad(true), Healthy), failed()),
+            ((false, false, false, bad(true), Healthy), failed()),
+            // Failed at an older hash, its sync at the head queued (e.g. its own fix).
+            ((false, false, false, bad(false), Healthy), Pending),
+            ((false, true, false, bad(false), Healthy), Pending),
+            ((true, false, true, bad(false), Healthy), Healthy), // suspended: not waited for
+            // No failure: changed and not synced yet, else its health.
+            ((false, true, false, None, Healthy), Pending),
+            ((false, true, true, None, Waiting), Waiting),
+            ((false, false, false, None, Healthy), Healthy),
+            ((false, false, true, None, failed()), failed()),
+        ];
+        for ((suspended, changed, at_target, failure, health), want) in cases {
+            let member = Member {
+                suspended,
+                changed,
+                at_target,
+                failure,
+                health,
+            };
+            assert_eq!(tenant_state(member.clone()), want, "{member:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_tenant_file_or_its_secret_file_makes_a_change_its_own() {
+        let snap = |files: &[(&str, &str)]| Snapshot::from_files(files.iter().copied());
+        let before = snap(&[("tenants/a.yaml", "x"), ("components/web/t.yaml", "1")]);
+        let shared = snap(&[("tenants/a.yaml", "x"), ("components/web/t.yaml", "2")]);
+        let own = snap(&[("tenants/a.yaml", "y"), ("components/web/t.yaml", "1")]);
+        let secret = snap(&[
+            ("tenants/a.yaml", "x"),
+            ("components/web/t.yaml", "1"),
+            ("secrets/tenants/a.sops.yaml", "s"),
+        ]);
+        assert!(!own_change(&before, &shared, "a"));
+        assert!(own_change(&before, &own, "a"));
+        assert!(own_change(&before, &secret, "a"));
+        assert!(!own_change(&before, &own, "b"));
+    }
+}

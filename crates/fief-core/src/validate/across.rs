@@ -1,0 +1,219 @@
+//! The cross-tenant index: what the checks across tenants read of every tenant file (its
+//! namespaces and the host suffixes it claims), built once per repo.
+//!
+//! In: a repo's fief.yaml and tenant files; optionally the previous repo's index. Out: per
+//! tenant its namespaces and claims, and the owners of each namespace. The checks
+//! ([`super::check_namespace_collisions`], [`super::tenancy::check_host_suffixes`]) then cost
+//! the renders they judge, not a pass over every tenant file per call: the agent checks a
+//! chunk of renders at a time, and a commit that changes one tenant file updates that
+//! tenant's entries only: the index is made of persistent maps, so the previous index (under
+//! the same fief.yaml) is copied for nothing and the changed tenants replaced in it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+use crate::model::{Config, Parsed, Tenant, Tenants};
+
+/// What one tenant file claims.
+#[derive(Debug, Default)]
+pub struct Claims {
+    /// Its namespaces, by environment.
+    pub namespaces: BTreeMap<String, String>,
+    /// The host suffixes it claims, in order: the policy's `{tenant}` patterns, then its
+    /// `spec.hostSuffixes` (`explicit`).
+    pub suffixes: Vec<Suffix>,
+}
+
+/// One host suffix a tenant claims.
+#[derive(Debug)]
+pub struct Suffix {
+    /// The suffix, expanded and lower-cased.
+    pub suffix: String,
+    /// From `spec.hostSuffixes` (true) or a `{tenant}` pattern of `policy.ingressHostSuffixes`.
+    pub explicit: bool,
+}
+
+/// The index of one repo (see the module docs). Cloning is O(1).
+#[derive(Debug, Default, Clone)]
+pub struct Across {
+    /// Per tenant whose file parses: what it claims (empty when fief.yaml does not parse).
+    pub tenants: imbl::OrdMap<String, Arc<Claims>>,
+    /// Per namespace: the tenants that would own it, in tenant order.
+    pub owners: imbl::HashMap<String, Vec<String>>,
+}
+
+impl Across {
+    /// The index of `tenants` under `config`.
+    pub fn build(config: &Parsed<Config>, tenants: &Tenants) -> Across {
+        Across::reusing(config, tenants, None)
+    }
+
+    /// The index of `tenants` under `config`: with `prev`, the index of the previous repo
+    /// (under the same fief.yaml) with the entries of the tenants named `changed` (their files
+    /// changed) replaced; the cost is the changed tenants', not the fleet's.
+    pub fn reusing(
+        config: &Parsed<Config>,
+        tenants: &Tenants,
+        prev: Option<(&Across, &BTreeSet<String>)>,
+    ) -> Across {
+        let Ok(config) = config else {
+            return Across::default();
+        };
+        let Some((prev, changed)) = prev else {
+            let mut out = Across::default();
+            for (name, tenant) in tenants {
+                if let Ok(tenant) = tenant {
+                    out.add(name, Arc::new(claims(config, name, tenant)));
+                }
+            }
+            return out;
+        };
+        let mut out = prev.clone();
+        for name in changed {
+            out.remove(name);
+            if let Some(Ok(tenant)) = tenants.get(name) {
+                out.add(name, Arc::new(claims(config, name, tenant)));
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, name: &str, claims: Arc<Claims>) {
+        for ns in claims.namespaces.values() {
+            let owners = self.owners.entry(ns.clone()).or_default();
+            if let Err(at) = owners.binary_search_by(|o| o.as_str().cmp(name)) {
+                owners.insert(at, name.to_string());
+            }
+        }
+        self.tenants.insert(name.to_string(), claims);
+    }
+
+    fn remove(&mut self, name: &str) {
+        let Some(old) = self.tenants.remove(name) else {
+            return;
+        };
+        for ns in old.namespaces.values() {
+            if let Some(owners) = self.owners.get_mut(ns) {
+                owners.retain(|o| o != name);
+                if owners.is_empty() {
+                    self.owners.remove(ns);
+                }
+            }
+        }
+    }
+}
+
+/// The index a repo loaded from `prev` (under the same fief.yaml, with the tenant files named
+/// in the set changed) starts with: carried over, changed tenants replaced, when `prev` built
+/// one; else empty (built on first use).
+pub fn carried(
+    prev: Option<(&crate::model::Repo, &BTreeSet<String>)>,
+    config: &Parsed<Config>,
+    tenants: &Tenants,
+) -> OnceLock<Arc<Across>> {
+    let out = OnceLock::new();
+    if let Some((prev, changed)) = prev
+        && let Some(index) = prev.across.get()
+    {
+        let index = Across::reusing(config, tenants, Some((index, changed)));
+        let _ = out.set(Arc::new(index));
+    }
+    out
+}
+
+fn claims(config: &Config, name: &str, tenant: &Tenant) -> Claims {
+    let mut suffixes = Vec::new();
+    for pattern in &config.policy.ingress_host_suffixes {
+        if pattern.contains("{tenant}") {
+            suffixes.push(Suffix {
+                suffix: expand(pattern, name, &config.base_domain),
+                explicit: false,
+            });
+        }
+    }
+    for s in &tenant.spec.host_suffixes {
+        suffixes.push(Suffix {
+            suffix: expand(s, name, &config.base_domain),
+            explicit: true,
+        });
+    }
+    Claims {
+        namespaces: crate::render::namespaces(config, tenant),
+        suffixes,
+    }
+}
+
+fn expand(pattern: &str, tenant: &str, base_domain: &str) -> String {
+    pattern
+        .replace("{tenant}", tenant)
+        .replace("{baseDomain}", base_domain)
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Repo;
+    use crate::snapshot::Snapshot;
+
+    fn repo(files: &[(&str, &str)]) -> Repo {
+        let files = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect::<Vec<_>>();
+        Repo::load(Arc::new(Snapshot::from_files(files)))
+    }
+
+    fn tenant(name: &str, envs: &str) -> (String, String) {
+        (
+            format!("tenants/{name}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  environments: [{envs}]\n"
+            ),
+        )
+    }
+
+    #[test]
+    fn an_unchanged_tenant_keeps_its_entry_and_a_changed_one_is_rebuilt() {
+        let (a, b) = (tenant("a", "prod"), tenant("b", "prod"));
+        let files = vec![
+            ("fief.yaml", "baseDomain: example.com\n"),
+            (a.0.as_str(), a.1.as_str()),
+            (b.0.as_str(), b.1.as_str()),
+        ];
+        let first = repo(&files);
+        let first_index = Across::build(&first.config, &first.tenants);
+        let b2 = tenant("b", "prod, dev");
+        let mut changed = files.clone();
+        changed[2] = (b2.0.as_str(), b2.1.as_str());
+        let changed_paths = [b2.0.clone()].into_iter().collect();
+        let (second, _) = Repo::load_reusing(
+            Arc::new(Snapshot::from_files(
+                changed
+                    .iter()
+                    .map(|(p, t)| (p.to_string(), t.to_string()))
+                    .collect::<Vec<_>>(),
+            )),
+            &first,
+            &changed_paths,
+        );
+        let index = Across::reusing(
+            &second.config,
+            &second.tenants,
+            Some((&first_index, &["b".to_string()].into_iter().collect())),
+        );
+        assert!(Arc::ptr_eq(&index.tenants["a"], &first_index.tenants["a"]));
+        assert!(!Arc::ptr_eq(&index.tenants["b"], &first_index.tenants["b"]));
+        assert_eq!(index.tenants["b"].namespaces.len(), 2);
+        assert_eq!(index.owners["a-prod"], vec!["a".to_string()]);
+        assert_eq!(index.owners["b-dev"], vec!["b".to_string()]);
+        // Through the loader: a repo read from one that built its index starts with one.
+        let (third, _) = Repo::load_reusing(second.snapshot.clone(), &first, &changed_paths);
+        assert!(third.across.get().is_none(), "first built no index yet");
+        let built = first.across();
+        let (fourth, _) = Repo::load_reusing(second.snapshot.clone(), &first, &changed_paths);
+        let carried = fourth.across.get().expect("carried over");
+        assert!(Arc::ptr_eq(&carried.tenants["a"], &built.tenants["a"]));
+    }
+}
