@@ -660,6 +660,19 @@ fn completions_man_page_and_version_come_from_the_same_flags_as_help() {
         version.starts_with("fief 0.") && version.contains("(commit "),
         "{version}"
     );
+    // `fief version`: the same version and commit, and the repo format it reads.
+    let text = stdout(&fief(&["version"]));
+    assert!(
+        text.starts_with("fief 0.") && text.contains("\nrepo format fief.dev/v1alpha1\n"),
+        "{text}"
+    );
+    let build: serde_json::Value =
+        serde_json::from_slice(&fief(&["version", "-o", "json"]).stdout).unwrap();
+    assert_eq!(build["repoFormat"], "fief.dev/v1alpha1");
+    assert!(
+        version.contains(&format!("(commit {})", build["commit"].as_str().unwrap())),
+        "{version} {build}"
+    );
     // `-o` is the short form of `--output`.
     let json = fief(&["validate", "-o", "json", example().to_str().unwrap()]);
     assert!(serde_json::from_slice::<serde_json::Value>(&json.stdout).is_ok());

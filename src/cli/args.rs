@@ -45,6 +45,9 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.
     Man,
+    /// Print fief's version, the git commit it was built from and the tenants-repo format
+    /// (the `apiVersion` its files must carry) it reads.
+    Version(VersionArgs),
     /// Suspend a tenant: `apply` and the agent leave it alone (no apply, drift repair or
     /// prune) until `fief resume`. Recorded on its inventory in the cluster.
     Suspend(SuspendArgs),
@@ -53,6 +56,14 @@ pub enum Command {
     /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
     /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
     Reconcile(ReconcileArgs),
+}
+
+/// `fief version`.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
 }
 
 /// `fief suspend`.

@@ -20,6 +20,7 @@ pub mod secrets;
 mod status;
 mod suspend;
 mod validate;
+mod version;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -114,6 +115,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Bump(args) => bump::bump_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
+        Command::Version(args) => version::version_cmd(&args),
         Command::Suspend(args) => suspend::suspend_cmd(&args),
         Command::Resume(args) => suspend::resume_cmd(&args),
         Command::Reconcile(args) => reconcile::reconcile_cmd(&args),

@@ -4,6 +4,10 @@
 //! `Cargo.toml` is the rule): the `fief` crate reads repos (`fief::source`), talks to the API
 //! server (`fief::kube`) and drives both (`fief::agent`, `fief::cli`).
 
+/// The git commit fief was built from (`unknown` outside a git checkout, `-dirty` when the
+/// tree had changes).
+pub const GIT_COMMIT: &str = env!("FIEF_GIT_COMMIT");
+
 /// The version and the git commit fief was built from, as `fief --version` prints them.
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
