@@ -10,19 +10,7 @@ use std::time::Duration;
 
 use common::agent::*;
 use common::audit;
-
-fn kubectl(args: &[&str]) {
-    let out = common::control_plane()
-        .kubectl_admin()
-        .args(args)
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::cluster_cli::kubectl_ok as kubectl;
 
 fn signal(agent: &Agent, sig: &str) {
     let ok = Command::new("kill")

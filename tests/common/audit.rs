@@ -64,20 +64,11 @@ pub fn writes() -> Vec<Write> {
 /// that user and its writes be told apart from another's in the audit log.
 pub fn make_admin(user: &str) {
     let name = super::unique(&format!("admin-{user}"));
-    let out = super::control_plane()
-        .kubectl_admin()
-        .args([
-            "create",
-            "clusterrolebinding",
-            &name,
-            "--clusterrole=cluster-admin",
-            &format!("--user={user}"),
-        ])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::cluster_cli::kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        &name,
+        "--clusterrole=cluster-admin",
+        &format!("--user={user}"),
+    ]);
 }
