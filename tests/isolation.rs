@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use fief::core::objects::ObjectId;
 use fief::core::render::{RenderedObject, Source};
+use fief::core::status::Outcome;
 use fief::kube::Resources;
 use fief::kube::sync::{SyncOptions, sync};
 use serde_json::json;
@@ -239,7 +240,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
         .await
         .unwrap();
     let report = &reports[0];
-    assert_eq!(report.outcome, "failed", "{report:?}");
+    assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
     assert_eq!(report.counts.failed, 2, "{report:?}");
     for e in &report.errors {
         assert!(e.contains("403") || e.contains("forbidden"), "{e}");

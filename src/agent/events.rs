@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::core::status::Outcome;
 use crate::kube::sync::{SyncResult, TenantReport};
 
 /// Events sent at once.
@@ -126,9 +127,9 @@ fn event_for(r: &TenantReport) -> Option<Event> {
             .errors
             .first()
             .cloned()
-            .or_else(|| r.prune_held.clone())
-            .unwrap_or_else(|| r.outcome.clone());
-        let reason = if r.outcome == "invalid" {
+            .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
+            .unwrap_or_else(|| r.outcome.to_string());
+        let reason = if r.outcome == Outcome::Invalid {
             "RenderFailed"
         } else {
             "SyncFailed"
@@ -142,7 +143,7 @@ fn event_for(r: &TenantReport) -> Option<Event> {
         if let Some(hold) = &r.prune_held {
             note = format!("{note}; {hold}");
         }
-        let reason = if r.outcome == "purged" {
+        let reason = if r.outcome == Outcome::Purged {
             "Purged"
         } else {
             "Applied"
@@ -198,10 +199,10 @@ mod tests {
 
     #[test]
     fn a_job_counts_an_event_per_changed_inventory_and_per_namespace_of_it() {
-        let mut changed = TenantReport::new("a", "applied");
+        let mut changed = TenantReport::new("a", Outcome::Applied);
         changed.counts.configured = 1;
-        let unchanged = TenantReport::new("b", "applied");
-        let mut failed = TenantReport::new("c", "failed");
+        let unchanged = TenantReport::new("b", Outcome::Applied);
+        let mut failed = TenantReport::new("c", Outcome::Failed);
         failed.errors.push("refused".to_string());
         let job = Job {
             agent_namespace: "fief-system".to_string(),

@@ -148,8 +148,8 @@ struct Health {
 pub struct Attempt {
     /// The commit attempted.
     pub commit: String,
-    /// `applied`, `failed`, `invalid`, `skipped`, `purged`.
-    pub outcome: String,
+    /// What the sync did: `applied`, `failed`, `invalid`, `skipped`, `purged`.
+    pub outcome: crate::core::status::Outcome,
     /// Unix time of the attempt.
     pub at: i64,
     /// The first error, if it failed.

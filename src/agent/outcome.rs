@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::{LoopState, Shared, lock, write};
 use crate::core::digest::Digest;
+use crate::core::status::Outcome;
 use crate::kube::sync::{ClusterState, SyncResult, TenantReport};
 
 /// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
@@ -92,10 +93,10 @@ fn account(
     let is_degraded = degraded.contains_key(&report.tenant);
     // The revision it was synced at: the head, or its last one while a rollout holds it.
     let rev = super::rollout::revision_for(state, &report.tenant);
-    if report.outcome != "orphaned" {
+    if report.outcome != Outcome::Orphaned {
         let attempt = super::Attempt {
             commit: rev.as_ref().map(|r| r.commit.clone()).unwrap_or_default(),
-            outcome: report.outcome.clone(),
+            outcome: report.outcome,
             at: super::metrics::unix_now(),
             error: report.errors.first().cloned(),
         };
@@ -110,16 +111,17 @@ fn account(
         .applied
         .inc_by((c.created + c.configured) as u64);
     shared.metrics.pruned.inc_by(c.pruned as u64);
-    if report.outcome != "orphaned" {
-        shared.metrics.tenant_ready(
-            &report.tenant,
-            ok && !is_degraded && report.outcome != "invalid",
-        );
+    let invalid = report.outcome == Outcome::Invalid;
+    if report.outcome != Outcome::Orphaned {
+        shared
+            .metrics
+            .tenant_ready(&report.tenant, ok && !is_degraded && !invalid);
     }
     let mut q = lock(&shared.queue);
-    match report.outcome.as_str() {
+    let done = ok || invalid;
+    match report.outcome {
         _ if is_degraded => q.failed(&report.tenant, now),
-        "invalid" | "skipped" | "applied" | "purged" if ok || report.outcome == "invalid" => {
+        Outcome::Invalid | Outcome::Skipped | Outcome::Applied | Outcome::Purged if done => {
             q.succeeded(&report.tenant);
             if let Some(rev) = rev
                 && let Some(h) = rev.hashes.get(&report.tenant).cloned()
@@ -127,20 +129,20 @@ fn account(
                 state.record_synced(&report.tenant, &h, rev);
             }
         }
-        "orphaned" => {}
+        Outcome::Orphaned => {}
         _ => q.failed(&report.tenant, now),
     }
     drop(q);
     if ok && c.created + c.configured + c.pruned == 0 {
         tracing::debug!(
             tenant = report.tenant,
-            outcome = report.outcome,
+            outcome = report.outcome.as_str(),
             "unchanged"
         );
     } else if ok {
         tracing::info!(
             tenant = report.tenant,
-            outcome = report.outcome,
+            outcome = report.outcome.as_str(),
             created = c.created,
             configured = c.configured,
             pruned = c.pruned,
@@ -150,10 +152,10 @@ fn account(
         let first = report.errors.first().map(String::as_str).unwrap_or("");
         shared
             .metrics
-            .failure(category(first, is_degraded, &report.outcome));
+            .failure(category(first, is_degraded, report.outcome));
         tracing::warn!(
             tenant = report.tenant,
-            outcome = report.outcome,
+            outcome = report.outcome.as_str(),
             errors = report.errors.len(),
             first_error = first,
             "sync failed"
@@ -162,10 +164,10 @@ fn account(
 }
 
 /// A low-cardinality failure category for metrics.
-fn category(error: &str, degraded: bool, outcome: &str) -> &'static str {
+fn category(error: &str, degraded: bool, outcome: Outcome) -> &'static str {
     if degraded {
         "watch"
-    } else if outcome == "invalid" {
+    } else if outcome == Outcome::Invalid {
         "render"
     } else if error.contains("forbidden") || error.contains("403") {
         "forbidden"

@@ -183,8 +183,8 @@ pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantRe
                     .errors
                     .first()
                     .cloned()
-                    .or_else(|| r.prune_held.clone())
-                    .unwrap_or_else(|| r.outcome.clone());
+                    .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
+                    .unwrap_or_else(|| r.outcome.to_string());
                 p.failed.push(format!("{}: {why}", r.tenant));
             }
         }

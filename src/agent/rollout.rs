@@ -21,6 +21,7 @@ use super::{LoopState, Shared, lock};
 use crate::core::rollout::{
     Member, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
 };
+use crate::core::status::Outcome;
 
 /// A rollout under way (or finished: kept for status until the next one).
 pub(super) struct Active {
@@ -164,7 +165,7 @@ fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &st
     let failure = lock(&shared.health)
         .attempts
         .get(tenant)
-        .filter(|a| a.error.is_some() || a.outcome == "failed" || a.outcome == "invalid")
+        .filter(|a| a.error.is_some() || matches!(a.outcome, Outcome::Failed | Outcome::Invalid))
         .map(|a| {
             let why = format!(
                 "sync {}: {}",

@@ -15,6 +15,7 @@ use crate::cli::secrets::WithoutKey;
 use crate::core::model::Repo;
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
+use crate::core::status::Outcome;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
@@ -30,10 +31,10 @@ fn progress_line(r: &TenantReport) -> String {
         "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
         r.tenant,
         // Problems stand out; success stays plain (scripts grep `t: applied` on a terminal too).
-        match super::colour::style_of(&r.outcome) {
+        match super::colour::style_of(r.outcome.as_str()) {
             Some(style) if style != super::colour::Style::Good =>
-                super::colour::paint(on, style, &r.outcome),
-            _ => r.outcome.clone(),
+                super::colour::paint(on, style, r.outcome.as_str()),
+            _ => r.outcome.to_string(),
         },
         c.created,
         c.configured,
@@ -45,11 +46,11 @@ fn progress_line(r: &TenantReport) -> String {
         return format!(
             "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
             r.tenant,
-            super::colour::word(super::colour::stdout(), "suspended"),
+            super::colour::word(super::colour::stdout(), Outcome::Suspended.as_str()),
             r.tenant
         );
     }
-    if r.outcome == "orphaned" {
+    if r.outcome == Outcome::Orphaned {
         line = format!(
             "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
             r.tenant, c.objects
@@ -183,7 +184,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         let mut reports = reports?;
         tenant_events(&resources, &options.agent_namespace, &reports).await;
         for (tenant, why) in suspended {
-            let mut r = TenantReport::new(&tenant, "suspended");
+            let mut r = TenantReport::new(&tenant, Outcome::Suspended);
             r.suspended = Some(why);
             reports.push(r);
         }
@@ -203,9 +204,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         for e in &r.errors {
             let _ = writeln!(stderr, "{error} tenant `{}`: {e}", r.tenant);
         }
-        if r.prune_blocked
-            && let Some(hold) = &r.prune_held
-        {
+        if let Some(hold) = r.prune_held.as_ref().filter(|h| h.blocks()) {
             let _ = writeln!(stderr, "{error} tenant `{}`: prune held: {hold}", r.tenant);
         }
         for u in unhealthy.get(&r.tenant).into_iter().flatten() {
@@ -242,7 +241,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
             // are one summary line, not one line each.
             let orphans: Vec<&str> = reports
                 .iter()
-                .filter(|r| r.outcome == "orphaned" && r.errors.is_empty())
+                .filter(|r| r.outcome == Outcome::Orphaned && r.errors.is_empty())
                 .map(|r| r.tenant.as_str())
                 .collect();
             if orphans.len() > ORPHANS_LISTED {
@@ -297,9 +296,11 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         }
     }
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    let invalid = reports.iter().any(|r| r.outcome == "invalid");
-    let failed = reports.iter().any(|r| !r.is_ok() && r.outcome != "invalid");
-    let held = reports.iter().any(|r| r.prune_blocked);
+    let invalid = reports.iter().any(|r| r.outcome == Outcome::Invalid);
+    let failed = reports
+        .iter()
+        .any(|r| !r.is_ok() && r.outcome != Outcome::Invalid);
+    let held = reports.iter().any(TenantReport::prune_blocked);
     let sick = unhealthy.values().any(|u| !u.is_empty());
     Ok(if failed {
         EXIT_EXTERNAL
@@ -358,7 +359,7 @@ async fn wait_for_health(
 ) -> BTreeMap<String, Vec<Unhealthy>> {
     let applied: BTreeSet<&str> = reports
         .iter()
-        .filter(|r| r.outcome == "applied" && r.is_ok())
+        .filter(|r| r.outcome == Outcome::Applied && r.is_ok())
         .map(|r| r.tenant.as_str())
         .collect();
     let waits = renders

@@ -9,6 +9,7 @@ use std::io::Write;
 use std::str::FromStr;
 
 use super::{CliError, EXIT_INVALID, EXIT_OK, Format, StatusArgs, runtime};
+use crate::core::condition::ConditionType::{self, Orphaned, Ready, Stalled};
 use crate::core::inventory::{Inventory, InventoryError};
 
 /// `fief status`.
@@ -57,7 +58,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             inventories.keys().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
-    let condition = |inv: &Inventory, t: &str| {
+    let condition = |inv: &Inventory, t: ConditionType| {
         inv.status
             .condition(t)
             .map(|c| c.status.clone())
@@ -67,10 +68,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         .iter()
         .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
         .filter(|(_, inv)| {
-            !args.not_ready
-                || inv
-                    .as_ref()
-                    .map_or(true, |i| condition(i, "Ready") != "True")
+            !args.not_ready || inv.as_ref().map_or(true, |i| condition(i, Ready) != "True")
         })
         .collect();
     let mut out = String::new();
@@ -118,12 +116,12 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                             .status
                             .last_error
                             .clone()
-                            .or_else(|| inv.status.condition("Ready").map(|c| c.message.clone()))
+                            .or_else(|| inv.status.condition(Ready).map(|c| c.message.clone()))
                             .unwrap_or_default();
                         let message = message.lines().next().unwrap_or("").to_string();
                         let orphan = inv
                             .status
-                            .condition("Orphaned")
+                            .condition(Orphaned)
                             .is_some_and(|c| c.status == "True");
                         let tried = attempt(t.as_str())
                             .map(|a| attempt_cell(&a))
@@ -134,7 +132,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                                 "Suspended".to_string(),
                                 format!("suspended {why}; was: {message}"),
                             ),
-                            None => (condition(inv, "Ready"), message),
+                            None => (condition(inv, Ready), message),
                         };
                         let message = match wave_of(t.as_str()) {
                             Some((i, name, true)) => format!(
@@ -153,7 +151,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                                 None => padded,
                             }
                         };
-                        let stalled = condition(inv, "Stalled");
+                        let stalled = condition(inv, Stalled);
                         let stalled = if stalled == "True" {
                             super::colour::paint(
                                 on,
@@ -193,10 +191,9 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         }
     }
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    let any_bad = selected.iter().any(|(_, inv)| {
-        inv.as_ref()
-            .map_or(true, |i| condition(i, "Ready") != "True")
-    });
+    let any_bad = selected
+        .iter()
+        .any(|(_, inv)| inv.as_ref().map_or(true, |i| condition(i, Ready) != "True"));
     Ok(if any_bad { EXIT_INVALID } else { EXIT_OK })
 }
 

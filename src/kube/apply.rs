@@ -2,7 +2,8 @@
 //! waiting for a CRD to be Established.
 //!
 //! In: a planned [`Apply`]. Out: the object as the server returned it, or a [`ClusterError`]
-//! naming it. Retries a fresh RoleBinding's 403 and a 429 with backoff.
+//! naming it. Retries a fresh RoleBinding's 403 (the authorizer's cache lags); a 429 or 503 is
+//! retried by kube's own retry layer under every request.
 
 use std::time::Duration;
 
@@ -38,7 +39,6 @@ pub(super) async fn apply_one(
     // Component objects go as the tenant's own ServiceAccount of the environment they were
     // rendered for, so the API server refuses whatever the render check might have missed.
     let identity = (o.component != BASELINE).then(|| identity.to_string());
-    let mut attempt = 0;
     let mut forbidden = 0;
     let started = std::time::Instant::now();
     loop {
@@ -60,11 +60,6 @@ pub(super) async fn apply_one(
                 forbidden += 1;
                 tokio::time::sleep(Duration::from_millis((100 * forbidden).min(1000))).await;
             }
-            // The API server is shedding load: back off exponentially and try again.
-            Err(kube::Error::Api(s)) if s.code == 429 && attempt < 8 => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-            }
             Err(source) => {
                 let who = identity.as_deref().unwrap_or("the agent");
                 return Err(ClusterError::request(
@@ -76,30 +71,28 @@ pub(super) async fn apply_one(
     }
 }
 
-/// Wait (up to a minute) until a CRD is Established.
+/// Wait (up to a minute) until a CRD is Established: a watch on it, through kube-runtime's
+/// `await_condition`, so the answer comes with the event, not at the next poll.
 pub(super) async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(), ClusterError> {
-    let version = api_version(&a.object.object);
-    let Some(resource) = ctx.resources.resolve(&version, &a.object.id.kind).await else {
-        return Ok(());
-    };
-    let api = ctx.resources.api(&resource, "");
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::runtime::wait::{await_condition, conditions};
     let seconds = 60;
-    for _ in 0..seconds * 4 {
-        if let Ok(crd) = api.get(&a.object.id.name).await {
-            let crd = serde_json::to_value(crd).unwrap_or(Value::Null);
-            let established = crd["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Established" && c["status"] == "True");
-            if established {
-                return Ok(());
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(ctx.resources.client().clone());
+    let name = &a.object.id.name;
+    let waited = tokio::time::timeout(
+        Duration::from_secs(seconds),
+        await_condition(api, name, conditions::is_crd_established()),
+    )
+    .await;
+    match waited {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(ClusterError::request(
+            format!("wait for {} to be Established", a.object.id),
+            kube::Error::Service(Box::new(e)),
+        )),
+        Err(_) => Err(ClusterError::CrdTimeout {
+            id: a.object.id.clone(),
+            seconds,
+        }),
     }
-    Err(ClusterError::CrdTimeout {
-        id: a.object.id.clone(),
-        seconds,
-    })
 }

@@ -17,13 +17,14 @@ use super::apply::{apply_one, wait_established};
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::prune_entries;
 use super::{ClusterError, Resources};
+use crate::core::condition::{ConditionType, Reason};
 use crate::core::inventory::{Entry, Inventory, InventoryError};
 use crate::core::model::{PruneGuard, TenantState, is_dns_label};
 use crate::core::objects::ObjectId;
 use crate::core::plan::{self, Apply, Plan};
 use crate::core::render::TenantRender;
-use crate::core::status;
 pub use crate::core::status::TenantReport;
+use crate::core::status::{self, Outcome, PruneHeld};
 
 pub use super::observe::observe;
 
@@ -152,12 +153,12 @@ pub(super) async fn sync_one(
         .as_deref()
         .is_some_and(|c| c != ctx.options.cluster)
     {
-        return (TenantReport::new(&r.tenant, "skipped"), None);
+        return (TenantReport::new(&r.tenant, Outcome::Skipped), None);
     }
     if !is_dns_label(&r.tenant) {
         // Its file is invalid (the render says why); no inventory can be named after it, and
         // nothing of it touches the cluster.
-        let mut rep = TenantReport::new(&r.tenant, "invalid");
+        let mut rep = TenantReport::new(&r.tenant, Outcome::Invalid);
         rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
         if rep.errors.is_empty() {
             rep.errors.push(format!(
@@ -169,7 +170,7 @@ pub(super) async fn sync_one(
     }
     match inventories.get(&r.tenant) {
         Some(Err(e)) => {
-            let mut rep = TenantReport::new(&r.tenant, "failed");
+            let mut rep = TenantReport::new(&r.tenant, Outcome::Failed);
             rep.errors.push(format!(
                 "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
             ));
@@ -198,14 +199,14 @@ pub(super) async fn orphans(
         if known.contains(tenant) {
             continue;
         }
-        let mut rep = TenantReport::new(tenant, "orphaned");
+        let mut rep = TenantReport::new(tenant, Outcome::Orphaned);
         if let Ok(inv) = inv {
             rep.counts.objects = inv.entries.len();
             let mut marked = inv.clone();
             marked.status.set_condition(
-                "Orphaned",
+                ConditionType::Orphaned,
                 true,
-                "TenantFileRemoved",
+                Reason::TenantFileRemoved,
                 "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
                 &ctx.now,
             );
@@ -248,12 +249,9 @@ async fn record_failure(
     prev: Option<&Inventory>,
     mut report: TenantReport,
 ) -> (TenantReport, Option<Inventory>) {
-    report.outcome = "failed".to_string();
+    report.outcome = Outcome::Failed;
     let message = report.errors.first().cloned().unwrap_or_default();
-    inv.status
-        .set_condition("Ready", false, "ApplyFailed", &message, &ctx.now);
-    inv.status
-        .set_condition("Stalled", true, "ApplyFailed", &message, &ctx.now);
+    status::stall(&mut inv.status, Reason::ApplyFailed, &message, &ctx.now);
     inv.status.last_error = Some(message);
     match write_inventory(ctx, &inv, prev).await {
         Ok(()) => (report, Some(inv)),
@@ -275,9 +273,9 @@ async fn sync_tenant(
     prev: Option<&Inventory>,
 ) -> (TenantReport, Option<Inventory>) {
     let tenant = render.tenant.as_str();
-    let mut report = TenantReport::new(tenant, "applied");
+    let mut report = TenantReport::new(tenant, Outcome::Applied);
     let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
-    inv.status.conditions.retain(|c| c.type_ != "Orphaned");
+    inv.status.remove_condition(ConditionType::Orphaned);
     let now = ctx.now.as_str();
     if !render.is_ok() {
         status::record_invalid(&mut inv, &mut report, render, now);
@@ -342,7 +340,7 @@ async fn sync_tenant(
         );
     }
     if let Err(e) = write_inventory(ctx, &inv, prev).await {
-        report.outcome = "failed".to_string();
+        report.outcome = Outcome::Failed;
         report
             .errors
             .push(format!("{e}; nothing applied or pruned"));
@@ -353,27 +351,23 @@ async fn sync_tenant(
     apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
     crash_point("after-apply");
     let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
-    let hold = match &plan.hold {
-        Some(h) => Some(h.clone()),
+    report.prune_held = match &plan.hold {
+        Some(h) => Some(h.clone().into()),
         // An apply failed: the new objects may not exist, so nothing old is deleted.
         None if report.counts.failed > 0 && !plan.prune.is_empty() => {
-            Some(plan::PruneHold::ApplyFailed {
+            Some(PruneHeld::Hold(plan::PruneHold::ApplyFailed {
                 failed: report.counts.failed,
-            })
+            }))
         }
         None => None,
     };
-    report.prune_held = hold.as_ref().map(|h| h.to_string());
-    report.prune_blocked = hold
-        .as_ref()
-        .is_some_and(|h| *h != plan::PruneHold::RenderFailed);
-    if hold.is_none() {
+    if report.prune_held.is_none() {
         prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
     }
     crash_point("after-prune");
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
-        report.outcome = "purged".to_string();
+        report.outcome = Outcome::Purged;
         return match delete_inventory(ctx, tenant).await {
             Ok(()) => (report, None),
             Err(e) => {
@@ -383,10 +377,9 @@ async fn sync_tenant(
         };
     }
     if purged && report.prune_held.is_none() {
-        report.prune_held = Some(format!(
-            "purge incomplete: {} objects remain (kept by fief.dev/prune: disabled, or their namespace); delete them or remove the annotation",
-            inv.entries.len()
-        ));
+        report.prune_held = Some(PruneHeld::PurgeIncomplete {
+            remaining: inv.entries.len(),
+        });
     }
     status::finish(
         &mut inv,
@@ -406,7 +399,7 @@ async fn sync_tenant(
         }
     };
     if !report.errors.is_empty() {
-        report.outcome = "failed".to_string();
+        report.outcome = Outcome::Failed;
     }
     (report, Some(stands))
 }

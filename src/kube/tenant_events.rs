@@ -39,19 +39,15 @@ pub fn event_for(r: &TenantReport) -> Option<Event> {
             .errors
             .first()
             .cloned()
-            .or_else(|| r.prune_held.clone())
-            .unwrap_or_else(|| r.outcome.clone());
+            .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
+            .unwrap_or_else(|| r.outcome.to_string());
         (
             EventType::Warning,
             "SyncFailed",
             format!("{} error(s); first: {first}", r.errors.len().max(1)),
         )
-    } else if r.prune_blocked {
-        (
-            EventType::Warning,
-            "Stalled",
-            format!("prune held: {}", r.prune_held.clone().unwrap_or_default()),
-        )
+    } else if let Some(hold) = r.prune_held.as_ref().filter(|h| h.blocks()) {
+        (EventType::Warning, "Stalled", format!("prune held: {hold}"))
     } else if c.created + c.configured + c.pruned > 0 {
         (
             EventType::Normal,

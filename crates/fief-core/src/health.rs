@@ -18,6 +18,7 @@
 
 use serde_json::Value;
 
+use crate::condition::{ConditionType, Reason};
 use crate::inventory::Status;
 
 /// What an object's status says.
@@ -275,32 +276,29 @@ fn describe(list: &[(String, String)]) -> String {
     format!("{}{more}", shown.join("; "))
 }
 
-/// Condition reason of a tenant applied and healthy.
-pub const HEALTHY: &str = "Healthy";
-/// Condition reason of a tenant applied and waiting for its objects to become healthy: its
-/// sync finished (`Reconciling=True` here is the wait, not a sync under way).
-pub const WAITING: &str = "WaitingForHealth";
-/// Condition reason of a tenant applied whose objects failed or timed out.
-pub const UNHEALTHY: &str = "Unhealthy";
+/// The reasons a health verdict writes ([`set_conditions`]).
+const VERDICT_REASONS: [Reason; 3] = [Reason::Healthy, Reason::WaitingForHealth, Reason::Unhealthy];
 
 /// Whether `status` carries a health verdict ([`set_conditions`]) rather than a sync's own
 /// `Ready`: the verdict judges the objects the last sync left, and a sync that changes none
 /// of them leaves it standing.
 pub fn holds_verdict(status: &Status) -> bool {
     status
-        .condition("Ready")
-        .is_some_and(|c| [HEALTHY, WAITING, UNHEALTHY].contains(&c.reason.as_str()))
+        .condition(ConditionType::Ready)
+        .is_some_and(|c| VERDICT_REASONS.iter().any(|r| c.has_reason(*r)))
 }
 
 /// Set a tenant's conditions from its verdict: `Ready` (reason `Healthy`), `Reconciling`
 /// (reason `WaitingForHealth`, the pending objects named) or `Stalled` (reason `Unhealthy`,
 /// the unhealthy objects named and why; also the last error).
 pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
+    use ConditionType::{Ready, Reconciling, Stalled};
     match verdict {
         Verdict::Ready => {
-            status.set_condition("Ready", true, HEALTHY, "applied and healthy", now);
-            status.set_condition("Reconciling", false, HEALTHY, "", now);
-            status.set_condition("Stalled", false, HEALTHY, "", now);
+            let reason = Reason::Healthy;
+            status.set_condition(Ready, true, reason, "applied and healthy", now);
+            status.set_condition(Reconciling, false, reason, "", now);
+            status.set_condition(Stalled, false, reason, "", now);
             status.last_error = None;
         }
         Verdict::Reconciling(list) => {
@@ -309,15 +307,17 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
                 list.len(),
                 describe(list)
             );
-            status.set_condition("Ready", false, WAITING, &message, now);
-            status.set_condition("Reconciling", true, WAITING, &message, now);
-            status.set_condition("Stalled", false, WAITING, "", now);
+            let reason = Reason::WaitingForHealth;
+            status.set_condition(Ready, false, reason, &message, now);
+            status.set_condition(Reconciling, true, reason, &message, now);
+            status.set_condition(Stalled, false, reason, "", now);
         }
         Verdict::Stalled(list) => {
             let message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
-            status.set_condition("Ready", false, UNHEALTHY, &message, now);
-            status.set_condition("Reconciling", false, UNHEALTHY, "", now);
-            status.set_condition("Stalled", true, UNHEALTHY, &message, now);
+            let reason = Reason::Unhealthy;
+            status.set_condition(Ready, false, reason, &message, now);
+            status.set_condition(Reconciling, false, reason, "", now);
+            status.set_condition(Stalled, true, reason, &message, now);
             status.last_error = Some(message);
         }
     }
@@ -404,7 +404,9 @@ mod tests {
         let stalled = Verdict::Stalled(vec![("apps/Deployment t/web".into(), "0/1".into())]);
         set_conditions(&mut status, &stalled, "now");
         assert_eq!(
-            status.condition("Stalled").map(|c| c.status.as_str()),
+            status
+                .condition(ConditionType::Stalled)
+                .map(|c| c.status.as_str()),
             Some("True")
         );
         assert!(

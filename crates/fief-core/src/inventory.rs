@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub use crate::condition::Condition;
+use crate::condition::{ConditionType, Reason};
 use crate::objects::{self, ObjectId};
 
 /// Label on the parent: the ApplySet id.
@@ -103,23 +105,6 @@ impl AppliedVersion {
     }
 }
 
-/// A status condition, as Kubernetes writes them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// `Ready`, `Reconciling`, `Stalled` or `Orphaned`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True` or `False`.
-    pub status: String,
-    /// CamelCase reason.
-    pub reason: String,
-    /// For people.
-    pub message: String,
-    /// When `status` last changed (RFC 3339).
-    pub last_transition_time: String,
-}
-
 /// Object counts of the last sync.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -164,14 +149,18 @@ impl Status {
     /// Set a condition; `last_transition_time` changes only when its status flips.
     pub fn set_condition(
         &mut self,
-        type_: &str,
+        type_: ConditionType,
         status: bool,
-        reason: &str,
+        reason: Reason,
         message: &str,
         now: &str,
     ) {
         let status = if status { "True" } else { "False" }.to_string();
-        match self.conditions.iter_mut().find(|c| c.type_ == type_) {
+        match self
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == type_.as_str())
+        {
             Some(c) => {
                 if c.status != status {
                     c.last_transition_time = now.to_string();
@@ -194,19 +183,24 @@ impl Status {
     }
 
     /// The condition of a type, if set.
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
-        self.conditions.iter().find(|c| c.type_ == type_)
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_.as_str())
+    }
+
+    /// Remove the condition of a type, if set.
+    pub fn remove_condition(&mut self, type_: ConditionType) {
+        self.conditions.retain(|c| c.type_ != type_.as_str());
     }
 
     /// Whether the last sync finished and succeeded: `Ready=True`, neither `Reconciling` nor
     /// `Stalled` true, no last error, and not marked `Orphaned` (a tenant file that came back
     /// is synced, which clears it).
     pub fn is_settled(&self) -> bool {
-        let is = |type_: &str| self.condition(type_).is_some_and(|c| c.status == "True");
-        is("Ready")
-            && !is("Reconciling")
-            && !is("Stalled")
-            && self.condition("Orphaned").is_none()
+        let is = |type_| self.condition(type_).is_some_and(|c| c.status == "True");
+        is(ConditionType::Ready)
+            && !is(ConditionType::Reconciling)
+            && !is(ConditionType::Stalled)
+            && self.condition(ConditionType::Orphaned).is_none()
             && self.last_error.is_none()
     }
 }
@@ -389,8 +383,13 @@ mod tests {
         ] {
             inv.entries.insert(e.id.clone(), e);
         }
-        inv.status
-            .set_condition("Ready", true, "Applied", "ok", "2026-01-01T00:00:00Z");
+        inv.status.set_condition(
+            ConditionType::Ready,
+            true,
+            Reason::Applied,
+            "ok",
+            "2026-01-01T00:00:00Z",
+        );
         let cm = inv.to_configmap("fief-system");
         let ann = &cm["metadata"]["annotations"];
         assert_eq!(
@@ -410,11 +409,12 @@ mod tests {
     #[test]
     fn condition_transition_time_changes_only_on_flip() {
         let mut s = Status::default();
-        s.set_condition("Ready", true, "A", "m", "t1");
-        s.set_condition("Ready", true, "B", "m2", "t2");
-        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t1");
-        s.set_condition("Ready", false, "C", "m3", "t3");
-        assert_eq!(s.condition("Ready").unwrap().last_transition_time, "t3");
+        let ready = ConditionType::Ready;
+        s.set_condition(ready, true, Reason::Applied, "m", "t1");
+        s.set_condition(ready, true, Reason::Healthy, "m2", "t2");
+        assert_eq!(s.condition(ready).unwrap().last_transition_time, "t1");
+        s.set_condition(ready, false, Reason::ApplyFailed, "m3", "t3");
+        assert_eq!(s.condition(ready).unwrap().last_transition_time, "t3");
     }
 
     #[test]
@@ -452,16 +452,22 @@ mod tests {
         e.uid = "u".into();
         inv.entries.insert(e.id.clone(), e);
         inv.status.inputs = "h1".into();
-        inv.status.set_condition("Ready", true, "Applied", "", "t");
+        let (ready, stalled) = (ConditionType::Ready, ConditionType::Stalled);
         inv.status
-            .set_condition("Stalled", false, "Applied", "", "t");
+            .set_condition(ready, true, Reason::Applied, "", "t");
+        inv.status
+            .set_condition(stalled, false, Reason::Applied, "", "t");
         assert!(inv.stands_for("h1"));
         assert!(!inv.stands_for("h2"), "other inputs");
         assert!(!inv.stands_for(""));
         let mut reconciling = inv.clone();
-        reconciling
-            .status
-            .set_condition("Reconciling", true, "Progressing", "", "t");
+        reconciling.status.set_condition(
+            ConditionType::Reconciling,
+            true,
+            Reason::Progressing,
+            "",
+            "t",
+        );
         assert!(!reconciling.stands_for("h1"));
         let mut failed = inv.clone();
         failed.status.last_error = Some("boom".into());

@@ -18,6 +18,7 @@ pub const VERSION: &str = concat!(
 
 pub mod bump;
 pub mod compare;
+pub mod condition;
 pub mod diagnostic;
 pub mod digest;
 pub mod health;

@@ -7,56 +7,15 @@
 
 use serde::Serialize;
 
+use crate::condition::{ConditionType, Reason};
 use crate::diagnostic::Problem;
-use crate::inventory::{Counts, Inventory};
+use crate::inventory::{Inventory, Status};
 use crate::objects;
 use crate::render::TenantRender;
 
-/// What happened to one tenant.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TenantReport {
-    /// Tenant name.
-    pub tenant: String,
-    /// `applied`, `failed`, `invalid`, `purged`, `orphaned` or `skipped`.
-    pub outcome: String,
-    /// Counts of this sync.
-    pub counts: Counts,
-    /// Objects left in place although they left git (prune disabled, no longer ours).
-    pub kept: Vec<String>,
-    /// Why pruning was held back.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prune_held: Option<String>,
-    /// Whether a prune git asks for was held (failed apply, mass-prune guard, empty render):
-    /// objects that left git still run, and a person or the next sync must act. Not set for
-    /// a purge that keeps `fief.dev/prune: disabled` objects (that is what they asked for).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub prune_blocked: bool,
-    /// Errors.
-    pub errors: Vec<String>,
-    /// Why the tenant was left alone (outcome `suspended`): who suspended it, when, and why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspended: Option<String>,
-}
+mod report;
 
-impl TenantReport {
-    /// A report with this outcome and nothing else yet.
-    pub fn new(tenant: &str, outcome: &str) -> TenantReport {
-        TenantReport {
-            tenant: tenant.to_string(),
-            outcome: outcome.to_string(),
-            ..Default::default()
-        }
-    }
-
-    /// Whether the tenant synced without errors.
-    pub fn is_ok(&self) -> bool {
-        matches!(
-            self.outcome.as_str(),
-            "applied" | "purged" | "orphaned" | "skipped" | "suspended"
-        ) && self.errors.is_empty()
-    }
-}
+pub use report::{Outcome, PruneHeld, TenantReport};
 
 /// A tenant that did not render or validate (`RenderFailed`, outcome `invalid`), or that the
 /// agent cannot watch a kind of (`ClusterAccessFailed`, outcome `failed`): `Ready=False`,
@@ -73,31 +32,33 @@ pub fn record_invalid(
         .iter()
         .any(|d| matches!(*d.problem, Problem::ClusterAccess { .. }));
     let (outcome, reason) = if access {
-        ("failed", "ClusterAccessFailed")
+        (Outcome::Failed, Reason::ClusterAccessFailed)
     } else {
-        ("invalid", "RenderFailed")
+        (Outcome::Invalid, Reason::RenderFailed)
     };
-    report.outcome = outcome.to_string();
+    report.outcome = outcome;
     report.errors = render.errors.iter().map(|d| d.to_string()).collect();
     let first = report.errors.first().cloned().unwrap_or_default();
     let message = format!("{} error(s); first: {first}", render.errors.len());
-    inv.status
-        .set_condition("Ready", false, reason, &message, now);
-    inv.status
-        .set_condition("Stalled", true, reason, &message, now);
+    stall(&mut inv.status, reason, &message, now);
     inv.status.last_error = Some(message);
     inv.status.inputs.clear();
 }
 
-/// Condition reason of `Reconciling=True` while a sync applies and prunes.
-pub const PROGRESSING: &str = "Progressing";
+/// `Ready=False` and `Stalled=True`, both with `reason` and `message`: the tenant cannot
+/// progress without a change (a failed render or apply, a held prune).
+pub fn stall(status: &mut Status, reason: Reason, message: &str, now: &str) {
+    status.set_condition(ConditionType::Ready, false, reason, message, now);
+    status.set_condition(ConditionType::Stalled, true, reason, message, now);
+}
 
-/// `Reconciling=True` while a sync that changes something is under way.
+/// `Reconciling=True` (reason `Progressing`) while a sync that changes something is under
+/// way.
 pub fn mark_reconciling(inv: &mut Inventory, now: &str) {
     inv.status.set_condition(
-        "Reconciling",
+        ConditionType::Reconciling,
         true,
-        PROGRESSING,
+        Reason::Progressing,
         "applying and pruning",
         now,
     );
@@ -106,11 +67,11 @@ pub fn mark_reconciling(inv: &mut Inventory, now: &str) {
 /// Whether the inventory records a sync that began and never finished (the process stopped
 /// between [`mark_reconciling`] and [`finish`]): only such a sync is applied again in full.
 /// A finished sync waiting for its objects' health is `Reconciling=True` too, with the
-/// reason [`crate::health::WAITING`]: it is finished, and its objects stand.
+/// reason [`Reason::WaitingForHealth`]: it is finished, and its objects stand.
 pub fn interrupted(inv: &Inventory) -> bool {
     inv.status
-        .condition("Reconciling")
-        .is_some_and(|c| c.status == "True" && c.reason == PROGRESSING)
+        .condition(ConditionType::Reconciling)
+        .is_some_and(|c| c.status == "True" && c.has_reason(Reason::Progressing))
 }
 
 /// The final status of a sync: applied, failed, or prune held.
@@ -128,7 +89,13 @@ pub fn finish(
         status.counts = report.counts.clone();
     }
     if changed {
-        status.set_condition("Reconciling", false, "Done", "sync finished", now);
+        status.set_condition(
+            ConditionType::Reconciling,
+            false,
+            Reason::Done,
+            "sync finished",
+            now,
+        );
         if commit.is_some() {
             status.commit = commit.map(str::to_string);
         }
@@ -138,14 +105,13 @@ pub fn finish(
         if let Some(hold) = &report.prune_held {
             message.push_str(&format!("; prune held: {hold}"));
         }
-        status.set_condition("Ready", false, "ApplyFailed", &message, now);
-        status.set_condition("Stalled", true, "ApplyFailed", &message, now);
+        stall(status, Reason::ApplyFailed, &message, now);
         status.last_error = Some(message);
         status.inputs.clear();
     } else if let Some(hold) = &report.prune_held {
-        status.set_condition("Ready", false, "PruneHeld", hold, now);
-        status.set_condition("Stalled", true, "PruneHeld", hold, now);
-        status.last_error = Some(hold.clone());
+        let hold = hold.to_string();
+        stall(status, Reason::PruneHeld, &hold, now);
+        status.last_error = Some(hold);
         status.inputs.clear();
     } else if !changed && crate::health::holds_verdict(status) {
         // Nothing of the tenant changed: the health verdict on record still judges the
@@ -154,8 +120,8 @@ pub fn finish(
     } else {
         let rev = revision(render);
         let message = format!("applied revision {rev}: {} objects", report.counts.objects);
-        status.set_condition("Ready", true, "Applied", &message, now);
-        status.set_condition("Stalled", false, "Applied", "", now);
+        status.set_condition(ConditionType::Ready, true, Reason::Applied, &message, now);
+        status.set_condition(ConditionType::Stalled, false, Reason::Applied, "", now);
         status.revision = rev;
         status.last_error = None;
     }
@@ -188,7 +154,7 @@ pub fn stands_unrendered(
 /// The report of a tenant whose last sync stands ([`stands_unrendered`]): applied, every
 /// recorded object unchanged.
 pub fn unchanged_report(inv: &Inventory) -> TenantReport {
-    let mut report = TenantReport::new(&inv.tenant, "applied");
+    let mut report = TenantReport::new(&inv.tenant, Outcome::Applied);
     report.counts.objects = inv.entries.len();
     report.counts.unchanged = inv.entries.len();
     report
@@ -295,7 +261,7 @@ mod inputs_tests {
     fn a_successful_sync_records_its_inputs_only_when_the_inventory_is_written_anyway() {
         let mut inv = Inventory::new("acme");
         inv.status.inputs = "h1".into();
-        let mut report = TenantReport::new("acme", "unchanged");
+        let mut report = TenantReport::new("acme", Outcome::Applied);
         finish(&mut inv, &mut report, &render(), false, "t", None);
         record_inputs(&mut inv, &render(), false);
         assert_eq!(inv.status.inputs, "h1", "no write just to record inputs");
@@ -307,7 +273,7 @@ mod inputs_tests {
     fn a_failed_or_invalid_sync_clears_the_recorded_inputs() {
         let mut inv = Inventory::new("acme");
         inv.status.inputs = "h1".into();
-        let mut report = TenantReport::new("acme", "failed");
+        let mut report = TenantReport::new("acme", Outcome::Failed);
         report.errors.push("apply failed".into());
         finish(&mut inv, &mut report, &render(), true, "t", None);
         record_inputs(&mut inv, &render(), true);
@@ -315,7 +281,7 @@ mod inputs_tests {
 
         let mut inv = Inventory::new("acme");
         inv.status.inputs = "h1".into();
-        let mut report = TenantReport::new("acme", "invalid");
+        let mut report = TenantReport::new("acme", Outcome::Invalid);
         record_invalid(&mut inv, &mut report, &render(), "t");
         assert!(inv.status.inputs.is_empty());
     }
@@ -352,11 +318,10 @@ mod reuse_tests {
             );
         }
         inv.status.inputs = "in1".into();
-        inv.status.set_condition("Ready", true, "Applied", "", "t");
-        inv.status
-            .set_condition("Stalled", false, "Applied", "", "t");
-        inv.status
-            .set_condition("Reconciling", false, "Done", "", "t");
+        let s = &mut inv.status;
+        s.set_condition(ConditionType::Ready, true, Reason::Applied, "", "t");
+        s.set_condition(ConditionType::Stalled, false, Reason::Applied, "", "t");
+        s.set_condition(ConditionType::Reconciling, false, Reason::Done, "", "t");
         inv
     }
 
@@ -366,8 +331,8 @@ mod reuse_tests {
         assert!(stands_unrendered(&inv, "in1", |_| true));
         let report = unchanged_report(&inv);
         assert_eq!(
-            (report.outcome.as_str(), report.counts.unchanged),
-            ("applied", 2)
+            (report.outcome, report.counts.unchanged),
+            (Outcome::Applied, 2)
         );
         assert!(report.is_ok());
     }
@@ -383,17 +348,25 @@ mod reuse_tests {
             "one object moved"
         );
         let mut reconciling = settled();
-        reconciling
-            .status
-            .set_condition("Reconciling", true, "Progressing", "", "t");
+        reconciling.status.set_condition(
+            ConditionType::Reconciling,
+            true,
+            Reason::Progressing,
+            "",
+            "t",
+        );
         assert!(!stands_unrendered(&reconciling, "in1", |_| true));
         let mut failed = settled();
         failed.status.last_error = Some("boom".into());
         assert!(!stands_unrendered(&failed, "in1", |_| true));
         let mut orphaned = settled();
-        orphaned
-            .status
-            .set_condition("Orphaned", true, "TenantFileRemoved", "", "t");
+        orphaned.status.set_condition(
+            ConditionType::Orphaned,
+            true,
+            Reason::TenantFileRemoved,
+            "",
+            "t",
+        );
         assert!(!stands_unrendered(&orphaned, "in1", |_| true));
         let mut unapplied = settled();
         if let Some(e) = unapplied.entries.values_mut().next() {

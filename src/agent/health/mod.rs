@@ -213,10 +213,9 @@ impl Gate {
         permit: Permit,
     ) {
         let tenant = render.tenant.as_str();
-        let ok = result
-            .reports
-            .iter()
-            .any(|r| r.tenant == tenant && r.is_ok() && r.outcome == "applied");
+        let ok = result.reports.iter().any(|r| {
+            r.tenant == tenant && r.is_ok() && r.outcome == crate::core::status::Outcome::Applied
+        });
         let mut t = lock(&self.tracker);
         t.syncing.remove(tenant);
         // The sync may have written its own status: the next verdict is judged afresh.
