@@ -1,8 +1,8 @@
 //! Build script: records the git commit fief is built from (`FIEF_GIT_COMMIT`, for
 //! `fief --version` and the input hashes). Outside a git checkout (e.g. a source tarball) the
 //! commit is `unknown`, or whatever `FIEF_GIT_COMMIT` says. Also a hash of the sources that
-//! decide what fief renders and applies (`FIEF_SOURCE_HASH`: this crate's `src/`, the `fief`
-//! crate's `src/`, the baseline `templates/` and `Cargo.lock`, those that exist), which salts
+//! decide what fief renders and applies (`FIEF_SOURCE_HASH`: every crate under `crates/`, the
+//! `fief` crate's `src/`, the baseline `templates/` and `Cargo.lock`, those that exist), which salts
 //! the input hashes a sync records, so no two different builds share one (a dirty tree, a
 //! tarball).
 
@@ -29,7 +29,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// the same sources give the same value on every machine).
 fn source_hash() -> String {
     let mut paths = vec![PathBuf::from("../../Cargo.lock")];
-    for dir in ["src", "../../src", "../../templates"] {
+    for dir in ["..", "../../src", "../../templates"] {
         println!("cargo:rerun-if-changed={dir}");
         files(Path::new(dir), &mut paths);
     }

@@ -1,0 +1,360 @@
+//! The desired objects' shapes, as much of them as drift detection needs, kept lean.
+//!
+//! In: each render's objects. Out: per object its tenant and its *shape* — the desired object
+//! with every scalar replaced by null. [`fief_core::plan::projection`] reads only the desired
+//! object's keys and array lengths, so the live hash computed from the shape equals the one
+//! computed from the object. Shapes are interned: the objects of one template have the same
+//! shape in every tenant, so 26,000 objects hold a few dozen shapes, not 26,000 copies of the
+//! desired JSON. Replacing a tenant's objects costs that tenant's objects, not the fleet's.
+//! Object ids are interned too: every per-object map of the agent (desired shapes, live
+//! hashes, the drift baseline, health, the watches' known sets) keys on the one [`Id`] the
+//! agent's [`Interner`] hands out for an object, whichever of them met the object first.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use fief_core::objects::ObjectId;
+
+/// `value` with every scalar replaced by null (objects and arrays kept).
+#[cfg(test)]
+pub fn shape(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+        _ => Value::Null,
+    }
+}
+
+/// One object's id and its shape's JSON ([`shape_key`], the interning key): the shape itself
+/// is built from it only when no object held so far has it.
+pub type Shaped = (ObjectId, String);
+
+/// The JSON of [`shape`]`(value)`, written without building the shape: compact, keys in the
+/// object's order, every scalar `null` (`shape_key(v) == shape(v).to_string()`).
+pub fn shape_key(value: &Value) -> String {
+    fn write(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+                        out.push_str(&Value::from(k.as_str()).to_string());
+                    } else {
+                        // Nothing to escape (every key of a Kubernetes object, in practice).
+                        out.push('"');
+                        out.push_str(k);
+                        out.push('"');
+                    }
+                    out.push(':');
+                    write(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(v, out);
+                }
+                out.push(']');
+            }
+            _ => out.push_str("null"),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+/// The shapes of a render's objects (none for a failed render: nothing of it is desired).
+pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
+    if !render.is_ok() {
+        return Vec::new();
+    }
+    render
+        .objects
+        .iter()
+        .map(|o| (o.id.clone(), shape_key(&o.object)))
+        .collect()
+}
+
+/// An interned object id: one allocation shared by every map that keys on it.
+pub type Id = Arc<ObjectId>;
+
+/// One allocation per object id for the whole agent. A map keeps its old key when a key
+/// equal to it is inserted, so two maps that each allocated their own copy of an id (a watch
+/// that listed the object before its tenant was rendered or verified, say) would hold both
+/// for good; ids taken from here are the same allocation everywhere.
+#[derive(Default)]
+pub struct Interner {
+    ids: HashSet<Id>,
+    /// Ids held after the last sweep.
+    kept: usize,
+}
+
+impl Interner {
+    /// The agent's id for `id`, allocated on first use.
+    pub fn intern(&mut self, id: &ObjectId) -> Id {
+        match self.ids.get(id) {
+            Some(held) => held.clone(),
+            None => self.insert(Arc::new(id.clone())),
+        }
+    }
+
+    /// [`Self::intern`], taking the id.
+    pub fn intern_owned(&mut self, id: ObjectId) -> Id {
+        match self.ids.get(&id) {
+            Some(held) => held.clone(),
+            None => self.insert(Arc::new(id)),
+        }
+    }
+
+    fn insert(&mut self, id: Id) -> Id {
+        self.ids.insert(id.clone());
+        id
+    }
+
+    /// Forget ids nothing else holds any more (objects deleted or no longer desired), once
+    /// the set has doubled since the last sweep: a sweep is a pass over every id, so this
+    /// keeps its cost per new id constant.
+    pub fn sweep(&mut self) {
+        if self.ids.len() <= 2 * self.kept + 1024 {
+            return;
+        }
+        self.ids.retain(|id| Arc::strong_count(id) > 1);
+        self.ids.shrink_to_fit();
+        self.kept = self.ids.len();
+    }
+
+    /// Ids held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// Desired objects by id: tenant and interned shape.
+#[derive(Default)]
+pub struct Desired {
+    objects: HashMap<Id, (Arc<str>, Arc<Value>)>,
+    by_tenant: HashMap<Arc<str>, Vec<Id>>,
+    shapes: HashMap<String, Arc<Value>>,
+}
+
+/// A desired object as the watches look it up: its interned id, tenant and shape.
+pub struct Found {
+    /// The interned id.
+    pub id: Id,
+    /// The tenant it belongs to.
+    pub tenant: Arc<str>,
+    /// Its shape.
+    pub shape: Arc<Value>,
+}
+
+impl Desired {
+    /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON); each id is
+    /// taken from `ids`, so it is the allocation the agent's other maps hold.
+    pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>, ids: &mut Interner) {
+        if let Some(old) = self.by_tenant.remove(tenant) {
+            for id in old {
+                self.objects.remove(&id);
+            }
+        }
+        let tenant: Arc<str> = tenant.into();
+        let mut held = Vec::with_capacity(objects.len());
+        for (id, key) in objects {
+            let shape = match self.shapes.get(&key) {
+                Some(shape) => shape.clone(),
+                None => {
+                    // The key is the shape's own JSON, so it reads back as the shape.
+                    let shape = Arc::new(serde_json::from_str(&key).unwrap_or(Value::Null));
+                    self.shapes.insert(key, shape.clone());
+                    shape
+                }
+            };
+            let id = ids.intern_owned(id);
+            held.push(id.clone());
+            self.objects.insert(id, (tenant.clone(), shape));
+        }
+        if !held.is_empty() {
+            self.by_tenant.insert(tenant, held);
+        }
+    }
+
+    /// Forget shapes no object uses any more.
+    pub fn drop_unused_shapes(&mut self) {
+        self.shapes.retain(|_, s| Arc::strong_count(s) > 1);
+    }
+
+    /// The tenant and shape of a desired object.
+    pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
+        self.objects.get(id).map(|(t, s)| (t.clone(), s.clone()))
+    }
+
+    /// A desired object's interned id, tenant and shape.
+    pub fn find(&self, id: &ObjectId) -> Option<Found> {
+        self.objects
+            .get_key_value(id)
+            .map(|(id, (tenant, shape))| Found {
+                id: id.clone(),
+                tenant: tenant.clone(),
+                shape: shape.clone(),
+            })
+    }
+
+    /// The interned id of a desired object.
+    #[cfg(test)]
+    fn intern(&self, id: &ObjectId) -> Option<Id> {
+        self.objects.get_key_value(id).map(|(id, _)| id.clone())
+    }
+
+    /// Distinct shapes held.
+    pub fn shapes(&self) -> usize {
+        self.shapes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_live_hash_from_the_shape_equals_the_one_from_the_object() {
+        let desired = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v"}, "list": [1, {"a": 2}], "empty": {}});
+        let live = json!({"metadata": {"name": "a", "labels": {"x": "2", "y": "3"}, "uid": "u"}, "data": {"k": "edited", "other": "o"}, "list": [5, {"a": 6, "b": 7}], "empty": {"z": 1}, "status": {}});
+        assert_eq!(
+            fief_core::plan::live_hash(&desired, &live),
+            fief_core::plan::live_hash(&shape(&desired), &live)
+        );
+        let short = json!({"list": [1]});
+        assert_eq!(
+            fief_core::plan::live_hash(&desired, &short),
+            fief_core::plan::live_hash(&shape(&desired), &short)
+        );
+    }
+
+    #[test]
+    fn the_shape_key_is_the_json_of_the_shape_and_reads_back_as_it() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "quote\"d": "2"}}, "data": {"k": "v"}}),
+            json!({"spec": {"list": [1, {"a": [true, null, 2.5]}, "s"], "empty": {}, "none": []}}),
+            json!("scalar"),
+            json!({"ünï\u{1}code\n": {"\\": 1}}),
+        ];
+        for o in &objects {
+            assert_eq!(shape_key(o), shape(o).to_string());
+            assert_eq!(
+                serde_json::from_str::<Value>(&shape_key(o)).unwrap(),
+                shape(o)
+            );
+        }
+    }
+
+    #[test]
+    fn shapes_are_shared_between_tenants_and_replaced_per_tenant() {
+        let id = |t: &str| ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: format!("{t}-prod"),
+            name: "app".into(),
+        };
+        let object = |v: &str| json!({"data": {"k": v}});
+        let entry = |t: &str, v: &str| vec![(id(t), shape_key(&object(v)))];
+        let mut d = Desired::default();
+        let mut ids = Interner::default();
+        d.replace("a", entry("a", "1"), &mut ids);
+        d.replace("b", entry("b", "2"), &mut ids);
+        assert_eq!(d.shapes(), 1);
+        assert!(Arc::ptr_eq(
+            &d.get(&id("a")).unwrap().1,
+            &d.get(&id("b")).unwrap().1
+        ));
+        d.replace("a", Vec::new(), &mut ids);
+        assert!(d.get(&id("a")).is_none());
+        assert_eq!(d.get(&id("b")).unwrap().0.as_ref(), "b");
+        d.replace("b", Vec::new(), &mut ids);
+        d.drop_unused_shapes();
+        assert_eq!(d.shapes(), 0);
+    }
+
+    #[test]
+    fn an_object_id_is_allocated_once_and_shared_by_every_lookup() {
+        let id = ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "a-prod".into(),
+            name: "app".into(),
+        };
+        let key = shape_key(&json!({"data": {"k": "v"}}));
+        let mut d = Desired::default();
+        let mut ids = Interner::default();
+        d.replace("a", vec![(id.clone(), key.clone())], &mut ids);
+        let found = d.find(&id).unwrap();
+        assert_eq!(found.tenant.as_ref(), "a");
+        assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
+        assert!(Arc::ptr_eq(&found.id, &d.find(&id).unwrap().id));
+        assert!(
+            d.intern(&ObjectId {
+                name: "other".into(),
+                ..id
+            })
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn an_id_the_agent_already_holds_is_reused_not_copied() {
+        let id = ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "a-prod".into(),
+            name: "app".into(),
+        };
+        let mut ids = Interner::default();
+        // A watch listed the object before its tenant was rendered.
+        let held = ids.intern(&id);
+        let key = shape_key(&json!({"data": {"k": "v"}}));
+        let mut d = Desired::default();
+        d.replace("a", vec![(id.clone(), key)], &mut ids);
+        assert!(Arc::ptr_eq(&d.intern(&id).unwrap(), &held));
+        assert!(Arc::ptr_eq(&ids.intern_owned(id), &held));
+        assert_eq!(ids.len(), 1);
+    }
+
+    #[test]
+    fn a_sweep_forgets_ids_nothing_holds_once_the_set_has_doubled() {
+        let id = |n: usize| ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "ns".into(),
+            name: format!("o{n}"),
+        };
+        let mut ids = Interner::default();
+        let kept: Vec<Id> = (0..10).map(|n| ids.intern(&id(n))).collect();
+        for n in 10..500 {
+            ids.intern(&id(n));
+        }
+        ids.sweep();
+        assert_eq!(ids.len(), 500, "not doubled past the floor yet: no pass");
+        for n in 500..2000 {
+            ids.intern(&id(n));
+        }
+        ids.sweep();
+        assert_eq!(
+            ids.len(),
+            kept.len(),
+            "only the ids still held elsewhere stay"
+        );
+        assert!(Arc::ptr_eq(&ids.intern(&id(3)), &kept[3]));
+    }
+}

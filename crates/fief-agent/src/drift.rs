@@ -1,0 +1,283 @@
+//! Drift: kube-runtime watches (with backoff) on the kinds fief manages, keeping the live
+//! hashes the planner needs and queueing a tenant when a field fief owns is changed by hand
+//! or a managed object is deleted.
+//!
+//! In: watch events of objects labelled `fief.dev/tenant` (each parsed with its version:
+//! uid, resourceVersion, fief's `managedFields` fingerprint), the desired objects and the
+//! drift baseline (what fief last applied). Out: the live-hash map, each kind's
+//! [`WatchState`] (a kind that cannot be listed — e.g. 403 — is `Failed`, and only the
+//! tenants using it are degraded), tenants pushed to the queue and the drift counter. A
+//! desired object's live hash is computed from its shape; an object of a tenant verified and
+//! not rendered since ([`super::verify`]) has no shape and is judged by its version: still
+//! the one fief applied, its recorded live hash stands; moved, it is drift. Events on the
+//! objects of a tenant being synced are fief's own writes: recorded, never counted or queued
+//! as drift. After a relist (a watch gap), objects that changed or disappeared meanwhile are
+//! compared with what was known and their tenants queued. Status-only changes hash the same.
+//! Lists are read in pages of [`PAGE`], at most three kinds at once, each object parsed
+//! without its `managedFields` ([`LiveObject`]); objects are held by their interned id.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::desired::{Found, Id};
+use super::{Shared, WatchState, lock};
+use fief_core::inventory::AppliedVersion;
+use fief_core::objects::{self, ObjectId};
+use fief_core::plan;
+use fief_kube::live::LiveObject;
+use fief_kube::{Resource, live_id};
+
+/// The key of a kind's watch.
+pub fn kind_key(resource: &Resource) -> String {
+    format!(
+        "{}/{}/{}",
+        resource.api.group, resource.api.version, resource.api.kind
+    )
+}
+
+/// Start a watch per resource not watched yet.
+pub fn ensure_watches(shared: &Arc<Shared>, resources: Vec<Resource>) {
+    let mut watches = lock(&shared.watches);
+    for resource in resources {
+        let key = kind_key(&resource);
+        if watches.contains_key(&key) {
+            continue;
+        }
+        watches.insert(key.clone(), WatchState::Listing);
+        let shared = shared.clone();
+        tokio::spawn(async move { watch(shared, resource, key).await });
+    }
+}
+
+fn set_state(shared: &Shared, key: &str, state: WatchState) {
+    lock(&shared.watches).insert(key.to_string(), state);
+    shared.wake.notify_one();
+}
+
+/// Objects per page of a watch's list. A page is read whole before its objects are handed
+/// on, so this bounds what one list holds at once (about 100 objects' JSON, not 500).
+const PAGE: u32 = 100;
+
+/// Kinds listed at once (the initial list and each relist); the others wait their turn, so
+/// the pages in memory at once are a few, not one per kind.
+static LISTING: Semaphore = Semaphore::const_new(3);
+
+/// Whether a watch error says the API server does not take streaming lists
+/// (`sendInitialEvents`: refused as invalid where the WatchList feature is off).
+fn streaming_refused(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422 || s.code == 400)
+}
+
+async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
+    let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
+    // Initial lists and relists are streamed (a watch with `sendInitialEvents`: the API
+    // server sends each object from its cache as an event, no pages); an API server that
+    // refuses that is listed in pages instead.
+    let mut streaming = true;
+    let config = |streaming: bool| {
+        // Not the inventories (ApplySet parents, which carry the tenant label too): their
+        // writes are fief's own and not drift, and each is the size of a tenant's whole
+        // record, so watching them would stream every inventory at start and after each
+        // sync.
+        let c = watcher::Config::default()
+            .labels(&format!(
+                "{},!{}",
+                objects::LABEL_TENANT,
+                fief_core::inventory::LABEL_APPLYSET_ID
+            ))
+            .page_size(PAGE);
+        if streaming { c.streaming_lists() } else { c }
+    };
+    let mut relist = shared.relist.subscribe();
+    let mut synced_once = false;
+    // Objects of this kind the watch knows, and those seen in the list under way.
+    // Desired objects are held by their interned id (one allocation for the whole agent).
+    let mut known: HashSet<Id> = HashSet::new();
+    let mut seen: HashSet<Id> = HashSet::new();
+    loop {
+        // Held until this list is done (or fails): see [`LISTING`].
+        let mut permit = tokio::select! {
+            p = LISTING.acquire() => p.ok(),
+            _ = shared.shutdown.cancelled() => return,
+        };
+        let mut stream = watcher(api.clone(), config(streaming))
+            .default_backoff()
+            .boxed();
+        loop {
+            let event = tokio::select! {
+                e = stream.next() => e,
+                changed = relist.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    // Periodic resync: list afresh; the InitDone below diffs the two.
+                    set_state(&shared, &key, WatchState::Listing);
+                    break;
+                }
+                _ = shared.shutdown.cancelled() => return,
+            };
+            let Some(event) = event else { return };
+            match event {
+                Ok(watcher::Event::Init) => seen.clear(),
+                Ok(watcher::Event::InitApply(obj)) => {
+                    let (value, version) = obj.into_parts();
+                    let id = live_id(&resource, &value);
+                    let id = observe(&shared, &id, &value, &version, synced_once)
+                        .unwrap_or_else(|| shared.intern(&id));
+                    seen.insert(id);
+                }
+                Ok(watcher::Event::InitDone) => {
+                    if synced_once {
+                        // A relist: what is gone was deleted during the gap.
+                        for id in known.difference(&seen) {
+                            deleted(&shared, id);
+                        }
+                    } else {
+                        tracing::debug!(kind = key, "initial list done");
+                    }
+                    known = std::mem::take(&mut seen);
+                    known.shrink_to_fit();
+                    drop(permit.take());
+                    synced_once = true;
+                    set_state(&shared, &key, WatchState::Synced);
+                }
+                Ok(watcher::Event::Apply(obj)) => {
+                    let (value, version) = obj.into_parts();
+                    let id = live_id(&resource, &value);
+                    let id = observe(&shared, &id, &value, &version, true)
+                        .unwrap_or_else(|| shared.intern(&id));
+                    known.insert(id);
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    let value = obj.into_body();
+                    let id = live_id(&resource, &value);
+                    known.remove(&id);
+                    deleted(&shared, &id);
+                }
+                Err(e) if streaming && streaming_refused(&e) => {
+                    tracing::info!(kind = key, error = %e, "streaming lists refused; listing in pages");
+                    streaming = false;
+                    break;
+                }
+                Err(e) => {
+                    // A failing list (e.g. 403, retried with backoff) does not hold up the
+                    // other kinds' lists.
+                    drop(permit.take());
+                    failed(&shared, &resource, &key, synced_once, &e)
+                }
+            }
+        }
+    }
+}
+
+/// A watch error: before the first list it degrades the kind; after, the watcher relists with
+/// backoff (and the relist diff repairs the gap).
+fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e: &watcher::Error) {
+    if synced_once {
+        tracing::warn!(kind = key, error = %e, "watch error; relisting with backoff");
+        return;
+    }
+    let reason = format!("cannot list/watch {}: {e}", resource.api.kind);
+    if lock(&shared.watches).get(key) != Some(&WatchState::Failed(reason.clone())) {
+        tracing::error!(kind = key, error = %e, "cannot list/watch this kind; tenants using it are degraded; retrying with backoff");
+    }
+    set_state(shared, key, WatchState::Failed(reason));
+}
+
+/// A managed object is gone: forget its live hash; if it is desired and its tenant is not
+/// being synced (fief's own prunes are not desired), count it and queue the tenant.
+fn deleted(shared: &Shared, id: &ObjectId) {
+    shared.write_live().remove(id);
+    if let Some(tenant) = shared.tenant_of(id) {
+        shared.gate.gone(&tenant, id);
+        if !shared.is_in_flight(&tenant) {
+            drifted(shared, &tenant, id, "managed object deleted");
+        }
+    }
+}
+
+/// Count a drift (a hand edit or deletion, never fief's own sync) and queue its tenant.
+fn drifted(shared: &Shared, tenant: &str, id: &ObjectId, what: &str) {
+    tracing::info!(tenant, object = %id, "drift: {what}; queueing a sync");
+    shared.metrics.drift.inc();
+    shared.enqueue_for(tenant, "drift");
+}
+
+/// Record the live hash of an object; queue its tenant when it drifted from what was applied
+/// (and the change is not fief's own sync of that tenant). Returns the interned id of a
+/// desired object, or of one judged by its version (none for an object fief does not know).
+fn observe(
+    shared: &Shared,
+    id: &ObjectId,
+    value: &Value,
+    version: &AppliedVersion,
+    live_event: bool,
+) -> Option<Id> {
+    let Some(Found {
+        id: interned,
+        tenant,
+        shape,
+    }) = shared.find_desired(id)
+    else {
+        return observe_version(shared, id, value, version, live_event);
+    };
+    let hash = plan::live_digest(&shape, value);
+    let recorded = shared.recorded_live(id);
+    shared.write_live().insert(interned.clone(), hash);
+    shared.gate.observed(&tenant, &interned, Some(hash), value);
+    if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
+        drifted(shared, &tenant, id, "a field fief owns changed");
+    }
+    Some(interned)
+}
+
+/// An object of a tenant the agent has not rendered (its render failed since the agent
+/// started): no live hash can be taken without its desired shape, but its health and version
+/// are told to the health gate, so a later sync that leaves it as it is finds it current.
+fn unknown(shared: &Shared, id: &ObjectId, value: &Value) {
+    if let Some(tenant) = value["metadata"]["labels"][objects::LABEL_TENANT].as_str() {
+        shared
+            .gate
+            .observed(tenant, &shared.intern(id), None, value);
+    }
+}
+
+/// An object of a tenant verified and not rendered since (no desired shape): still the
+/// version fief applied, its recorded live hash stands; else its live hash is unknown (a
+/// sync applies it again) and, on a live event, it is drift.
+fn observe_version(
+    shared: &Shared,
+    id: &ObjectId,
+    value: &Value,
+    version: &AppliedVersion,
+    live_event: bool,
+) -> Option<Id> {
+    let Some((interned, tenant, hash)) = super::verify::by_version(shared, id, version) else {
+        unknown(shared, id, value);
+        return None;
+    };
+    match &hash {
+        Some(h) => {
+            shared.write_live().insert(interned.clone(), *h);
+        }
+        None => {
+            shared.write_live().remove(id);
+        }
+    }
+    shared.gate.observed(&tenant, &interned, hash, value);
+    if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
+        drifted(
+            shared,
+            &tenant,
+            id,
+            "fief's fields changed since it was applied",
+        );
+    }
+    Some(interned)
+}

@@ -1,0 +1,508 @@
+//! Health gating in the agent: after a tenant is applied, its objects are judged by kstatus
+//! rules ([`fief_core::health`]) from the events of the watches the agent already runs (no
+//! polling), and at most `--max-in-flight` tenants may be applied but not yet healthy at once.
+//!
+//! In: admissions before each tenant's sync, each sync's result (the live hashes it applied,
+//! the components' `health:` settings), watch events of desired objects (their live hash and
+//! health) and deletions. Out: one permit per tenant between its apply and its verdict (others
+//! wait for one), the tenant's verdict — `Reconciling` while waiting, `Ready` once every
+//! waited-on object is current, `Stalled` naming the unhealthy objects when one failed or its
+//! component's `health.timeout` passed — written onto its inventory status by one writer task,
+//! and the figures for `/metrics` and `/status`. An object counts only once the watch has seen
+//! it at the version the sync applied (its live hash equals the one recorded after apply, or
+//! its resourceVersion is the one the apply returned), so a status from before the apply is
+//! never taken for the new version's. A stalled tenant frees
+//! its permit and is still watched: it turns `Ready` when its objects become healthy.
+
+mod report;
+
+pub use report::append_metrics;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use fief_core::digest::Digest;
+use fief_core::health::{Health, Verdict, Waited, health, verdict};
+use fief_core::model::Repo;
+use fief_core::objects::ObjectId;
+use fief_core::render::TenantRender;
+use fief_kube::sync::SyncResult;
+
+/// One object a tenant waits for: the version its sync applied, and until when.
+struct Applied {
+    /// The live hash recorded after the apply.
+    live: Digest,
+    /// The resourceVersion the apply returned, as a number (0: not known).
+    version: u64,
+    /// When the object's wait runs out.
+    deadline: Instant,
+}
+
+/// A tenant applied and not yet judged.
+struct Waiting {
+    /// Each waited-on object with the version its sync applied.
+    objects: BTreeMap<ObjectId, Applied>,
+    /// Held until the verdict is `Ready` or `Stalled`.
+    permit: Option<OwnedSemaphorePermit>,
+    /// Which sync this is (timers of older syncs are ignored).
+    sync: u64,
+    /// When the wait began.
+    since: Instant,
+}
+
+/// How long a tenant waits before `Reconciling` is written: objects that are healthy at
+/// once (ConfigMaps, RBAC, an unchanged Deployment) cost no status write.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// An object as the watches last saw it.
+struct Seen {
+    /// Its live hash, as [`Digest::short`] (0: not known).
+    hash: u64,
+    /// Its resourceVersion as a number (0: not a number).
+    version: u64,
+    /// Its health.
+    health: Health,
+}
+
+impl Seen {
+    /// Whether this is the version a sync applied: the same live hash, or the same
+    /// resourceVersion (an apply that changed nothing returns the version the watch saw,
+    /// though the watch could not hash an object whose tenant was not rendered yet).
+    fn is(&self, applied: &Applied) -> bool {
+        self.hash == applied.live.short() || (self.version != 0 && self.version == applied.version)
+    }
+}
+
+/// A resourceVersion as a number (0: absent or not a number; the API server's are).
+fn version_number(resource_version: Option<&str>) -> u64 {
+    resource_version.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[derive(Default)]
+struct Tracker {
+    /// Health of desired objects as the watches last saw them, with their live hash (keyed
+    /// on the agent's interned ids: no copy of each id here).
+    /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
+    /// version that moved, or not rendered since the agent started): one entry per managed
+    /// object, so it is kept small.
+    live: HashMap<super::desired::Id, Seen>,
+    /// Tenants waiting for health (and stalled ones, still watched).
+    waiting: BTreeMap<String, Waiting>,
+    /// Each judged tenant's current verdict.
+    verdicts: BTreeMap<String, Verdict>,
+    /// What the writer last wrote per tenant.
+    written: BTreeMap<String, Verdict>,
+    /// Tenants being synced now (the writer leaves their status to the sync).
+    syncing: BTreeSet<String>,
+    /// Tenants whose inventory may hold a verdict other than `Ready` written by the writer
+    /// (a later `Ready` must then be written; otherwise the sync's own `Ready` stands).
+    dirty: BTreeSet<String>,
+    /// Sync counter.
+    seq: u64,
+}
+
+/// The health gate: the in-flight bound, the tracker and the status writer's queue.
+pub struct Gate {
+    permits: Arc<Semaphore>,
+    max: usize,
+    default_timeout: Duration,
+    peak: AtomicUsize,
+    tracker: Mutex<Tracker>,
+    writes: mpsc::UnboundedSender<String>,
+    receiver: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// The agent namespace (where the inventories are), set by each batch.
+    namespace: Mutex<String>,
+}
+
+fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Gate {
+    /// A gate letting `max` tenants be applied-but-unhealthy at once; components without a
+    /// `health.timeout` wait `default_timeout`.
+    pub fn new(max: usize, default_timeout: Duration) -> Gate {
+        let max = max.max(1);
+        let (writes, receiver) = mpsc::unbounded_channel();
+        Gate {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+            default_timeout,
+            peak: AtomicUsize::new(0),
+            tracker: Mutex::new(Tracker::default()),
+            writes,
+            receiver: Mutex::new(Some(receiver)),
+            namespace: Mutex::new(String::new()),
+        }
+    }
+
+    /// Tenants applied and not yet judged healthy or stalled (permits held).
+    pub fn in_flight(&self) -> usize {
+        self.max - self.permits.available_permits()
+    }
+
+    /// Wait for a permit to sync `tenant` (a tenant still waiting from its last sync takes
+    /// its own permit over). `None` when `stop` is cancelled first.
+    pub async fn admit(&self, tenant: &str, stop: &CancellationToken) -> Option<Permit> {
+        let own = {
+            let mut t = lock(&self.tracker);
+            t.waiting.get_mut(tenant).and_then(|w| w.permit.take())
+        };
+        let permit = match own {
+            Some(p) => p,
+            None => tokio::select! {
+                p = self.permits.clone().acquire_owned() => p.ok()?,
+                _ = stop.cancelled() => return None,
+            },
+        };
+        self.peak.fetch_max(self.in_flight(), Ordering::Relaxed);
+        lock(&self.tracker).syncing.insert(tenant.to_string());
+        Some(Permit(permit))
+    }
+
+    /// A watch saw a desired object of `tenant` (its live hash against the desired object).
+    pub fn observed(
+        &self,
+        tenant: &str,
+        id: &super::desired::Id,
+        hash: Option<Digest>,
+        value: &Value,
+    ) {
+        let mut t = lock(&self.tracker);
+        let seen = Seen {
+            hash: hash.map_or(0, |h| h.short()),
+            version: version_number(value["metadata"]["resourceVersion"].as_str()),
+            health: health(value),
+        };
+        t.live.insert(id.clone(), seen);
+        if t.waiting
+            .get(tenant)
+            .is_some_and(|w| w.objects.contains_key(id.as_ref()))
+        {
+            self.judge(&mut t, tenant);
+        }
+    }
+
+    /// A desired object was deleted.
+    pub fn gone(&self, tenant: &str, id: &ObjectId) {
+        let mut t = lock(&self.tracker);
+        t.live.remove(id);
+        if t.waiting
+            .get(tenant)
+            .is_some_and(|w| w.objects.contains_key(id))
+        {
+            self.judge(&mut t, tenant);
+        }
+    }
+
+    /// After `render`'s sync: wait for its component objects (those of components with
+    /// `health.wait` unset or true) at the live hashes the sync recorded; judge at once from
+    /// what the watches know; arm the timeouts. A failed sync frees the permit and leaves the
+    /// status the sync wrote.
+    pub fn after_sync(
+        self: &Arc<Self>,
+        repo: Option<&Repo>,
+        render: &TenantRender,
+        result: &SyncResult,
+        permit: Permit,
+    ) {
+        let tenant = render.tenant.as_str();
+        let ok = result.reports.iter().any(|r| {
+            r.tenant == tenant && r.is_ok() && r.outcome == fief_core::status::Outcome::Applied
+        });
+        let mut t = lock(&self.tracker);
+        t.syncing.remove(tenant);
+        // The sync may have written its own status: the next verdict is judged afresh.
+        t.written.remove(tenant);
+        t.verdicts.remove(tenant);
+        let inventory = result.inventories.get(tenant).and_then(Option::as_ref);
+        let (Some(repo), Some(inv), true) = (repo, inventory, ok) else {
+            t.waiting.remove(tenant);
+            drop(permit);
+            return;
+        };
+        let limits = fief_kube::health::deadlines(repo, render, self.default_timeout);
+        let now = Instant::now();
+        // An object the sync left as it was keeps its deadline: a resync or drift repair of a
+        // stalled tenant does not restart its wait.
+        let previous = t.waiting.remove(tenant);
+        let kept = |id: &ObjectId, live: Digest| {
+            previous
+                .as_ref()
+                .and_then(|w| w.objects.get(id))
+                .filter(|a| a.live == live)
+                .map(|a| a.deadline)
+        };
+        let mut objects = BTreeMap::new();
+        let mut deadlines = BTreeSet::new();
+        let mut all_kept = previous.is_some();
+        for o in &render.objects {
+            let Some(Some(limit)) = limits.get(&o.component) else {
+                continue;
+            };
+            let Some(entry) = inv.entries.get(&o.id) else {
+                continue;
+            };
+            let live = Digest::from_hex(&entry.live);
+            let deadline = match kept(&o.id, live) {
+                Some(d) => d,
+                None => {
+                    all_kept = false;
+                    now + *limit
+                }
+            };
+            let version = version_number(Some(&entry.resource_version));
+            objects.insert(
+                o.id.clone(),
+                Applied {
+                    live,
+                    version,
+                    deadline,
+                },
+            );
+            deadlines.insert(deadline.max(now));
+        }
+        t.seq += 1;
+        let sync = t.seq;
+        if objects.is_empty() && !t.dirty.contains(tenant) {
+            t.waiting.remove(tenant);
+            return;
+        }
+        t.waiting.insert(
+            tenant.to_string(),
+            Waiting {
+                objects,
+                permit: Some(permit.0),
+                sync,
+                since: match &previous {
+                    Some(w) if all_kept => w.since,
+                    _ => now,
+                },
+            },
+        );
+        self.judge(&mut t, tenant);
+        drop(t);
+        for at in deadlines {
+            let gate = self.clone();
+            let tenant = tenant.to_string();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at.into()).await;
+                let mut t = lock(&gate.tracker);
+                if t.waiting.get(&tenant).is_some_and(|w| w.sync == sync) {
+                    gate.judge(&mut t, &tenant);
+                }
+            });
+        }
+    }
+
+    /// Where `tenant` stands for a rollout: waiting for health, stalled (why), or done
+    /// (healthy, or nothing of it is waited on).
+    pub fn rollout_state(&self, tenant: &str) -> fief_core::rollout::TenantState {
+        use fief_core::rollout::TenantState;
+        let t = lock(&self.tracker);
+        if t.syncing.contains(tenant) {
+            return TenantState::Waiting;
+        }
+        match t.verdicts.get(tenant) {
+            Some(Verdict::Stalled(objects)) => TenantState::Failed(format!(
+                "Stalled: {}",
+                objects
+                    .iter()
+                    .map(|(o, why)| format!("{o}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            _ if t.waiting.contains_key(tenant) => TenantState::Waiting,
+            _ => TenantState::Healthy,
+        }
+    }
+
+    /// A tenant left git (purged) or was not synced: forget it.
+    pub fn forget(&self, tenant: &str) {
+        let mut t = lock(&self.tracker);
+        t.waiting.remove(tenant);
+        t.verdicts.remove(tenant);
+        t.written.remove(tenant);
+        t.dirty.remove(tenant);
+    }
+
+    /// Judge a waiting tenant; `Ready` ends the wait, `Stalled` frees the permit; a changed
+    /// verdict is queued for the writer.
+    fn judge(&self, t: &mut Tracker, tenant: &str) {
+        let now = Instant::now();
+        let Some(w) = t.waiting.get(tenant) else {
+            return;
+        };
+        let objects: Vec<Waited> = w
+            .objects
+            .iter()
+            .map(|(id, applied)| Waited {
+                object: id.to_string(),
+                health: t
+                    .live
+                    .get(id)
+                    .filter(|seen| seen.is(applied))
+                    .map(|seen| seen.health.clone()),
+                overdue: now >= applied.deadline,
+            })
+            .collect();
+        let v = verdict(&objects);
+        match &v {
+            Verdict::Ready => {
+                t.waiting.remove(tenant);
+            }
+            Verdict::Stalled(_) => {
+                if let Some(w) = t.waiting.get_mut(tenant) {
+                    w.permit = None;
+                }
+            }
+            Verdict::Reconciling(_) => {}
+        }
+        if t.verdicts.get(tenant) != Some(&v) {
+            tracing::info!(tenant, health = v.name(), detail = ?v, "tenant health");
+            let quiet = v == Verdict::Ready && !t.dirty.contains(tenant);
+            if quiet {
+                // The sync's own status (Ready=True) stands: nothing to write.
+                t.written.insert(tenant.to_string(), v.clone());
+            }
+            t.verdicts.insert(tenant.to_string(), v);
+            if !quiet {
+                let _ = self.writes.send(tenant.to_string());
+            }
+        }
+    }
+
+    /// The agent namespace the inventories are in.
+    pub fn set_namespace(&self, namespace: &str) {
+        *self.namespace.lock().unwrap_or_else(|e| e.into_inner()) = namespace.to_string();
+    }
+
+    /// Write verdicts onto the inventories' status, one at a time, until `stop`.
+    pub fn spawn_writer(self: &Arc<Self>, client: kube::Client, stop: CancellationToken) {
+        let Some(mut rx) = self
+            .receiver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let gate = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let tenant = tokio::select! {
+                    t = rx.recv() => match t { Some(t) => t, None => return },
+                    _ = stop.cancelled() => return,
+                };
+                let due = {
+                    let t = lock(&gate.tracker);
+                    let young = t
+                        .waiting
+                        .get(&tenant)
+                        .map(|w| w.since + GRACE)
+                        .filter(|at| *at > Instant::now());
+                    match t.verdicts.get(&tenant) {
+                        Some(Verdict::Reconciling(_)) if young.is_some() => {
+                            if let Some(at) = young {
+                                gate.resend_at(&tenant, at);
+                            }
+                            None
+                        }
+                        Some(v)
+                            if !t.syncing.contains(&tenant)
+                                && t.written.get(&tenant) != Some(v) =>
+                        {
+                            Some(v.clone())
+                        }
+                        _ => None,
+                    }
+                };
+                let Some(v) = due else { continue };
+                let ns = gate
+                    .namespace
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let now = fief_kube::sync::now_rfc3339();
+                match fief_kube::health::write_verdict(&client, &ns, &tenant, &v, &now).await {
+                    Ok(_) => {
+                        let mut t = lock(&gate.tracker);
+                        if v == Verdict::Ready {
+                            t.dirty.remove(&tenant);
+                        } else {
+                            t.dirty.insert(tenant.clone());
+                        }
+                        t.written.insert(tenant, v);
+                    }
+                    Err(e) => {
+                        tracing::warn!(tenant, error = %e, "cannot write the health status; retrying");
+                        gate.resend_at(&tenant, Instant::now() + Duration::from_millis(500));
+                    }
+                }
+            }
+        });
+    }
+
+    /// Queue `tenant` for the writer again at `at`.
+    fn resend_at(self: &Arc<Self>, tenant: &str, at: Instant) {
+        let gate = self.clone();
+        let tenant = tenant.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            let _ = gate.writes.send(tenant);
+        });
+    }
+}
+
+/// A tenant's permit between its admission and its verdict.
+pub struct Permit(OwnedSemaphorePermit);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(live: Digest, version: u64) -> Applied {
+        Applied {
+            live,
+            version,
+            deadline: Instant::now(),
+        }
+    }
+
+    fn seen(hash: u64, version: u64) -> Seen {
+        Seen {
+            hash,
+            version,
+            health: health(&serde_json::json!({"kind": "ConfigMap"})),
+        }
+    }
+
+    #[test]
+    fn an_object_is_current_at_the_applied_hash_or_at_the_applied_resource_version() {
+        let live = Digest::from_hex(&"ab".repeat(32));
+        let other = Digest::from_hex(&"cd".repeat(32));
+        assert!(seen(live.short(), 0).is(&applied(live, 7)), "same hash");
+        assert!(
+            seen(0, 7).is(&applied(live, 7)),
+            "not hashed (its tenant not rendered when seen), same version"
+        );
+        assert!(!seen(other.short(), 6).is(&applied(live, 7)), "older");
+        assert!(
+            !seen(0, 0).is(&applied(live, 0)),
+            "unknown versions never match"
+        );
+    }
+
+    #[test]
+    fn resource_versions_that_are_not_numbers_are_unknown() {
+        assert_eq!(version_number(Some("12345")), 12345);
+        assert_eq!(version_number(Some("opaque-v1")), 0);
+        assert_eq!(version_number(None), 0);
+    }
+}

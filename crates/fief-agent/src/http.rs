@@ -1,0 +1,84 @@
+//! HTTP: `/healthz`, `/readyz`, `/metrics` and the push webhook `POST /hooks/git`.
+//!
+//! In: HTTP requests on the agent's port. Out: health and readiness, the Prometheus text
+//! exposition, the agent's view as JSON (`/status`: last fetch, each tenant's last attempt), and for a correctly signed push to the watched branch, a fetch trigger. A bad or
+//! missing signature gets 401 and triggers nothing.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+
+use super::Shared;
+use crate::webhook;
+
+/// The agent's routes.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/status", get(status))
+        .route("/hooks/git", post(hook))
+        .with_state(shared)
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    let (ready, why) = shared.readiness();
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, why)
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = "application/json".parse() {
+        headers.insert(axum::http::header::CONTENT_TYPE, v);
+    }
+    (StatusCode::OK, headers, shared.status_json().to_string())
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = "application/openmetrics-text; version=1.0.0; charset=utf-8".parse() {
+        headers.insert(axum::http::header::CONTENT_TYPE, v);
+    }
+    let depth = shared.queue_len() as i64;
+    shared.metrics.queue_depth.set(depth);
+    let mut text = shared.metrics.encode(shared.counter.stats());
+    super::health::append_metrics(&mut text, &shared.gate.metrics_text());
+    let rollout = super::rollout::metrics_text(super::lock(&shared.rollout).as_ref());
+    super::health::append_metrics(&mut text, &rollout);
+    (StatusCode::OK, headers, text)
+}
+
+async fn hook(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, &'static str) {
+    let Some(secret) = shared.webhook_secret.as_deref() else {
+        return (StatusCode::NOT_FOUND, "no webhook secret configured");
+    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let signed = webhook::verify_github(secret, &body, header("x-hub-signature-256"))
+        || webhook::verify_gitlab(secret, header("x-gitlab-token"));
+    if !signed {
+        tracing::warn!("webhook with a bad or missing signature refused");
+        return (StatusCode::UNAUTHORIZED, "bad or missing signature");
+    }
+    match webhook::pushed_branch(&body) {
+        Some(branch) if branch != shared.branch => (StatusCode::ACCEPTED, "other branch; ignored"),
+        _ => {
+            tracing::info!("push webhook: fetching now");
+            shared.fetch_now.notify_one();
+            (StatusCode::ACCEPTED, "fetch triggered")
+        }
+    }
+}

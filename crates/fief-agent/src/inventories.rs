@@ -1,0 +1,258 @@
+//! The inventories the agent's loop holds between batches, and those it does not.
+//!
+//! In: the agent namespace's inventory ConfigMaps (read in pages), the batch's verification
+//! candidates ([`Seeder`]). Out: the loop state's inventories, and each chunk's
+//! [`ClusterState`] (its inventories and the watches' live hashes). When every inventory is read
+//! (at start and after a periodic resync) none is kept: each page is offered to the seeder
+//! (a candidate's objects go into the drift baseline) and dropped, so a start never holds
+//! every inventory, whether it verifies or renders the tenants. An inventory that is not
+//! held (evicted) is read back before its tenant is next synced, a chunk's at a time, or when
+//! orphaned inventories are looked for; the next chunk's are read while this one syncs.
+//! Reads only.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::verify::Seeder;
+use super::{LoopState, Shared, read};
+use fief_core::inventory::{Inventory, InventoryError};
+use fief_core::render::TenantRender;
+use fief_kube::inventory_store::{each_inventory, load_inventories};
+use fief_kube::sync::{ClusterState, SyncOptions};
+use fief_kube::{ClusterError, Resources};
+
+/// Offer the batch's inventories to `seeder`: the held ones (those taken are evicted), or
+/// (none held: at start and after a periodic resync) every inventory as it is read, none
+/// kept.
+pub(super) async fn offer(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    agent_namespace: &str,
+    seeder: &mut Seeder,
+) {
+    match state.inventories.as_mut() {
+        Some(held) => seeder.offer_held(shared, held, &mut state.evicted),
+        None => {
+            // None is kept: a candidate's objects are seeded into the drift baseline, and
+            // every inventory is read back (a chunk's at a time) before its tenant is synced,
+            // so a start that renders every tenant does not hold every inventory either.
+            let mut evicted = BTreeSet::new();
+            let read = each_inventory(resources.client(), agent_namespace, None, |t, inv| {
+                if let Ok(i) = &inv {
+                    seeder.offer(shared, &t, i);
+                }
+                evicted.insert(t);
+            })
+            .await;
+            match read {
+                Ok(()) => {
+                    state.inventories = Some(BTreeMap::new());
+                    state.evicted = evicted;
+                }
+                Err(e) if is_not_found(&e) => {
+                    state.inventories = Some(BTreeMap::new());
+                    state.evicted.clear();
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read inventories; retrying later");
+                    seeder.clear();
+                }
+            }
+        }
+    }
+}
+
+/// Whether a read failed because the agent namespace does not exist yet (no inventories).
+fn is_not_found(e: &ClusterError) -> bool {
+    matches!(e, ClusterError::Unreachable { source: kube::Error::Api(s), .. } if s.code == 404)
+}
+
+/// Every inventory in the agent namespace (none yet: empty); `None` when they cannot be read.
+pub(super) async fn load(
+    resources: &Resources,
+    namespace: &str,
+) -> Option<BTreeMap<String, Result<Inventory, InventoryError>>> {
+    match load_inventories(resources.client(), namespace).await {
+        Ok(i) => Some(i),
+        Err(e) if is_not_found(&e) => Some(BTreeMap::new()),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read inventories; retrying later");
+            None
+        }
+    }
+}
+
+/// A chunk's evicted inventories, read ahead while the chunk before it syncs (so the read is
+/// not on the way between two chunks' applies).
+pub(super) struct Ahead {
+    /// The chunk's tenants whose inventories are read.
+    tenants: Vec<String>,
+    read: tokio::task::JoinHandle<Result<Inventories, ClusterError>>,
+}
+
+/// Inventories by tenant, as read.
+type Inventories = BTreeMap<String, Result<Inventory, InventoryError>>;
+
+/// Start reading the evicted inventories of `chunk` (none when every inventory is still to
+/// be read at once, or none of the chunk's is evicted).
+pub(super) fn read_ahead(
+    resources: &Resources,
+    state: &LoopState,
+    chunk: &[String],
+    namespace: &str,
+) -> Option<Ahead> {
+    state.inventories.as_ref()?;
+    let tenants: Vec<String> = chunk
+        .iter()
+        .filter(|t| state.evicted.contains(*t))
+        .cloned()
+        .collect();
+    if tenants.is_empty() {
+        return None;
+    }
+    let (client, namespace, names) = (
+        resources.client().clone(),
+        namespace.to_string(),
+        tenants.clone(),
+    );
+    let read = tokio::spawn(async move {
+        let mut out = BTreeMap::new();
+        each_inventory(&client, &namespace, Some(&names), |t, inv| {
+            out.insert(t, inv);
+        })
+        .await
+        .map(|()| out)
+    });
+    Some(Ahead { tenants, read })
+}
+
+impl Ahead {
+    /// Stop the read (its chunk is not synced now).
+    pub(super) fn abort(self) {
+        self.read.abort();
+    }
+}
+
+/// Read back the evicted inventories this chunk needs: its tenants', and, when orphans are
+/// looked for, those of tenants no longer in git. Those read ahead ([`read_ahead`]) are taken
+/// from there; a failed read ahead is read again here. `false` when they cannot be read.
+pub(super) async fn restore_evicted(
+    resources: &Resources,
+    state: &mut LoopState,
+    inventories: &mut Inventories,
+    renders: &[TenantRender],
+    namespace: &str,
+    ahead: Option<Ahead>,
+) -> bool {
+    if let Some(ahead) = ahead {
+        match ahead.read.await {
+            Ok(Ok(mut read)) => {
+                // Chunks are disjoint, so nothing synced these tenants since the read began.
+                for t in &ahead.tenants {
+                    if state.evicted.remove(t)
+                        && let Some(inv) = read.remove(t)
+                    {
+                        inventories.insert(t.clone(), inv);
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "inventories read ahead failed; reading again")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "inventory read-ahead task failed; reading again")
+            }
+        }
+    }
+    let known = state.rev.as_ref().map(|r| &r.hashes);
+    let need: Vec<String> = state
+        .evicted
+        .iter()
+        .filter(|t| {
+            renders.iter().any(|r| &r.tenant == *t)
+                || (state.check_orphans && !known.is_some_and(|k| k.contains_key(*t)))
+        })
+        .cloned()
+        .collect();
+    if need.is_empty() {
+        return true;
+    }
+    let read = each_inventory(resources.client(), namespace, Some(&need), |t, inv| {
+        inventories.insert(t, inv);
+    })
+    .await;
+    match read {
+        Ok(()) => {
+            for t in &need {
+                state.evicted.remove(t);
+            }
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read inventories; retrying later");
+            false
+        }
+    }
+}
+
+/// Inventories and live hashes for this batch: the inventories as the last batch left them
+/// (read afresh at start and on a periodic resync) and the watches' live hashes.
+/// A tenant whose last sync was interrupted gets no live hashes, so that sync is finished in
+/// full; one waiting for health finished its sync and is planned like any other.
+pub(super) async fn cluster_state(
+    shared: &Shared,
+    resources: &Resources,
+    state: &mut LoopState,
+    renders: &[TenantRender],
+    sync_options: &SyncOptions,
+    mut ahead: Option<Ahead>,
+) -> Option<ClusterState> {
+    let mut inventories = match state.inventories.take() {
+        Some(i) => i,
+        None => {
+            if let Some(a) = ahead.take() {
+                a.abort();
+            }
+            state.evicted.clear();
+            load(resources, &sync_options.agent_namespace).await?
+        }
+    };
+    let ns = &sync_options.agent_namespace;
+    let restored = restore_evicted(resources, state, &mut inventories, renders, ns, ahead);
+    if !restored.await {
+        state.inventories = Some(inventories);
+        return None;
+    }
+    tracing::debug!(tenants = inventories.len(), "inventories in hand");
+    let mut cs = {
+        let live = read(&shared.live);
+        let mut mine = HashMap::new();
+        for r in renders {
+            for o in &r.objects {
+                if let Some(h) = live.get(&o.id) {
+                    mine.insert(o.id.clone(), h.to_hex());
+                }
+            }
+        }
+        ClusterState {
+            inventories,
+            live: mine,
+        }
+    };
+    for r in renders {
+        let interrupted = cs
+            .inventories
+            .get(&r.tenant)
+            .is_some_and(|i| i.as_ref().is_ok_and(fief_core::status::interrupted));
+        if interrupted {
+            tracing::info!(
+                tenant = r.tenant,
+                "the last sync was interrupted; applying every object again"
+            );
+            for o in &r.objects {
+                cs.live.remove(&o.id);
+            }
+        }
+    }
+    Some(cs)
+}

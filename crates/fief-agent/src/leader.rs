@@ -1,0 +1,523 @@
+//! Leader election on the `fief-agent` Lease: only the leader applies and prunes.
+//!
+//! In: the shared state (shutdown token), the agent's options, a client for the Lease and the
+//! Pod label, and the [`Fence`] of the agent's other client. Out: a [`Term`]
+//! whose `lost` token is cancelled the moment this replica stops leading — a renewal fails
+//! for longer than the renew deadline or finds another holder, a watch on the Lease sees
+//! another holder, or SIGTERM — so the batch stops between tenants. While leading, the
+//! replica's own Pod carries `fief.dev/leader: "true"` (when `POD_NAME`/`POD_NAMESPACE` are
+//! set), which the Service selects so webhooks reach the leader; stepping down removes the
+//! label and releases the Lease.
+//!
+//! Every write of the leader passes a [`Fence`]: each renewal extends the term to the moment
+//! it was sent plus [`RENEW_DEADLINE`], and losing the Lease closes it, so a replica that was
+//! stopped past its term (SIGSTOP, a paused VM) sends nothing when it resumes. The Lease and
+//! the Pod label go through a client of their own, unfenced and not rate-limited, so renewals
+//! never wait behind the syncs' requests.
+//!
+//! The protocol is client-go's: every write of the Lease (take, renew, release) is a
+//! `replace` carrying the `resourceVersion` it read, so of two replicas racing for the same
+//! Lease exactly one write lands and the other gets 409 and reads again. A holder's term is
+//! measured on this replica's own clock from the moment it first saw the holder's latest
+//! renewal, so clock skew between nodes does not matter. A release only ever clears a Lease
+//! this replica still holds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentError, AgentOptions, Shared};
+use fief_kube::fence::Fence;
+
+/// The Pod label the leader carries.
+pub const LEADER_LABEL: &str = "fief.dev/leader";
+const LEASE: &str = "fief-agent";
+/// How long a holder's claim lasts without a renewal.
+const LEASE_SECONDS: i32 = 15;
+/// How often the leader renews.
+const RENEW_EVERY: Duration = Duration::from_secs(5);
+/// A leader that has not renewed for this long stops leading (before the term runs out, so
+/// it has stopped before a standby may take over).
+const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// The longest a standby waits without reading the Lease itself (the watch usually wakes
+/// it sooner).
+const STANDBY_POLL: Duration = Duration::from_secs(5);
+/// One request's limit, so a hung API server cannot hold a renewal past the deadline.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// One term of leadership.
+pub(super) struct Term {
+    /// Cancelled when this replica stops leading (or shuts down).
+    pub(super) lost: CancellationToken,
+    /// Admits this replica's writes while its term lasts.
+    fence: Fence,
+    renewals: JoinHandle<Elector>,
+    pod: Option<Api<Pod>>,
+    pod_name: String,
+}
+
+fn identity() -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| format!("fief-{}", std::process::id()))
+}
+
+/// What a replica may do with the Lease record it has read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// Write it: it is free, expired, or already ours.
+    Write,
+    /// Another holder's term runs this much longer.
+    Wait(Duration),
+}
+
+/// Decide from the holder, the holder's term, and how long ago this replica first saw the
+/// holder's latest renewal. Pure, so the rule is unit-tested.
+fn decide(holder: Option<&str>, me: &str, term: Duration, seen_for: Duration) -> Claim {
+    match holder {
+        None => Claim::Write,
+        Some(h) if h == me => Claim::Write,
+        Some(_) if seen_for >= term => Claim::Write,
+        Some(_) => Claim::Wait(term - seen_for),
+    }
+}
+
+/// The holder a Lease names (an empty name is none).
+fn holder_of(lease: &Lease) -> Option<&str> {
+    lease.spec.as_ref().and_then(holder_of_spec)
+}
+
+/// The outcome of one attempt to take or renew the Lease.
+#[derive(Debug)]
+enum Attempt {
+    /// This replica holds the Lease now.
+    Held,
+    /// Another replica holds it for this much longer (as far as this replica can tell).
+    Busy { holder: String, wait: Duration },
+    /// Someone wrote the Lease between the read and the write: read again.
+    Conflict,
+}
+
+/// The last (holder, renewTime) record this replica saw and when it first saw it.
+#[derive(Default)]
+struct Seen(Option<(Option<String>, Option<MicroTime>, Instant)>);
+
+impl Seen {
+    /// Note a record read or watched; returns how long it has been unchanged.
+    fn observe(&mut self, lease: &Lease) -> Duration {
+        let holder = holder_of(lease).map(str::to_string);
+        let renewed = lease.spec.as_ref().and_then(|s| s.renew_time.clone());
+        let now = Instant::now();
+        match &self.0 {
+            Some((h, r, at)) if *h == holder && *r == renewed => now.duration_since(*at),
+            _ => {
+                self.0 = Some((holder, renewed, now));
+                Duration::ZERO
+            }
+        }
+    }
+}
+
+/// This replica's view of the Lease and the writes it makes.
+struct Elector {
+    api: Api<Lease>,
+    me: String,
+    seen: Seen,
+}
+
+impl Elector {
+    /// Read the Lease and take or renew it if the rule allows.
+    async fn try_hold(&mut self) -> Result<Attempt, kube::Error> {
+        let now = MicroTime(Timestamp::now());
+        let Some(mut lease) = timed(self.api.get_opt(LEASE)).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(LEASE.to_string()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(self.me.clone()),
+                    acquire_time: Some(now.clone()),
+                    renew_time: Some(now),
+                    lease_duration_seconds: Some(LEASE_SECONDS),
+                    lease_transitions: Some(0),
+                    ..LeaseSpec::default()
+                }),
+            };
+            return match timed(self.api.create(&PostParams::default(), &lease)).await {
+                Ok(created) => {
+                    self.seen.observe(&created);
+                    Ok(Attempt::Held)
+                }
+                Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
+                Err(e) => Err(e),
+            };
+        };
+        let seen_for = self.seen.observe(&lease);
+        let spec = lease.spec.take().unwrap_or_default();
+        let holder = holder_of_spec(&spec).map(str::to_string);
+        let term = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s.max(1)).ok())
+            .map_or(
+                Duration::from_secs(LEASE_SECONDS as u64),
+                Duration::from_secs,
+            );
+        if let Claim::Wait(wait) = decide(holder.as_deref(), &self.me, term, seen_for) {
+            return Ok(Attempt::Busy {
+                holder: holder.unwrap_or_default(),
+                wait,
+            });
+        }
+        let renewing = holder.as_deref() == Some(self.me.as_str());
+        lease.spec = Some(LeaseSpec {
+            holder_identity: Some(self.me.clone()),
+            acquire_time: if renewing {
+                spec.acquire_time.clone()
+            } else {
+                Some(now.clone())
+            },
+            renew_time: Some(now),
+            lease_duration_seconds: Some(LEASE_SECONDS),
+            lease_transitions: if renewing {
+                spec.lease_transitions
+            } else {
+                Some(spec.lease_transitions.unwrap_or(0).saturating_add(1))
+            },
+            ..spec
+        });
+        // `replace` sends the resourceVersion read above: a concurrent write makes it 409.
+        match timed(self.api.replace(LEASE, &PostParams::default(), &lease)).await {
+            Ok(written) => {
+                self.seen.observe(&written);
+                Ok(Attempt::Held)
+            }
+            Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Clear the Lease if this replica still holds it, so a standby takes over at once.
+    async fn release(&mut self) -> Result<bool, kube::Error> {
+        for _ in 0..3 {
+            let Some(mut lease) = timed(self.api.get_opt(LEASE)).await? else {
+                return Ok(false);
+            };
+            if holder_of(&lease) != Some(self.me.as_str()) {
+                return Ok(false);
+            }
+            if let Some(spec) = lease.spec.as_mut() {
+                spec.holder_identity = None;
+                spec.lease_duration_seconds = Some(1);
+                spec.renew_time = Some(MicroTime(Timestamp::now()));
+            }
+            match timed(self.api.replace(LEASE, &PostParams::default(), &lease)).await {
+                Ok(_) => return Ok(true),
+                Err(e) if is_conflict(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The holder a Lease spec names (an empty name is none).
+fn holder_of_spec(spec: &LeaseSpec) -> Option<&str> {
+    spec.holder_identity.as_deref().filter(|h| !h.is_empty())
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// Run one API call with [`REQUEST_TIMEOUT`].
+async fn timed<T>(
+    call: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, kube::Error> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, call).await {
+        Ok(result) => result,
+        Err(_) => Err(kube::Error::Service(
+            format!("no answer from the API server in {REQUEST_TIMEOUT:?}").into(),
+        )),
+    }
+}
+
+/// Set or remove the leader label on this replica's Pod (nothing outside a pod).
+async fn label(pod: &Option<Api<Pod>>, name: &str, leading: bool) {
+    let Some(api) = pod else { return };
+    let value = if leading { json!("true") } else { json!(null) };
+    let patch = json!({"metadata": {"labels": {LEADER_LABEL: value}}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => tracing::info!(pod = name, leading, "leader label updated"),
+        Err(e) => {
+            tracing::warn!(pod = name, error = %e, "cannot update the leader label on this Pod")
+        }
+    }
+}
+
+/// Wait until this replica holds the Lease (`None`: shut down first), then label the Pod,
+/// renew in the background and watch for the Lease being lost.
+pub(super) async fn lead(
+    shared: &Arc<Shared>,
+    options: &AgentOptions,
+    client: kube::Client,
+    fence: Fence,
+) -> Result<Option<Term>, AgentError> {
+    let me = identity();
+    let lease_api: Api<Lease> = Api::namespaced(client.clone(), &options.lease_namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
+    // A standby watches the Lease: each renewal restarts the holder's term as this replica
+    // sees it, and a release (SIGTERM on the leader) starts a campaign at once.
+    let mut leases = watcher(lease_api.clone(), config.clone())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let mut elector = Elector {
+        api: lease_api.clone(),
+        me: me.clone(),
+        seen: Seen::default(),
+    };
+    tracing::info!(identity = me, "standby: waiting to become the leader");
+    let mut reported = String::new();
+    loop {
+        let sent = Instant::now();
+        let wait = match elector.try_hold().await {
+            Ok(Attempt::Held) => {
+                fence.extend((sent + RENEW_DEADLINE).into_std());
+                break;
+            }
+            Ok(Attempt::Busy { holder, wait }) => {
+                if holder != reported {
+                    tracing::info!(
+                        identity = me,
+                        holder,
+                        "the Lease is held by another replica; standing by"
+                    );
+                    reported = holder;
+                }
+                wait.min(STANDBY_POLL)
+            }
+            Ok(Attempt::Conflict) => Duration::from_millis(100) + super::jitter(RENEW_EVERY),
+            Err(e) => {
+                tracing::warn!(identity = me, error = %e, "cannot read or write the Lease; retrying");
+                Duration::from_secs(2)
+            }
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break,
+                next = leases.next() => match next {
+                    Some(Ok(lease)) => {
+                        elector.seen.observe(&lease);
+                        if holder_of(&lease).is_none() {
+                            tracing::info!(identity = me, "the Lease was released; campaigning now");
+                            break;
+                        }
+                    }
+                    Some(Err(e)) => tracing::debug!(error = %e, "Lease watch error; retrying"),
+                    None => break,
+                },
+                _ = shared.shutdown.cancelled() => return Ok(None),
+            }
+        }
+    }
+    drop(leases);
+    tracing::info!(identity = me, "leading");
+    let lost = shared.shutdown.child_token();
+    let renewals = tokio::spawn(renew(elector, lost.clone(), fence.clone()));
+    // A write refused after the term ran out (the process was stopped past it) ends the term.
+    let (l, f) = (lost.clone(), fence.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = f.closed() => {
+                tracing::warn!("the Lease term ran out before a renewal; stopping every write");
+                l.cancel();
+            }
+            _ = l.cancelled() => {}
+        }
+    });
+    // Renewals notice a takeover only every few seconds; a watch on the Lease sees it at once.
+    let (l, who, f) = (lost.clone(), me.clone(), fence.clone());
+    tokio::spawn(async move {
+        let mut leases = watcher(lease_api, config)
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        loop {
+            tokio::select! {
+                _ = l.cancelled() => return,
+                next = leases.next() => match next {
+                    Some(Ok(lease)) => {
+                        let holder = holder_of(&lease).unwrap_or("");
+                        if holder != who {
+                            tracing::warn!(identity = who, holder, "the Lease is held by another replica");
+                            f.close();
+                            l.cancel();
+                            return;
+                        }
+                    }
+                    Some(Err(e)) => tracing::warn!(error = %e, "Lease watch error; retrying"),
+                    None => return,
+                }
+            }
+        }
+    });
+    let (pod, pod_name) = match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
+        (Ok(name), Ok(ns)) => (Some(Api::namespaced(client, &ns)), name),
+        _ => (None, String::new()),
+    };
+    label(&pod, &pod_name, true).await;
+    Ok(Some(Term {
+        lost,
+        fence,
+        renewals,
+        pod,
+        pod_name,
+    }))
+}
+
+/// Renew every [`RENEW_EVERY`] until `lost` is cancelled, extending the fence's term with
+/// each renewal; cancel `lost` and close the fence when another replica holds the Lease or no
+/// renewal succeeded for [`RENEW_DEADLINE`].
+async fn renew(mut elector: Elector, lost: CancellationToken, fence: Fence) -> Elector {
+    let mut renewed = Instant::now();
+    let me = elector.me.clone();
+    let step_down = |why: &str| {
+        tracing::warn!(identity = me, "{why}; stepping down");
+        fence.close();
+        lost.cancel();
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(RENEW_EVERY) => {}
+            _ = lost.cancelled() => return elector,
+        }
+        loop {
+            let sent = Instant::now();
+            match elector.try_hold().await {
+                Ok(Attempt::Held) => {
+                    renewed = sent;
+                    fence.extend((sent + RENEW_DEADLINE).into_std());
+                    break;
+                }
+                Ok(Attempt::Busy { holder, .. }) => {
+                    step_down(&format!("the Lease is held by another replica ({holder})"));
+                    return elector;
+                }
+                // Someone wrote the Lease between the read and the write: read again, but
+                // a renewal that keeps losing counts toward the deadline like an error.
+                Ok(Attempt::Conflict) if renewed.elapsed() < RENEW_DEADLINE => continue,
+                Ok(Attempt::Conflict) => {
+                    step_down("the Lease kept changing under every renewal");
+                    return elector;
+                }
+                Err(e) => {
+                    if renewed.elapsed() >= RENEW_DEADLINE {
+                        step_down(&format!("the Lease could not be renewed in time ({e})"));
+                        return elector;
+                    }
+                    tracing::warn!(error = %e, "cannot renew the Lease; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = lost.cancelled() => return elector,
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Term {
+    /// Stop leading: stop renewing, remove the Pod label, then release the Lease (only if
+    /// this replica still holds it) so a standby takes over at once.
+    pub(super) async fn step_down(self) {
+        // No write of this replica may land once a standby can take over.
+        self.fence.close();
+        self.lost.cancel();
+        label(&self.pod, &self.pod_name, false).await;
+        let Ok(mut elector) = self.renewals.await else {
+            tracing::warn!("the Lease renewal task failed; the Lease expires on its own");
+            return;
+        };
+        match elector.release().await {
+            Ok(true) => tracing::info!("Lease released"),
+            Ok(false) => tracing::info!("the Lease was no longer held by this replica"),
+            Err(e) => tracing::warn!(error = %e, "cannot release the Lease"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TERM: Duration = Duration::from_secs(15);
+
+    #[test]
+    fn a_free_lease_or_one_this_replica_holds_may_be_written() {
+        assert_eq!(decide(None, "a", TERM, Duration::ZERO), Claim::Write);
+        assert_eq!(decide(Some("a"), "a", TERM, Duration::ZERO), Claim::Write);
+    }
+
+    #[test]
+    fn another_holders_lease_is_waited_out_from_when_this_replica_saw_the_renewal() {
+        assert_eq!(
+            decide(Some("b"), "a", TERM, Duration::from_secs(4)),
+            Claim::Wait(Duration::from_secs(11))
+        );
+        assert_eq!(decide(Some("b"), "a", TERM, TERM), Claim::Write);
+        assert_eq!(
+            decide(Some("b"), "a", TERM, Duration::from_secs(60)),
+            Claim::Write
+        );
+    }
+
+    #[test]
+    fn an_unchanged_record_ages_and_a_renewal_restarts_its_term() {
+        let held = Lease {
+            spec: Some(LeaseSpec {
+                holder_identity: Some("b".into()),
+                renew_time: Some(MicroTime(Timestamp::UNIX_EPOCH)),
+                ..LeaseSpec::default()
+            }),
+            ..Lease::default()
+        };
+        let mut seen = Seen::default();
+        assert_eq!(seen.observe(&held), Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            seen.observe(&held) >= Duration::from_millis(20),
+            "the same record ages"
+        );
+        let mut renewed = held.clone();
+        if let Some(spec) = renewed.spec.as_mut() {
+            spec.renew_time = Some(MicroTime(Timestamp::now()));
+        }
+        assert_eq!(
+            seen.observe(&renewed),
+            Duration::ZERO,
+            "a renewal restarts the term"
+        );
+        assert_eq!(holder_of(&renewed), Some("b"));
+        let mut released = renewed;
+        if let Some(spec) = released.spec.as_mut() {
+            spec.holder_identity = Some(String::new());
+        }
+        assert_eq!(holder_of(&released), None, "an empty holder is no holder");
+    }
+}

@@ -1,0 +1,181 @@
+//! Outcomes: a batch's sync results taken into the agent's state.
+//!
+//! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: the
+//! inventories kept for the next batch (a synced tenant's is not kept but marked evicted:
+//! read back before its next sync), the drift baseline (recorded live hashes), the queue (success
+//! resets backoff, failure backs off), metrics (per-tenant readiness, failures by category)
+//! and one log line per tenant.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::{LoopState, Shared, lock, write};
+use fief_core::digest::Digest;
+use fief_core::status::Outcome;
+use fief_kube::sync::{ClusterState, SyncResult, TenantReport};
+
+/// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
+pub(super) fn record(
+    shared: &Shared,
+    state: &mut LoopState,
+    cs: ClusterState,
+    result: &SyncResult,
+    degraded: &BTreeMap<String, String>,
+) {
+    // A synced tenant's inventory is not held: it is read back (one LIST per chunk) before
+    // the tenant's next sync, so after a change that synced every tenant the agent does not
+    // hold every inventory.
+    let mut inventories = cs.inventories;
+    // The objects each synced tenant recorded before: its drift baseline to replace (the
+    // baseline holds only what its inventory recorded, so a one-tenant sync costs that
+    // tenant's objects, not the fleet's).
+    let mut before: Vec<fief_core::objects::ObjectId> = Vec::new();
+    for (tenant, inv) in &result.inventories {
+        if let Some(Ok(old)) = inventories.remove(tenant) {
+            before.extend(old.entries.into_keys());
+        }
+        if inv.is_some() {
+            state.evicted.insert(tenant.clone());
+        } else {
+            state.evicted.remove(tenant);
+        }
+    }
+    state.inventories = Some(inventories);
+    // What was applied is the new baseline for drift detection.
+    {
+        let mut recorded = write(&shared.recorded);
+        let mut live = write(&shared.live);
+        for id in &before {
+            if recorded
+                .get(id)
+                .is_some_and(|r| result.inventories.contains_key(r.tenant.as_ref()))
+            {
+                recorded.remove(id);
+            }
+        }
+        for (tenant, inv) in &result.inventories {
+            let tenant: std::sync::Arc<str> = tenant.as_str().into();
+            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
+                let id = shared.intern(id);
+                let digest = Digest::from_hex(&entry.live);
+                recorded.insert(
+                    id.clone(),
+                    super::verify::Recorded {
+                        tenant: tenant.clone(),
+                        live: digest,
+                        version: None,
+                    },
+                );
+                live.insert(id, digest);
+            }
+        }
+    }
+    {
+        let mut in_flight = lock(&shared.in_flight);
+        for r in &result.reports {
+            in_flight.remove(&r.tenant);
+        }
+    }
+    let now = Instant::now();
+    for report in &result.reports {
+        account(shared, state, report, degraded, now);
+    }
+}
+
+fn account(
+    shared: &Shared,
+    state: &mut LoopState,
+    report: &TenantReport,
+    degraded: &BTreeMap<String, String>,
+    now: Instant,
+) {
+    let ok = report.is_ok();
+    let is_degraded = degraded.contains_key(&report.tenant);
+    // The revision it was synced at: the head, or its last one while a rollout holds it.
+    let rev = super::rollout::revision_for(state, &report.tenant);
+    if report.outcome != Outcome::Orphaned {
+        let attempt = super::Attempt {
+            commit: rev.as_ref().map(|r| r.commit.clone()).unwrap_or_default(),
+            outcome: report.outcome,
+            at: super::metrics::unix_now(),
+            error: report.errors.first().cloned(),
+        };
+        lock(&shared.health)
+            .attempts
+            .insert(report.tenant.clone(), attempt);
+    }
+    shared.metrics.sync_result(ok && !is_degraded);
+    let c = &report.counts;
+    shared
+        .metrics
+        .applied
+        .inc_by((c.created + c.configured) as u64);
+    shared.metrics.pruned.inc_by(c.pruned as u64);
+    let invalid = report.outcome == Outcome::Invalid;
+    if report.outcome != Outcome::Orphaned {
+        shared
+            .metrics
+            .tenant_ready(&report.tenant, ok && !is_degraded && !invalid);
+    }
+    let mut q = lock(&shared.queue);
+    let done = ok || invalid;
+    match report.outcome {
+        _ if is_degraded => q.failed(&report.tenant, now),
+        Outcome::Invalid | Outcome::Skipped | Outcome::Applied | Outcome::Purged if done => {
+            q.succeeded(&report.tenant);
+            if let Some(rev) = rev
+                && let Some(h) = rev.hashes.get(&report.tenant).cloned()
+            {
+                state.record_synced(&report.tenant, &h, rev);
+            }
+        }
+        Outcome::Orphaned => {}
+        _ => q.failed(&report.tenant, now),
+    }
+    drop(q);
+    if ok && c.created + c.configured + c.pruned == 0 {
+        tracing::debug!(
+            tenant = report.tenant,
+            outcome = report.outcome.as_str(),
+            "unchanged"
+        );
+    } else if ok {
+        tracing::info!(
+            tenant = report.tenant,
+            outcome = report.outcome.as_str(),
+            created = c.created,
+            configured = c.configured,
+            pruned = c.pruned,
+            "synced"
+        );
+    } else {
+        let first = report.errors.first().map(String::as_str).unwrap_or("");
+        shared
+            .metrics
+            .failure(category(first, is_degraded, report.outcome));
+        tracing::warn!(
+            tenant = report.tenant,
+            outcome = report.outcome.as_str(),
+            errors = report.errors.len(),
+            first_error = first,
+            "sync failed"
+        );
+    }
+}
+
+/// A low-cardinality failure category for metrics.
+fn category(error: &str, degraded: bool, outcome: Outcome) -> &'static str {
+    if degraded {
+        "watch"
+    } else if outcome == Outcome::Invalid {
+        "render"
+    } else if error.contains("forbidden") || error.contains("403") {
+        "forbidden"
+    } else if error.contains("inventory") {
+        "inventory"
+    } else if error.contains("prune") || error.contains("delete") {
+        "prune"
+    } else {
+        "apply"
+    }
+}

@@ -1,0 +1,483 @@
+//! Day-2 requests to the agent through the cluster: suspended tenants and `fief reconcile`.
+//!
+//! In: a metadata watch on the ConfigMaps labelled `app.kubernetes.io/managed-by=fief` in the
+//! agent namespace (each tenant's inventory, and `fief-reconcile`), the revisions the source
+//! task publishes, and each batch's reports. Out: the due tenants minus the suspended ones
+//! ([`admit`]: nothing of a suspended tenant is applied, repaired or pruned); a resumed tenant
+//! queued at once; for a reconcile request, a git fetch, the asked tenants queued (backoff
+//! skipped), and once they have all synced, `fief.dev/lastHandledReconcileAt` and
+//! `fief.dev/reconcileResult` written on the ConfigMap that carried the request.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::watch;
+
+use super::source_loop::Revision;
+use super::{AgentOptions, Shared, lock};
+use fief_core::objects;
+use fief_core::status::{
+    ANNOTATION_HANDLED_AT, ANNOTATION_RECONCILE_RESULT, Flags, RECONCILE_ALL, TenantReport,
+};
+
+/// How long a batch waits for the first list of the agent namespace's ConfigMaps.
+const LIST_WAIT: Duration = Duration::from_secs(30);
+/// Field manager of the agent's answers.
+const MANAGER: &str = "fief-agent";
+
+/// What the agent knows of the day-2 requests.
+#[derive(Default)]
+pub(super) struct Requests {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The namespace watched (set by the first batch).
+    namespace: Option<String>,
+    /// The first list of that namespace is done.
+    listed: bool,
+    /// Why the watch fails, if it does.
+    error: Option<String>,
+    /// Suspended tenants: who, when, why.
+    suspended: BTreeMap<String, String>,
+    /// Requests seen (ConfigMap name, requestedAt): each is handled once.
+    seen: BTreeSet<(String, String)>,
+    /// Requests whose tenants are queued and not all synced yet.
+    pending: Vec<Pending>,
+    /// Batches admitted so far: a request counts only reports of batches admitted after it
+    /// was registered (so after the loop took the fetched commit).
+    batches: u64,
+    /// The source task's revisions (for a request: wait until the fetched commit is read).
+    revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
+}
+
+/// A reconcile request in progress.
+struct Pending {
+    configmap: String,
+    at: String,
+    commit: String,
+    /// `batches` when registered.
+    after_batch: u64,
+    remaining: BTreeSet<String>,
+    synced: usize,
+    failed: Vec<String>,
+    /// Suspended tenants the request covered: left alone, not a failure.
+    skipped: Vec<String>,
+}
+
+/// Hand the source task's revision channel to the request handler (once, at start).
+pub(super) fn set_revisions(shared: &Shared, rx: watch::Receiver<Option<Arc<Revision>>>) {
+    lock(&shared.requests.inner).revisions = Some(rx);
+}
+
+/// The due tenants that may be synced now: suspended tenants are dropped (and logged). Starts
+/// the watch of `namespace`'s ConfigMaps on first use and waits (bounded) for its first list,
+/// so a suspended tenant is never synced at start.
+pub(super) async fn admit(
+    shared: &Arc<Shared>,
+    rev: &Revision,
+    options: &AgentOptions,
+    due: Vec<String>,
+) -> (Vec<String>, u64) {
+    let namespace = super::agent_namespace(rev, options);
+    let start = {
+        let mut inner = lock(&shared.requests.inner);
+        if inner.namespace.as_deref() == Some(namespace.as_str()) {
+            false
+        } else {
+            inner.namespace = Some(namespace.clone());
+            inner.listed = false;
+            inner.suspended.clear();
+            true
+        }
+    };
+    if start {
+        let shared = shared.clone();
+        let ns = namespace.clone();
+        tokio::spawn(async move { run_watch(shared, ns).await });
+    }
+    // At start, wait (bounded) for the watch's first list; later, a watch that has not
+    // listed (it is failing) is replaced by one metadata LIST for this batch.
+    let deadline = Instant::now() + if start { LIST_WAIT } else { Duration::ZERO };
+    loop {
+        if lock(&shared.requests.inner).listed {
+            break;
+        }
+        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
+            fallback_list(shared, &namespace).await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut inner = lock(&shared.requests.inner);
+    inner.batches += 1;
+    let ticket = inner.batches;
+    let mut admitted = Vec::with_capacity(due.len());
+    for t in due {
+        match inner.suspended.get(&t).cloned() {
+            Some(why) => {
+                tracing::info!(
+                    tenant = t,
+                    suspended = why.as_str(),
+                    "suspended; not synced"
+                );
+                for p in inner.pending.iter_mut() {
+                    if p.remaining.remove(&t) {
+                        p.skipped.push(format!("{t} (suspended {why})"));
+                    }
+                }
+            }
+            None => admitted.push(t),
+        }
+    }
+    let done = take_done(&mut inner);
+    drop(inner);
+    answer_all(shared, &namespace, done);
+    (admitted, ticket)
+}
+
+/// Whether `tenant` is suspended now (a rollout does not wait for it).
+pub(super) fn is_suspended(shared: &Shared, tenant: &str) -> bool {
+    lock(&shared.requests.inner).suspended.contains_key(tenant)
+}
+
+/// The watch has not listed: read the suspensions with one metadata LIST instead. When that
+/// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
+/// right, so the batch itself will report the failure).
+async fn fallback_list(shared: &Shared, namespace: &str) {
+    match fief_kube::tenant_flags::load_flags(&shared.client, namespace).await {
+        Ok(flags) => {
+            let mut inner = lock(&shared.requests.inner);
+            inner.suspended = flags
+                .into_iter()
+                .filter_map(|(t, f)| Some((t, f.suspended?)))
+                .collect();
+        }
+        Err(e) => tracing::error!(
+            namespace,
+            error = %e,
+            "cannot read the agent namespace's ConfigMaps; suspensions are not known, syncing as usual"
+        ),
+    }
+}
+
+/// After a batch: count its reports against the requests in progress; answer the finished.
+pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantReport]) {
+    let mut inner = lock(&shared.requests.inner);
+    for p in inner.pending.iter_mut().filter(|p| ticket > p.after_batch) {
+        for r in reports {
+            if !p.remaining.remove(&r.tenant) {
+                continue;
+            }
+            if r.is_ok() {
+                p.synced += 1;
+            } else {
+                let why = r
+                    .errors
+                    .first()
+                    .cloned()
+                    .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
+                    .unwrap_or_else(|| r.outcome.to_string());
+                p.failed.push(format!("{}: {why}", r.tenant));
+            }
+        }
+    }
+    let done = take_done(&mut inner);
+    let namespace = inner.namespace.clone().unwrap_or_default();
+    drop(inner);
+    answer_all(shared, &namespace, done);
+}
+
+/// The requests whose tenants have all been synced, with their answers.
+fn take_done(inner: &mut Inner) -> Vec<(String, String, String)> {
+    let (done, left): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut inner.pending)
+        .into_iter()
+        .partition(|p| p.remaining.is_empty());
+    inner.pending = left;
+    done.into_iter()
+        .map(|p| {
+            let commit: String = p.commit.chars().take(12).collect();
+            let skipped = if p.skipped.is_empty() {
+                String::new()
+            } else {
+                format!("; left alone: {}", p.skipped.join(", "))
+            };
+            let result = if !p.failed.is_empty() {
+                format!(
+                    "Failed: {} of {} tenant(s) not synced at commit {commit}; {}{skipped}",
+                    p.failed.len(),
+                    p.failed.len() + p.synced,
+                    p.failed.join("; ")
+                )
+            } else if p.synced == 0 && !p.skipped.is_empty() {
+                format!("Suspended: nothing synced{skipped}")
+            } else {
+                format!(
+                    "Ready: {} tenant(s) synced at commit {commit}{skipped}",
+                    p.synced
+                )
+            };
+            (p.configmap, p.at, result)
+        })
+        .collect()
+}
+
+fn answer_all(shared: &Arc<Shared>, namespace: &str, done: Vec<(String, String, String)>) {
+    for (configmap, at, result) in done {
+        let client = shared.client.clone();
+        let ns = namespace.to_string();
+        tokio::spawn(async move { answer(&client, &ns, &configmap, &at, &result).await });
+    }
+}
+
+/// Write the answer to a request on the ConfigMap that carried it.
+async fn answer(client: &kube::Client, namespace: &str, configmap: &str, at: &str, result: &str) {
+    let result: String = result.chars().take(1000).collect();
+    tracing::info!(
+        configmap,
+        requested_at = at,
+        result,
+        "reconcile request handled"
+    );
+    let written = fief_kube::tenant_flags::annotate(
+        client,
+        namespace,
+        configmap,
+        &[
+            (ANNOTATION_HANDLED_AT, Some(at)),
+            (ANNOTATION_RECONCILE_RESULT, Some(&result)),
+        ],
+        MANAGER,
+    )
+    .await;
+    if let Err(e) = written {
+        tracing::error!(error = %e, configmap, "cannot record the reconcile answer");
+    }
+}
+
+/// Watch the agent namespace's fief ConfigMaps (metadata only) until shutdown or until the
+/// namespace watched changes.
+async fn run_watch(shared: Arc<Shared>, namespace: String) {
+    let api: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(shared.client.clone(), &namespace);
+    let config = watcher::Config::default().labels(&format!("{}=fief", objects::LABEL_MANAGED_BY));
+    let mut stream = watcher(api, config).default_backoff().boxed();
+    let mut seen_in_list: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let event = tokio::select! {
+            e = stream.next() => e,
+            _ = shared.shutdown.cancelled() => return,
+        };
+        let Some(event) = event else { return };
+        let mut inner = lock(&shared.requests.inner);
+        if inner.namespace.as_deref() != Some(namespace.as_str()) {
+            return;
+        }
+        match event {
+            Ok(watcher::Event::Init) => seen_in_list.clear(),
+            Ok(watcher::Event::InitApply(m)) => {
+                if let Some(t) = tenant_of(&m) {
+                    seen_in_list.insert(t);
+                }
+                seen(&shared, &mut inner, &namespace, &m);
+            }
+            Ok(watcher::Event::InitDone) => {
+                // Inventories deleted during a gap: no longer suspended.
+                let gone: Vec<String> = inner
+                    .suspended
+                    .keys()
+                    .filter(|t| !seen_in_list.contains(*t))
+                    .cloned()
+                    .collect();
+                for t in gone {
+                    inner.suspended.remove(&t);
+                }
+                inner.listed = true;
+                inner.error = None;
+            }
+            Ok(watcher::Event::Apply(m)) => seen(&shared, &mut inner, &namespace, &m),
+            Ok(watcher::Event::Delete(m)) => {
+                if let Some(t) = tenant_of(&m) {
+                    inner.suspended.remove(&t);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, namespace, "watch of the agent namespace's ConfigMaps failed; retrying");
+                inner.error = Some(e.to_string());
+            }
+        }
+    }
+}
+
+fn tenant_of(m: &PartialObjectMeta<ConfigMap>) -> Option<String> {
+    let name = m.metadata.name.as_deref()?;
+    let tenant = m.metadata.labels.as_ref()?.get(objects::LABEL_TENANT)?;
+    (name == objects::inventory_name(tenant)).then(|| tenant.clone())
+}
+
+/// One ConfigMap as it now stands: suspension changes and new reconcile requests.
+fn seen(
+    shared: &Arc<Shared>,
+    inner: &mut Inner,
+    namespace: &str,
+    m: &PartialObjectMeta<ConfigMap>,
+) {
+    let Some(name) = m.metadata.name.clone() else {
+        return;
+    };
+    let flags = Flags::from_annotations(&m.metadata.annotations.clone().unwrap_or_default());
+    let tenant = tenant_of(m);
+    if tenant.is_none() && name != RECONCILE_ALL {
+        return;
+    }
+    if let Some(t) = &tenant {
+        match &flags.suspended {
+            Some(why) => {
+                if inner.suspended.insert(t.clone(), why.clone()).is_none() {
+                    tracing::info!(
+                        tenant = t.as_str(),
+                        suspended = why.as_str(),
+                        "tenant suspended"
+                    );
+                }
+            }
+            None => {
+                if inner.suspended.remove(t).is_some() {
+                    tracing::info!(tenant = t.as_str(), "tenant resumed; syncing it now");
+                    resync_now(shared, t, "resume");
+                }
+            }
+        }
+    }
+    if let Some(at) = flags.pending_request()
+        && inner.seen.insert((name.clone(), at.to_string()))
+    {
+        let shared = shared.clone();
+        let (ns, at) = (namespace.to_string(), at.to_string());
+        let revisions = inner.revisions.clone();
+        tokio::spawn(async move { handle(shared, revisions, ns, name, tenant, at).await });
+    }
+}
+
+/// Queue a tenant now, skipping any backoff it is waiting out.
+fn resync_now(shared: &Shared, tenant: &str, trigger: &'static str) {
+    let mut q = lock(&shared.queue);
+    q.forget(tenant);
+    q.push_for(tenant, Instant::now(), trigger);
+    drop(q);
+    shared.wake.notify_one();
+}
+
+fn fetches(shared: &Shared) -> u64 {
+    use super::metrics::ResultLabel;
+    ["success", "failure"]
+        .iter()
+        .map(|r| {
+            shared
+                .metrics
+                .fetches
+                .get_or_create(&ResultLabel {
+                    result: (*r).to_string(),
+                })
+                .get()
+        })
+        .sum()
+}
+
+/// Handle one reconcile request: fetch git, wait until the fetched commit is read, queue the
+/// asked tenants; [`after_batch`] answers once they have all synced.
+async fn handle(
+    shared: Arc<Shared>,
+    revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
+    namespace: String,
+    configmap: String,
+    tenant: Option<String>,
+    at: String,
+) {
+    tracing::info!(
+        configmap,
+        requested_at = at,
+        "reconcile requested: fetching git"
+    );
+    let before = fetches(&shared);
+    shared.fetch_now.notify_one();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let fail = |why: String| {
+        let (client, ns, cm, at) = (
+            shared.client.clone(),
+            namespace.clone(),
+            configmap.clone(),
+            at.clone(),
+        );
+        async move { answer(&client, &ns, &cm, &at, &format!("Failed: {why}")).await }
+    };
+    while fetches(&shared) <= before {
+        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
+            return fail("the git fetch did not finish in time".to_string()).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The fetched commit, once the loop has read it (or the fetch's error).
+    let rev = loop {
+        let (commit, error) = {
+            let h = lock(&shared.health);
+            (h.last_commit.clone(), h.last_fetch_error.clone())
+        };
+        if let Some(e) = error {
+            return fail(format!("git fetch failed: {e}")).await;
+        }
+        let current = revisions.as_ref().and_then(|r| r.borrow().clone());
+        if let (Some(rev), Some(c)) = (&current, &commit)
+            && &rev.commit == c
+        {
+            break rev.clone();
+        }
+        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
+            return fail("the fetched commit was not read in time".to_string()).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let tenants: Vec<String> = match &tenant {
+        Some(t) if !rev.hashes.contains_key(t) => {
+            return fail(format!(
+                "tenant {t} has no tenant file in git at commit {}",
+                rev.commit
+            ))
+            .await;
+        }
+        Some(t) => vec![t.clone()],
+        None => rev.hashes.keys().cloned().collect(),
+    };
+    {
+        let mut inner = lock(&shared.requests.inner);
+        let mut p = Pending {
+            configmap,
+            at,
+            commit: rev.commit.clone(),
+            after_batch: inner.batches,
+            remaining: BTreeSet::new(),
+            synced: 0,
+            failed: Vec::new(),
+            skipped: Vec::new(),
+        };
+        for t in tenants {
+            match inner.suspended.get(&t) {
+                Some(why) => p.skipped.push(format!("{t} (suspended {why})")),
+                None => {
+                    p.remaining.insert(t.clone());
+                    resync_now(&shared, &t, "reconcile");
+                }
+            }
+        }
+        inner.pending.push(p);
+        let done = take_done(&mut inner);
+        drop(inner);
+        answer_all(&shared, &namespace, done);
+    }
+}

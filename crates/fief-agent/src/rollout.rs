@@ -1,0 +1,487 @@
+//! Progressive rollouts in the agent: a change that reaches tenants through shared inputs
+//! (a component's templates or varz, an environment file, the baseline, fief.yaml) goes
+//! through fief.yaml's `rollout.waves`, one wave at a time, each waiting until its tenants
+//! are healthy; an unhealthy or failed tenant halts it.
+//!
+//! In: each new revision with the tenants whose input hash changed, each tenant's last synced
+//! revision, the sync attempts and the health gate's verdicts. Out: the tenants to queue now
+//! (a tenant's own change — its tenant file or own secret file — and new tenants at once, the
+//! first wave of the rest), the revision each tenant renders at (a held tenant stays at the
+//! commit it was last synced at, drift repair included), the next wave released when the
+//! current one is healthy, and the rollout [`Record`] for `/status`, `/metrics` and the
+//! `fief-rollout` ConfigMap. A new commit replaces the rollout: tenants already at the old
+//! target and held ones alike go through the new one's waves from the first.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::source_loop::Revision;
+use super::{LoopState, Shared, lock};
+use fief_core::rollout::{
+    Member, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
+};
+use fief_core::status::Outcome;
+
+/// A rollout under way (or finished: kept for status until the next one).
+pub(super) struct Active {
+    /// The revision being rolled out.
+    target: Arc<Revision>,
+    /// The waves with the tenants this rollout changes.
+    waves: Vec<Wave>,
+    /// The waves with every tenant in them: a wave is done when all are healthy.
+    members: Vec<Wave>,
+    wave_of: HashMap<String, usize>,
+    /// The wave released last (index).
+    wave: usize,
+    /// `Progressing`, `Halted` or `Complete`.
+    phase: &'static str,
+    reason: Option<String>,
+    started_at: String,
+    updated_at: String,
+}
+
+impl Active {
+    /// Whether `tenant` is held: in a wave not released yet.
+    pub(super) fn holds(&self, tenant: &str) -> bool {
+        self.phase != "Complete" && self.wave_of.get(tenant).is_some_and(|w| *w > self.wave)
+    }
+}
+
+/// The revision `tenant` renders at: the one it was last synced at while a rollout holds it,
+/// else the head.
+pub(super) fn revision_for(state: &LoopState, tenant: &str) -> Option<Arc<Revision>> {
+    if let Some(active) = &state.rollout
+        && active.holds(tenant)
+        && let Some(rev) = state.synced_rev.get(tenant)
+    {
+        return Some(rev.clone());
+    }
+    state.rev.clone()
+}
+
+/// Each tenant's labels (a tenant file that does not parse has none).
+fn labels_of(rev: &Revision) -> BTreeMap<String, BTreeMap<String, String>> {
+    rev.repo
+        .tenants
+        .iter()
+        .map(|(t, p)| {
+            let l = p
+                .as_ref()
+                .map(|p| p.metadata.labels.clone())
+                .unwrap_or_default();
+            (t.clone(), l)
+        })
+        .collect()
+}
+
+/// Take a new revision: start a rollout when fief.yaml declares waves and `changed` tenants
+/// changed through shared inputs; return the tenants to queue now.
+pub(super) fn begin(
+    state: &mut LoopState,
+    rev: &Arc<Revision>,
+    changed: Vec<String>,
+) -> Vec<String> {
+    let config = rev
+        .repo
+        .config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.rollout.clone());
+    if state.rev.is_none()
+        && state
+            .rollout
+            .as_ref()
+            .is_some_and(|a| a.target.commit == rev.commit)
+    {
+        // Restored at start ([`restore`]) on the commit it rolls out: go on with it.
+        return changed;
+    }
+    let known = state.rev.is_some() || !state.synced_rev.is_empty();
+    let Some(config) = config.filter(|_| known) else {
+        state.rollout = None;
+        return changed;
+    };
+    // Unchanged since its last sync (possible at start), its own change, or a new tenant:
+    // now. The rest changed through shared inputs: rolled out in waves.
+    let (mut now, rolled): (Vec<String>, Vec<String>) =
+        changed
+            .into_iter()
+            .partition(|t| match state.synced_rev.get(t) {
+                None => true,
+                Some(from) => {
+                    from.hashes.get(t) == rev.hashes.get(t)
+                        || own_change(&from.repo.snapshot, &rev.repo.snapshot, t)
+                }
+            });
+    if rolled.is_empty() {
+        // Nothing is held any more: a rollout under way is over.
+        if let Some(a) = state.rollout.as_mut().filter(|a| a.phase != "Complete") {
+            a.phase = "Complete";
+            a.reason = None;
+            a.updated_at = fief_kube::sync::now_rfc3339();
+        }
+        return now;
+    }
+    let labels = labels_of(rev);
+    let rolled: BTreeSet<String> = rolled.into_iter().collect();
+    let waves = plan(&config, &labels, &rolled);
+    let members = assign(&config, &labels);
+    let wave_of: HashMap<String, usize> = waves
+        .iter()
+        .enumerate()
+        .flat_map(|(i, w)| w.tenants.iter().map(move |t| (t.clone(), i)))
+        .collect();
+    let first = next_wave(&members, 0).unwrap_or(0);
+    now.extend(waves[first].tenants.iter().cloned());
+    let at = fief_kube::sync::now_rfc3339();
+    tracing::info!(
+        commit = rev.commit,
+        tenants = rolled.len(),
+        waves = waves.len(),
+        wave = waves[first].name,
+        "rollout started"
+    );
+    state.rollout = Some(Active {
+        target: rev.clone(),
+        waves,
+        members,
+        wave_of,
+        wave: first,
+        phase: "Progressing",
+        reason: None,
+        started_at: at.clone(),
+        updated_at: at,
+    });
+    now
+}
+
+/// Where `tenant` of the current wave stands ([`fief_core::rollout::tenant_state`]): its
+/// suspension, whether the rollout changes it, whether it is synced at the rollout's input
+/// hash, its last sync attempt and its health. A tenant the rollout does not change still
+/// halts it when its last attempt failed or was invalid at that hash (broken before).
+fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &str) -> TenantState {
+    let target = &active.target;
+    let failure = lock(&shared.health)
+        .attempts
+        .get(tenant)
+        .filter(|a| a.error.is_some() || matches!(a.outcome, Outcome::Failed | Outcome::Invalid))
+        .map(|a| {
+            let why = format!(
+                "sync {}: {}",
+                a.outcome,
+                a.error.as_deref().unwrap_or_default()
+            );
+            (a.commit == target.commit, why)
+        });
+    let at_target = target
+        .hashes
+        .get(tenant)
+        .is_some_and(|h| state.synced.get(tenant) == Some(h));
+    fief_core::rollout::tenant_state(Member {
+        suspended: super::requests::is_suspended(shared, tenant),
+        changed: active.wave_of.contains_key(tenant),
+        at_target,
+        failure,
+        health: shared.gate.rollout_state(tenant),
+    })
+}
+
+/// Move the rollout on: release the next wave when the current one is healthy, halt on a
+/// failed tenant (and resume if it turns healthy). Returns whether it is still waiting on
+/// health (the caller looks again soon).
+pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
+    let Some(active) = state.rollout.as_ref() else {
+        return false;
+    };
+    if active.phase == "Complete" {
+        return false;
+    }
+    let target = active.target.clone();
+    let s = step(&active.members, active.wave, |t| {
+        tenant_state(shared, state, active, t)
+    });
+    let Some(active) = state.rollout.as_mut() else {
+        return false;
+    };
+    let now = fief_kube::sync::now_rfc3339();
+    match s {
+        Step::Wait => {
+            if active.phase == "Halted" {
+                // Not failed any more, not done yet: progressing again.
+                active.phase = "Progressing";
+                active.reason = None;
+                active.updated_at = now;
+            }
+            true
+        }
+        Step::Halt(tenant, why) => {
+            let reason = format!(
+                "wave {} \"{}\": tenant {tenant}: {why}",
+                active.wave + 1,
+                active.waves[active.wave].name
+            );
+            if active.reason.as_deref() != Some(reason.as_str()) {
+                tracing::warn!(
+                    commit = target.commit,
+                    wave = active.waves[active.wave].name,
+                    tenant,
+                    reason = why,
+                    "rollout halted; the later waves stay at their last synced commit"
+                );
+                active.phase = "Halted";
+                active.reason = Some(reason);
+                active.updated_at = now;
+            }
+            true
+        }
+        Step::Release(i) => {
+            active.wave = i;
+            active.phase = "Progressing";
+            active.reason = None;
+            active.updated_at = now;
+            tracing::info!(
+                commit = target.commit,
+                wave = active.waves[i].name,
+                tenants = active.waves[i].tenants.len(),
+                "rollout: next wave released"
+            );
+            let at = Instant::now();
+            let mut q = lock(&shared.queue);
+            for t in &active.waves[i].tenants {
+                q.push_for(t, at, "rollout");
+            }
+            drop(q);
+            shared.wake.notify_one();
+            true
+        }
+        Step::Complete => {
+            active.phase = "Complete";
+            active.reason = None;
+            active.updated_at = now;
+            tracing::info!(commit = target.commit, "rollout complete");
+            false
+        }
+    }
+}
+
+/// The rollout as a [`Record`] (held tenants with the commit they stay at).
+pub(super) fn record(state: &LoopState) -> Option<Record> {
+    let a = state.rollout.as_ref()?;
+    let held = a
+        .wave_of
+        .keys()
+        .filter(|t| a.holds(t))
+        .map(|t| {
+            let commit = state
+                .synced_rev
+                .get(t)
+                .map(|r| r.commit.clone())
+                .unwrap_or_default();
+            (t.clone(), commit)
+        })
+        .collect();
+    Some(Record {
+        commit: a.target.commit.clone(),
+        phase: a.phase.to_string(),
+        wave: a.wave,
+        waves: a.waves.clone(),
+        reason: a.reason.clone(),
+        held,
+        started_at: a.started_at.clone(),
+        updated_at: a.updated_at.clone(),
+    })
+}
+
+/// Metric lines for the rollout: current wave (1-based, 0 when none), number of waves,
+/// halted (0/1) and tenants by state (`updated`, `pending`, `held`).
+pub(super) fn metrics_text(record: Option<&Record>) -> String {
+    let (wave, waves, halted, held, total, done) = match record {
+        Some(r) => {
+            let total: usize = r.waves.iter().map(|w| w.tenants.len()).sum();
+            let done: usize = if r.phase == "Complete" {
+                total
+            } else {
+                r.waves.iter().take(r.wave).map(|w| w.tenants.len()).sum()
+            };
+            (
+                r.wave + 1,
+                r.waves.len(),
+                usize::from(r.phase == "Halted"),
+                r.held.len(),
+                total,
+                done,
+            )
+        }
+        None => (0, 0, 0, 0, 0, 0),
+    };
+    let pending = total.saturating_sub(done + held);
+    format!(
+        "# HELP fief_rollout_wave The rollout's current wave (1-based; 0: no rollout).\n# TYPE fief_rollout_wave gauge\nfief_rollout_wave {wave}\n\
+# HELP fief_rollout_waves Waves of the current rollout.\n# TYPE fief_rollout_waves gauge\nfief_rollout_waves {waves}\n\
+# HELP fief_rollout_halted 1 while the rollout is halted by an unhealthy or failed tenant.\n# TYPE fief_rollout_halted gauge\nfief_rollout_halted {halted}\n\
+# HELP fief_rollout_tenants Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves).\n# TYPE fief_rollout_tenants gauge\n\
+fief_rollout_tenants{{state=\"updated\"}} {done}\nfief_rollout_tenants{{state=\"pending\"}} {pending}\nfief_rollout_tenants{{state=\"held\"}} {held}\n"
+    )
+}
+
+/// Publish the record when it changed: `/status`, `/metrics` and the `fief-rollout`
+/// ConfigMap. Writes run on tasks one at a time, each writing the latest record (so a slow
+/// earlier write never lands after a later one); a failed write is retried on the main
+/// loop's next turn.
+pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) {
+    let record = record(state);
+    let retry = shared
+        .rollout_retry
+        .swap(false, std::sync::atomic::Ordering::Relaxed);
+    {
+        let mut current = lock(&shared.rollout);
+        if *current == record && !retry {
+            return;
+        }
+        *current = record;
+    }
+    let sh = shared.clone();
+    let ns = namespace.to_string();
+    tokio::spawn(async move {
+        let mut written = sh.rollout_written.lock().await;
+        let latest = lock(&sh.rollout).clone();
+        let Some(record) = latest.filter(|l| written.as_ref() != Some(l)) else {
+            return;
+        };
+        match fief_kube::rollout_store::write_record(&sh.client, &ns, &record).await {
+            Ok(()) => *written = Some(record),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot write the rollout record; retrying");
+                // Written again on the main loop's next turn (at the latest its next tick).
+                sh.rollout_retry
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+}
+
+/// At start, before the first revision is taken: when the `fief-rollout` record says a
+/// rollout was under way, take it up again — held tenants stay at the commit they were held
+/// at (read from the agent's clone), the others count as synced at the rollout's commit, and
+/// the rollout goes on from its wave (or, when the head moved on, a new one starts from them).
+/// Without a record, or when it cannot be read, nothing is restored (and that is logged).
+pub(super) async fn restore(
+    shared: &Shared,
+    options: &super::AgentOptions,
+    state: &mut LoopState,
+    head: &Arc<Revision>,
+) {
+    let Ok(config) = head.repo.config.as_ref() else {
+        return;
+    };
+    if config.rollout.is_none() {
+        return;
+    }
+    let record = match fief_kube::rollout_store::read_record(
+        &shared.client,
+        &config.agent_namespace,
+    )
+    .await
+    {
+        Ok(Some(r)) if r.phase != "Complete" => r,
+        Ok(_) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the rollout record; held tenants are not restored");
+            return;
+        }
+    };
+    let mut commits: BTreeSet<String> = record.held.values().cloned().collect();
+    commits.insert(record.commit.clone());
+    let mut revs: HashMap<String, Arc<Revision>> = HashMap::new();
+    revs.insert(head.commit.clone(), head.clone());
+    for c in commits {
+        if revs.contains_key(&c) || c.is_empty() {
+            continue;
+        }
+        let (o, c2) = (options.clone(), c.clone());
+        let keys = shared.age_keys.clone();
+        let read = tokio::task::spawn_blocking(move || read_at(&o, &c2, keys.as_ref())).await;
+        match read {
+            Ok(Ok(rev)) => {
+                revs.insert(c, Arc::new(rev));
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(commit = c, error = %e, "cannot read a held commit; its tenants are not held");
+            }
+            Err(e) => tracing::warn!(error = %e, "read task failed"),
+        }
+    }
+    let Some(target) = revs.get(&record.commit).cloned() else {
+        return;
+    };
+    for t in target.hashes.keys() {
+        let rev = record
+            .held
+            .get(t)
+            .and_then(|c| revs.get(c))
+            .unwrap_or(&target);
+        state.synced_rev.insert(t.clone(), rev.clone());
+    }
+    let labels = labels_of(head);
+    let Some(rollout) = config.rollout.as_ref() else {
+        return;
+    };
+    let members = assign(rollout, &labels);
+    let wave_of: HashMap<String, usize> = record
+        .waves
+        .iter()
+        .enumerate()
+        .flat_map(|(i, w)| w.tenants.iter().map(move |t| (t.clone(), i)))
+        .collect();
+    tracing::info!(
+        commit = record.commit,
+        wave = record.wave + 1,
+        held = record.held.len(),
+        "rollout taken up again after a restart"
+    );
+    state.rollout = Some(Active {
+        target,
+        waves: record.waves,
+        members,
+        wave_of,
+        wave: record.wave,
+        phase: if record.phase == "Halted" {
+            "Halted"
+        } else {
+            "Progressing"
+        },
+        reason: record.reason,
+        started_at: record.started_at,
+        updated_at: record.updated_at,
+    });
+}
+
+/// A revision at `commit`, read from the agent's clone (no network).
+fn read_at(
+    options: &super::AgentOptions,
+    commit: &str,
+    keys: Option<&Arc<fief_core::secrets::Keys>>,
+) -> Result<Revision, String> {
+    let git = fief_source::git::GitSource::open_or_clone(
+        &options.repo,
+        &options.branch,
+        &options.cache_dir,
+        options.auth.clone(),
+    )
+    .map_err(|e| e.to_string())?;
+    let snapshot = git.snapshot(commit).map_err(|e| e.to_string())?;
+    let mut repo = fief_core::model::Repo::load(Arc::new(snapshot));
+    if let Some(keys) = keys {
+        repo.secrets
+            .set_unlock(fief_core::secrets::Unlock::Keys(keys.clone()));
+    }
+    let hashes = fief_core::inputs::tenant_hashes(&repo);
+    let (repo, hashes, pins) = super::pins::apply(&git, Arc::new(repo), hashes, keys);
+    Ok(Revision {
+        commit: commit.to_string(),
+        repo,
+        hashes,
+        pins,
+    })
+}

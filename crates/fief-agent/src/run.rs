@@ -1,0 +1,222 @@
+//! Starting and running the agent: the clients (the syncs' client, fenced by the Lease term
+//! when leader election is on, and the Lease's own), the shared state, the HTTP server, the
+//! source task, leadership, and the leader's loop.
+//!
+//! In: the agent's options and the process signals. Out: the agent runs until SIGTERM/SIGINT
+//! or a lost Lease; the leader's loop takes new revisions, runs due syncs and resyncs.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::Metrics;
+use super::queue::Queue;
+use super::{
+    AgentError, AgentOptions, Health, LoopState, Revision, Shared, agent_namespace, desired,
+    events, health, http, jitter, leader, lock, reconciler, requests, rollout, source_loop,
+};
+use fief_kube::counter::RequestCounter;
+use fief_kube::fence::Fence;
+use fief_kube::{ClusterError, Resources};
+
+/// Cancel `token` on SIGTERM or SIGINT.
+fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| AgentError::Leadership(format!("cannot handle SIGTERM: {e}")))?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: stopping between tenants"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping between tenants"),
+        }
+        token.cancel();
+    });
+    Ok(())
+}
+
+/// Run the agent until SIGTERM/SIGINT (or until it loses the Lease).
+pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
+    let cluster = |e: ClusterError| AgentError::Cluster(Box::new(e));
+    let built = |e| cluster(ClusterError::request("build the client", e));
+    let config = fief_kube::load_config(options.kubeconfig.as_deref(), options.context.as_deref())
+        .await
+        .map_err(cluster)?;
+    let counter = RequestCounter::default();
+    // With leader election every write is fenced by the Lease term; the Lease and the leader
+    // label go through a client of their own, never queued behind the syncs' rate limit.
+    let fence = options.leader_election.then(Fence::new);
+    let client = fief_kube::build_client(
+        config.clone(),
+        &counter,
+        Some(options.api_qps),
+        fence.clone(),
+    )
+    .map_err(built)?;
+    let lease_client = fief_kube::build_client(config, &counter, None, None).map_err(built)?;
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        counter,
+        metrics: Metrics::default(),
+        health: Mutex::new(Health::default()),
+        fetch_now: Notify::new(),
+        wake: Notify::new(),
+        queue: Mutex::new(Queue::default()),
+        desired: RwLock::new(desired::Desired::default()),
+        ids: Mutex::new(desired::Interner::default()),
+        live: RwLock::new(HashMap::new()),
+        recorded: RwLock::new(HashMap::new()),
+        watches: Mutex::new(HashMap::new()),
+        in_flight: Mutex::new(HashSet::new()),
+        webhook_secret: options.webhook_secret.clone(),
+        branch: options.branch.clone(),
+        shutdown: CancellationToken::new(),
+        relist: tokio::sync::watch::Sender::new(0),
+        age_keys: options.age_keys.clone(),
+        gate: Arc::new(health::Gate::new(
+            options.max_in_flight,
+            options.health_timeout,
+        )),
+        requests: Default::default(),
+        rollout: Mutex::new(None),
+        rollout_written: tokio::sync::Mutex::new(None),
+        rollout_retry: Default::default(),
+        events: events::Events::start(client.clone()),
+    });
+    on_signals(shared.shutdown.clone())?;
+    // The probes answer from the start: an API server that is not reachable yet makes the
+    // agent not ready, never restarted by its liveness probe.
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|source| AgentError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    tracing::info!(addr = %options.listen, "serving /healthz /readyz /metrics /hooks/git");
+    let router = http::router(shared.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(error = %e, "HTTP server stopped");
+        }
+    });
+    // An API server that does not answer yet (a Pod started before its network, a busy
+    // control plane) is waited for with backoff, not a restart of the Pod.
+    let mut delay = Duration::from_secs(1);
+    let resources = loop {
+        match Resources::discover(client.clone()).await {
+            Ok(r) => {
+                lock(&shared.health).cluster_problem = None;
+                break r;
+            }
+            Err(e) => {
+                lock(&shared.health).cluster_problem =
+                    Some(format!("cannot read the cluster's API resources: {e}"));
+                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shared.shutdown.cancelled() => return Ok(()),
+                }
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
+    shared
+        .gate
+        .spawn_writer(client.clone(), shared.shutdown.clone());
+
+    // Every replica keeps a current clone, so a standby takes over with a revision in hand.
+    let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
+    requests::set_revisions(&shared, rev_rx.clone());
+    tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
+
+    let term = if let Some(fence) = fence {
+        match leader::lead(&shared, &options, lease_client, fence).await? {
+            Some(term) => Some(term),
+            None => return Ok(()),
+        }
+    } else {
+        None
+    };
+    lock(&shared.health).leading = true;
+    let stop = match &term {
+        Some(t) => t.lost.clone(),
+        None => shared.shutdown.child_token(),
+    };
+    main_loop(&shared, &resources, &options, rev_rx, &stop).await;
+    lock(&shared.health).leading = false;
+    let lost = !shared.shutdown.is_cancelled();
+    if let Some(term) = term {
+        term.step_down().await;
+    }
+    if lost {
+        return Err(AgentError::Leadership(
+            "lost the lease; stopped between tenants; exiting so a replica takes over".into(),
+        ));
+    }
+    tracing::info!("shutting down: no sync in flight");
+    Ok(())
+}
+
+/// The leader's loop: take new revisions, run due syncs, resync periodically; returns when
+/// `stop` is cancelled (shutdown or lost Lease), never in the middle of a tenant.
+async fn main_loop(
+    shared: &Arc<Shared>,
+    resources: &Resources,
+    options: &AgentOptions,
+    mut rev_rx: tokio::sync::watch::Receiver<Option<Arc<Revision>>>,
+    stop: &CancellationToken,
+) {
+    let mut state = LoopState::default();
+    let mut next_resync =
+        Instant::now() + options.resync_interval + jitter(options.resync_interval);
+    loop {
+        if let Some(rev) = rev_rx.borrow_and_update().clone() {
+            if state.rev.is_none() {
+                rollout::restore(shared, options, &mut state, &rev).await;
+            }
+            source_loop::take_revision(shared, &mut state, rev);
+        }
+        if Instant::now() >= next_resync && state.rev.is_some() {
+            tracing::info!("periodic full resync");
+            shared.relist.send_modify(|epoch| *epoch += 1);
+            state.inventories = None;
+            if let Some(rev) = &state.rev {
+                let now = Instant::now();
+                let mut q = lock(&shared.queue);
+                for t in rev.hashes.keys() {
+                    q.push_for(t, now, "resync");
+                }
+            }
+            next_resync =
+                Instant::now() + options.resync_interval + jitter(options.resync_interval);
+        }
+        if state.rev.is_some() {
+            let due = lock(&shared.queue).take_due(Instant::now());
+            if !due.is_empty() || state.check_orphans {
+                reconciler::batch(shared, resources, options, &mut state, due, stop).await;
+                lock(&shared.ids).sweep();
+            }
+        }
+        let rolling = rollout::advance(shared, &mut state);
+        if let Some(rev) = &state.rev {
+            rollout::publish(shared, &state, &agent_namespace(rev, options));
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        let due = lock(&shared.queue).next_due();
+        let mut wake_at = due.map_or(next_resync, |d| d.min(next_resync));
+        if rolling {
+            // Health verdicts come from the watches: look again soon.
+            wake_at = wake_at.min(Instant::now() + Duration::from_millis(500));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake_at.max(Instant::now()).into()) => {}
+            _ = shared.wake.notified() => {}
+            changed = rev_rx.changed() => if changed.is_err() { return; },
+            _ = stop.cancelled() => return,
+        }
+    }
+}

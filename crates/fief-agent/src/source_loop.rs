@@ -1,0 +1,454 @@
+//! The source task: clone, fetch, read the new commit — on its own task, with a timeout.
+//!
+//! In: the git remote, the fetch interval and webhook triggers. Out: each new revision (commit,
+//! parsed repo, per-tenant input hashes) on a watch channel, and the fetch status in the
+//! agent's health (last commit, last error). Git unreachable at start is reported as not-ready
+//! and retried with backoff; a fetch that hangs is reported after `git_timeout` and never
+//! holds up syncs, drift repair or shutdown (they run on other tasks). A failed fetch keeps the
+//! last good revision. Loading and hashing run on blocking threads, against the previous
+//! read: unchanged blobs, parsed files and input hashes are reused, so a commit costs what it
+//! changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use imbl::ordmap::DiffItem;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{AgentOptions, LoopState, Shared, jitter, lock};
+use fief_core::inputs::{HashStats, InputIndex};
+use fief_core::model::{LoadStats, Repo};
+use fief_source::git::{GitError, GitSource};
+
+/// A commit read from git.
+pub struct Revision {
+    /// The commit id.
+    pub commit: String,
+    /// The parsed repo.
+    pub repo: Arc<Repo>,
+    /// Input hash of each tenant.
+    pub hashes: fief_core::inputs::Hashes,
+    /// What each pinned (component, ref) resolved to.
+    pub pins: super::pins::Resolved,
+}
+
+/// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
+/// a new commit costs what changed, not the size of the fleet.
+#[derive(Default)]
+pub struct ReadCache {
+    blobs: fief_source::git::BlobCache,
+    last: Option<(Arc<Repo>, fief_core::inputs::InputIndex)>,
+}
+
+/// Pushes that arrive while a fetch runs, or within this long of its start, collapse into one
+/// follow-up fetch: a burst of webhooks costs at most two fetches, and a lone push is fetched
+/// at once.
+const PUSH_COALESCE: Duration = Duration::from_millis(250);
+
+/// Longest wait between clone attempts at start.
+const CLONE_BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+fn report_failure(shared: &Shared, what: &str, error: String) {
+    shared.metrics.fetch_result(false);
+    let mut h = lock(&shared.health);
+    if !h.has_revision {
+        h.source_problem = Some(format!("{what}: {error}"));
+    }
+    h.last_fetch_error = Some(error);
+}
+
+/// Wait for a blocking git call, at most `timeout`; a call that takes longer goes on in the
+/// background (returned, so no second call starts on the same clone meanwhile).
+async fn bounded<T: Send + 'static>(
+    handle: &mut Option<JoinHandle<Result<T, GitError>>>,
+    timeout: Duration,
+) -> Option<Result<T, String>> {
+    let h = handle.as_mut()?;
+    match tokio::time::timeout(timeout, h).await {
+        Err(_) => Some(Err(format!(
+            "no answer after {}s; still waiting in the background",
+            timeout.as_secs()
+        ))),
+        Ok(joined) => {
+            *handle = None;
+            Some(match joined {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("git task failed: {e}")),
+            })
+        }
+    }
+}
+
+/// Clone (with backoff until it works), then fetch on every tick or trigger; publish each new
+/// revision. Returns on shutdown.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    options: AgentOptions,
+    tx: watch::Sender<Option<Arc<Revision>>>,
+) {
+    let stop = shared.shutdown.clone();
+    let mut delay = Duration::from_secs(1);
+    let mut pending: Option<JoinHandle<Result<GitSource, GitError>>> = None;
+    let git = loop {
+        if pending.is_none() {
+            let (url, branch, dir, auth) = (
+                options.repo.clone(),
+                options.branch.clone(),
+                options.cache_dir.clone(),
+                options.auth.clone(),
+            );
+            pending = Some(tokio::task::spawn_blocking(move || {
+                GitSource::open_or_clone(&url, &branch, &dir, auth)
+            }));
+        }
+        let outcome = tokio::select! {
+            o = bounded(&mut pending, options.git_timeout) => o,
+            _ = stop.cancelled() => return,
+        };
+        match outcome {
+            Some(Ok(git)) => break git,
+            Some(Err(e)) => {
+                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot clone the tenants repo; not ready, retrying");
+                report_failure(&shared, "git clone", e);
+            }
+            None => {}
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shared.fetch_now.notified() => {}
+            _ = stop.cancelled() => return,
+        }
+        delay = (delay * 2).min(CLONE_BACKOFF_MAX);
+    };
+    let git = Arc::new(Mutex::new(git));
+    let mut current: Option<String> = None;
+    let mut cache = Arc::new(Mutex::new(ReadCache::default()));
+    let mut pins = super::pins::Resolved::new();
+    let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
+    let mut started = Instant::now();
+    loop {
+        if pending.is_none() {
+            // This fetch covers every push notified before it starts.
+            let _ = futures::FutureExt::now_or_never(shared.fetch_now.notified());
+            started = Instant::now();
+            let g = git.clone();
+            pending = Some(tokio::task::spawn_blocking(move || {
+                g.lock().unwrap_or_else(|e| e.into_inner()).fetch()
+            }));
+        }
+        let outcome = tokio::select! {
+            o = bounded(&mut pending, options.git_timeout) => o,
+            _ = stop.cancelled() => return,
+        };
+        match outcome {
+            Some(Ok(commit)) => {
+                shared.metrics.fetch_result(true);
+                {
+                    let mut h = lock(&shared.health);
+                    h.last_fetch_error = None;
+                    h.last_commit = Some(commit.clone());
+                }
+                let moved = !pins.is_empty() && {
+                    let g = git.clone();
+                    let p = pins.clone();
+                    tokio::task::spawn_blocking(move || {
+                        super::pins::moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
+                    })
+                    .await
+                    .unwrap_or(true)
+                };
+                if current.as_deref() != Some(commit.as_str()) || moved {
+                    let read = read_revision(&git, &commit, &shared, &mut cache).await;
+                    match read {
+                        Ok(rev) => {
+                            current = Some(commit.clone());
+                            pins = rev.pins.clone();
+                            {
+                                let mut h = lock(&shared.health);
+                                h.has_revision = true;
+                                h.source_problem = None;
+                            }
+                            let _ = tx.send(Some(Arc::new(rev)));
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");
+                            report_failure(&shared, "git", e);
+                        }
+                    }
+                }
+            }
+            Some(Err(e)) => {
+                tracing::error!(error = %e, commit = current.as_deref().unwrap_or(""), "git fetch failed; keeping the last good revision");
+                report_failure(&shared, "git fetch", e);
+            }
+            None => {}
+        }
+        let next = Instant::now() + options.interval + jitter(options.interval);
+        tokio::select! {
+            _ = tokio::time::sleep_until(next.into()) => {}
+            _ = shared.fetch_now.notified() => {
+                // Let the rest of a burst arrive: it is fetched once, after this wait.
+                tokio::select! {
+                    _ = tokio::time::sleep_until((started + PUSH_COALESCE).into()) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Read a commit on a blocking thread ([`read_commit`]), counting what was parsed and hashed.
+/// A read that panics leaves an empty cache, so the next read is a full one.
+async fn read_revision(
+    git: &Arc<Mutex<GitSource>>,
+    commit: &str,
+    shared: &Arc<Shared>,
+    cache: &mut Arc<Mutex<ReadCache>>,
+) -> Result<Revision, String> {
+    let g = git.clone();
+    let c = commit.to_string();
+    let cache_in = cache.clone();
+    let sh = shared.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let mut guard = cache_in.lock().unwrap_or_else(|e| e.into_inner());
+        let git = g.lock().unwrap_or_else(|e| e.into_inner());
+        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.age_keys.as_ref())?;
+        sh.metrics
+            .tenants_loaded
+            .inc_by(loaded.tenants_parsed as u64);
+        sh.metrics
+            .tenants_hashed
+            .inc_by(hashed.tenants_hashed as u64);
+        tracing::debug!(
+            commit = c,
+            tenants_parsed = loaded.tenants_parsed,
+            tenants_hashed = hashed.tenants_hashed,
+            "commit read"
+        );
+        Ok(rev)
+    })
+    .await;
+    match read {
+        Ok(r) => r,
+        Err(e) => {
+            // The task panicked with the cache taken: start afresh.
+            *cache = Arc::new(Mutex::new(ReadCache::default()));
+            Err(format!("snapshot task failed: {e}"))
+        }
+    }
+}
+
+/// Read `commit` (already fetched) into a [`Revision`]: the snapshot (read as a difference from
+/// the last commit's, sharing its unchanged files), the repo (only changed files parsed again)
+/// and the input hashes (only the tenants whose inputs changed hashed again); returns what was
+/// parsed and hashed. Each part is a persistent map made from the last read's, so a commit
+/// that changes one tenant costs that tenant at any fleet size. Blocking. A read that fails
+/// leaves an empty cache, so the next read is a full one.
+pub fn read_commit(
+    git: &GitSource,
+    commit: &str,
+    cache: &mut ReadCache,
+    age_keys: Option<&Arc<fief_core::secrets::Keys>>,
+) -> Result<(Revision, LoadStats, HashStats), String> {
+    let mut cached = std::mem::take(cache);
+    let snapshot = git
+        .snapshot_cached(commit, Some(&mut cached.blobs))
+        .map_err(|e| e.to_string())?;
+    let snapshot = Arc::new(snapshot);
+    let (mut repo, index, loaded, hashed) = match cached.last.take() {
+        Some((prev, index)) => {
+            let changed = snapshot.changed_since(&prev.snapshot);
+            let (repo, loaded) = Repo::load_reusing(snapshot, &prev, &changed);
+            let (index, hashed) = InputIndex::update(&repo, Some((&index, &changed)));
+            (repo, index, loaded, hashed)
+        }
+        None => {
+            let repo = Repo::load(snapshot);
+            let loaded = LoadStats {
+                tenants_parsed: repo.tenants.len(),
+                components_parsed: repo.components.len(),
+            };
+            let (index, hashed) = InputIndex::update(&repo, None);
+            (repo, index, loaded, hashed)
+        }
+    };
+    if let Some(keys) = age_keys {
+        repo.secrets
+            .set_unlock(fief_core::secrets::Unlock::Keys(keys.clone()));
+    }
+    let hashes = index.hashes();
+    let repo = Arc::new(repo);
+    cached.last = Some((repo.clone(), index));
+    *cache = cached;
+    // Pinned components: the head repo (cached for the next read) with their folders read at
+    // their refs, loaded in full (only when some tenant pins a ref).
+    let (repo, hashes, pins) = super::pins::apply(git, repo, hashes, age_keys);
+    let rev = Revision {
+        commit: commit.to_string(),
+        repo,
+        hashes,
+        pins,
+    };
+    Ok((rev, loaded, hashed))
+}
+
+/// Take a new revision into the loop state: queue the tenants whose inputs changed, forget
+/// the removed ones.
+///
+/// Only the tenants whose input hash differs between the two revisions (a diff of the two
+/// persistent hash maps, which skips the parts they share) and the unsettled ones
+/// ([`LoopState::unsettled`]) are looked at: every other tenant is synced at the old head's
+/// hash, which is the new head's. A one-tenant commit looks at one tenant at any fleet size.
+pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Revision>) {
+    if state
+        .rev
+        .as_ref()
+        .is_some_and(|r| r.commit == rev.commit && r.pins == rev.pins)
+    {
+        return;
+    }
+    let now = Instant::now();
+    let (candidates, removed) = moved_tenants(state, &rev);
+    let mut changed = Vec::new();
+    for tenant in candidates {
+        let Some(hash) = rev.hashes.get(&tenant) else {
+            continue;
+        };
+        if state.synced.get(&tenant) == Some(hash) {
+            // Settled at this hash (synced at an older revision that renders it the same):
+            // its revision is the head's from now on.
+            state.synced_rev.remove(&tenant);
+            continue;
+        }
+        // The revision it is synced at, for a rollout to hold it there: the old head's
+        // when it was settled at it.
+        if let Some(old) = &state.rev
+            && !state.synced_rev.contains_key(&tenant)
+            && let Some(synced) = state.synced.get(&tenant)
+            && old.hashes.get(&tenant) == Some(synced)
+        {
+            state.synced_rev.insert(tenant.clone(), old.clone());
+        }
+        changed.push(tenant);
+    }
+    state.unsettled = changed.iter().cloned().collect();
+    let changed_count = changed.len();
+    let queued = super::rollout::begin(state, &rev, changed);
+    let held = changed_count - queued.len();
+    let mut q = lock(&shared.queue);
+    for tenant in &queued {
+        q.push(tenant, now);
+    }
+    if !removed.is_empty() || state.rev.is_none() {
+        state.check_orphans = true;
+    }
+    for t in &removed {
+        q.forget(t);
+        state.synced.remove(t);
+        state.synced_rev.remove(t);
+    }
+    drop(q);
+    tracing::info!(
+        commit = rev.commit,
+        changed = changed_count,
+        held,
+        removed = removed.len(),
+        "new commit"
+    );
+    state.rev = Some(rev);
+}
+
+/// The tenants a new head `rev` may have to sync (those whose input hash it changed or
+/// added, and the unsettled ones), and those it removed. The first head: every tenant.
+fn moved_tenants(state: &mut LoopState, rev: &Revision) -> (BTreeSet<String>, Vec<String>) {
+    let Some(old) = &state.rev else {
+        return (rev.hashes.keys().cloned().collect(), Vec::new());
+    };
+    let mut candidates = std::mem::take(&mut state.unsettled);
+    let mut removed = Vec::new();
+    for item in old.hashes.diff(&rev.hashes) {
+        match item {
+            DiffItem::Add(t, _) | DiffItem::Update { new: (t, _), .. } => {
+                candidates.insert(t.clone());
+            }
+            DiffItem::Remove(t, _) => {
+                candidates.remove(t);
+                removed.push(t.clone());
+            }
+        }
+    }
+    (candidates, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fief_core::snapshot::Snapshot;
+
+    fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {
+        Arc::new(Revision {
+            commit: commit.to_string(),
+            repo: Arc::new(Repo::load(Arc::new(Snapshot::from_files(Vec::<(
+                String,
+                String,
+            )>::new(
+            ))))),
+            hashes: hashes
+                .iter()
+                .map(|(t, h)| (t.to_string(), h.to_string()))
+                .collect(),
+            pins: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_new_head_looks_at_the_tenants_it_changed_and_the_unsettled_only() {
+        let old = revision("1", &[("a", "1"), ("b", "1"), ("c", "1"), ("e", "1")]);
+        let mut state = LoopState::default();
+        // The first head: every tenant.
+        let (all, removed) = moved_tenants(&mut state, &old);
+        assert_eq!(all.len(), 4);
+        assert!(removed.is_empty());
+        state.rev = Some(old.clone());
+        for t in ["a", "b", "e"] {
+            state.record_synced(t, "1", old.clone());
+        }
+        state.unsettled.insert("c".into()); // queued, not synced yet
+        assert!(
+            state.synced_rev.is_empty(),
+            "settled tenants keep no revision"
+        );
+        // b is unchanged and settled: not looked at. c is unsettled, a changed, d is new.
+        let new = revision("2", &[("a", "2"), ("b", "1"), ("c", "1"), ("d", "1")]);
+        let (candidates, removed) = moved_tenants(&mut state, &new);
+        assert_eq!(
+            candidates.into_iter().collect::<Vec<_>>(),
+            ["a", "c", "d"],
+            "b is neither changed nor unsettled"
+        );
+        assert_eq!(removed, ["e"]);
+    }
+
+    #[test]
+    fn a_tenant_synced_at_a_held_revision_stays_unsettled_until_synced_at_the_head() {
+        let old = revision("1", &[("a", "1")]);
+        let head = revision("2", &[("a", "2")]);
+        let mut state = LoopState {
+            rev: Some(head.clone()),
+            ..Default::default()
+        };
+        state.record_synced("a", "1", old.clone());
+        assert!(state.unsettled.contains("a"));
+        assert_eq!(
+            state.synced_rev.get("a").map(|r| r.commit.as_str()),
+            Some("1")
+        );
+        state.record_synced("a", "2", head);
+        assert!(!state.unsettled.contains("a"));
+        assert!(state.synced_rev.is_empty());
+    }
+}

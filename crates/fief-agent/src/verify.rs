@@ -1,0 +1,203 @@
+//! Verification: tenants found as last applied need no render and no sync.
+//!
+//! In: the due tenants with what queued them, their inventories as they are read (recorded
+//! input hash, status, and per object the live hash and the version fief applied: uid,
+//! resourceVersion, fief's `managedFields` fingerprint) and the watches' view of the live
+//! objects. Out: the drift baseline ([`Recorded`]) seeded from the candidates' inventories
+//! before the watches list (the inventories themselves are not kept: they are read again
+//! before the tenant's next sync), and after the lists each candidate either *verified* — its
+//! live hashes are the recorded ones, it counts as synced at its input hash
+//! (`fief_tenants_verified_total`), nothing is rendered, applied or written — or handed back
+//! to be rendered and synced as usual.
+//!
+//! A candidate is a tenant queued by a commit (at start, every tenant) whose inventory
+//! [stands for](fief_core::inventory::Inventory::stands_for) a render at its current input
+//! hash: its last sync is settled and recorded those inputs, so a render would give the
+//! objects recorded. It is verified when every recorded object exists and is, by its metadata,
+//! still the version fief applied ([`AppliedVersion::still`]): nobody changed a field fief
+//! sets since. Until such a tenant is next rendered, the watches judge its objects by their
+//! version instead of a live hash (see [`super::drift`]): an object that moved is drift.
+//! Drift, resync, retry, rollout and `fief reconcile` triggers always render.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use super::desired::Id;
+use super::{LoopState, Shared, lock, read, write};
+use fief_core::digest::{Digest, Version};
+use fief_core::inventory::{AppliedVersion, Inventory, InventoryError};
+
+/// Kinds (apiVersion, kind) with the tenants using each.
+pub(super) type Kinds = BTreeMap<(String, String), BTreeSet<String>>;
+
+/// What fief last applied for one object: the drift baseline.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The tenant it belongs to.
+    pub tenant: Arc<str>,
+    /// The live hash recorded after it was applied.
+    pub live: Digest,
+    /// The version it was applied at, while its tenant has not been rendered since it was
+    /// verified (the watches then judge it by this, having no desired shape for it).
+    pub version: Option<Box<Version>>,
+}
+
+/// The candidates of one batch, found while its inventories are read (see the module docs).
+/// A candidate's inventory is not kept: its objects are seeded into the drift baseline with
+/// their versions (so the watches' lists can judge them), and the inventory is read again
+/// before the tenant is next synced ([`LoopState::evicted`]).
+pub(super) struct Seeder {
+    /// Due tenants queued by a commit: their current input hash.
+    wanted: HashMap<String, String>,
+    /// Each candidate's recorded objects.
+    pub(super) candidates: BTreeMap<String, Vec<Id>>,
+    /// The kinds the candidates' inventories record.
+    pub(super) kinds: Kinds,
+}
+
+impl Seeder {
+    /// A seeder for the `due` tenants queued by a commit (`triggers`), at their revision.
+    pub(super) fn new(
+        state: &LoopState,
+        due: &[String],
+        triggers: &HashMap<String, &'static str>,
+    ) -> Seeder {
+        let wanted = due
+            .iter()
+            .filter(|t| triggers.get(*t).copied().unwrap_or("commit") == "commit")
+            .filter_map(|t| {
+                let rev = super::rollout::revision_for(state, t)?;
+                Some((t.clone(), rev.hashes.get(t)?.clone()))
+            })
+            .collect();
+        Seeder {
+            wanted,
+            candidates: BTreeMap::new(),
+            kinds: Kinds::new(),
+        }
+    }
+
+    /// Forget every candidate (their inventories could not all be read: none is judged).
+    pub(super) fn clear(&mut self) {
+        self.candidates.clear();
+        self.kinds.clear();
+    }
+
+    /// Take `inv` as a candidate's if it stands for a render of its due tenant: its objects
+    /// seeded into the drift baseline. Returns whether it was taken (the caller drops it).
+    pub(super) fn offer(&mut self, shared: &Shared, tenant: &str, inv: &Inventory) -> bool {
+        let Some(hash) = self.wanted.get(tenant) else {
+            return false;
+        };
+        if !inv.stands_for(hash) {
+            return false;
+        }
+        let mut recorded = write(&shared.recorded);
+        let name: Arc<str> = tenant.into();
+        let mut ids = Vec::with_capacity(inv.entries.len());
+        for e in inv.entries.values() {
+            self.kinds
+                .entry((e.api_version.clone(), e.id.kind.clone()))
+                .or_default()
+                .insert(tenant.to_string());
+            let id: Id = shared.intern(&e.id);
+            recorded.insert(
+                id.clone(),
+                Recorded {
+                    tenant: name.clone(),
+                    live: Digest::from_hex(&e.live),
+                    version: Some(Box::new(Version::from(&e.applied_version()))),
+                },
+            );
+            ids.push(id);
+        }
+        self.candidates.insert(tenant.to_string(), ids);
+        true
+    }
+
+    /// Offer every held inventory of a due tenant; those taken leave `inventories` and are
+    /// marked evicted.
+    pub(super) fn offer_held(
+        &mut self,
+        shared: &Shared,
+        inventories: &mut BTreeMap<String, Result<Inventory, InventoryError>>,
+        evicted: &mut BTreeSet<String>,
+    ) {
+        let due: Vec<String> = self.wanted.keys().cloned().collect();
+        for t in due {
+            let taken = matches!(inventories.get(&t), Some(Ok(inv)) if self.offer(shared, &t, inv));
+            if taken {
+                inventories.remove(&t);
+                evicted.insert(t);
+            }
+        }
+    }
+
+    /// After the watches listed: split the candidates into the verified (every recorded
+    /// object exists with its recorded live hash, and no kind it uses is degraded) and the
+    /// rest.
+    pub(super) fn judge(
+        self,
+        shared: &Shared,
+        degraded: &BTreeMap<String, String>,
+    ) -> (Vec<String>, Vec<String>) {
+        let live = read(&shared.live);
+        let recorded = read(&shared.recorded);
+        let mut verified = Vec::new();
+        let mut fallen = Vec::new();
+        for (t, ids) in self.candidates {
+            let as_applied = !degraded.contains_key(&t)
+                && ids.iter().all(|id| {
+                    matches!((live.get(id), recorded.get(id)), (Some(h), Some(r)) if *h == r.live)
+                });
+            if as_applied {
+                verified.push(t);
+            } else {
+                fallen.push(t);
+            }
+        }
+        (verified, fallen)
+    }
+}
+
+/// Take the verified tenants as synced at their input hash: backoff reset, ready, and no
+/// render until their inputs change or an object moves.
+pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String]) {
+    if verified.is_empty() {
+        return;
+    }
+    let mut q = lock(&shared.queue);
+    for t in verified {
+        q.succeeded(t);
+        shared.metrics.tenant_ready(t, true);
+        if let Some(rev) = super::rollout::revision_for(state, t)
+            && let Some(h) = rev.hashes.get(t).cloned()
+        {
+            state.record_synced(t, &h, rev);
+        }
+    }
+    drop(q);
+    shared
+        .metrics
+        .tenants_verified
+        .inc_by(verified.len() as u64);
+    tracing::info!(
+        tenants = verified.len(),
+        "found as last applied (inputs and live objects unchanged): not rendered or synced"
+    );
+}
+
+/// Whether a live object whose tenant has not been rendered since it was verified is still
+/// as fief applied it: its interned id, tenant and (when it is) its recorded live hash.
+/// `None` when the object is not judged by its version.
+pub(super) fn by_version(
+    shared: &Shared,
+    id: &fief_core::objects::ObjectId,
+    version: &AppliedVersion,
+) -> Option<(Id, Arc<str>, Option<Digest>)> {
+    let recorded = read(&shared.recorded);
+    let (interned, r) = recorded.get_key_value(id)?;
+    let applied = r.version.as_ref()?;
+    let live = applied.still(&Version::from(version)).then_some(r.live);
+    Some((interned.clone(), r.tenant.clone(), live))
+}

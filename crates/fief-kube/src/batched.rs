@@ -1,0 +1,232 @@
+//! Batched sync: the whole repo's tenants, [`BATCH`] at a time, as one pipeline.
+//!
+//! In: the tenant names in scope and a function that renders some of them. Out: one
+//! [`TenantReport`] per tenant (and per orphaned inventory), as [`super::sync::sync`] gives.
+//! Past one batch, the metadata of the recorded objects is listed once for all tenants (one
+//! paged metadata-only LIST per kind) while the first batch renders; each batch then reads
+//! only the bodies of objects that moved. Rendering a batch (on a blocking thread) and reading
+//! its live state overlap with the previous batch's last syncs, and tenants flow into one pool of
+//! `concurrency` syncs with no barrier between batches; memory holds only the few batches in
+//! flight. A tenant whose inventory recorded its current input hash, with a settled status
+//! and every recorded object as fief left it (by that metadata pass), is not rendered at all:
+//! a no-op pass renders nothing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+
+use super::observe::{Prefetch, prefetch};
+use super::sync::{ClusterState, Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
+use super::{ClusterError, Resources};
+use fief_core::model::is_dns_label;
+use fief_core::objects::{self, ObjectId};
+use fief_core::render::TenantRender;
+use fief_core::status;
+
+/// Tenants rendered and observed at a time by [`sync_batched`].
+pub const BATCH: usize = 50;
+
+/// Batches in the making (rendered, then observed) at once: the next one starts once every
+/// tenant of the current one is in the pool, while its last tenants sync. More look-ahead
+/// did not make a 1,000-tenant no-op pass faster (it is render-bound) and held ~20 MiB more.
+const BATCHES_AHEAD: usize = 1;
+
+/// The longest label selector naming the tenants that a metadata LIST carries (in its URL;
+/// the API server takes request lines up to 1 MiB): about 5,000 tenants.
+const SELECTOR_MAX: usize = 64 * 1024;
+
+/// One rendered, observed batch; its tenants' syncs share it.
+struct Batch {
+    renders: Vec<TenantRender>,
+    live: HashMap<ObjectId, String>,
+    /// Tenants whose last sync stands with no render (see `core::status::stands_unrendered`).
+    unchanged: Vec<TenantReport>,
+}
+
+/// One tenant's turn in the pool.
+enum Turn {
+    Sync(Arc<Batch>, usize),
+    Unchanged(TenantReport),
+}
+
+/// Render `names` on a blocking thread (none: nothing to render, not the whole repo).
+async fn render_some<R>(render: &Arc<R>, names: Vec<String>) -> Vec<TenantRender>
+where
+    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
+{
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let render = Arc::clone(render);
+    match tokio::task::spawn_blocking(move || render(&names)).await {
+        Ok(renders) => renders,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled: only when the runtime shuts down, and then nothing is synced.
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`super::sync::sync`] a [`BATCH`] of tenants at a time: `render` renders the named
+/// tenants (on a blocking thread); each batch is rendered, observed (live hashes of its
+/// objects only) and its tenants synced, and dropped once they are done, so memory holds a
+/// few batches' objects rather than the whole repo's. The next batches are rendered and
+/// observed while the current one syncs. The inventories are read once. Orphans (when
+/// `report_orphans`) are reported after the last batch. Reports sorted by tenant.
+///
+/// `reusable` names the tenants whose last successful render may stand in for a new one
+/// (`core::pipeline::reuse_candidates`), with their current input hash: such a tenant whose
+/// inventory recorded that hash, whose status is settled and whose recorded objects the
+/// metadata pass finds exactly as fief left them is not rendered at all (its report says
+/// every object unchanged). Every other tenant is rendered and synced.
+pub async fn sync_batched<R>(
+    resources: &Resources,
+    names: &[String],
+    render: R,
+    reusable: &BTreeMap<String, String>,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError>
+where
+    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
+{
+    let client = resources.client().clone();
+    super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
+    let state = ClusterState {
+        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
+            .await?,
+        live: HashMap::new(),
+    };
+    let inventories = &state.inventories;
+    // Past one batch, the metadata of every kind is listed once for all the tenants (while
+    // the first batch renders) rather than once per batch. The selector names the tenants
+    // (about 12 KB at 1,000 tenants), so other repos' and other tools' objects in the cluster
+    // are not listed; past [`SELECTOR_MAX`] bytes, every object with the tenant label is.
+    let valid: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| is_dns_label(n))
+        .collect();
+    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
+    let selector = if named.len() > SELECTOR_MAX {
+        objects::LABEL_TENANT.to_string()
+    } else {
+        named
+    };
+    let prefetched: tokio::sync::OnceCell<Prefetch> = tokio::sync::OnceCell::new();
+    let (prefetched, selector) = (&prefetched, &selector);
+    let many = names.len() > BATCH;
+    let render = Arc::new(render);
+    let now = now_rfc3339();
+    // Tenants that recorded their current inputs may need no render: they wait for the
+    // metadata pass; the others are rendered at once.
+    let may_stand = |t: &String| {
+        reusable.get(t).is_some_and(
+            |inputs| matches!(inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
+        )
+    };
+    let batches = stream::iter(names.chunks(BATCH))
+        .map(|chunk| {
+            let render = &render;
+            let (maybe, must): (Vec<String>, Vec<String>) =
+                chunk.iter().cloned().partition(|t| may_stand(t));
+            async move {
+                let prefetch = async {
+                    if !many && maybe.is_empty() {
+                        return Ok(None);
+                    }
+                    prefetched
+                        .get_or_try_init(|| prefetch(resources, inventories, names, selector))
+                        .await
+                        .map(Some)
+                };
+                let (mut renders, prefetch) = futures::join!(render_some(render, must), prefetch);
+                let prefetch = prefetch?;
+                let mut unchanged = Vec::new();
+                let mut redo = Vec::new();
+                for t in maybe {
+                    let stands = match (inventories.get(&t), reusable.get(&t), prefetch) {
+                        (Some(Ok(inv)), Some(inputs), Some(p)) => {
+                            status::stands_unrendered(inv, inputs, |e| p.unchanged(e))
+                        }
+                        _ => false,
+                    };
+                    match inventories.get(&t) {
+                        Some(Ok(inv)) if stands => unchanged.push(status::unchanged_report(inv)),
+                        _ => redo.push(t),
+                    }
+                }
+                renders.extend(render_some(render, redo).await);
+                let live =
+                    super::observe::observe_live(resources, &renders, inventories, false, prefetch)
+                        .await?;
+                Ok::<_, ClusterError>(Arc::new(Batch {
+                    renders,
+                    live,
+                    unchanged,
+                }))
+            }
+        })
+        .buffered(BATCHES_AHEAD);
+    // A failed read of a batch's live state stops the later batches; the sync ends with that
+    // error, as one sync would.
+    let failure: std::sync::Mutex<Option<ClusterError>> = std::sync::Mutex::new(None);
+    let tenants = batches
+        .scan((), |(), batch| {
+            let next = match batch {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    None
+                }
+            };
+            futures::future::ready(next)
+        })
+        .flat_map(|b| {
+            let unchanged: Vec<Turn> = b.unchanged.iter().cloned().map(Turn::Unchanged).collect();
+            let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
+            stream::iter(unchanged.into_iter().chain(syncs))
+        });
+    let mut reports: Vec<TenantReport> = tenants
+        .map(|turn| {
+            let now = now.clone();
+            async move {
+                let (b, i) = match turn {
+                    Turn::Unchanged(report) => return report,
+                    Turn::Sync(b, i) => (b, i),
+                };
+                let ctx = Ctx {
+                    resources,
+                    live: &b.live,
+                    options,
+                    now,
+                };
+                sync_one(&ctx, &b.renders[i], inventories).await.0
+            }
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .inspect(|report| {
+            if let Some(tx) = &options.progress {
+                let _ = tx.send(report.clone());
+            }
+        })
+        .collect()
+        .await;
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    if report_orphans {
+        let ctx = Ctx {
+            resources,
+            live: &state.live,
+            options,
+            now,
+        };
+        reports.extend(orphans(&ctx, inventories, known).await);
+    }
+    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    Ok(reports)
+}

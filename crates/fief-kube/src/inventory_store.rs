@@ -1,0 +1,194 @@
+//! Inventory store: the tenants' ApplySet parent ConfigMaps in the agent namespace.
+//!
+//! In: [`Inventory`] values. Out: reads, merge-patched or created writes (skipped when
+//! unchanged) and deletes of the ConfigMaps.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::Value;
+
+use super::sync::Ctx;
+use super::{ClusterError, FIELD_MANAGER};
+use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
+use fief_core::objects;
+
+/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed and dropped before
+/// the next is read, so at thousands of tenants the read holds one page's text, not the whole
+/// namespace's. An inventory of 26 objects is about 24 KB of JSON, and a page is held as
+/// received, as one body and as parsed JSON at once: 25 a page is about 2 MiB of it, 100 was
+/// about 8 MiB. (The agent reads a chunk's inventories, 10 tenants, in one page either way.)
+const PAGE: u32 = 25;
+
+/// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
+pub async fn load_inventories(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
+    let mut out = BTreeMap::new();
+    each_inventory(client, namespace, None, |tenant, inv| {
+        out.insert(tenant, inv);
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Read the inventory ConfigMaps of the agent namespace in pages of [`PAGE`] (only those of
+/// `tenants` when given; names that are not DNS labels have none), handing each to `each` as
+/// it is parsed: the caller keeps what it needs, a page at a time.
+pub async fn each_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    tenants: Option<&[String]>,
+    mut each: impl FnMut(String, Result<Inventory, InventoryError>),
+) -> Result<(), ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let failed =
+        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
+    let mut selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    if let Some(tenants) = tenants {
+        let names: Vec<&str> = tenants
+            .iter()
+            .map(String::as_str)
+            .filter(|t| fief_core::model::is_dns_label(t))
+            .collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        selector.push_str(&format!(
+            ",{} in ({})",
+            objects::LABEL_TENANT,
+            names.join(",")
+        ));
+    }
+    // Named tenants (a chunk's) fit one page: one more than asked, so the server does not
+    // hand back a continue token for an empty second page.
+    let page = match tenants {
+        Some(t) if t.len() < 4 * PAGE as usize => t.len() as u32 + 1,
+        _ => PAGE,
+    };
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(&selector).limit(page);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        // Read straight into JSON values (one decode; no typed detour).
+        let request = kube::core::Request::new(api.resource_url())
+            .list(&params)
+            .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+        let page: Value = client.request(request).await.map_err(failed)?;
+        for cm in page["items"].as_array().into_iter().flatten() {
+            let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            each(tenant, Inventory::from_configmap(cm));
+        }
+        match page["metadata"]["continue"].as_str() {
+            Some(t) if !t.is_empty() => token = Some(t.to_string()),
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// Write the inventory unless it equals `previous` (steady state writes nothing).
+///
+/// The inventory is fief's own object, so it is written with a strategic merge patch (or
+/// created when there is none), not a server-side apply: the API server parses an apply body
+/// as YAML, and the inventory's entries (about 20 KB of escaped JSON at 48 objects) made that
+/// parse the largest single cost of a change reaching every tenant. The patch sets every label,
+/// annotation and data key fief writes; keys others added (`fief suspend`'s annotation) stay.
+pub(super) async fn write_inventory(
+    ctx: &Ctx<'_>,
+    inv: &Inventory,
+    previous: Option<&Inventory>,
+) -> Result<(), ClusterError> {
+    if previous == Some(inv) {
+        return Ok(());
+    }
+    let ns = &ctx.options.agent_namespace;
+    let cm = inv.to_configmap(ns);
+    let name = objects::inventory_name(&inv.tenant);
+    let client = ctx.resources.client();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let failed = |verb: &str, source| {
+        ClusterError::request(format!("{verb} inventory ConfigMap/{ns}/{name}"), source)
+    };
+    let patch = || patch_inventory(client, ns, &name, &cm);
+    let create = || async {
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        let body = serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?;
+        let request = kube::core::Request::new(api.resource_url())
+            .create(&params, body)
+            .map_err(kube::Error::BuildRequest)?;
+        client.request_text(metadata_only(request)).await.map(drop)
+    };
+    // The previous inventory says whether the ConfigMap exists; when it was wrong (deleted or
+    // made meanwhile), the other request follows.
+    let result = if previous.is_some() {
+        match patch().await {
+            Err(kube::Error::Api(s)) if s.code == 404 => create().await.map_err(|e| ("create", e)),
+            other => other.map_err(|e| ("patch", e)),
+        }
+    } else {
+        match create().await {
+            Err(kube::Error::Api(s)) if s.code == 409 => patch().await.map_err(|e| ("patch", e)),
+            other => other.map_err(|e| ("create", e)),
+        }
+    };
+    result.map_err(|(verb, source)| failed(verb, source))
+}
+
+/// Strategic-merge-patch an inventory ConfigMap with `patch` (field manager fief). The
+/// answer is asked for as metadata only: fief does not read it back, and the whole object
+/// (its entries) would be encoded by the API server and sent for nothing.
+pub(super) async fn patch_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    patch: &Value,
+) -> Result<(), kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..Default::default()
+    }
+    .validation_ignore();
+    let request = kube::core::Request::new(api.resource_url())
+        .patch(name, &params, &Patch::Strategic(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    client.request_text(metadata_only(request)).await.map(drop)
+}
+
+/// Ask for a write's answer as `PartialObjectMetadata` (the object's metadata, no data).
+/// An error answer is a `Status` as ever.
+fn metadata_only(mut request: http::Request<Vec<u8>>) -> http::Request<Vec<u8>> {
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ),
+    );
+    request
+}
+
+/// Delete a tenant's inventory (after a purge); a missing one is fine.
+pub(super) async fn delete_inventory(ctx: &Ctx<'_>, tenant: &str) -> Result<(), ClusterError> {
+    let ns = &ctx.options.agent_namespace;
+    let name = objects::inventory_name(tenant);
+    let api: Api<ConfigMap> = Api::namespaced(ctx.resources.client().clone(), ns);
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(ClusterError::request(
+            format!("delete inventory ConfigMap/{ns}/{name}"),
+            source,
+        )),
+    }
+}

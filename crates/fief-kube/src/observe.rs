@@ -1,0 +1,447 @@
+//! Observe: what a sync needs to know before it starts — the agent namespace, the
+//! inventories, and the live state of the kinds the tenants in scope have or had.
+//!
+//! In: rendered tenants. Out: a [`ClusterState`] (inventories and live hashes). Only objects
+//! fief applied before need a live hash; per kind, one metadata-only LIST (paged) says which
+//! still carry the resourceVersion recorded in the inventory, or fief's own `managedFields`
+//! entry as recorded (their recorded hash stands: no field fief sets was written), and
+//! only the others are read in full. Reads only (creates the agent namespace when it is
+//! missing).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use futures::stream::{self, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ListParams, Patch};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::inventory_store::load_inventories;
+use super::sync::{ClusterState, SyncOptions, api_version};
+use super::{ClusterError, FIELD_MANAGER, Resource, Resources, live_id};
+use fief_core::inventory::{AppliedVersion, Entry, Inventory, InventoryError};
+use fief_core::model::is_dns_label;
+use fief_core::objects::{self, ObjectId};
+use fief_core::plan;
+use fief_core::render::TenantRender;
+
+/// Read what a sync needs: the agent namespace (created if missing), the inventories, and the
+/// live hash of every rendered object fief applied before (see the module docs).
+pub async fn observe(
+    resources: &Resources,
+    renders: &[TenantRender],
+    all_tenants: bool,
+    options: &SyncOptions,
+) -> Result<ClusterState, ClusterError> {
+    let client = resources.client().clone();
+    ensure_namespace(&client, &options.agent_namespace).await?;
+    let inventories = load_inventories(&client, &options.agent_namespace).await?;
+    let live = observe_live(resources, renders, &inventories, all_tenants, None).await?;
+    Ok(ClusterState { inventories, live })
+}
+
+/// The live hash of every rendered object fief applied before (recorded in `inventories`);
+/// see the module docs. `all_tenants`: the renders are the whole repo (a selector on the
+/// tenant label then replaces the list of names when they are many). With `prefetch` (the
+/// metadata of these tenants' objects, read beforehand by [`prefetch`]), no metadata is
+/// listed again: only the bodies of objects it found moved are read.
+pub async fn observe_live(
+    resources: &Resources,
+    renders: &[TenantRender],
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    all_tenants: bool,
+    prefetch: Option<&Prefetch>,
+) -> Result<HashMap<ObjectId, String>, ClusterError> {
+    // Only objects applied before need a live hash: anything else is applied anyway.
+    let mut wanted: HashMap<(String, String), HashMap<ObjectId, Wanted<'_>>> = HashMap::new();
+    for r in renders {
+        let Some(Ok(inv)) = inventories.get(&r.tenant) else {
+            continue;
+        };
+        for o in &r.objects {
+            let Some(entry) = inv.entries.get(&o.id).filter(|e| !e.live.is_empty()) else {
+                continue;
+            };
+            wanted
+                .entry((api_version(&o.object), o.id.kind.clone()))
+                .or_default()
+                .insert(
+                    o.id.clone(),
+                    Wanted {
+                        desired: &o.object,
+                        entry,
+                    },
+                );
+        }
+    }
+    // Name the tenants when they are few (the cluster may hold many more of other repos);
+    // past that, one selector for all fief members keeps the URL short.
+    let selector = if all_tenants && renders.len() > 200 {
+        objects::LABEL_TENANT.to_string()
+    } else {
+        tenant_selector(renders)
+    };
+    let kinds: Vec<_> = wanted.into_iter().collect();
+    // The kinds are read concurrently (a few at a time): each is a round trip or more.
+    let selector = &selector;
+    let per_kind: Vec<Result<HashMap<ObjectId, String>, ClusterError>> = stream::iter(kinds)
+        .map(|((api_version, kind), wanted)| async move {
+            let mut live = HashMap::new();
+            let Some(resource) = resources.resolve(&api_version, &kind).await else {
+                return Ok(live);
+            };
+            live_hashes(resources, &resource, selector, &wanted, &mut live, prefetch)
+                .await
+                .map_err(|source| {
+                    ClusterError::request(
+                        format!("list {kind} ({api_version}) where {selector}"),
+                        source,
+                    )
+                })?;
+            Ok(live)
+        })
+        .buffer_unordered(KINDS_AT_ONCE)
+        .collect()
+        .await;
+    let mut live = HashMap::new();
+    for part in per_kind {
+        live.extend(part?);
+    }
+    Ok(live)
+}
+
+/// `fief.dev/tenant in (...)` over the tenants whose names are valid label values. A tenant
+/// file with an invalid name is that file's error (reported by validate); its name never
+/// reaches a selector, where it would make the LIST fail for every tenant.
+pub fn tenant_selector(renders: &[TenantRender]) -> String {
+    let names: Vec<&str> = renders
+        .iter()
+        .map(|r| r.tenant.as_str())
+        .filter(|t| is_dns_label(t))
+        .collect();
+    format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
+}
+
+/// Create the agent namespace if it does not exist (one read when it does).
+pub async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let unreachable = |source| ClusterError::request(format!("get Namespace/{name}"), source);
+    if api.get_opt(name).await.map_err(unreachable)?.is_some() {
+        return Ok(());
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    api.patch(
+        name,
+        &super::forced_apply(FIELD_MANAGER),
+        &Patch::Apply(&ns),
+    )
+    .await
+    .map_err(|source| ClusterError::request(format!("create Namespace/{name}"), source))?;
+    Ok(())
+}
+
+/// Objects per LIST page.
+const PAGE: u32 = 500;
+
+/// Kinds read at once.
+const KINDS_AT_ONCE: usize = 6;
+
+/// A rendered object applied before: what its live hash is computed against.
+struct Wanted<'a> {
+    desired: &'a Value,
+    entry: &'a Entry,
+}
+
+/// What one metadata-only pass over the objects recorded for many tenants found (see
+/// [`prefetch`]): the recorded live hash of each object still as fief left it, and every
+/// recorded object that exists.
+#[derive(Debug, Default)]
+pub struct Prefetch {
+    trusted: HashMap<ObjectId, String>,
+    found: HashSet<ObjectId>,
+}
+
+impl Prefetch {
+    /// Whether the object of a recorded entry is live exactly as fief left it (so its
+    /// recorded live hash stands).
+    pub fn unchanged(&self, entry: &Entry) -> bool {
+        self.trusted.get(&entry.id) == Some(&entry.live)
+    }
+}
+
+/// Read, once for all of `tenants`, the metadata of every kind their inventories record: one
+/// metadata-only LIST per kind (paged, the kinds concurrently) with `selector`, instead of one
+/// per batch of tenants. Keeps only identities and recorded hashes, not the pages.
+pub async fn prefetch(
+    resources: &Resources,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    tenants: &[String],
+    selector: &str,
+) -> Result<Prefetch, ClusterError> {
+    let mut kinds: HashMap<(String, String), HashMap<&ObjectId, &Entry>> = HashMap::new();
+    for t in tenants {
+        let Some(Ok(inv)) = inventories.get(t) else {
+            continue;
+        };
+        for e in inv.entries.values().filter(|e| !e.live.is_empty()) {
+            kinds
+                .entry((e.api_version.clone(), e.id.kind.clone()))
+                .or_default()
+                .insert(&e.id, e);
+        }
+    }
+    let per_kind: Vec<Result<Prefetch, ClusterError>> = stream::iter(kinds)
+        .map(|((api_version, kind), recorded)| async move {
+            let mut out = Prefetch::default();
+            let Some(resource) = resources.resolve(&api_version, &kind).await else {
+                return Ok(out);
+            };
+            let failed = |source| {
+                ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                )
+            };
+            each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
+                let Some(e) = recorded.get(&id) else { return };
+                if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
+                    out.trusted.insert(id.clone(), e.live.clone());
+                }
+                out.found.insert(id);
+            })
+            .await
+            .map_err(failed)?;
+            Ok(out)
+        })
+        .buffer_unordered(KINDS_AT_ONCE)
+        .collect()
+        .await;
+    let mut all = Prefetch::default();
+    for part in per_kind {
+        let part = part?;
+        all.trusted.extend(part.trusted);
+        all.found.extend(part.found);
+    }
+    Ok(all)
+}
+
+/// Objects per page of a [`prefetch`] LIST (metadata only, about 1 KiB each; a few kinds are
+/// read at once, so this bounds the memory pages take).
+const PREFETCH_PAGE: u32 = 500;
+
+/// Whether a live object (its metadata) is still the one fief last applied, as far as the
+/// fields fief sets go: same uid, and either the same resourceVersion (no write at all) or
+/// fief's own `managedFields` entry unchanged (writes since touched none of fief's fields,
+/// e.g. a controller's status updates).
+fn unchanged_since_applied(
+    entry: &Entry,
+    resource_version: &str,
+    uid: &str,
+    managed_fields: &Value,
+) -> bool {
+    // The fingerprint is computed only when the resourceVersion moved.
+    let managed = if entry.resource_version == resource_version {
+        String::new()
+    } else {
+        plan::managed_fingerprint(managed_fields, FIELD_MANAGER)
+    };
+    entry.applied_version().still(&AppliedVersion {
+        uid: uid.to_string(),
+        resource_version: resource_version.to_string(),
+        managed,
+    })
+}
+
+/// One page of a metadata-only LIST, as far as [`live_hashes`] reads it.
+#[derive(Deserialize)]
+struct MetaPage {
+    #[serde(default)]
+    metadata: PageMeta,
+    /// `null` (not `[]`) in an empty `PartialObjectMetadataList`: every object of the kind
+    /// is gone.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    items: Vec<MetaItem>,
+}
+
+/// A list that the API server may write as `null`.
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Deserialize, Default)]
+struct PageMeta {
+    #[serde(rename = "continue", default)]
+    continue_: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct MetaItem {
+    metadata: ItemMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ItemMeta {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    resource_version: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    managed_fields: Value,
+}
+
+/// Page through the metadata-only LIST of `resource` where `selector` (`page` objects a
+/// page), calling `each` with every object's id and metadata; no page is kept.
+async fn each_metadata(
+    resources: &Resources,
+    resource: &Resource,
+    selector: &str,
+    page: u32,
+    mut each: impl FnMut(ObjectId, ItemMeta),
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(page);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        // Read into a lean shape: only the metadata this needs is kept.
+        let request = kube::core::Request::new(api.resource_url())
+            .list_metadata(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        let page: MetaPage = resources.client().request(request).await?;
+        for item in page.items {
+            let mut m = item.metadata;
+            let id = ObjectId {
+                group: resource.api.group.clone(),
+                kind: resource.api.kind.clone(),
+                namespace: std::mem::take(&mut m.namespace),
+                name: std::mem::take(&mut m.name),
+            };
+            each(id, m);
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Above this many changed objects of one kind, one paged LIST of full bodies is cheaper than
+/// a GET per object.
+const GET_LIMIT: usize = 64;
+
+/// The live hash of every wanted object of one resource that exists, into `live`.
+///
+/// One metadata-only LIST (paged) finds which objects exist and their resourceVersion; an
+/// object whose resourceVersion and uid are those fief recorded when it last applied it is
+/// exactly the object the server returned then, so its recorded live hash stands; so does one
+/// whose only writes since left fief's own `managedFields` entry as recorded (a controller's
+/// status updates to Deployments, StatefulSets, ResourceQuotas...). Only the
+/// others (changed since, or recorded by an older fief without a resourceVersion) are read in
+/// full: one GET each when few, else a paged LIST of full bodies. No page is kept.
+async fn live_hashes(
+    resources: &Resources,
+    resource: &Resource,
+    selector: &str,
+    wanted: &HashMap<ObjectId, Wanted<'_>>,
+    live: &mut HashMap<ObjectId, String>,
+    prefetch: Option<&Prefetch>,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::all_with(resources.client().clone(), &resource.api);
+    let mut moved: HashSet<ObjectId> = HashSet::new();
+    if let Some(p) = prefetch {
+        for (id, w) in wanted {
+            match p.trusted.get(id) {
+                Some(hash) if *hash == w.entry.live => {
+                    live.insert(id.clone(), hash.clone());
+                }
+                _ if p.found.contains(id) => {
+                    moved.insert(id.clone());
+                }
+                // Not found by the prefetch: it does not exist (it is applied).
+                _ => {}
+            }
+        }
+    }
+    if prefetch.is_none() {
+        each_metadata(resources, resource, selector, PAGE, |id, m| {
+            let Some(w) = wanted.get(&id) else { return };
+            if unchanged_since_applied(w.entry, &m.resource_version, &m.uid, &m.managed_fields) {
+                live.insert(id, w.entry.live.clone());
+            } else {
+                moved.insert(id);
+            }
+        })
+        .await?;
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    if moved.len() <= GET_LIMIT {
+        let bodies: Vec<(ObjectId, Result<Option<DynamicObject>, kube::Error>)> =
+            stream::iter(moved)
+                .map(|id| async move {
+                    let api = resources.api(resource, &id.namespace);
+                    let got = api.get_opt(&id.name).await;
+                    (id, got)
+                })
+                .buffer_unordered(16)
+                .collect()
+                .await;
+        for (id, got) in bodies {
+            if let (Some(object), Some(w)) = (got?, wanted.get(&id)) {
+                let object = serde_json::to_value(object).unwrap_or(Value::Null);
+                live.insert(id, plan::live_hash(w.desired, &object));
+            }
+        }
+        return Ok(());
+    }
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(selector).limit(PAGE);
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page = api.list(&params).await?;
+        for item in page.items {
+            let object = serde_json::to_value(item).unwrap_or(Value::Null);
+            let id = live_id(resource, &object);
+            if !moved.contains(&id) {
+                continue;
+            }
+            if let Some(w) = wanted.get(&id) {
+                live.insert(id, plan::live_hash(w.desired, &object));
+            }
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_metadata_list_reads_as_no_items() {
+        // What the API server answers when every object of a kind is gone.
+        let empty = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"226"},"items":null}"#;
+        let page: MetaPage = serde_json::from_str(empty).expect("null items");
+        assert!(page.items.is_empty());
+        let page: MetaPage = serde_json::from_str(r#"{"metadata":{}}"#).expect("no items");
+        assert!(page.items.is_empty());
+    }
+}

@@ -1,0 +1,490 @@
+//! Sync: apply each tenant's plan to the cluster, record its inventory, prune safely.
+//!
+//! In: rendered tenants, the previous inventories and the live objects (read once per sync).
+//! Out: per tenant, in KEP-3659 order: a refusal of namespaces it would adopt, the inventory
+//! recorded as union(old, desired) before any apply, server-side applies in stage order,
+//! guarded deletes (held when an apply failed or a guard trips), the final inventory, and a
+//! [`TenantReport`]. A tenant's failure never stops the others; an unchanged tenant sends no
+//! mutating request. Debug builds carry a test-only crash hook (`FIEF_TEST_CRASH_AT`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+
+use super::adopt::{check_new_namespaces, is_namespace};
+use super::apply::{apply_one, wait_established};
+use super::inventory_store::{delete_inventory, write_inventory};
+use super::prune::prune_entries;
+use super::{ClusterError, Resources};
+use fief_core::condition::{ConditionType, Reason};
+use fief_core::inventory::{Entry, Inventory, InventoryError};
+use fief_core::model::{PruneGuard, TenantState, is_dns_label};
+use fief_core::objects::ObjectId;
+use fief_core::plan::{self, Apply, Plan};
+use fief_core::render::TenantRender;
+pub use fief_core::status::TenantReport;
+use fief_core::status::{self, Outcome, PruneHeld};
+
+pub use super::observe::observe;
+
+/// How a sync runs.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// Namespace of the inventories.
+    pub agent_namespace: String,
+    /// Tenants synced at once.
+    pub concurrency: usize,
+    /// Requests in flight per tenant stage.
+    pub object_concurrency: usize,
+    /// Prune past the mass-prune guard.
+    pub allow_mass_prune: bool,
+    /// The guard from fief.yaml.
+    pub guard: PruneGuard,
+    /// Only tenants whose `spec.cluster` is this.
+    pub cluster: String,
+    /// The git commit being applied, recorded in the status of tenants it changes.
+    pub commit: Option<String>,
+    /// Each tenant's report as soon as it is done (for progress output); none: not sent.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
+}
+
+/// Current time, RFC 3339, for condition transitions.
+pub fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// What every step of one sync shares.
+pub(super) struct Ctx<'a> {
+    pub(super) resources: &'a Resources,
+    pub(super) live: &'a HashMap<ObjectId, String>,
+    pub(super) options: &'a SyncOptions,
+    pub(super) now: String,
+}
+
+/// What a sync needs to know about the cluster before it starts.
+#[derive(Debug, Default)]
+pub struct ClusterState {
+    /// Every inventory in the agent namespace, by tenant.
+    pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
+    /// For each live object fief manages: the hash of its fields fief sets
+    /// ([`plan::live_hash`] against the desired object).
+    pub live: HashMap<ObjectId, String>,
+}
+
+/// The outcome of a sync.
+#[derive(Debug, Default)]
+pub struct SyncResult {
+    /// One report per tenant (and per orphaned inventory), sorted by tenant.
+    pub reports: Vec<TenantReport>,
+    /// Each synced tenant's inventory as it now stands in the cluster (`None`: deleted).
+    pub inventories: BTreeMap<String, Option<Inventory>>,
+}
+
+/// Sync tenants (one-shot): observe the cluster, then [`sync_with`]. `renders` are the
+/// tenants in scope; `known` is every tenant file in the repo, so inventories of tenants not
+/// in it are reported as orphaned (only when `report_orphans`, i.e. the whole repo is in scope).
+pub async fn sync(
+    resources: &Resources,
+    renders: &[TenantRender],
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, ClusterError> {
+    let state = observe(resources, renders, report_orphans, options).await?;
+    let result = sync_with(resources, renders, &state, known, report_orphans, options).await;
+    Ok(result.reports)
+}
+
+/// Sync tenants against an observed [`ClusterState`]. A tenant's failure is in its report;
+/// it never stops the others.
+pub async fn sync_with(
+    resources: &Resources,
+    renders: &[TenantRender],
+    state: &ClusterState,
+    known: &BTreeSet<String>,
+    report_orphans: bool,
+    options: &SyncOptions,
+) -> SyncResult {
+    let ctx = Ctx {
+        resources,
+        live: &state.live,
+        options,
+        now: now_rfc3339(),
+    };
+    let inventories = &state.inventories;
+    let done: Vec<(TenantReport, Option<Option<Inventory>>)> = stream::iter(renders.iter())
+        .map(|r| sync_one(&ctx, r, inventories))
+        .buffer_unordered(options.concurrency.max(1))
+        .inspect(|(report, _)| {
+            if let Some(tx) = &options.progress {
+                let _ = tx.send(report.clone());
+            }
+        })
+        .collect()
+        .await;
+    let mut result = SyncResult::default();
+    for (report, inv) in done {
+        if let Some(inv) = inv {
+            result.inventories.insert(report.tenant.clone(), inv);
+        }
+        result.reports.push(report);
+    }
+    if report_orphans {
+        result
+            .reports
+            .extend(orphans(&ctx, inventories, known).await);
+    }
+    result.reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    result
+}
+
+/// Sync one rendered tenant against its inventory (if any): skipped when another cluster's,
+/// refused when its name is invalid or its inventory unreadable, else [`sync_tenant`].
+/// Returns its report and (when synced) its inventory as it now stands.
+pub(super) async fn sync_one(
+    ctx: &Ctx<'_>,
+    r: &TenantRender,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+) -> (TenantReport, Option<Option<Inventory>>) {
+    if r.cluster
+        .as_deref()
+        .is_some_and(|c| c != ctx.options.cluster)
+    {
+        return (TenantReport::new(&r.tenant, Outcome::Skipped), None);
+    }
+    if !is_dns_label(&r.tenant) {
+        // Its file is invalid (the render says why); no inventory can be named after it, and
+        // nothing of it touches the cluster.
+        let mut rep = TenantReport::new(&r.tenant, Outcome::Invalid);
+        rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
+        if rep.errors.is_empty() {
+            rep.errors.push(format!(
+                "tenant name `{}` is not a DNS-1123 label; nothing applied",
+                r.tenant
+            ));
+        }
+        return (rep, None);
+    }
+    match inventories.get(&r.tenant) {
+        Some(Err(e)) => {
+            let mut rep = TenantReport::new(&r.tenant, Outcome::Failed);
+            rep.errors.push(format!(
+                "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
+            ));
+            (rep, None)
+        }
+        Some(Ok(inv)) => {
+            let (rep, inv) = sync_tenant(ctx, r, Some(inv)).await;
+            (rep, Some(inv))
+        }
+        None => {
+            let (rep, inv) = sync_tenant(ctx, r, None).await;
+            (rep, Some(inv))
+        }
+    }
+}
+
+/// Inventories of tenants not in `known` (their file left git): each marked `Orphaned` and
+/// reported; their objects are left running.
+pub(super) async fn orphans(
+    ctx: &Ctx<'_>,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    known: &BTreeSet<String>,
+) -> Vec<TenantReport> {
+    let mut reports = Vec::new();
+    for (tenant, inv) in inventories {
+        if known.contains(tenant) {
+            continue;
+        }
+        let mut rep = TenantReport::new(tenant, Outcome::Orphaned);
+        if let Ok(inv) = inv {
+            rep.counts.objects = inv.entries.len();
+            let mut marked = inv.clone();
+            marked.status.set_condition(
+                ConditionType::Orphaned,
+                true,
+                Reason::TenantFileRemoved,
+                "the tenant file is gone from git; objects are left running (set state: purged to delete them)",
+                &ctx.now,
+            );
+            if let Err(e) = write_inventory(ctx, &marked, Some(inv)).await {
+                rep.errors.push(e.to_string());
+            }
+        }
+        reports.push(rep);
+    }
+    reports
+}
+
+pub use super::batched::{BATCH, sync_batched};
+
+/// The `apiVersion` of an object.
+pub(super) fn api_version(object: &Value) -> String {
+    object["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Test-only failure hook: with `FIEF_TEST_CRASH_AT` set to `after-union`, `after-apply` or
+/// `after-prune`, the process aborts at that point of a tenant's sync, as a crash would. Only
+/// in debug builds (the integration tests); a release build has no such hook.
+fn crash_point(stage: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("FIEF_TEST_CRASH_AT").is_ok_and(|v| v == stage) {
+        eprintln!("FIEF_TEST_CRASH_AT={stage}: aborting (test-only failure hook)");
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = stage;
+}
+
+/// Write the inventory as the tenant's failure (nothing applied); returns what stands.
+async fn record_failure(
+    ctx: &Ctx<'_>,
+    mut inv: Inventory,
+    prev: Option<&Inventory>,
+    mut report: TenantReport,
+) -> (TenantReport, Option<Inventory>) {
+    report.outcome = Outcome::Failed;
+    let message = report.errors.first().cloned().unwrap_or_default();
+    status::stall(&mut inv.status, Reason::ApplyFailed, &message, &ctx.now);
+    inv.status.last_error = Some(message);
+    match write_inventory(ctx, &inv, prev).await {
+        Ok(()) => (report, Some(inv)),
+        Err(e) => {
+            report.errors.push(e.to_string());
+            (report, prev.cloned())
+        }
+    }
+}
+
+/// Sync one tenant; returns its report and its inventory as it now stands in the cluster
+/// (`None`: there is none). Steps (KEP-3659 order): plan; refuse namespaces fief would adopt;
+/// record union(old, desired) before any apply; apply stage by stage; prune unless an apply
+/// failed or a guard holds it; record the final inventory and status. At every crash point
+/// each live object fief made is in the recorded inventory.
+async fn sync_tenant(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    prev: Option<&Inventory>,
+) -> (TenantReport, Option<Inventory>) {
+    let tenant = render.tenant.as_str();
+    let mut report = TenantReport::new(tenant, Outcome::Applied);
+    let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
+    inv.status.remove_condition(ConditionType::Orphaned);
+    let now = ctx.now.as_str();
+    if !render.is_ok() {
+        status::record_invalid(&mut inv, &mut report, render, now);
+        return match write_inventory(ctx, &inv, prev).await {
+            Ok(()) => (report, Some(inv)),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, prev.cloned())
+            }
+        };
+    }
+    let plan = plan::plan(
+        render,
+        prev,
+        ctx.live,
+        &ctx.options.guard,
+        ctx.options.allow_mass_prune,
+    );
+    report.counts.unchanged = plan.unchanged.len();
+    // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
+    // as this tenant's.
+    let created = match check_new_namespaces(ctx, tenant, &plan).await {
+        Ok(absent) => absent,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            return record_failure(ctx, inv, prev, report).await;
+        }
+    };
+    let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
+    // Record union(old, desired) before anything is applied: objects not yet applied are
+    // recorded with an empty live hash, so a crash leaves nothing live unrecorded. When every
+    // object is already recorded (a change to existing objects, a prune), the recorded
+    // inventory is that union already: no write, and `Reconciling=True` is not written
+    // either (a crash then leaves the previous status and inputs, so the next sync renders
+    // the tenant and finishes it).
+    let adds = plan
+        .stages
+        .iter()
+        .flatten()
+        .any(|a| !inv.entries.contains_key(&a.object.id));
+    if adds {
+        status::mark_reconciling(&mut inv, now);
+    }
+    for a in plan.stages.iter().flatten() {
+        let id = &a.object.id;
+        if inv.entries.contains_key(id) {
+            continue;
+        }
+        inv.entries.insert(
+            id.clone(),
+            Entry {
+                id: id.clone(),
+                component: a.object.component.clone(),
+                api_version: api_version(&a.object.object),
+                hash: String::new(),
+                live: String::new(),
+                resource_version: String::new(),
+                uid: String::new(),
+                managed: String::new(),
+                created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
+            },
+        );
+    }
+    if let Err(e) = write_inventory(ctx, &inv, prev).await {
+        report.outcome = Outcome::Failed;
+        report
+            .errors
+            .push(format!("{e}; nothing applied or pruned"));
+        return (report, prev.cloned());
+    }
+    crash_point("after-union");
+    let recorded = inv.clone();
+    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
+    crash_point("after-apply");
+    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
+    report.prune_held = match &plan.hold {
+        Some(h) => Some(h.clone().into()),
+        // An apply failed: the new objects may not exist, so nothing old is deleted.
+        None if report.counts.failed > 0 && !plan.prune.is_empty() => {
+            Some(PruneHeld::Hold(plan::PruneHold::ApplyFailed {
+                failed: report.counts.failed,
+            }))
+        }
+        None => None,
+    };
+    if report.prune_held.is_none() {
+        prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
+    }
+    crash_point("after-prune");
+    let purged = render.state == Some(TenantState::Purged);
+    if purged && inv.entries.is_empty() && report.errors.is_empty() {
+        report.outcome = Outcome::Purged;
+        return match delete_inventory(ctx, tenant).await {
+            Ok(()) => (report, None),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                (report, Some(recorded))
+            }
+        };
+    }
+    if purged && report.prune_held.is_none() {
+        report.prune_held = Some(PruneHeld::PurgeIncomplete {
+            remaining: inv.entries.len(),
+        });
+    }
+    status::finish(
+        &mut inv,
+        &mut report,
+        render,
+        changed || changed_plan,
+        now,
+        ctx.options.commit.as_deref(),
+    );
+    let written = inv != recorded;
+    status::record_inputs(&mut inv, render, written);
+    let stands = match write_inventory(ctx, &inv, Some(&recorded)).await {
+        Ok(()) => inv,
+        Err(e) => {
+            report.errors.push(e.to_string());
+            recorded
+        }
+    };
+    if !report.errors.is_empty() {
+        report.outcome = Outcome::Failed;
+    }
+    (report, Some(stands))
+}
+
+/// Apply the plan's stages in order (objects of a stage concurrently), recording each applied
+/// object in `inv`; after the first stage, wait for new CRDs and refresh discovery.
+async fn apply_stages(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    plan: &Plan<'_>,
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+) {
+    let mut rbac_changed = false;
+    for (i, stage) in plan.stages.iter().enumerate() {
+        // Component objects after a baseline RBAC change: the tenant identity's new rights
+        // may take a moment to reach the authorizer, so their 403s are retried (bounded).
+        rbac_changed |=
+            i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
+        let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
+            .map(|a| async move {
+                let ns = render
+                    .namespaces
+                    .get(&a.object.env)
+                    .map(String::as_str)
+                    .unwrap_or("");
+                let identity = super::tenant_identity(ns);
+                (a, apply_one(ctx, a, &identity, rbac_changed).await)
+            })
+            .buffer_unordered(ctx.options.object_concurrency.max(1))
+            .collect()
+            .await;
+        let mut crds = Vec::new();
+        for (a, result) in results {
+            match result {
+                Ok(returned) => {
+                    let id = a.object.id.clone();
+                    if id.kind == "CustomResourceDefinition" {
+                        crds.push(a);
+                    }
+                    let created = inv.entries.get(&id).and_then(|e| e.created);
+                    let meta_text = |key: &str| {
+                        returned["metadata"][key]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    inv.entries.insert(
+                        id.clone(),
+                        Entry {
+                            id,
+                            component: a.object.component.clone(),
+                            api_version: api_version(&a.object.object),
+                            hash: a.hash.clone(),
+                            live: plan::live_hash(&a.object.object, &returned),
+                            resource_version: meta_text("resourceVersion"),
+                            uid: meta_text("uid"),
+                            managed: plan::managed_fingerprint(
+                                &returned["metadata"]["managedFields"],
+                                super::FIELD_MANAGER,
+                            ),
+                            created,
+                        },
+                    );
+                    if a.existed {
+                        report.counts.configured += 1;
+                    } else {
+                        report.counts.created += 1;
+                    }
+                }
+                Err(e) => {
+                    report.counts.failed += 1;
+                    report.errors.push(e.to_string());
+                }
+            }
+        }
+        if i == 0 && !crds.is_empty() {
+            for crd in crds {
+                if let Err(e) = wait_established(ctx, crd).await {
+                    report.errors.push(e.to_string());
+                }
+            }
+            if let Err(e) = ctx.resources.refresh().await {
+                report.errors.push(e.to_string());
+            }
+        }
+    }
+}

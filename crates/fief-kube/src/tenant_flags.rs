@@ -1,0 +1,151 @@
+//! Day-2 flags on the inventories: suspension and reconcile requests, as annotations on each
+//! tenant's inventory ConfigMap (and on the `fief-reconcile` ConfigMap for "every tenant").
+//!
+//! In: a client, the agent namespace, tenant names, annotation values. Out: the flags read
+//! from the ConfigMaps' metadata (one metadata-only LIST), JSON merge patches of single
+//! annotations (field manager named by the caller, so fief's own server-side apply of the
+//! inventory never removes them), and who the caller is (SelfSubjectReview).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Map, Value, json};
+
+use super::ClusterError;
+use fief_core::inventory::LABEL_APPLYSET_ID;
+use fief_core::objects;
+use fief_core::status::{ANNOTATION_REQUESTED_AT, Flags, RECONCILE_ALL};
+
+/// Every inventory's flags in `namespace`, by tenant (metadata only).
+pub async fn load_flags(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<String, Flags>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(&format!(
+        "{LABEL_APPLYSET_ID},{}=fief",
+        objects::LABEL_MANAGED_BY
+    ));
+    let list = api.list_metadata(&params).await.map_err(|source| {
+        ClusterError::request(
+            format!("list inventory ConfigMaps in {namespace} (metadata)"),
+            source,
+        )
+    })?;
+    let mut out = BTreeMap::new();
+    for cm in list.items {
+        let meta = cm.metadata;
+        let Some(tenant) = meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(objects::LABEL_TENANT))
+            .cloned()
+        else {
+            continue;
+        };
+        out.insert(
+            tenant,
+            Flags::from_annotations(&meta.annotations.unwrap_or_default()),
+        );
+    }
+    Ok(out)
+}
+
+/// The flags of one ConfigMap; `None` when it does not exist.
+pub async fn get_flags(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Flags>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    match api.get_metadata_opt(name).await {
+        Ok(found) => {
+            Ok(found.map(|m| Flags::from_annotations(&m.metadata.annotations.unwrap_or_default())))
+        }
+        Err(source) => Err(ClusterError::request(
+            format!("get ConfigMap/{namespace}/{name}"),
+            source,
+        )),
+    }
+}
+
+/// Set (`Some`) or remove (`None`) annotations of an existing ConfigMap with a JSON merge
+/// patch as `manager`. Returns false when the ConfigMap does not exist.
+pub async fn annotate(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    annotations: &[(&str, Option<&str>)],
+    manager: &str,
+) -> Result<bool, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut map = Map::new();
+    for (k, v) in annotations {
+        map.insert((*k).to_string(), v.map_or(Value::Null, |v| json!(v)));
+    }
+    let patch = json!({"metadata": {"annotations": map}});
+    let params = PatchParams {
+        field_manager: Some(manager.to_string()),
+        ..Default::default()
+    };
+    match api.patch(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(source) => Err(ClusterError::request(
+            format!("annotate ConfigMap/{namespace}/{name}"),
+            source,
+        )),
+    }
+}
+
+/// Ask for a sync of every tenant: set `requestedAt` on the `fief-reconcile` ConfigMap,
+/// creating it when missing (server-side apply as `manager`).
+pub async fn request_all(
+    client: &kube::Client,
+    namespace: &str,
+    at: &str,
+    manager: &str,
+) -> Result<(), ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let cm = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": RECONCILE_ALL,
+            "namespace": namespace,
+            "labels": {objects::LABEL_MANAGED_BY: "fief"},
+            "annotations": {ANNOTATION_REQUESTED_AT: at},
+        },
+    });
+    api.patch(
+        RECONCILE_ALL,
+        &super::forced_apply(manager),
+        &Patch::Apply(&cm),
+    )
+    .await
+    .map_err(|source| {
+        ClusterError::request(
+            format!("apply ConfigMap/{namespace}/{RECONCILE_ALL}"),
+            source,
+        )
+    })?;
+    Ok(())
+}
+
+/// The caller's user name as the API server sees it (SelfSubjectReview); `None` when the
+/// server does not say.
+pub async fn who_am_i(client: &kube::Client) -> Option<String> {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    let api: Api<SelfSubjectReview> = Api::all(client.clone());
+    let review = api
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .ok()?;
+    review.status?.user_info?.username
+}
+
+/// Now, RFC 3339 with nanoseconds (a request time that two requests never share).
+pub fn now_precise() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
