@@ -2,13 +2,16 @@
 //! deploy/README.md says, step by step, with fief's image built from this test binary, and the
 //! tenants repo on a `git daemon` that only the pod network reaches; rollouts, the webhook
 //! through the Service, the loss of the leader's Pod; and a tenant component whose Pods
-//! really run and become Ready after `fief apply`.
+//! really run and become Ready after `fief apply`; and `fief install` from nothing to a pushed
+//! change live in a namespace of its own.
 //!
 //! All tests share one cluster with one node (`common::node::node_cluster()`); the tests that
 //! change the installed agent hold [`AGENT`] so they run one at a time. A node that cannot
 //! start fails every test here with the reason.
 
 mod common;
+#[path = "node/install.rs"]
+mod install;
 #[path = "node/rollout.rs"]
 mod rollout;
 

@@ -12,6 +12,7 @@ pub mod colour;
 mod compare;
 mod completion;
 mod diff;
+mod install;
 pub mod output;
 mod reconcile;
 mod render;
@@ -116,6 +117,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
         Command::Version(args) => version::version_cmd(&args),
+        Command::Install(args) => install::install_cmd(&args),
+        Command::Uninstall(args) => install::uninstall_cmd(&args),
         Command::Suspend(args) => suspend::suspend_cmd(&args),
         Command::Resume(args) => suspend::resume_cmd(&args),
         Command::Reconcile(args) => reconcile::reconcile_cmd(&args),

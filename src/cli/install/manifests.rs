@@ -1,0 +1,378 @@
+//! The agent's manifests as `fief install` writes them: the files of `deploy/` (built into the
+//! binary, so the kustomize base and `fief install` are one source) with the options applied.
+//!
+//! In: [`Settings`] (namespace, image, repo, branch, interval, replicas, cluster, which
+//! credentials are given) and the credentials' contents. Out: the objects in apply order
+//! (Namespace, Secrets, RBAC, admission policy, Deployment, Service). Pure: nothing is read or
+//! sent here.
+//!
+//! The namespace is set everywhere the agent's own namespace is named (object namespaces, the
+//! RoleBinding subjects, the admission policy's CEL, `--lease-namespace`). Outside
+//! `fief-system` the cluster-scoped objects carry the namespace in their names, so two installs
+//! in one cluster never share (and overwrite) one.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The namespace the files of `deploy/` name.
+pub const DEFAULT_NAMESPACE: &str = "fief-system";
+
+/// The files of `deploy/`, in the kustomization's order.
+const FILES: [(&str, &str); 4] = [
+    (
+        "deploy/namespace.yaml",
+        include_str!("../../../deploy/namespace.yaml"),
+    ),
+    (
+        "deploy/rbac.yaml",
+        include_str!("../../../deploy/rbac.yaml"),
+    ),
+    (
+        "deploy/admission-policy.yaml",
+        include_str!("../../../deploy/admission-policy.yaml"),
+    ),
+    (
+        "deploy/agent.yaml",
+        include_str!("../../../deploy/agent.yaml"),
+    ),
+];
+
+/// Where the agent reads each credential (the Secret volumes of `deploy/agent.yaml`).
+const GIT_TOKEN: &str = "/etc/fief/git/token";
+const SSH_KEY: &str = "/etc/fief/git/ssh-key";
+const KNOWN_HOSTS: &str = "/etc/fief/git/known_hosts";
+const WEBHOOK_SECRET: &str = "/etc/fief/webhook/secret";
+const AGE_KEY: &str = "/etc/fief/age/keys.txt";
+
+/// The credentials `fief install` puts in Secrets (contents, never printed).
+#[derive(Default)]
+pub struct Credentials {
+    /// An https token for the tenants repo.
+    pub git_token: Option<String>,
+    /// An SSH private key and the known_hosts that vouch for the git host.
+    pub ssh: Option<(String, String)>,
+    /// The push webhook's HMAC secret (GitHub) or token (GitLab).
+    pub webhook_secret: Option<String>,
+    /// age identities that decrypt the repo's SOPS files.
+    pub age_key: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("git_token", &self.git_token.is_some())
+            .field("ssh", &self.ssh.is_some())
+            .field("webhook_secret", &self.webhook_secret.is_some())
+            .field("age_key", &self.age_key.is_some())
+            .finish()
+    }
+}
+
+/// What `fief install` was asked for.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The agent's namespace.
+    pub namespace: String,
+    /// The agent's image.
+    pub image: String,
+    /// The tenants repo's git URL.
+    pub repo: String,
+    /// The branch to follow.
+    pub branch: String,
+    /// The fetch interval, as given (`30s`).
+    pub interval: String,
+    /// Replicas of the Deployment.
+    pub replicas: u32,
+    /// The `spec.cluster` this agent owns.
+    pub cluster: String,
+}
+
+/// The name of a cluster-scoped object of the install in `namespace`.
+pub fn cluster_name(name: &str, namespace: &str) -> String {
+    if namespace == DEFAULT_NAMESPACE {
+        name.to_string()
+    } else {
+        format!("{name}-{namespace}")
+    }
+}
+
+/// The objects of `deploy/` for `settings` (no Secrets), in apply order, and the Secrets for
+/// `credentials` (applied after the Namespace, before anything that reads them).
+pub fn objects(settings: &Settings, credentials: &Credentials) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for (file, text) in FILES {
+        let text = text.replace(DEFAULT_NAMESPACE, &settings.namespace);
+        for doc in crate::core::yaml::split_documents(&text) {
+            let parsed = crate::core::yaml::parse_value(&doc)
+                .map_err(|e| format!("{file} (built in): {e}"))?;
+            let Some(mut object) = parsed else { continue };
+            rename_cluster_scoped(&mut object, &settings.namespace);
+            if object["kind"] == "Deployment" {
+                configure(&mut object, settings, credentials);
+            }
+            out.push(object);
+            if out.len() == 1 {
+                out.extend(secrets(&settings.namespace, credentials));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Cluster-scoped objects (and the references between them) named for the namespace.
+fn rename_cluster_scoped(object: &mut Value, namespace: &str) {
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    let cluster_scoped = matches!(
+        kind.as_str(),
+        "ClusterRole"
+            | "ClusterRoleBinding"
+            | "ValidatingAdmissionPolicy"
+            | "ValidatingAdmissionPolicyBinding"
+    );
+    if !cluster_scoped || namespace == DEFAULT_NAMESPACE {
+        return;
+    }
+    if let Some(name) = object["metadata"]["name"].as_str() {
+        object["metadata"]["name"] = json!(cluster_name(name, namespace));
+    }
+    if kind == "ClusterRoleBinding"
+        && let Some(role) = object["roleRef"]["name"].as_str()
+    {
+        object["roleRef"]["name"] = json!(cluster_name(role, namespace));
+    }
+    if kind == "ValidatingAdmissionPolicyBinding"
+        && let Some(policy) = object["spec"]["policyName"].as_str()
+    {
+        object["spec"]["policyName"] = json!(cluster_name(policy, namespace));
+    }
+}
+
+/// The Secrets the credentials go in (the names and keys `deploy/agent.yaml` mounts).
+fn secrets(namespace: &str, c: &Credentials) -> Vec<Value> {
+    let mut git = Vec::new();
+    if let Some(token) = &c.git_token {
+        git.push(("token", token.as_str()));
+    }
+    if let Some((key, hosts)) = &c.ssh {
+        git.push(("ssh-key", key.as_str()));
+        git.push(("known_hosts", hosts.as_str()));
+    }
+    let mut out = Vec::new();
+    if !git.is_empty() {
+        out.push(secret(namespace, "fief-git", &git));
+    }
+    if let Some(s) = &c.webhook_secret {
+        out.push(secret(namespace, "fief-webhook", &[("secret", s.as_str())]));
+    }
+    if let Some(k) = &c.age_key {
+        out.push(secret(
+            namespace,
+            "fief-age-key",
+            &[("keys.txt", k.as_str())],
+        ));
+    }
+    out
+}
+
+fn secret(namespace: &str, name: &str, data: &[(&str, &str)]) -> Value {
+    let engine = base64::engine::general_purpose::STANDARD;
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(engine.encode(v))))
+        .collect();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": "fief"},
+        },
+        "type": "Opaque",
+        "data": data,
+    })
+}
+
+/// The Deployment with the image, repo, branch, replicas and the credential flags set. The
+/// Pod template carries a hash of the credentials, so a new key rolls the Pods.
+fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
+    deployment["spec"]["replicas"] = json!(s.replicas);
+    let mut hash = Sha256::new();
+    for part in [&c.git_token, &c.webhook_secret, &c.age_key]
+        .into_iter()
+        .flatten()
+    {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    if let Some((key, hosts)) = &c.ssh {
+        hash.update(key.as_bytes());
+        hash.update(hosts.as_bytes());
+    }
+    let digest: String = hash.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    deployment["spec"]["template"]["metadata"]["annotations"]["fief.dev/credentials"] =
+        json!(digest);
+    let Some(container) = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .and_then(|cs| cs.iter_mut().find(|c| c["name"] == "agent"))
+    else {
+        return;
+    };
+    container["image"] = json!(s.image);
+    if let Some(env) = container["env"].as_array_mut() {
+        for var in env.iter_mut() {
+            match var["name"].as_str() {
+                Some("FIEF_REPO") => var["value"] = json!(s.repo),
+                Some("FIEF_BRANCH") => var["value"] = json!(s.branch),
+                _ => {}
+            }
+        }
+    }
+    let mut args: Vec<Value> = container["args"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| {
+            c.webhook_secret.is_some()
+                || a.as_str() != Some(&flag("webhook-secret-file", WEBHOOK_SECRET))
+        })
+        .map(|a| match a.as_str() {
+            Some(x) if x.starts_with("--interval=") => json!(format!("--interval={}", s.interval)),
+            Some(x) if x.starts_with("--cluster=") => json!(format!("--cluster={}", s.cluster)),
+            _ => a,
+        })
+        .collect();
+    let mut add = |name: &str, path: &str| args.push(json!(flag(name, path)));
+    if c.git_token.is_some() {
+        add("git-token-file", GIT_TOKEN);
+    }
+    if c.ssh.is_some() {
+        add("ssh-key-file", SSH_KEY);
+        add("known-hosts-file", KNOWN_HOSTS);
+    }
+    if c.age_key.is_some() {
+        add("age-key-file", AGE_KEY);
+    }
+    container["args"] = json!(args);
+}
+
+fn flag(name: &str, path: &str) -> String {
+    format!("--{name}={path}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(namespace: &str) -> Settings {
+        Settings {
+            namespace: namespace.to_string(),
+            image: "example.test/fief:1.2.3".into(),
+            repo: "https://git.example.test/org/tenants.git".into(),
+            branch: "live".into(),
+            interval: "1m".into(),
+            replicas: 3,
+            cluster: "eu-1".into(),
+        }
+    }
+
+    fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind}/{name}"))
+    }
+
+    #[test]
+    fn one_namespace_setting_reaches_every_object_the_policy_and_the_lease() {
+        let objects = objects(&settings("platform-gitops"), &Credentials::default()).unwrap();
+        let text = serde_json::to_string(&objects).unwrap();
+        assert!(!text.contains("fief-system"), "{text}");
+        assert_eq!(objects[0]["kind"], "Namespace");
+        assert_eq!(objects[0]["metadata"]["name"], "platform-gitops");
+        let policy = find(
+            &objects,
+            "ValidatingAdmissionPolicy",
+            "fief-agent-scope-platform-gitops",
+        );
+        assert!(
+            policy
+                .to_string()
+                .contains("system:serviceaccount:platform-gitops:fief-agent")
+        );
+        let binding = find(&objects, "ClusterRoleBinding", "fief-agent-platform-gitops");
+        assert_eq!(binding["roleRef"]["name"], "fief-agent-platform-gitops");
+        assert_eq!(binding["subjects"][0]["namespace"], "platform-gitops");
+        let vapb = find(
+            &objects,
+            "ValidatingAdmissionPolicyBinding",
+            "fief-agent-scope-platform-gitops",
+        );
+        assert_eq!(
+            vapb["spec"]["policyName"],
+            "fief-agent-scope-platform-gitops"
+        );
+        let deployment = find(&objects, "Deployment", "fief-agent");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(args.contains("--lease-namespace=platform-gitops"), "{args}");
+    }
+
+    #[test]
+    fn the_deployment_takes_the_options_and_only_the_credential_flags_given() {
+        let none = objects(&settings(DEFAULT_NAMESPACE), &Credentials::default()).unwrap();
+        let d = find(&none, "Deployment", "fief-agent");
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(c["image"], "example.test/fief:1.2.3");
+        let args = c["args"].to_string();
+        assert!(
+            args.contains("--interval=1m") && args.contains("--cluster=eu-1"),
+            "{args}"
+        );
+        assert!(!args.contains("--webhook-secret-file") && !args.contains("--age-key-file"));
+        assert!(
+            c["env"]
+                .to_string()
+                .contains("git.example.test/org/tenants.git")
+        );
+        assert!(c["env"].to_string().contains("\"live\""));
+        assert!(none.iter().all(|o| o["kind"] != "Secret"));
+        assert_eq!(
+            find(&none, "ClusterRole", "fief-agent")["kind"],
+            "ClusterRole"
+        );
+
+        let given = Credentials {
+            git_token: Some("tok".into()),
+            webhook_secret: Some("hook".into()),
+            age_key: Some("AGE-SECRET-KEY-1".into()),
+            ..Credentials::default()
+        };
+        let all = objects(&settings(DEFAULT_NAMESPACE), &given).unwrap();
+        assert_eq!(
+            all[1]["kind"], "Secret",
+            "Secrets right after the Namespace"
+        );
+        let args = find(&all, "Deployment", "fief-agent")["spec"]["template"]["spec"]["containers"]
+            [0]["args"]
+            .to_string();
+        for flag in [
+            "--git-token-file=",
+            "--webhook-secret-file=",
+            "--age-key-file=",
+        ] {
+            assert!(args.contains(flag), "{flag} in {args}");
+        }
+        let age = find(&all, "Secret", "fief-age-key");
+        assert_eq!(age["data"]["keys.txt"], "QUdFLVNFQ1JFVC1LRVktMQ==");
+        assert!(
+            format!("{given:?}").contains("age_key: true"),
+            "Debug shows no value"
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! `fief install` and `fief uninstall`: the agent put in a cluster (or taken out) in one
+//! command, from the manifests built into the binary.
+//!
+//! In: [`InstallArgs`] / [`UninstallArgs`] and the credential files they name. Out: for
+//! `install`, the agent's objects server-side-applied in order (Namespace, the Secrets made
+//! from the credential files, RBAC, the admission policy, Deployment, Service), then a wait
+//! for the Deployment's rollout and what to do next; with `--export`, the same objects as YAML
+//! on stdout without the Secrets (their values are never printed: a comment says how to make
+//! them). Exit 0 once rolled out, 5 when the rollout did not finish within `--timeout`, 2 for
+//! bad options or credential files, 3 when the cluster cannot be used. `uninstall` deletes the agent's objects and keeps its namespace, the inventories in
+//! it and every tenant object.
+
+pub mod manifests;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use kube::api::DeleteParams;
+use serde_json::Value;
+
+use super::{CliError, EXIT_OK, EXIT_UNHEALTHY, InstallArgs, UninstallArgs, runtime, write_err};
+use crate::kube::Resources;
+use manifests::{Credentials, Settings};
+
+/// Field manager of the install's applies.
+const MANAGER: &str = "fief-install";
+
+/// Read a credential file; a missing or unreadable one is a usage error naming it.
+fn read(path: &Option<std::path::PathBuf>, what: &str) -> Result<Option<String>, CliError> {
+    let Some(path) = path else { return Ok(None) };
+    std::fs::read_to_string(path)
+        .map(Some)
+        .map_err(|e| CliError::Usage(format!("{}: cannot read the {what}: {e}", path.display())))
+}
+
+fn credentials(args: &InstallArgs) -> Result<Credentials, CliError> {
+    let ssh = match (
+        read(&args.ssh_key_file, "SSH key")?,
+        read(&args.known_hosts_file, "known_hosts file")?,
+    ) {
+        (Some(key), Some(hosts)) => Some((key, hosts)),
+        (None, None) => None,
+        _ => {
+            return Err(CliError::Usage(
+                "--ssh-key-file and --known-hosts-file go together: the agent checks the git host's key against known_hosts".into(),
+            ));
+        }
+    };
+    Ok(Credentials {
+        git_token: read(&args.git_token_file, "git token")?.map(|t| t.trim().to_string()),
+        ssh,
+        webhook_secret: read(&args.webhook_secret_file, "webhook secret")?
+            .map(|t| t.trim().to_string()),
+        age_key: read(&args.age_key_file, "age key")?,
+    })
+}
+
+fn settings(args: &InstallArgs) -> Result<Settings, CliError> {
+    super::parse_duration(&args.interval).map_err(CliError::Usage)?;
+    if !crate::core::model::is_dns_label(&args.namespace) {
+        return Err(CliError::Usage(format!(
+            "--namespace {}: not a DNS-1123 label (lowercase letters, digits and '-')",
+            args.namespace
+        )));
+    }
+    Ok(Settings {
+        namespace: args.namespace.clone(),
+        image: args.image.clone(),
+        repo: args.repo.clone(),
+        branch: args.branch.clone(),
+        interval: args.interval.clone(),
+        replicas: args.replicas,
+        cluster: args.cluster_name.clone(),
+    })
+}
+
+/// `fief install`.
+pub fn install_cmd(args: &InstallArgs) -> Result<u8, CliError> {
+    let settings = settings(args)?;
+    let credentials = credentials(args)?;
+    let objects = manifests::objects(&settings, &credentials).map_err(CliError::Serialize)?;
+    if args.export {
+        return export(&objects);
+    }
+    runtime()?.block_on(async {
+        let (resources, _) = super::resources(&args.cluster).await?;
+        for object in &objects {
+            apply(&resources, object).await?;
+            println!("applied {}", describe(object));
+        }
+        if !args.no_wait
+            && let Err(why) =
+                wait_rolled_out(&resources, &settings.namespace, args.replicas, args.timeout)
+                    .await?
+        {
+            eprintln!("{} {why}", super::colour::error_prefix());
+            return Ok(EXIT_UNHEALTHY);
+        }
+        println!("{}", next_steps(&settings, &credentials));
+        Ok(EXIT_OK)
+    })
+}
+
+/// `Kind/namespace/name` of an object.
+fn describe(object: &Value) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let ns = s(&object["metadata"]["namespace"]);
+    let name = s(&object["metadata"]["name"]);
+    if ns.is_empty() {
+        format!("{}/{name}", s(&object["kind"]))
+    } else {
+        format!("{}/{ns}/{name}", s(&object["kind"]))
+    }
+}
+
+/// The objects as YAML, the Secrets left out (named in a comment, with how to make them).
+fn export(objects: &[Value]) -> Result<u8, CliError> {
+    let mut out = String::from(
+        "# The fief agent, as `fief install --export` writes it. Secret values are not printed;\n",
+    );
+    let secrets: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "Secret").collect();
+    if secrets.is_empty() {
+        out.push_str("# no credential was given, so no Secret is needed.\n");
+    }
+    for s in secrets {
+        let keys: Vec<&String> = s["data"]
+            .as_object()
+            .map(|d| d.keys().collect())
+            .unwrap_or_default();
+        let from: Vec<String> = keys
+            .iter()
+            .map(|k| format!("--from-file={k}=FILE"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "# create it first: kubectl -n {} create secret generic {} {}",
+            s["metadata"]["namespace"].as_str().unwrap_or_default(),
+            s["metadata"]["name"].as_str().unwrap_or_default(),
+            from.join(" ")
+        );
+    }
+    for object in objects.iter().filter(|o| o["kind"] != "Secret") {
+        out.push_str("---\n");
+        crate::core::yaml::write_value(&mut out, object).map_err(CliError::Serialize)?;
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .map_err(write_err(std::path::Path::new("<stdout>")))?;
+    Ok(EXIT_OK)
+}
+
+async fn apply(resources: &Resources, object: &Value) -> Result<(), CliError> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let (version, kind) = (s(&object["apiVersion"]), s(&object["kind"]));
+    let Some(resource) = resources.resolve(&version, &kind).await else {
+        return Err(CliError::Usage(format!(
+            "the cluster does not serve {version} {kind} ({}); fief needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy)",
+            describe(object)
+        )));
+    };
+    let namespace = if resource.namespaced {
+        s(&object["metadata"]["namespace"])
+    } else {
+        String::new()
+    };
+    let api = resources.api(&resource, &namespace);
+    let name = s(&object["metadata"]["name"]);
+    api.patch(
+        &name,
+        &crate::kube::forced_apply(MANAGER),
+        &kube::api::Patch::Apply(object),
+    )
+    .await
+    .map_err(|e| crate::kube::ClusterError::request(format!("apply {}", describe(object)), e))?;
+    Ok(())
+}
+
+/// Wait until the agent's Deployment has rolled out: every replica updated and available.
+/// `Ok(Err(why))` when it has not within `timeout`.
+async fn wait_rolled_out(
+    resources: &Resources,
+    namespace: &str,
+    replicas: u32,
+    timeout: Duration,
+) -> Result<Result<(), String>, CliError> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let api: kube::Api<Deployment> = kube::Api::namespaced(resources.client().clone(), namespace);
+    let deadline = Instant::now() + timeout;
+    println!("waiting for the Deployment {namespace}/fief-agent to roll out ({replicas} replicas)");
+    loop {
+        let d = api
+            .get("fief-agent")
+            .await
+            .map_err(|e| crate::kube::ClusterError::request("read Deployment fief-agent", e))?;
+        let generation = d.metadata.generation.unwrap_or(0);
+        let st = d.status.unwrap_or_default();
+        let want = i32::try_from(replicas).unwrap_or(i32::MAX);
+        if st.observed_generation.unwrap_or(0) >= generation
+            && st.updated_replicas.unwrap_or(0) >= want
+            && st.available_replicas.unwrap_or(0) >= want
+        {
+            return Ok(Ok(()));
+        }
+        if Instant::now() > deadline {
+            return Ok(Err(format!(
+                "the agent did not roll out within {timeout:?} ({} of {replicas} available); see `kubectl -n {namespace} describe deployment fief-agent` and its Pods' events",
+                st.available_replicas.unwrap_or(0)
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+fn next_steps(s: &Settings, c: &Credentials) -> String {
+    let mut out = format!(
+        "fief agent installed in namespace {ns} (image {image}), following {repo} branch {branch}.\nNext:\n  fief status --namespace {ns}                      # every tenant's status\n  kubectl -n {ns} logs deploy/fief-agent            # the agent's log\n",
+        ns = s.namespace,
+        image = s.image,
+        repo = s.repo,
+        branch = s.branch
+    );
+    if s.namespace != manifests::DEFAULT_NAMESPACE {
+        let _ = writeln!(
+            out,
+            "  the tenants repo's fief.yaml must say `agentNamespace: {}` (the inventories live there)",
+            s.namespace
+        );
+    }
+    if c.webhook_secret.is_some() {
+        let _ = writeln!(
+            out,
+            "  point your git host's push webhook at the Service {}/fief-agent, path /hooks/git (through your ingress)",
+            s.namespace
+        );
+    }
+    out
+}
+
+/// `fief uninstall`: the agent's objects deleted; its namespace, inventories and every
+/// tenant object kept.
+pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
+    let settings = Settings {
+        namespace: args.namespace.clone(),
+        image: String::new(),
+        repo: String::new(),
+        branch: String::new(),
+        interval: "30s".into(),
+        replicas: 0,
+        cluster: String::new(),
+    };
+    let mut objects =
+        manifests::objects(&settings, &Credentials::default()).map_err(CliError::Serialize)?;
+    objects.retain(|o| o["kind"] != "Namespace");
+    for secret in ["fief-git", "fief-webhook", "fief-age-key"] {
+        objects.push(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": secret, "namespace": args.namespace}}));
+    }
+    runtime()?.block_on(async {
+        let (resources, _) = super::resources(&args.cluster).await?;
+        for object in objects.iter().rev() {
+            delete(&resources, object).await?;
+        }
+        println!(
+            "fief agent removed from namespace {ns}. Kept: the namespace, the tenants' inventories in it (ConfigMaps fief-tenant-*) and every tenant's objects, which go on running unmanaged. To remove a tenant's objects, set its `state: purged` and let an agent (or `fief apply`) sync it before uninstalling, or delete its namespaces.",
+            ns = args.namespace
+        );
+        Ok(EXIT_OK)
+    })
+}
+
+async fn delete(resources: &Resources, object: &Value) -> Result<(), CliError> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let Some(resource) = resources
+        .resolve(&s(&object["apiVersion"]), &s(&object["kind"]))
+        .await
+    else {
+        return Ok(());
+    };
+    let namespace = if resource.namespaced {
+        s(&object["metadata"]["namespace"])
+    } else {
+        String::new()
+    };
+    let api = resources.api(&resource, &namespace);
+    match api
+        .delete(&s(&object["metadata"]["name"]), &DeleteParams::default())
+        .await
+    {
+        Ok(_) => {
+            println!("deleted {}", describe(object));
+            Ok(())
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(crate::kube::ClusterError::request(
+            format!("delete {}", describe(object)),
+            e,
+        )
+        .into()),
+    }
+}

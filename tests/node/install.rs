@@ -1,0 +1,135 @@
+//! `fief install` on the real node: from nothing to a pushed change live, in a namespace of
+//! its own, with the locally built image and an age key; both replicas Running under the
+//! `restricted` Pod Security Standard; `fief uninstall` leaves the tenants running.
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::common;
+use super::common::node::{FIEF_IMAGE, GitDaemon, kubectl, kubectl_json, node_cluster, wait_for};
+use super::{configmap_value, tenant_file, tenants_repo};
+
+fn fief(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(node_cluster().cp().admin_kubeconfig())
+        .output()
+        .expect("run fief")
+}
+
+/// The agents' last log lines, for failure messages.
+fn logs(ns: &str) -> String {
+    let out = kubectl(
+        &[
+            "logs",
+            "-n",
+            ns,
+            "-l",
+            "app.kubernetes.io/name=fief-agent",
+            "--tail=15",
+            "--prefix",
+        ],
+        None,
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn running_pods(ns: &str) -> usize {
+    kubectl_json(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        "app.kubernetes.io/name=fief-agent",
+    ])
+    .and_then(|l| l["items"].as_array().cloned())
+    .unwrap_or_default()
+    .iter()
+    .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+    .count()
+}
+
+#[test]
+fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_uninstall_keeps_tenants()
+{
+    let cluster = node_cluster();
+    let ns = common::unique("platform-gitops");
+    let tenant = common::unique("inst");
+    // The repo names the namespace its inventories live in: the one the agent is installed in.
+    let mut files = tenants_repo(std::slice::from_ref(&tenant), "hello");
+    files.push(("fief.yaml".to_string(), format!("agentNamespace: {ns}\n")));
+    let git = GitDaemon::start(cluster.node_ip(), &files);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = common::sops::age_keygen(dir.path(), "keys.txt");
+    let key = key.file.display().to_string();
+    let out = fief(&[
+        "install",
+        "--namespace",
+        &ns,
+        "--image",
+        FIEF_IMAGE,
+        "--repo",
+        &git.url(),
+        "--interval",
+        "2s",
+        "--age-key-file",
+        &key,
+        "--timeout",
+        "240s",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        running_pods(&ns),
+        2,
+        "both replicas Running under restricted"
+    );
+    let enforce = kubectl_json(&["get", "namespace", &ns]).unwrap_or_default()["metadata"]
+        ["labels"]["pod-security.kubernetes.io/enforce"]
+        .clone();
+    assert_eq!(enforce, "restricted");
+    let tenant_ns = format!("{tenant}-prod");
+    wait_for(
+        "the tenant applied",
+        Duration::from_secs(120),
+        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+            Some("hello") => Ok(()),
+            other => Err(format!("greeting {other:?}; agent logs:\n{}", logs(&ns))),
+        },
+    );
+
+    git.commit(&[tenant_file(&tenant, "bonjour")], "bonjour");
+    wait_for(
+        "the pushed change live",
+        Duration::from_secs(60),
+        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+            Some("bonjour") => Ok(()),
+            other => Err(format!("greeting {other:?}; agent logs:\n{}", logs(&ns))),
+        },
+    );
+
+    let out = fief(&["uninstall", "--namespace", &ns]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !kubectl(&["get", "deployment", "-n", &ns, "fief-agent"], None)
+            .status
+            .success()
+    );
+    assert_eq!(
+        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
+        Some("bonjour"),
+        "the tenant goes on running"
+    );
+}
