@@ -285,3 +285,48 @@ fn apply_records_each_tenants_outcome_as_an_event_in_its_own_namespace() {
         before
     );
 }
+
+#[test]
+fn day2_commands_find_the_agent_namespace_from_the_kubeconfig_context() {
+    let agent_ns = common::unique("fief-ctx");
+    let t = common::unique("ctx");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    common::agent::fief_apply(&server.repo());
+    // A kubeconfig whose context names the agent's namespace.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::copy(common::control_plane().admin_kubeconfig(), &kubeconfig).unwrap();
+    let set = Command::new(common::control_plane().kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "config",
+            "set-context",
+            "--current",
+            "--namespace",
+            &agent_ns,
+        ])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fief"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&t), "{}", text(&out.stdout));
+    ok(&run(&["suspend", &t, "--reason", "context"]));
+    assert!(
+        text(&run(&["status"]).stdout).contains("suspended"),
+        "suspended through the context's namespace"
+    );
+    ok(&run(&["resume", &t]));
+    // --namespace still wins.
+    let out = run(&["status", "-n", "fief-no-such-namespace"]);
+    assert!(!text(&out.stdout).contains(&t), "{}", text(&out.stdout));
+}

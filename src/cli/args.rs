@@ -147,9 +147,10 @@ pub struct SuspendArgs {
     /// Why (recorded with who and when; shown by `fief status`).
     #[arg(long)]
     pub reason: Option<String>,
-    /// Namespace of the inventories.
-    #[arg(long, default_value = "fief-system")]
-    pub namespace: String,
+    /// The agent's namespace, where the inventories are (default: the namespace of the
+    /// kubeconfig context in use, else fief-system).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -160,9 +161,10 @@ pub struct SuspendArgs {
 pub struct ResumeArgs {
     /// The tenant.
     pub tenant: String,
-    /// Namespace of the inventories.
-    #[arg(long, default_value = "fief-system")]
-    pub namespace: String,
+    /// The agent's namespace, where the inventories are (default: the namespace of the
+    /// kubeconfig context in use, else fief-system).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -177,9 +179,10 @@ pub struct ReconcileArgs {
     /// How long to wait for the agent's answer.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
-    /// Namespace of the inventories (the agent's namespace).
-    #[arg(long, default_value = "fief-system")]
-    pub namespace: String,
+    /// The agent's namespace, where the inventories are (default: the namespace of the
+    /// kubeconfig context in use, else fief-system).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -311,9 +314,10 @@ pub struct StatusArgs {
     /// Only these tenants.
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,
-    /// Namespace of the inventories.
-    #[arg(long, default_value = "fief-system")]
-    pub namespace: String,
+    /// The agent's namespace, where the inventories are (default: the namespace of the
+    /// kubeconfig context in use, else fief-system).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
@@ -321,7 +325,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub not_ready: bool,
     /// The agent's HTTP address for its view (`http://HOST:PORT`); default: through the API
-    /// server's proxy to the Service `fief-agent` in `--namespace`.
+    /// server's proxy to the Service `fief-agent` in the agent's namespace.
     #[arg(long, value_name = "URL")]
     pub agent: Option<String>,
     /// Cluster connection.

@@ -202,6 +202,32 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
     }
 }
 
+/// The agent's namespace for a day-2 command: `--namespace`, else the namespace of the
+/// kubeconfig context in use (`--context`, else the current one), else `fief-system`.
+fn agent_namespace(flag: Option<&str>, cluster: &ClusterArgs) -> String {
+    if let Some(ns) = flag {
+        return ns.to_string();
+    }
+    let kubeconfig = match &cluster.kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    kubeconfig
+        .and_then(|kc| {
+            let current = cluster
+                .context
+                .clone()
+                .or_else(|| kc.current_context.clone())?;
+            kc.contexts
+                .into_iter()
+                .find(|c| c.name == current)?
+                .context?
+                .namespace
+        })
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| "fief-system".to_string())
+}
+
 /// A tokio runtime for the cluster commands.
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()

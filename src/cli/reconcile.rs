@@ -22,6 +22,7 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// `fief reconcile [--tenant T] [--timeout 2m]`.
 pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
+    let namespace = super::agent_namespace(args.namespace.as_deref(), &args.cluster);
     runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),
@@ -29,7 +30,7 @@ pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
             args.cluster.api_qps,
         )
         .await?;
-        let ns = &args.namespace;
+        let ns = &namespace;
         let at = now_precise();
         let name = match &args.tenant {
             Some(t) => {

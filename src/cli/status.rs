@@ -14,6 +14,8 @@ use crate::core::inventory::{Inventory, InventoryError};
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
+    let namespace = super::agent_namespace(args.namespace.as_deref(), &args.cluster);
+    let ns = namespace.as_str();
     let (inventories, agent, flags) = runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),
@@ -21,12 +23,11 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             args.cluster.api_qps,
         )
         .await?;
-        let inventories =
-            crate::kube::inventory_store::load_inventories(&client, &args.namespace).await?;
-        let agent = agent_view(&client, args).await;
-        let flags = crate::kube::tenant_flags::load_flags(&client, &args.namespace).await?;
+        let inventories = crate::kube::inventory_store::load_inventories(&client, ns).await?;
+        let agent = agent_view(&client, args, ns).await;
+        let flags = crate::kube::tenant_flags::load_flags(&client, ns).await?;
         // The rollout record is best effort: without it the table is still right.
-        let rollout = crate::kube::rollout_store::read_record(&client, &args.namespace)
+        let rollout = crate::kube::rollout_store::read_record(&client, ns)
             .await
             .ok()
             .flatten();
@@ -54,7 +55,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         return Err(CliError::Usage(format!(
             "no inventory for tenant {} in namespace {} (known: {})",
             unknown.join(", "),
-            args.namespace,
+            ns,
             inventories.keys().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
@@ -198,14 +199,16 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
 }
 
 /// The agent's `/status` JSON, or why it could not be read.
-async fn agent_view(client: &kube::Client, args: &StatusArgs) -> Result<serde_json::Value, String> {
+async fn agent_view(
+    client: &kube::Client,
+    args: &StatusArgs,
+    namespace: &str,
+) -> Result<serde_json::Value, String> {
     let text = match &args.agent {
         Some(url) => get_plain_http(url, "/status").await?,
         None => {
-            let path = format!(
-                "/api/v1/namespaces/{}/services/fief-agent:http/proxy/status",
-                args.namespace
-            );
+            let path =
+                format!("/api/v1/namespaces/{namespace}/services/fief-agent:http/proxy/status");
             let request = http::Request::get(path)
                 .body(Vec::new())
                 .map_err(|e| e.to_string())?;

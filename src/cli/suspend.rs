@@ -40,6 +40,7 @@ pub(super) async fn unknown_tenant(
 
 /// `fief suspend TENANT [--reason R]`.
 pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
+    let ns = super::agent_namespace(args.namespace.as_deref(), &args.cluster);
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
         let who = match who_am_i(&client).await {
@@ -54,14 +55,14 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
         let name = inventory_name(&args.tenant);
         let found = annotate(
             &client,
-            &args.namespace,
+            &ns,
             &name,
             &[(ANNOTATION_SUSPENDED, Some(&note))],
             MANAGER,
         )
         .await?;
         if !found {
-            return Err(unknown_tenant(&client, &args.namespace, &args.tenant).await);
+            return Err(unknown_tenant(&client, &ns, &args.tenant).await);
         }
         println!(
             "tenant {} suspended ({note}): `fief apply` and the agent leave it alone (no apply, drift repair or prune) until `fief resume {}`",
@@ -73,11 +74,12 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
 
 /// `fief resume TENANT`.
 pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
+    let ns = super::agent_namespace(args.namespace.as_deref(), &args.cluster);
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
         let name = inventory_name(&args.tenant);
-        let Some(flags) = get_flags(&client, &args.namespace, &name).await? else {
-            return Err(unknown_tenant(&client, &args.namespace, &args.tenant).await);
+        let Some(flags) = get_flags(&client, &ns, &name).await? else {
+            return Err(unknown_tenant(&client, &ns, &args.tenant).await);
         };
         if flags.suspended.is_none() {
             println!("tenant {} is not suspended; nothing to do", args.tenant);
@@ -85,7 +87,7 @@ pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
         }
         annotate(
             &client,
-            &args.namespace,
+            &ns,
             &name,
             &[(ANNOTATION_SUSPENDED, None)],
             MANAGER,
