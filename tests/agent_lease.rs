@@ -206,3 +206,22 @@ fn a_burst_of_40_webhooks_during_one_fetch_costs_at_most_two_fetches() {
         "{spent} fetches for one burst"
     );
 }
+
+#[test]
+fn an_agent_whose_fief_yaml_names_another_namespace_says_which_to_set() {
+    let (agent_ns, other) = (common::unique("fief-mine"), common::unique("fief-other"));
+    let t = common::unique("ns");
+    let server = GitServer::new(&small_repo(&other, &[(&t, "one")]));
+    kubectl(&["create", "namespace", &agent_ns]);
+    let agent = Agent::spawn(
+        &server.url(),
+        &["--lease-namespace", &agent_ns, "--interval", "300s"],
+        &[("POD_NAME", "mine".into())],
+    );
+    let expected = format!("set `agentNamespace: {agent_ns}` in fief.yaml");
+    wait_until(
+        "the agent names the namespace to set",
+        Duration::from_secs(60),
+        || agent.log().contains(&expected),
+    );
+}

@@ -176,6 +176,7 @@ async fn main_loop(
             if state.rev.is_none() {
                 rollout::restore(shared, options, &mut state, &rev).await;
             }
+            warn_namespace_mismatch(state.rev.as_deref(), &rev, options);
             source_loop::take_revision(shared, &mut state, rev);
         }
         if Instant::now() >= next_resync && state.rev.is_some() {
@@ -218,5 +219,24 @@ async fn main_loop(
             changed = rev_rx.changed() => if changed.is_err() { return; },
             _ = stop.cancelled() => return,
         }
+    }
+}
+
+/// Say so, once per commit that changes it, when fief.yaml puts the inventories in another
+/// namespace than the one this agent runs in (its Lease's): its RBAC and the admission policy
+/// allow writes only in its own, so every tenant would fail.
+fn warn_namespace_mismatch(old: Option<&Revision>, new: &Revision, options: &AgentOptions) {
+    if !options.leader_election {
+        return;
+    }
+    let wanted = agent_namespace(new, options);
+    let before = old.map(|r| agent_namespace(r, options));
+    if wanted != options.lease_namespace && before.as_deref() != Some(wanted.as_str()) {
+        tracing::error!(
+            fief_yaml = wanted,
+            agent = options.lease_namespace,
+            "fief.yaml's agentNamespace is not the namespace this agent runs in: set `agentNamespace: {}` in fief.yaml (or install the agent in {wanted})",
+            options.lease_namespace
+        );
     }
 }
