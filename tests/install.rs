@@ -185,3 +185,32 @@ fn a_rollout_that_does_not_finish_in_time_exits_5_naming_the_deployment() {
         .arg(common::control_plane().admin_kubeconfig())
         .output();
 }
+
+#[test]
+fn check_passes_for_a_cluster_admin_and_names_each_missing_right_for_a_user_without_any() {
+    let out = fief(&["check", "--namespace", "platform-gitops"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("ok   Kubernetes v1."), "{stdout}");
+    assert!(stdout.contains("admission policies: served"), "{stdout}");
+    assert!(
+        stdout.contains("may create and patch deployments.apps in platform-gitops"),
+        "{stdout}"
+    );
+    let bob = common::control_plane().kubeconfig_for("bob");
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["check", "--kubeconfig"])
+        .arg(&bob)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("FAIL may not create or patch namespaces: `fief install` needs it"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL may not create or patch clusterroles.rbac.authorization.k8s.io"),
+        "{stdout}"
+    );
+}

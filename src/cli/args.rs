@@ -49,6 +49,9 @@ pub enum Command {
     /// admission policy, Deployment and Service, server-side applied; then wait for its
     /// rollout. `--export` prints the YAML instead (Secrets named, never printed).
     Install(Box<InstallArgs>),
+    /// Check a cluster before `fief install`: its version, the admission-policy API, and the
+    /// current user's rights to create what install writes. Exit 0 all pass, 1 one fails.
+    Check(CheckArgs),
     /// Remove the agent from a cluster; its namespace, the inventories and every tenant object
     /// stay (tenants go on running, unmanaged).
     Uninstall(UninstallArgs),
@@ -115,6 +118,17 @@ pub struct InstallArgs {
     /// How long to wait for the rollout.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The namespace `fief install` would use.
+    #[arg(short = 'n', long, default_value = "fief-system")]
+    pub namespace: String,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,

@@ -119,6 +119,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Version(args) => version::version_cmd(&args),
         Command::Install(args) => install::install_cmd(&args),
         Command::Uninstall(args) => install::uninstall_cmd(&args),
+        Command::Check(args) => install::check::check_cmd(&args),
         Command::Suspend(args) => suspend::suspend_cmd(&args),
         Command::Resume(args) => suspend::resume_cmd(&args),
         Command::Reconcile(args) => reconcile::reconcile_cmd(&args),

@@ -10,6 +10,7 @@
 //! bad options or credential files, 3 when the cluster cannot be used. `uninstall` deletes the agent's objects and keeps its namespace, the inventories in
 //! it and every tenant object.
 
+pub mod check;
 pub mod manifests;
 
 use std::fmt::Write as _;
