@@ -105,13 +105,12 @@ pub fn install_cmd(args: &InstallArgs) -> Result<u8, CliError> {
 
 /// `Kind/namespace/name` of an object.
 fn describe(object: &Value) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let ns = s(&object["metadata"]["namespace"]);
-    let name = s(&object["metadata"]["name"]);
+    let (kind, ns) = (field(object, "/kind"), field(object, "/metadata/namespace"));
+    let name = field(object, "/metadata/name");
     if ns.is_empty() {
-        format!("{}/{name}", s(&object["kind"]))
+        format!("{kind}/{name}")
     } else {
-        format!("{}/{ns}/{name}", s(&object["kind"]))
+        format!("{kind}/{ns}/{name}")
     }
 }
 
@@ -152,22 +151,43 @@ fn export(objects: &[Value]) -> Result<u8, CliError> {
     Ok(EXIT_OK)
 }
 
-async fn apply(resources: &Resources, object: &Value) -> Result<(), CliError> {
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let (version, kind) = (s(&object["apiVersion"]), s(&object["kind"]));
-    let Some(resource) = resources.resolve(&version, &kind).await else {
-        return Err(CliError::Usage(format!(
-            "the cluster does not serve {version} {kind} ({}); fief needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy)",
-            describe(object)
-        )));
-    };
+/// A string field of an object (empty when absent).
+fn field(object: &Value, pointer: &str) -> String {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The API an object is written through, and its name; `None` when the cluster does not
+/// serve its kind.
+async fn api_of(
+    resources: &Resources,
+    object: &Value,
+) -> Option<(kube::Api<kube::api::DynamicObject>, String)> {
+    let resource = resources
+        .resolve(&field(object, "/apiVersion"), &field(object, "/kind"))
+        .await?;
     let namespace = if resource.namespaced {
-        s(&object["metadata"]["namespace"])
+        field(object, "/metadata/namespace")
     } else {
         String::new()
     };
-    let api = resources.api(&resource, &namespace);
-    let name = s(&object["metadata"]["name"]);
+    Some((
+        resources.api(&resource, &namespace),
+        field(object, "/metadata/name"),
+    ))
+}
+
+async fn apply(resources: &Resources, object: &Value) -> Result<(), CliError> {
+    let Some((api, name)) = api_of(resources, object).await else {
+        return Err(CliError::Usage(format!(
+            "the cluster does not serve {} ({}); fief needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy): see `fief check`",
+            field(object, "/apiVersion"),
+            describe(object)
+        )));
+    };
     api.patch(
         &name,
         &crate::kube::forced_apply(MANAGER),
@@ -272,23 +292,10 @@ pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
 }
 
 async fn delete(resources: &Resources, object: &Value) -> Result<(), CliError> {
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let Some(resource) = resources
-        .resolve(&s(&object["apiVersion"]), &s(&object["kind"]))
-        .await
-    else {
+    let Some((api, name)) = api_of(resources, object).await else {
         return Ok(());
     };
-    let namespace = if resource.namespaced {
-        s(&object["metadata"]["namespace"])
-    } else {
-        String::new()
-    };
-    let api = resources.api(&resource, &namespace);
-    match api
-        .delete(&s(&object["metadata"]["name"]), &DeleteParams::default())
-        .await
-    {
+    match api.delete(&name, &DeleteParams::default()).await {
         Ok(_) => {
             println!("deleted {}", describe(object));
             Ok(())
