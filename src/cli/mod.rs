@@ -12,6 +12,7 @@ pub mod colour;
 mod compare;
 mod completion;
 mod diff;
+mod init;
 mod install;
 pub mod output;
 mod reconcile;
@@ -107,6 +108,8 @@ impl CliError {
 pub fn run(cli: Cli) -> Result<u8, CliError> {
     colour::set(cli.color);
     match cli.command {
+        Command::Init(args) => init::init_cmd(&args),
+        Command::Schemas(args) => init::schemas_cmd(&args),
         Command::Render(args) => render::render_cmd(&args),
         Command::Validate(args) => validate::validate_cmd(&args),
         Command::Apply(args) => apply::apply_cmd(&args),

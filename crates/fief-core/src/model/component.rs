@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `components/<name>/component.yaml`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ComponentMeta {
     /// What the component is.
@@ -26,7 +26,7 @@ pub struct ComponentMeta {
 }
 
 /// When a component counts as healthy (`health:` in component.yaml).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Health {
     /// Whether a sync that waits for health (`fief apply --wait`) waits for this component's
@@ -82,7 +82,7 @@ pub struct Component {
 }
 
 /// `environments/<env>.yaml`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     /// Merged into every component's values.

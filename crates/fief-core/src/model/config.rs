@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// Settings from `fief.yaml`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Config {
     /// Pattern of a tenant's namespace; `{tenant}` and `{env}` are replaced.
@@ -29,7 +29,8 @@ pub struct Config {
     /// Glob patterns (`*` matches any run of characters) of namespaces no tenant may have,
     /// on top of the always reserved `kube-*`, `default` and the agent namespace.
     pub reserved_namespaces: Vec<String>,
-    /// Kinds components may create beyond [`DEFAULT_COMPONENT_KINDS`], as `group/Kind`
+    /// Kinds components may create beyond the default kinds (workloads, config, Services,
+    /// Ingress, HPA, PDB, Lease, Role), as `group/Kind`
     /// (`monitoring.coreos.com/ServiceMonitor`) or `group/Kind/resource` when the plural
     /// resource name is not the regular English plural of the kind.
     pub component_kinds: Vec<String>,
@@ -146,7 +147,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// Render-time policy (fief.yaml `policy`).
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Policy {
     /// Host suffixes an Ingress of a tenant may use; `{tenant}` and `{baseDomain}` are
@@ -253,13 +254,13 @@ impl Config {
 }
 
 /// Limits on how much one sync may delete (fief.yaml `pruneGuard`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PruneGuard {
     /// Refuse to prune more objects than this in one sync.
     pub max_objects: usize,
     /// Refuse to prune more than this percentage of a tenant's inventory in one sync
-    /// (only when more than `min_objects` objects would go).
+    /// (only when more than `minObjects` objects would go).
     pub max_percent: usize,
     /// Prunes of at most this many objects never trip the percentage rule.
     pub min_objects: usize,

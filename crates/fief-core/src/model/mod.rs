@@ -6,7 +6,9 @@
 
 mod component;
 mod config;
+mod json_schema;
 mod load;
+mod reference;
 mod tenant;
 
 use std::collections::BTreeMap;
@@ -17,7 +19,9 @@ pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
     glob_match, parse_component_kind, plural_of,
 };
+pub use json_schema::RepoFile;
 pub use load::{LoadStats, is_dns_label, line_of_key};
+pub use reference::repo_format_markdown;
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
     pinned_key,

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Lifecycle state of a tenant.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TenantState {
     /// Everything rendered.
@@ -23,12 +25,14 @@ pub enum TenantState {
 }
 
 /// A tenant file.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Tenant {
     /// Must be `fief.dev/v1alpha1`.
+    #[schemars(extend("const" = "fief.dev/v1alpha1"))]
     pub api_version: String,
     /// Must be `Tenant`.
+    #[schemars(extend("const" = "Tenant"))]
     pub kind: String,
     /// Name and labels.
     pub metadata: TenantMeta,
@@ -38,7 +42,7 @@ pub struct Tenant {
 }
 
 /// Tenant metadata.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantMeta {
     /// DNS-1123 label, equal to the file name.
@@ -53,7 +57,7 @@ pub struct TenantMeta {
 
 /// A tenant's spec. Its default (a tenant file without `spec:`) is the same as an empty
 /// `spec: {}`: cluster `default`, active, nothing else.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TenantSpec {
     /// Lifecycle state.
@@ -102,7 +106,7 @@ impl Default for TenantSpec {
 }
 
 /// Owner of a tenant.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Owner {
     /// Contact e-mail.
@@ -114,7 +118,7 @@ pub struct Owner {
 }
 
 /// A Kubernetes quantity written as a string or a number.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Quantity {
     /// `"2"`, `4Gi`.
@@ -126,7 +130,7 @@ pub enum Quantity {
 }
 
 /// Per-namespace quota; absent fields are not limited.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
     /// CPU (requests and limits).
@@ -140,7 +144,7 @@ pub struct Quota {
 }
 
 /// Users (or `group:NAME` groups) per role.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Access {
     /// Full control of workloads, config and secrets.
@@ -155,7 +159,7 @@ pub struct Access {
 }
 
 /// A component enabled for a tenant.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentRef {
     /// Name of a directory under `components/`.

@@ -6,12 +6,16 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod install;
+
+pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
+
 /// `fief --version`: the crate version and the git commit it was built from.
 pub const VERSION: &str = crate::core::VERSION;
 
 /// fief: GitOps for multi-tenant Kubernetes, one tenant at a time.
 #[derive(Debug, Parser)]
-#[command(name = "fief", version = VERSION, about)]
+#[command(name = "fief", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Colour the output: auto (only on a terminal, and not when NO_COLOR is set), always,
     /// never.
@@ -22,9 +26,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The exit codes, shown under `fief --help` and in the CLI reference.
+pub const EXIT_CODES: &str = "Exit codes:
+  0  success
+  1  invalid input (for `diff`: differences found; for `reconcile`: a tenant failed)
+  2  usage error (unknown flag or tenant, missing repo, missing credential file)
+  3  cluster or git failure (for `reconcile`: no answer within --timeout)
+  4  `apply`: everything applied, but a prune git asks for was held (see the message)
+  5  `apply --wait`, `install`: applied, but not healthy or rolled out in time";
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a new tenants repo that validates and renders at once: fief.yaml, dev and prod
+    /// environments, one component with a values schema, one tenant, a .sops.yaml to fill in,
+    /// a CI workflow and the JSON Schemas editors use.
+    Init(InitArgs),
+    /// Write the JSON Schemas of the tenants-repo files (fief.yaml, tenant, component.yaml,
+    /// environment) for editors; `fief init` writes them too.
+    Schemas(SchemasArgs),
     /// Render tenants to Kubernetes objects (no cluster needed).
     Render(RenderArgs),
     /// Render and validate tenants; print a summary per tenant (no cluster needed).
@@ -66,83 +86,6 @@ pub enum Command {
     /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
     /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
     Reconcile(ReconcileArgs),
-}
-
-/// `fief install`.
-#[derive(Debug, Args)]
-pub struct InstallArgs {
-    /// The agent's namespace (its Lease, Secrets and the tenants' inventories live there).
-    #[arg(short = 'n', long, default_value = "fief-system")]
-    pub namespace: String,
-    /// The agent's image (build it with `tools/build-image.sh fief` or the Dockerfile).
-    #[arg(long, value_name = "IMAGE")]
-    pub image: String,
-    /// The tenants repo's git URL (https://..., ssh://git@host/org/repo.git or
-    /// git@host:org/repo.git).
-    #[arg(long, value_name = "URL")]
-    pub repo: String,
-    /// The branch to follow.
-    #[arg(long, default_value = "main")]
-    pub branch: String,
-    /// How often the agent fetches (besides the push webhook).
-    #[arg(long, default_value = "30s")]
-    pub interval: String,
-    /// Replicas of the agent (one leads, the others stand by).
-    #[arg(long, default_value_t = 2)]
-    pub replicas: u32,
-    /// The `spec.cluster` of the tenants this agent owns.
-    #[arg(long = "cluster-name", default_value = "default", value_name = "NAME")]
-    pub cluster_name: String,
-    /// An https token for the tenants repo (Secret fief-git, key token).
-    #[arg(long, value_name = "FILE", conflicts_with = "ssh_key_file")]
-    pub git_token_file: Option<PathBuf>,
-    /// An SSH private key for the tenants repo (Secret fief-git, key ssh-key); needs
-    /// --known-hosts-file.
-    #[arg(long, value_name = "FILE")]
-    pub ssh_key_file: Option<PathBuf>,
-    /// known_hosts vouching for the git host's key (Secret fief-git, key known_hosts).
-    #[arg(long, value_name = "FILE")]
-    pub known_hosts_file: Option<PathBuf>,
-    /// The push webhook's secret (Secret fief-webhook); without it the webhook is off.
-    #[arg(long, value_name = "FILE")]
-    pub webhook_secret_file: Option<PathBuf>,
-    /// age identities that decrypt the repo's SOPS files (Secret fief-age-key).
-    #[arg(long, value_name = "FILE")]
-    pub age_key_file: Option<PathBuf>,
-    /// Print the manifests (without Secret values) instead of applying them.
-    #[arg(long)]
-    pub export: bool,
-    /// Do not wait for the agent's rollout.
-    #[arg(long)]
-    pub no_wait: bool,
-    /// How long to wait for the rollout.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub timeout: std::time::Duration,
-    /// Cluster connection.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-}
-
-/// `fief check`.
-#[derive(Debug, Args)]
-pub struct CheckArgs {
-    /// The namespace `fief install` would use.
-    #[arg(short = 'n', long, default_value = "fief-system")]
-    pub namespace: String,
-    /// Cluster connection.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-}
-
-/// `fief uninstall`.
-#[derive(Debug, Args)]
-pub struct UninstallArgs {
-    /// The agent's namespace.
-    #[arg(short = 'n', long, default_value = "fief-system")]
-    pub namespace: String,
-    /// Cluster connection.
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
 }
 
 /// `fief version`.

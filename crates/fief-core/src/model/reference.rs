@@ -1,0 +1,190 @@
+//! The tenants-repo format reference (`docs/src/reference/repo-format.md`), written from the
+//! JSON Schemas of [`RepoFile`], so the page lists exactly the fields the loader reads.
+//!
+//! In: the generated schemas. Out: Markdown: one table per file of every field's path, type,
+//! default, whether it is required, and its description (the field's `///` doc).
+
+use serde_json::{Map, Value};
+
+use super::RepoFile;
+
+/// One row of a file's table.
+struct Row {
+    path: String,
+    ty: String,
+    default: String,
+    required: bool,
+    description: String,
+}
+
+/// The whole reference page.
+pub fn repo_format_markdown() -> String {
+    let mut out = String::from(INTRO);
+    for file in RepoFile::ALL {
+        let schema = file.schema();
+        let defs = schema
+            .get("$defs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut rows = Vec::new();
+        walk(&schema, "", &defs, &mut rows, 0);
+        out.push_str(&format!(
+            "\n## `{}`\n\n{}\n\nSchema: `{}` (`fief schemas` writes it).\n\n\
+             | Field | Type | Default | Required | Description |\n|---|---|---|---|---|\n",
+            file.repo_path(),
+            one_line(
+                schema
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            ),
+            file.schema_file(),
+        ));
+        for r in rows {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} |\n",
+                r.path,
+                r.ty,
+                r.default,
+                if r.required { "yes" } else { "no" },
+                r.description
+            ));
+        }
+    }
+    out.push_str(VALUES_SCHEMA);
+    out
+}
+
+/// The schema a `$ref` points at; an optional field's `anyOf: [X, null]` is read as X.
+fn resolve<'a>(schema: &'a Value, defs: &'a Map<String, Value>) -> &'a Value {
+    if let Some(variants) = schema.get("anyOf").and_then(Value::as_array) {
+        let mut real = variants
+            .iter()
+            .filter(|v| v.get("type") != Some(&Value::from("null")));
+        if let (Some(only), None) = (real.next(), real.next()) {
+            return resolve(only, defs);
+        }
+    }
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => r
+            .strip_prefix("#/$defs/")
+            .and_then(|name| defs.get(name))
+            .unwrap_or(schema),
+        None => schema,
+    }
+}
+
+fn walk(schema: &Value, prefix: &str, defs: &Map<String, Value>, rows: &mut Vec<Row>, depth: u8) {
+    let schema = resolve(schema, defs);
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (name, prop) in props {
+        let path = format!("{prefix}{name}");
+        let target = resolve(prop, defs);
+        rows.push(Row {
+            path: path.clone(),
+            ty: type_of(target, defs),
+            default: match prop.get("default") {
+                Some(d) if !d.is_object() && !d.is_null() => format!("`{d}`"),
+                Some(_) => "see its fields".to_string(),
+                None => "—".to_string(),
+            },
+            required: required.contains(&name.as_str()),
+            description: one_line(
+                prop.get("description")
+                    .or_else(|| target.get("description"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            ),
+        });
+        if depth < 4 {
+            walk(target, &format!("{path}."), defs, rows, depth + 1);
+            if let Some(items) = target.get("items") {
+                walk(items, &format!("{path}[]."), defs, rows, depth + 1);
+            }
+        }
+    }
+}
+
+fn type_of(schema: &Value, defs: &Map<String, Value>) -> String {
+    if let Some(variants) = schema.get("anyOf").and_then(Value::as_array) {
+        let types: Vec<String> = variants
+            .iter()
+            .map(|v| type_of(resolve(v, defs), defs))
+            .collect();
+        return types.join(" \\| ");
+    }
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let names: Vec<String> = values
+            .iter()
+            .map(|v| format!("`{}`", v.as_str().unwrap_or("")))
+            .collect();
+        return names.join(", ");
+    }
+    if let Some(one_of) = schema.get("oneOf").and_then(Value::as_array) {
+        let names: Vec<String> = one_of
+            .iter()
+            .filter_map(|v| v.get("const").and_then(Value::as_str))
+            .map(|v| format!("`{v}`"))
+            .collect();
+        return names.join(", ");
+    }
+    if let Some(c) = schema.get("const") {
+        return format!("`{}`", c.as_str().unwrap_or(""));
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect::<Vec<_>>()
+            .join(" \\| "),
+        _ => "any".to_string(),
+    };
+    match (ty.as_str(), schema.get("items")) {
+        ("array", Some(items)) => format!("list of {}", type_of(resolve(items, defs), defs)),
+        ("object", None)
+            if schema
+                .get("additionalProperties")
+                .is_some_and(Value::is_object) =>
+        {
+            "map of string".to_string()
+        }
+        _ => ty,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+const INTRO: &str = "# The tenants repo format\n\n\
+<!-- Generated from the Rust types by `cargo test --test reference` with FIEF_BLESS=1; do not edit. -->\n\n\
+A tenants repo is a git repository (or a folder) with `fief.yaml` at its root, one file per \
+tenant under `tenants/`, one folder per component under `components/` (`component.yaml`, \
+`varz.yaml`, `templates/`, optionally `values.schema.json`) and one file per environment \
+under `environments/`. Every file is YAML. Unknown fields are errors in every file, reported \
+with file and line. The files carry no version of their own; tenant files say \
+`apiVersion: fief.dev/v1alpha1`, the format this fief reads (`fief version` prints it).\n\n\
+Paths below use `.` for a nested field and `[]` for the items of a list.\n";
+
+const VALUES_SCHEMA: &str = "\n## `components/<component>/values.schema.json`\n\n\
+Optional. A JSON Schema (draft 2020-12) for the component's merged values: `varz.yaml`, then \
+the environment's `values` and `components.<component>`, then the tenant's `values`. Each \
+tenant's merged values are checked against it before render; an error names the tenant and \
+the value's path (`values.replicas`), and for an unknown key the keys allowed there with a \
+did-you-mean. With `additionalProperties: false` a misspelt key is an error instead of a \
+silent default.\n\n\
+## `components/<component>/varz.yaml`\n\n\
+The component's default values: any YAML mapping. Templates read them as `values`.\n";

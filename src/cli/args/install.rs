@@ -1,0 +1,108 @@
+//! The arguments of the commands that set fief up: `install`, `check`, `uninstall`, `init` and
+//! `schemas`.
+//!
+//! In: `argv` (through [`super::Cli`]). Out: the parsed argument structs. Pure.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{ClusterArgs, parse_duration};
+
+/// `fief install`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The agent's namespace (its Lease, Secrets and the tenants' inventories live there).
+    #[arg(short = 'n', long, default_value = "fief-system")]
+    pub namespace: String,
+    /// The agent's image (build it with `tools/build-image.sh fief` or the Dockerfile).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The tenants repo's git URL (https://..., ssh://git@host/org/repo.git or
+    /// git@host:org/repo.git).
+    #[arg(long, value_name = "URL")]
+    pub repo: String,
+    /// The branch to follow.
+    #[arg(long, default_value = "main")]
+    pub branch: String,
+    /// How often the agent fetches (besides the push webhook).
+    #[arg(long, default_value = "30s")]
+    pub interval: String,
+    /// Replicas of the agent (one leads, the others stand by).
+    #[arg(long, default_value_t = 2)]
+    pub replicas: u32,
+    /// The `spec.cluster` of the tenants this agent owns.
+    #[arg(long = "cluster-name", default_value = "default", value_name = "NAME")]
+    pub cluster_name: String,
+    /// An https token for the tenants repo (Secret fief-git, key token).
+    #[arg(long, value_name = "FILE", conflicts_with = "ssh_key_file")]
+    pub git_token_file: Option<PathBuf>,
+    /// An SSH private key for the tenants repo (Secret fief-git, key ssh-key); needs
+    /// --known-hosts-file.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_key_file: Option<PathBuf>,
+    /// known_hosts vouching for the git host's key (Secret fief-git, key known_hosts).
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts_file: Option<PathBuf>,
+    /// The push webhook's secret (Secret fief-webhook); without it the webhook is off.
+    #[arg(long, value_name = "FILE")]
+    pub webhook_secret_file: Option<PathBuf>,
+    /// age identities that decrypt the repo's SOPS files (Secret fief-age-key).
+    #[arg(long, value_name = "FILE")]
+    pub age_key_file: Option<PathBuf>,
+    /// Print the manifests (without Secret values) instead of applying them.
+    #[arg(long)]
+    pub export: bool,
+    /// Do not wait for the agent's rollout.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for the rollout.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The namespace `fief install` would use.
+    #[arg(short = 'n', long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief uninstall`.
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The agent's namespace.
+    #[arg(short = 'n', long, default_value = "fief-system")]
+    pub namespace: String,
+    /// Cluster connection.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `fief init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to write the new tenants repo into (created when missing). Files that
+    /// already exist there are never overwritten: init stops and names them.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The name of the first tenant (a DNS-1123 label).
+    #[arg(long, default_value = "example")]
+    pub tenant: String,
+}
+
+/// `fief schemas`.
+#[derive(Debug, Args)]
+pub struct SchemasArgs {
+    /// The folder to write the JSON Schemas into (created when missing; existing schema files
+    /// are replaced).
+    #[arg(default_value = ".fief/schemas")]
+    pub dir: PathBuf,
+}
