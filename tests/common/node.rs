@@ -32,6 +32,8 @@ pub const FIEF_IMAGE: &str = "fief.test/fief:test-1";
 pub const FIEF_IMAGE_NEXT: &str = "fief.test/fief:test-2";
 /// busybox-static as an image (`httpd`, `sh`, `ip`, `wget`) for test workloads.
 pub const BUSYBOX_IMAGE: &str = "fief.test/busybox:1";
+/// The same image under the name the component of `fief init` runs (`docs/src/getting-started.md`).
+pub const BUSYBOX_TUTORIAL_IMAGE: &str = "docker.io/library/busybox:1.37";
 /// The pod sandbox image (containerd's `sandbox_image` in tools/start-node.sh).
 pub const PAUSE_IMAGE: &str = "fief.test/pause:1";
 
@@ -134,6 +136,18 @@ impl NodeCluster {
                  these tests run as uid {uid}"
             ));
         }
+        // One node per machine: its bridge, iptables chains and containerd paths have fixed
+        // names, so a second test process waits here until the first one exits (the lock
+        // goes with the process).
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open("/tmp/fief-node.lock")
+            .map_err(|e| format!("cannot open /tmp/fief-node.lock: {e}"))?;
+        lock.lock()
+            .map_err(|e| format!("cannot lock /tmp/fief-node.lock: {e}"))?;
+        std::mem::forget(lock);
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let dir = tempfile::Builder::new()
             .prefix("fief-node-")
@@ -144,9 +158,10 @@ impl NodeCluster {
         let t0 = Instant::now();
         let images = dir.join("images");
         let fief_refs = format!("{FIEF_IMAGE},{FIEF_IMAGE_NEXT}");
+        let busybox_refs = format!("{BUSYBOX_IMAGE},{BUSYBOX_TUTORIAL_IMAGE}");
         let builds: [(&str, &str, Option<&str>); 3] = [
             ("fief", &fief_refs, Some(env!("CARGO_BIN_EXE_fief"))),
-            ("busybox", BUSYBOX_IMAGE, None),
+            ("busybox", &busybox_refs, None),
             ("pause", PAUSE_IMAGE, None),
         ];
         let mut archives = Vec::new();
