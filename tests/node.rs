@@ -1,6 +1,7 @@
 //! On a real node (kubelet, containerd, runc; `tools/start-node.sh`): the agent installed as
-//! deploy/README.md says, step by step, with fief's image built from this test binary, and the
-//! tenants repo on a `git daemon` that only the pod network reaches; rollouts, the webhook
+//! the install guide (docs/src/operations/install.md) says, step by step, with fief's image
+//! built from this test binary, and the tenants repo on a `git daemon` that only the pod
+//! network reaches; rollouts, the webhook
 //! through the Service, the loss of the leader's Pod; and a tenant component whose Pods
 //! really run and become Ready after `fief apply`; and `fief install` from nothing to a pushed
 //! change live in a namespace of its own.
@@ -78,16 +79,19 @@ fn installed() -> &'static Install {
     });
     match result {
         Ok(install) => install,
-        Err(reason) => panic!("installing the agent as deploy/README.md says failed: {reason}"),
+        Err(reason) => panic!("installing the agent as the install guide says failed: {reason}"),
     }
 }
 
+/// The install guide, kustomize section included.
+const GUIDE: &str = "docs/src/operations/install.md";
+
 fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/README.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(GUIDE);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// The fenced code block of deploy/README.md whose first line is `first_line`.
+/// The fenced code block of the install guide whose first line is `first_line`.
 fn readme_block(first_line: &str) -> String {
     let text = readme();
     let mut lines = text.lines();
@@ -102,7 +106,7 @@ fn readme_block(first_line: &str) -> String {
             }
         }
     }
-    panic!("deploy/README.md has no code block starting with {first_line:?}");
+    panic!("{GUIDE} has no code block starting with {first_line:?}");
 }
 
 /// `text` with `from` replaced by `to`; panics when the guide no longer holds `from`.
