@@ -11,6 +11,8 @@
 //! start fails every test here with the reason.
 
 mod common;
+#[path = "node/helm.rs"]
+mod helm;
 #[path = "node/install.rs"]
 mod install;
 #[path = "node/rollout.rs"]

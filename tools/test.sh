@@ -16,6 +16,9 @@ printf 'test.sh: control plane binaries in %s\n' "${bin_dir}" >&2
 # The pinned sops CLI for the SOPS interop tests (tests/secrets.rs), cached like the above.
 FIEF_SOPS_BIN="$(tools/build-sops.sh)"
 export FIEF_SOPS_BIN
+# The pinned helm CLI for the chart's tests (tests/helm.rs, tests/node.rs), cached the same way.
+FIEF_HELM_BIN="$(tools/build-helm.sh)"
+export FIEF_HELM_BIN
 # The pinned mdbook for the book's build and link check (tests/docs.rs), cached like the above.
 FIEF_MDBOOK_BIN="$(tools/build-mdbook.sh)"
 export FIEF_MDBOOK_BIN

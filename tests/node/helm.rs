@@ -1,0 +1,340 @@
+//! The Helm chart (deploy/chart/fief) on the real node, as tests/node/install.rs does
+//! `fief install`: `helm install` with the locally built image and an age key in a namespace of
+//! its own takes the agent from nothing to a pushed change live, both replicas Running under
+//! the `restricted` Pod Security Standard; `helm upgrade` to a new image tag rolls the
+//! Deployment without one write to a tenant's namespace (counted in the API server's audit
+//! log); `helm uninstall` removes the agent and leaves the tenant running.
+//!
+//! Needs the pinned helm CLI in `$FIEF_HELM_BIN` (tools/test.sh sets it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::common;
+use super::common::node::{
+    FIEF_IMAGE, FIEF_IMAGE_NEXT, GitDaemon, kubectl, kubectl_json, node_cluster, wait_for,
+};
+use super::{configmap_value, tenant_file, tenants_repo};
+
+/// Helm's release record lives here; the agent goes in the chart's `namespace`.
+const RELEASE_NAMESPACE: &str = "default";
+
+fn helm_bin() -> PathBuf {
+    match std::env::var_os("FIEF_HELM_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => panic!(
+            "FIEF_HELM_BIN is not set: this test needs the pinned helm CLI. Run tools/test.sh, \
+             or export FIEF_HELM_BIN=\"$(tools/build-helm.sh)\" first"
+        ),
+    }
+}
+
+/// `helm ARGS` against the node cluster as admin, Helm's own folders in `home`.
+fn helm(home: &Path, args: &[&str]) -> Output {
+    let out = Command::new(helm_bin())
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(node_cluster().cp().admin_kubeconfig())
+        .args(["--namespace", RELEASE_NAMESPACE])
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm_bin().display()));
+    assert!(
+        out.status.success(),
+        "helm {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn chart() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/chart/fief")
+        .display()
+        .to_string()
+}
+
+/// The agents' pods, with their last log lines, for failure messages.
+fn diagnostics(ns: &str) -> String {
+    let pods = kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None);
+    let logs = kubectl(
+        &[
+            "logs",
+            "-n",
+            ns,
+            "-l",
+            "app.kubernetes.io/name=fief-agent",
+            "--tail=15",
+            "--prefix",
+        ],
+        None,
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&pods.stdout),
+        String::from_utf8_lossy(&logs.stdout)
+    )
+}
+
+/// The images of the agent's Running pods that are not being deleted.
+fn running_images(ns: &str) -> Vec<String> {
+    kubectl_json(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        "app.kubernetes.io/name=fief-agent",
+    ])
+    .and_then(|l| l["items"].as_array().cloned())
+    .unwrap_or_default()
+    .iter()
+    .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+    .map(|p| {
+        p["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
+    .collect()
+}
+
+/// The node cluster's API server audit log, one JSON event a line.
+fn audit_log() -> String {
+    let path = node_cluster()
+        .cp()
+        .env("FIEF_CP_AUDIT_LOG")
+        .expect("the control plane's env names FIEF_CP_AUDIT_LOG");
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// Mutating requests to objects in `ns` among the audit log's lines after the first `from`:
+/// `verb resource/name by user`.
+fn writes_in(ns: &str, from: usize) -> Vec<String> {
+    audit_log()
+        .lines()
+        .skip(from)
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["stage"] == "ResponseComplete" && e["objectRef"]["namespace"] == ns)
+        .filter(|e| {
+            matches!(
+                e["verb"].as_str(),
+                Some("create" | "update" | "patch" | "delete" | "deletecollection")
+            )
+        })
+        .map(|e| {
+            format!(
+                "{} {}/{} by {}",
+                e["verb"].as_str().unwrap_or_default(),
+                e["objectRef"]["resource"].as_str().unwrap_or_default(),
+                e["objectRef"]["name"].as_str().unwrap_or_default(),
+                e["user"]["username"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keeps_tenants() {
+    let cluster = node_cluster();
+    let ns = common::unique("helm-gitops");
+    let release = common::unique("fief");
+    let tenant = common::unique("helm");
+    let tenant_ns = format!("{tenant}-prod");
+    let mut files = tenants_repo(std::slice::from_ref(&tenant), "hello");
+    files.push(("fief.yaml".to_string(), format!("agentNamespace: {ns}\n")));
+    let git = GitDaemon::start(cluster.node_ip(), &files);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = common::sops::age_keygen(dir.path(), "keys.txt");
+    let home = dir.path().join("helm");
+    let (repository, tag) = FIEF_IMAGE.split_once(':').expect("image tag");
+    let (_, next_tag) = FIEF_IMAGE_NEXT.split_once(':').expect("image tag");
+
+    // Install: from nothing to both replicas Ready.
+    let chart = chart();
+    let (namespace, repo) = (format!("namespace={ns}"), format!("repo.url={}", git.url()));
+    let (image, image_tag) = (
+        format!("image.repository={repository}"),
+        format!("image.tag={tag}"),
+    );
+    let age_key = format!("ageKey.key={}", key.file.display());
+    let install = helm(
+        &home,
+        &[
+            "install",
+            &release,
+            &chart,
+            "--set",
+            &namespace,
+            "--set",
+            &image,
+            "--set",
+            &image_tag,
+            "--set",
+            &repo,
+            "--set",
+            "interval=2s",
+            "--set-file",
+            &age_key,
+            "--wait",
+            "--timeout",
+            "240s",
+        ],
+    );
+    let notes = String::from_utf8_lossy(&install.stdout);
+    assert!(
+        notes.contains(&format!("agentNamespace: {ns}")),
+        "the notes say what fief.yaml must name:\n{notes}"
+    );
+    assert_eq!(
+        running_images(&ns),
+        [FIEF_IMAGE, FIEF_IMAGE],
+        "both replicas Running; {}",
+        diagnostics(&ns)
+    );
+    let labels =
+        kubectl_json(&["get", "namespace", &ns]).unwrap_or_default()["metadata"]["labels"].clone();
+    assert_eq!(labels["pod-security.kubernetes.io/enforce"], "restricted");
+    let secret = kubectl_json(&["get", "secret", "-n", &ns, "fief-age-key"]);
+    assert!(
+        secret.is_some_and(|s| s["data"]["keys.txt"].is_string()),
+        "the age key's Secret"
+    );
+    wait_for(
+        "the tenant applied",
+        Duration::from_secs(120),
+        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+            Some("hello") => Ok(()),
+            other => Err(format!("greeting {other:?}; {}", diagnostics(&ns))),
+        },
+    );
+    git.commit(&[tenant_file(&tenant, "bonjour")], "bonjour");
+    wait_for(
+        "the pushed change live",
+        Duration::from_secs(60),
+        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+            Some("bonjour") => Ok(()),
+            other => Err(format!("greeting {other:?}; {}", diagnostics(&ns))),
+        },
+    );
+    // The leader's pass over the pushed change is over before the upgrade is counted.
+    std::thread::sleep(Duration::from_secs(5));
+
+    // The log holds the agent's writes to the tenant's namespace, so a count of none after
+    // the upgrade means none were sent.
+    let before = writes_in(&tenant_ns, 0);
+    assert!(
+        before
+            .iter()
+            .any(|w| w.starts_with("patch configmaps/app-config")),
+        "the audit log shows no apply of the tenant's ConfigMap: {before:#?}"
+    );
+
+    // Upgrade to the same build under another tag: the Deployment rolls, and the new leader
+    // finds every tenant as it left it (nothing written to the tenant's namespace).
+    let mark = audit_log().lines().count();
+    let next = format!("image.tag={next_tag}");
+    helm(
+        &home,
+        &[
+            "upgrade",
+            &release,
+            &chart,
+            "--reuse-values",
+            "--set",
+            &next,
+            "--wait",
+            "--timeout",
+            "240s",
+        ],
+    );
+    wait_for(
+        "both replicas on the new tag",
+        Duration::from_secs(120),
+        || {
+            let images = running_images(&ns);
+            if images == [FIEF_IMAGE_NEXT, FIEF_IMAGE_NEXT] {
+                Ok(())
+            } else {
+                Err(format!("images {images:?}; {}", diagnostics(&ns)))
+            }
+        },
+    );
+    let deployment =
+        kubectl_json(&["get", "deployment", "-n", &ns, "fief-agent"]).expect("the Deployment");
+    assert_eq!(
+        deployment["status"]["updatedReplicas"], 2,
+        "rolled: {}",
+        deployment["status"]
+    );
+    // Time for the new leader to take the Lease and pass over every tenant.
+    wait_for(
+        "the new leader holding the Lease",
+        Duration::from_secs(60),
+        || {
+            let holder = kubectl_json(&["get", "lease", "-n", &ns, "fief-agent"])
+                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let leader = kubectl_json(&["get", "pod", "-n", &ns, &holder]).unwrap_or(Value::Null);
+            if leader["spec"]["containers"][0]["image"] == FIEF_IMAGE_NEXT {
+                Ok(())
+            } else {
+                Err(format!("Lease held by {holder:?}; {}", diagnostics(&ns)))
+            }
+        },
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let writes = writes_in(&tenant_ns, mark);
+    assert!(
+        writes.is_empty(),
+        "the upgrade wrote to the tenant's namespace: {writes:#?}"
+    );
+    assert_eq!(
+        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
+        Some("bonjour")
+    );
+
+    // Uninstall: the agent goes, its namespace (with the inventories) and the tenant stay.
+    helm(
+        &home,
+        &["uninstall", &release, "--wait", "--timeout", "120s"],
+    );
+    assert!(
+        !kubectl(&["get", "deployment", "-n", &ns, "fief-agent"], None)
+            .status
+            .success(),
+        "the Deployment is gone"
+    );
+    assert!(
+        !kubectl(&["get", "clusterrole", &format!("fief-agent-{ns}")], None)
+            .status
+            .success(),
+        "the ClusterRole is gone"
+    );
+    assert!(
+        kubectl_json(&["get", "namespace", &ns]).is_some(),
+        "the agent's namespace is kept"
+    );
+    assert!(
+        kubectl_json(&[
+            "get",
+            "configmap",
+            "-n",
+            &ns,
+            &format!("fief-tenant-{tenant}")
+        ])
+        .is_some(),
+        "the tenant's inventory is kept"
+    );
+    assert_eq!(
+        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
+        Some("bonjour"),
+        "the tenant goes on running"
+    );
+}
