@@ -2,8 +2,8 @@
 //! view (last fetched commit, last fetch error, each tenant's last attempted commit and when).
 //!
 //! In: [`StatusArgs`]. Out: a table or JSON on stdout. The agent's view comes from its
-//! `GET /status` (at `--agent`, or through the API server's Service proxy); when the agent
-//! cannot be reached the inventories are shown alone, with a note.
+//! `GET /status` (an [`AgentStatus`], at `--agent` or through the API server's Service proxy);
+//! when the agent cannot be reached the inventories are shown alone, with a note.
 
 use std::io::Write;
 use std::str::FromStr;
@@ -11,6 +11,7 @@ use std::str::FromStr;
 use super::{CliError, EXIT_INVALID, EXIT_OK, Format, StatusArgs, runtime};
 use crate::core::condition::ConditionType::{self, Orphaned, Ready, Stalled};
 use crate::core::inventory::{Inventory, InventoryError};
+use crate::core::status::agent::{AgentStatus, Attempt};
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
@@ -44,7 +45,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         Some((i, w.name.clone(), r.held.contains_key(t)))
     };
     let suspended = |t: &str| flags.get(t).and_then(|f| f.suspended.clone());
-    let attempt = |t: &str| agent.as_ref().ok().map(|a| a["tenants"][t].clone());
+    let attempt = |t: &str| agent.as_ref().ok().and_then(|a| a.tenants.get(t));
     let unknown: Vec<&str> = args
         .tenants
         .iter()
@@ -84,7 +85,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                         "attempt": attempt(t.as_str()),
                         "suspended": suspended(t.as_str()),
                         "rollout": wave_of(t.as_str()).map(|(i, name, held)| serde_json::json!({"commit": rollout.as_ref().map(|r| r.commit.clone()), "wave": i + 1, "waveName": name, "held": held})),
-                        "lastSyncAge": last_sync(inv, attempt(t.as_str()).as_ref()).map(|u| (crate::agent::metrics::unix_now() - u).max(0)),
+                        "lastSyncAge": last_sync(inv, attempt(t.as_str())).map(|u| (crate::agent::metrics::unix_now() - u).max(0)),
                     }),
                     Err(e) => serde_json::json!({"tenant": t, "error": e.to_string()}),
                 })
@@ -124,9 +125,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                             .status
                             .condition(Orphaned)
                             .is_some_and(|c| c.status == "True");
-                        let tried = attempt(t.as_str())
-                            .map(|a| attempt_cell(&a))
-                            .unwrap_or_default();
+                        let tried = attempt(t.as_str()).map(attempt_cell).unwrap_or_default();
                         let suspension = suspended(t.as_str());
                         let (ready, message) = match &suspension {
                             Some(why) => (
@@ -142,8 +141,8 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
                             ),
                             _ => message,
                         };
-                        let sync_age = last_sync(inv, attempt(t.as_str()).as_ref())
-                            .map_or("-".to_string(), short_age);
+                        let sync_age =
+                            last_sync(inv, attempt(t.as_str())).map_or("-".to_string(), short_age);
                         let on = super::colour::stdout();
                         let pad = |w: &str, n: usize| {
                             let padded = format!("{w:<n$}");
@@ -198,12 +197,12 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
     Ok(if any_bad { EXIT_INVALID } else { EXIT_OK })
 }
 
-/// The agent's `/status` JSON, or why it could not be read.
+/// The agent's `/status`, or why it could not be read.
 async fn agent_view(
     client: &kube::Client,
     args: &StatusArgs,
     namespace: &str,
-) -> Result<serde_json::Value, String> {
+) -> Result<AgentStatus, String> {
     let text = match &args.agent {
         Some(url) => get_plain_http(url, "/status").await?,
         None => {
@@ -217,7 +216,7 @@ async fn agent_view(
             })?
         }
     };
-    serde_json::from_str(&text).map_err(|e| format!("not the agent's /status: {e}"))
+    AgentStatus::parse(&text).map_err(|e| format!("not the agent's /status: {e}"))
 }
 
 /// `GET path` on `http://host:port` (plain HTTP/1.1; the agent's port).
@@ -263,26 +262,23 @@ fn age(unix: i64) -> String {
 }
 
 /// The last attempt: `abc12345 applied 12s ago`, `3f2a91c0 failed 2m ago`.
-fn attempt_cell(a: &serde_json::Value) -> String {
-    let Some(commit) = a["commit"].as_str() else {
-        return String::new();
-    };
+fn attempt_cell(a: &Attempt) -> String {
     format!(
         "{} {} {}",
-        commit.chars().take(8).collect::<String>(),
-        a["outcome"].as_str().unwrap_or(""),
-        age(a["at"].as_i64().unwrap_or(0))
+        a.commit.chars().take(8).collect::<String>(),
+        a.outcome,
+        age(a.at)
     )
 }
 
 /// The agent line above the table.
-fn agent_line(agent: &Result<serde_json::Value, String>) -> String {
+fn agent_line(agent: &Result<AgentStatus, String>) -> String {
     match agent {
         Ok(a) => format!(
             "agent: last fetched commit {} ({}), last fetch error: {}\n",
-            a["fetchedCommit"].as_str().unwrap_or("-"),
-            age(a["fetchedAt"].as_i64().unwrap_or(0)),
-            a["fetchError"].as_str().unwrap_or("none"),
+            a.fetched_commit.as_deref().unwrap_or("-"),
+            age(a.fetched_at),
+            a.fetch_error.as_deref().unwrap_or("none"),
         ),
         Err(e) => format!("agent: not reachable ({e}); showing the inventories alone\n"),
     }
@@ -290,8 +286,8 @@ fn agent_line(agent: &Result<serde_json::Value, String>) -> String {
 
 /// Unix time of the tenant's last sync: the agent's last attempt when known, else the latest
 /// condition transition recorded in the inventory (an unchanged sync writes nothing).
-fn last_sync(inv: &Inventory, attempt: Option<&serde_json::Value>) -> Option<i64> {
-    let from_agent = attempt.and_then(|a| a["at"].as_i64()).filter(|u| *u > 0);
+fn last_sync(inv: &Inventory, attempt: Option<&Attempt>) -> Option<i64> {
+    let from_agent = attempt.map(|a| a.at).filter(|u| *u > 0);
     let recorded = inv
         .status
         .conditions

@@ -1,8 +1,10 @@
-//! HTTP: `/healthz`, `/readyz`, `/metrics` and the push webhook `POST /hooks/git`.
+//! HTTP: `/healthz`, `/readyz`, `/metrics`, `/status` and the push webhook `POST /hooks/git`.
 //!
-//! In: HTTP requests on the agent's port. Out: health and readiness, the Prometheus text
-//! exposition, the agent's view as JSON (`/status`: last fetch, each tenant's last attempt), and for a correctly signed push to the watched branch, a fetch trigger. A bad or
-//! missing signature gets 401 and triggers nothing.
+//! In: HTTP requests on the agent's port. Out: health and readiness, the OpenMetrics text
+//! exposition of the agent's one registry (the gauges read at scrape time set first), the
+//! agent's view as JSON (`/status`: an [`AgentStatus`](fief_core::status::agent::AgentStatus)),
+//! and for a correctly signed push to the watched branch, a fetch trigger. A bad or missing
+//! signature gets 401 and triggers nothing.
 
 use std::sync::Arc;
 
@@ -41,7 +43,14 @@ async fn status(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, St
     if let Ok(v) = "application/json".parse() {
         headers.insert(axum::http::header::CONTENT_TYPE, v);
     }
-    (StatusCode::OK, headers, shared.status_json().to_string())
+    match serde_json::to_string(&shared.status()) {
+        Ok(body) => (StatusCode::OK, headers, body),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            HeaderMap::new(),
+            e.to_string(),
+        ),
+    }
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {
@@ -49,12 +58,12 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     if let Ok(v) = "application/openmetrics-text; version=1.0.0; charset=utf-8".parse() {
         headers.insert(axum::http::header::CONTENT_TYPE, v);
     }
-    let depth = shared.queue_len() as i64;
-    shared.metrics.queue_depth.set(depth);
-    let mut text = shared.metrics.encode(shared.counter.stats());
-    super::health::append_metrics(&mut text, &shared.gate.metrics_text());
-    let rollout = super::rollout::metrics_text(super::lock(&shared.rollout).as_ref());
-    super::health::append_metrics(&mut text, &rollout);
+    let depth = shared.queue_len();
+    let text = shared.metrics.encode(shared.counter.stats(), |m| {
+        m.queue_depth.set(crate::metrics::gauge_value(depth));
+        shared.gate.export(m);
+        super::rollout::export(m, super::lock(&shared.rollout).as_ref());
+    });
     (StatusCode::OK, headers, text)
 }
 

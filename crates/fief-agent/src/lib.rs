@@ -3,9 +3,10 @@
 //! In: a git remote (fetched on its own task, on an interval with jitter and at once on a
 //! signed push webhook), the cluster (discovery, kube-runtime watches, inventories). Out:
 //! per-tenant syncs of exactly the tenants whose inputs changed or drifted, through a
-//! deduplicated queue with backoff; `/healthz`, `/readyz`, `/metrics`. Leader election makes
-//! two replicas safe: losing the Lease or SIGTERM cancels the batch between tenants, SIGTERM
-//! releases the Lease, and the leader labels its own Pod so the Service routes webhooks to it.
+//! deduplicated queue with backoff; `/healthz`, `/readyz`, `/metrics`, `/status`. Leader
+//! election makes two replicas safe: losing the Lease or SIGTERM cancels the batch between
+//! tenants, SIGTERM releases the Lease, and the leader labels its own Pod so the Service routes
+//! webhooks to it.
 
 mod desired;
 pub mod drift;
@@ -35,13 +36,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use fief_core::digest::Digest;
 use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::objects::ObjectId;
+use fief_core::status::agent::AgentStatus;
 use fief_kube::ClusterError;
 use fief_kube::counter::RequestCounter;
 use fief_source::git::GitAuth;
@@ -144,18 +145,7 @@ struct Health {
 }
 
 /// A tenant's last sync attempt, as `/status` shows it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Attempt {
-    /// The commit attempted.
-    pub commit: String,
-    /// What the sync did: `applied`, `failed`, `invalid`, `skipped`, `purged`.
-    pub outcome: fief_core::status::Outcome,
-    /// Unix time of the attempt.
-    pub at: i64,
-    /// The first error, if it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use fief_core::status::agent::Attempt;
 
 /// State shared by the loop, the source task, the watches and the HTTP handlers.
 pub struct Shared {
@@ -256,22 +246,30 @@ impl Shared {
     }
 
     /// The agent's view for `fief status` (`GET /status`): last fetched commit, last fetch
-    /// error, and each tenant's last attempt.
-    pub fn status_json(&self) -> Value {
-        let h = lock(&self.health);
-        let fetched_at = self
-            .metrics
-            .last_fetch_unix
-            .load(std::sync::atomic::Ordering::Relaxed);
-        serde_json::json!({
-            "leading": h.leading,
-            "fetchedCommit": h.last_commit,
-            "fetchedAt": fetched_at,
-            "fetchError": h.last_fetch_error,
-            "tenants": h.attempts,
-            "health": self.gate.status_json(),
-            "rollout": lock(&self.rollout).clone(),
-        })
+    /// error, each tenant's last attempt, the health gate and the rollout.
+    pub fn status(&self) -> AgentStatus {
+        let (leading, fetched_commit, fetch_error, tenants) = {
+            let h = lock(&self.health);
+            let attempts = h.attempts.clone();
+            (
+                h.leading,
+                h.last_commit.clone(),
+                h.last_fetch_error.clone(),
+                attempts,
+            )
+        };
+        AgentStatus {
+            leading,
+            fetched_commit,
+            fetched_at: self
+                .metrics
+                .last_fetch_unix
+                .load(std::sync::atomic::Ordering::Relaxed),
+            fetch_error,
+            tenants,
+            health: self.gate.status(),
+            rollout: lock(&self.rollout).clone(),
+        }
     }
 
     /// Readiness and its reason: ready once a revision is loaded and, on the leader, the first

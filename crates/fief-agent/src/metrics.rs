@@ -1,7 +1,10 @@
-//! Metrics: what the agent exposes on `/metrics` in Prometheus text format.
+//! Metrics: every metric the agent exposes on `/metrics`, in one prometheus-client registry.
 //!
-//! In: sync outcomes, fetches, queue depth, API request counts. Out: the text exposition.
+//! In: sync outcomes, fetches and API request counts as they happen; at scrape time the queue
+//! depth, the health gate's figures and the rollout's. Out: the OpenMetrics text exposition,
+//! and the metrics reference page built from the same registry ([`reference_markdown`]).
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -12,6 +15,10 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use fief_kube::counter::RequestStats;
+
+mod reference;
+
+pub use reference::reference_markdown;
 
 /// A result label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -41,9 +48,18 @@ pub struct CategoryLabel {
     pub category: String,
 }
 
-/// Every metric of the agent.
+/// A state label (low cardinality: health verdicts, rollout tenant states).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    /// The state.
+    pub state: &'static str,
+}
+
+/// Every metric of the agent, in one registry.
 pub struct Metrics {
     registry: Registry,
+    /// Held for a scrape: the gauges set at scrape time are filled and encoded together.
+    scrape: Mutex<()>,
     /// Tenant syncs by result.
     pub syncs: Family<ResultLabel, Counter>,
     /// Objects applied (created or configured).
@@ -79,118 +95,195 @@ pub struct Metrics {
     /// Tenants found as last applied (recorded inputs current, live objects unchanged):
     /// neither rendered nor synced.
     pub tenants_verified: Counter,
+    /// Tenants applied and not yet judged healthy or stalled (set at scrape time).
+    pub tenants_in_flight: Gauge,
+    /// The highest `tenants_in_flight` since start (set at scrape time).
+    pub tenants_in_flight_peak: Gauge,
+    /// Tenants by health verdict (`ready`, `reconciling`, `stalled`; set at scrape time).
+    pub tenants_health: Family<StateLabel, Gauge>,
+    /// 1 when a judged tenant's objects are healthy, else 0 (set at scrape time).
+    pub tenant_healthy: Family<TenantLabel, Gauge>,
+    /// The rollout's current wave, 1-based; 0: no rollout (set at scrape time).
+    pub rollout_wave: Gauge,
+    /// Waves of the current rollout (set at scrape time).
+    pub rollout_waves: Gauge,
+    /// 1 while the rollout is halted (set at scrape time).
+    pub rollout_halted: Gauge,
+    /// Tenants of the current rollout by state (`updated`, `pending`, `held`; set at scrape
+    /// time).
+    pub rollout_tenants: Family<StateLabel, Gauge>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
+        let mut metrics = Metrics {
+            registry: Registry::default(),
+            scrape: Mutex::new(()),
+            syncs: Family::default(),
+            applied: Counter::default(),
+            pruned: Counter::default(),
+            drift: Counter::default(),
+            batch_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
+            fetches: Family::default(),
+            queue_depth: Gauge::default(),
+            fetch_last: Gauge::default(),
+            api_requests: Family::default(),
+            tenant_seconds: Family::new_with_constructor(tenant_histogram as fn() -> Histogram),
+            tenant_ready: Family::default(),
+            failures: Family::default(),
+            last_fetch_unix: AtomicI64::new(0),
+            tenants_loaded: Counter::default(),
+            tenants_hashed: Counter::default(),
+            tenants_rendered: Counter::default(),
+            tenants_verified: Counter::default(),
+            tenants_in_flight: Gauge::default(),
+            tenants_in_flight_peak: Gauge::default(),
+            tenants_health: Family::default(),
+            tenant_healthy: Family::default(),
+            rollout_wave: Gauge::default(),
+            rollout_waves: Gauge::default(),
+            rollout_halted: Gauge::default(),
+            rollout_tenants: Family::default(),
+        };
         let mut registry = Registry::with_prefix("fief");
-        let syncs = Family::<ResultLabel, Counter>::default();
-        registry.register("tenant_syncs", "Tenant syncs by result", syncs.clone());
-        let applied = Counter::default();
-        registry.register(
+        metrics.register_syncs(&mut registry);
+        metrics.register_tenants(&mut registry);
+        metrics.register_health(&mut registry);
+        metrics.register_rollout(&mut registry);
+        metrics.registry = registry;
+        metrics
+    }
+}
+
+impl Metrics {
+    /// Syncs, objects, git and the queue.
+    fn register_syncs(&self, r: &mut Registry) {
+        r.register("tenant_syncs", "Tenant syncs by result", self.syncs.clone());
+        r.register(
             "objects_applied",
             "Objects server-side applied",
-            applied.clone(),
+            self.applied.clone(),
         );
-        let pruned = Counter::default();
-        registry.register("objects_pruned", "Objects pruned", pruned.clone());
-        let drift = Counter::default();
-        registry.register(
+        r.register("objects_pruned", "Objects pruned", self.pruned.clone());
+        r.register(
             "drift_detected",
             "Hand edits of fields fief owns, detected by watches",
-            drift.clone(),
+            self.drift.clone(),
         );
-        let batch_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
-        registry.register(
+        r.register(
             "sync_batch_duration_seconds",
             "Duration of a sync batch",
-            batch_seconds.clone(),
+            self.batch_seconds.clone(),
         );
-        let fetches = Family::<ResultLabel, Counter>::default();
-        registry.register("git_fetches", "Git fetches by result", fetches.clone());
-        let queue_depth = Gauge::default();
-        registry.register(
+        r.register("git_fetches", "Git fetches by result", self.fetches.clone());
+        r.register(
             "queue_depth",
             "Tenants waiting for a sync",
-            queue_depth.clone(),
+            self.queue_depth.clone(),
         );
-        let fetch_last = Gauge::default();
-        registry.register(
+        r.register(
             "git_last_fetch_timestamp_seconds",
             "Unix time of the last successful git fetch (0: none yet)",
-            fetch_last.clone(),
+            self.fetch_last.clone(),
         );
-        let tenant_seconds = Family::<TenantLabel, Histogram>::new_with_constructor(
-            tenant_histogram as fn() -> Histogram,
-        );
-        registry.register(
+    }
+
+    /// Per-tenant syncs, API requests and the work new commits cost.
+    fn register_tenants(&self, r: &mut Registry) {
+        r.register(
             "tenant_reconcile_duration_seconds",
             "Duration of one tenant's sync",
-            tenant_seconds.clone(),
+            self.tenant_seconds.clone(),
         );
-        let tenant_ready = Family::<TenantLabel, Gauge>::default();
-        registry.register(
+        r.register(
             "tenant_ready",
             "1 when the tenant's last sync succeeded, else 0",
-            tenant_ready.clone(),
+            self.tenant_ready.clone(),
         );
-        let failures = Family::<CategoryLabel, Counter>::default();
-        registry.register(
+        r.register(
             "tenant_failures",
             "Failed tenant syncs by category",
-            failures.clone(),
+            self.failures.clone(),
         );
-        let api_requests = Family::<VerbLabel, Counter>::default();
-        registry.register(
+        r.register(
             "api_requests",
             "Kubernetes API requests sent, by verb",
-            api_requests.clone(),
+            self.api_requests.clone(),
         );
-        let tenants_loaded = Counter::default();
-        registry.register(
+        r.register(
             "tenants_loaded",
             "Tenant files parsed for new commits (unchanged files are not parsed again)",
-            tenants_loaded.clone(),
+            self.tenants_loaded.clone(),
         );
-        let tenants_hashed = Counter::default();
-        registry.register(
+        r.register(
             "tenants_hashed",
             "Tenant input hashes computed for new commits (only tenants whose inputs changed)",
-            tenants_hashed.clone(),
+            self.tenants_hashed.clone(),
         );
-        let tenants_rendered = Counter::default();
-        registry.register(
+        r.register(
             "tenants_rendered",
             "Tenants rendered and validated",
-            tenants_rendered.clone(),
+            self.tenants_rendered.clone(),
         );
-        let tenants_verified = Counter::default();
-        registry.register(
+        r.register(
             "tenants_verified",
             "Tenants found as last applied (recorded inputs current, live objects unchanged by anyone else), neither rendered nor synced",
-            tenants_verified.clone(),
+            self.tenants_verified.clone(),
         );
-        Metrics {
-            registry,
-            tenants_verified,
-            tenants_loaded,
-            tenants_hashed,
-            tenants_rendered,
-            syncs,
-            applied,
-            pruned,
-            drift,
-            batch_seconds,
-            fetches,
-            queue_depth,
-            fetch_last,
-            api_requests,
-            tenant_seconds,
-            tenant_ready,
-            failures,
-            last_fetch_unix: AtomicI64::new(0),
-        }
     }
+
+    /// The health gate's figures.
+    fn register_health(&self, r: &mut Registry) {
+        r.register(
+            "tenants_in_flight",
+            "Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight)",
+            self.tenants_in_flight.clone(),
+        );
+        r.register(
+            "tenants_in_flight_peak",
+            "Highest fief_tenants_in_flight since start",
+            self.tenants_in_flight_peak.clone(),
+        );
+        r.register(
+            "tenants_health",
+            "Tenants by health verdict after their last apply",
+            self.tenants_health.clone(),
+        );
+        r.register(
+            "tenant_healthy",
+            "1 when the tenant's applied objects are healthy, 0 while waiting or stalled",
+            self.tenant_healthy.clone(),
+        );
+    }
+
+    /// The rollout's figures.
+    fn register_rollout(&self, r: &mut Registry) {
+        r.register(
+            "rollout_wave",
+            "The rollout's current wave (1-based; 0: no rollout)",
+            self.rollout_wave.clone(),
+        );
+        r.register(
+            "rollout_waves",
+            "Waves of the current rollout",
+            self.rollout_waves.clone(),
+        );
+        r.register(
+            "rollout_halted",
+            "1 while the rollout is halted by an unhealthy or failed tenant",
+            self.rollout_halted.clone(),
+        );
+        r.register(
+            "rollout_tenants",
+            "Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves)",
+            self.rollout_tenants.clone(),
+        );
+    }
+}
+
+/// A count as a gauge value.
+pub fn gauge_value(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn tenant_histogram() -> Histogram {
@@ -248,8 +341,11 @@ impl Metrics {
             .inc();
     }
 
-    /// The text exposition, with scrape-time gauges refreshed.
-    pub fn encode(&self, requests: RequestStats) -> String {
+    /// The text exposition. `refresh` sets the gauges read at scrape time first; one scrape
+    /// runs at a time, so a family cleared and refilled by `refresh` is encoded whole.
+    pub fn encode(&self, requests: RequestStats, refresh: impl FnOnce(&Metrics)) -> String {
+        let _one = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
+        refresh(self);
         self.fetch_last
             .set(self.last_fetch_unix.load(Ordering::Relaxed));
         for (verb, n) in [
@@ -300,11 +396,68 @@ mod tests {
             metrics.observe_tenant(&tenant, 0.02 * f64::from(n));
             metrics.tenant_ready(&tenant, n % 3 != 0);
         }
-        let text = metrics.encode(RequestStats::default());
+        let text = metrics.encode(RequestStats::default(), |_| {});
         assert!(text.len() > 200 * 1000, "a histogram per tenant");
         assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
         assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
         assert!(text.ends_with("# EOF\n"));
         assert_eq!(text.capacity(), text.len(), "sized before it was written");
+    }
+
+    #[test]
+    fn the_rollout_figures_are_exposed_with_their_help() {
+        use fief_core::rollout::{Phase, Record, Wave};
+        let wave = |name: &str, tenants: &[&str]| Wave {
+            name: name.into(),
+            tenants: tenants.iter().map(|t| t.to_string()).collect(),
+        };
+        let mut record = Record {
+            commit: "c".into(),
+            phase: Phase::Halted,
+            wave: 1,
+            waves: vec![
+                wave("canary", &["a"]),
+                wave("early", &["b", "c"]),
+                wave("rest", &["d"]),
+            ],
+            reason: Some("tenant b: stalled".into()),
+            held: [("d".to_string(), "old".to_string())].into(),
+            started_at: "t0".into(),
+            updated_at: "t1".into(),
+        };
+        let metrics = Metrics::default();
+        let scrape = |r: Option<&Record>| {
+            metrics.encode(RequestStats::default(), |m| crate::rollout::export(m, r))
+        };
+        let text = scrape(Some(&record));
+        for line in [
+            "# HELP fief_rollout_wave The rollout's current wave (1-based; 0: no rollout).",
+            "# TYPE fief_rollout_wave gauge",
+            "fief_rollout_wave 2",
+            "# HELP fief_rollout_waves Waves of the current rollout.",
+            "fief_rollout_waves 3",
+            "# HELP fief_rollout_halted 1 while the rollout is halted by an unhealthy or failed tenant.",
+            "fief_rollout_halted 1",
+            "# HELP fief_rollout_tenants Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves).",
+            "fief_rollout_tenants{state=\"updated\"} 1",
+            "fief_rollout_tenants{state=\"pending\"} 2",
+            "fief_rollout_tenants{state=\"held\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in {text}");
+        }
+        record.phase = Phase::Complete;
+        record.held.clear();
+        let text = scrape(Some(&record));
+        assert!(text.contains("fief_rollout_halted 0"), "{text}");
+        assert!(
+            text.contains("fief_rollout_tenants{state=\"updated\"} 4"),
+            "{text}"
+        );
+        let text = scrape(None);
+        assert!(text.contains("fief_rollout_wave 0\n"), "{text}");
+        assert!(
+            text.contains("fief_rollout_tenants{state=\"pending\"} 0"),
+            "{text}"
+        );
     }
 }

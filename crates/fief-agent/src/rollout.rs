@@ -18,8 +18,9 @@ use std::time::Instant;
 
 use super::source_loop::Revision;
 use super::{LoopState, Shared, lock};
+use crate::metrics::{Metrics, StateLabel, gauge_value};
 use fief_core::rollout::{
-    Member, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
+    Member, Phase, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
 };
 use fief_core::status::Outcome;
 
@@ -34,8 +35,8 @@ pub(super) struct Active {
     wave_of: HashMap<String, usize>,
     /// The wave released last (index).
     wave: usize,
-    /// `Progressing`, `Halted` or `Complete`.
-    phase: &'static str,
+    /// Where it stands.
+    phase: Phase,
     reason: Option<String>,
     started_at: String,
     updated_at: String,
@@ -44,7 +45,7 @@ pub(super) struct Active {
 impl Active {
     /// Whether `tenant` is held: in a wave not released yet.
     pub(super) fn holds(&self, tenant: &str) -> bool {
-        self.phase != "Complete" && self.wave_of.get(tenant).is_some_and(|w| *w > self.wave)
+        self.phase != Phase::Complete && self.wave_of.get(tenant).is_some_and(|w| *w > self.wave)
     }
 }
 
@@ -116,8 +117,12 @@ pub(super) fn begin(
             });
     if rolled.is_empty() {
         // Nothing is held any more: a rollout under way is over.
-        if let Some(a) = state.rollout.as_mut().filter(|a| a.phase != "Complete") {
-            a.phase = "Complete";
+        if let Some(a) = state
+            .rollout
+            .as_mut()
+            .filter(|a| a.phase != Phase::Complete)
+        {
+            a.phase = Phase::Complete;
             a.reason = None;
             a.updated_at = fief_kube::sync::now_rfc3339();
         }
@@ -148,7 +153,7 @@ pub(super) fn begin(
         members,
         wave_of,
         wave: first,
-        phase: "Progressing",
+        phase: Phase::Progressing,
         reason: None,
         started_at: at.clone(),
         updated_at: at,
@@ -194,7 +199,7 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
     let Some(active) = state.rollout.as_ref() else {
         return false;
     };
-    if active.phase == "Complete" {
+    if active.phase == Phase::Complete {
         return false;
     }
     let target = active.target.clone();
@@ -207,9 +212,9 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
     let now = fief_kube::sync::now_rfc3339();
     match s {
         Step::Wait => {
-            if active.phase == "Halted" {
+            if active.phase == Phase::Halted {
                 // Not failed any more, not done yet: progressing again.
-                active.phase = "Progressing";
+                active.phase = Phase::Progressing;
                 active.reason = None;
                 active.updated_at = now;
             }
@@ -229,7 +234,7 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
                     reason = why,
                     "rollout halted; the later waves stay at their last synced commit"
                 );
-                active.phase = "Halted";
+                active.phase = Phase::Halted;
                 active.reason = Some(reason);
                 active.updated_at = now;
             }
@@ -237,7 +242,7 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
         }
         Step::Release(i) => {
             active.wave = i;
-            active.phase = "Progressing";
+            active.phase = Phase::Progressing;
             active.reason = None;
             active.updated_at = now;
             tracing::info!(
@@ -256,7 +261,7 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
             true
         }
         Step::Complete => {
-            active.phase = "Complete";
+            active.phase = Phase::Complete;
             active.reason = None;
             active.updated_at = now;
             tracing::info!(commit = target.commit, "rollout complete");
@@ -283,7 +288,7 @@ pub(super) fn record(state: &LoopState) -> Option<Record> {
         .collect();
     Some(Record {
         commit: a.target.commit.clone(),
-        phase: a.phase.to_string(),
+        phase: a.phase,
         wave: a.wave,
         waves: a.waves.clone(),
         reason: a.reason.clone(),
@@ -293,36 +298,33 @@ pub(super) fn record(state: &LoopState) -> Option<Record> {
     })
 }
 
-/// Metric lines for the rollout: current wave (1-based, 0 when none), number of waves,
-/// halted (0/1) and tenants by state (`updated`, `pending`, `held`).
-pub(super) fn metrics_text(record: Option<&Record>) -> String {
+/// Set the rollout's gauges: current wave (1-based, 0 when none), number of waves, halted
+/// (0/1) and tenants by state (`updated`, `pending`, `held`).
+pub(super) fn export(metrics: &Metrics, record: Option<&Record>) {
     let (wave, waves, halted, held, total, done) = match record {
         Some(r) => {
             let total: usize = r.waves.iter().map(|w| w.tenants.len()).sum();
-            let done: usize = if r.phase == "Complete" {
+            let done: usize = if r.phase == Phase::Complete {
                 total
             } else {
                 r.waves.iter().take(r.wave).map(|w| w.tenants.len()).sum()
             };
-            (
-                r.wave + 1,
-                r.waves.len(),
-                usize::from(r.phase == "Halted"),
-                r.held.len(),
-                total,
-                done,
-            )
+            let halted = r.phase == Phase::Halted;
+            (r.wave + 1, r.waves.len(), halted, r.held.len(), total, done)
         }
-        None => (0, 0, 0, 0, 0, 0),
+        None => (0, 0, false, 0, 0, 0),
     };
     let pending = total.saturating_sub(done + held);
-    format!(
-        "# HELP fief_rollout_wave The rollout's current wave (1-based; 0: no rollout).\n# TYPE fief_rollout_wave gauge\nfief_rollout_wave {wave}\n\
-# HELP fief_rollout_waves Waves of the current rollout.\n# TYPE fief_rollout_waves gauge\nfief_rollout_waves {waves}\n\
-# HELP fief_rollout_halted 1 while the rollout is halted by an unhealthy or failed tenant.\n# TYPE fief_rollout_halted gauge\nfief_rollout_halted {halted}\n\
-# HELP fief_rollout_tenants Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves).\n# TYPE fief_rollout_tenants gauge\n\
-fief_rollout_tenants{{state=\"updated\"}} {done}\nfief_rollout_tenants{{state=\"pending\"}} {pending}\nfief_rollout_tenants{{state=\"held\"}} {held}\n"
-    )
+    metrics.rollout_wave.set(gauge_value(wave));
+    metrics.rollout_waves.set(gauge_value(waves));
+    metrics.rollout_halted.set(i64::from(halted));
+    for (state, n) in [("updated", done), ("pending", pending), ("held", held)] {
+        let label = StateLabel { state };
+        metrics
+            .rollout_tenants
+            .get_or_create(&label)
+            .set(gauge_value(n));
+    }
 }
 
 /// Publish the record when it changed: `/status`, `/metrics` and the `fief-rollout`
@@ -384,7 +386,7 @@ pub(super) async fn restore(
     )
     .await
     {
-        Ok(Some(r)) if r.phase != "Complete" => r,
+        Ok(Some(r)) if r.phase != Phase::Complete => r,
         Ok(_) => return,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the rollout record; held tenants are not restored");
@@ -446,10 +448,9 @@ pub(super) async fn restore(
         members,
         wave_of,
         wave: record.wave,
-        phase: if record.phase == "Halted" {
-            "Halted"
-        } else {
-            "Progressing"
+        phase: match record.phase {
+            Phase::Halted => Phase::Halted,
+            Phase::Progressing | Phase::Complete => Phase::Progressing,
         },
         reason: record.reason,
         started_at: record.started_at,

@@ -4,8 +4,8 @@
 //! In: the declared waves, the tenants (names and labels) and, per step, each tenant of the
 //! current wave's state (synced at the target or not, healthy, waiting, failed). Out: the
 //! waves of a rollout (only the tenants it changes, every tenant in exactly one wave) and the
-//! next [`Step`]. Pure: the agent (`fief::agent`) does the syncing, the health watching and
-//! the status writing.
+//! next [`Step`]; a rollout's [`Record`] with its [`Phase`]. Pure: the agent (`fief::agent`)
+//! does the syncing, the health watching and the status writing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,8 +14,12 @@ use sha2::{Digest, Sha256};
 
 use crate::snapshot::{Snapshot, same_entry};
 
+mod record;
+
+pub use record::{Phase, Record};
+
 /// fief.yaml `rollout:`: the waves a change that reaches many tenants goes through.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, try_from = "RawRollout")]
 pub struct RolloutConfig {
     /// The waves, in order.
@@ -23,7 +27,7 @@ pub struct RolloutConfig {
 }
 
 /// One declared wave.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaveSpec {
     /// The wave's name (status, metrics, logs).
@@ -34,12 +38,16 @@ pub struct WaveSpec {
     /// Take only this share (1–100) of the tenants the selector leaves, rounded up, chosen by
     /// a stable hash of the tenant name (the same tenants on every commit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub percent: Option<u32>,
 }
 
-#[derive(Deserialize)]
+/// `rollout:` as written, checked by `TryFrom` into [`RolloutConfig`].
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRollout {
+    /// The waves, in order: at least one, each name a DNS-1123 label used once.
+    #[schemars(length(min = 1))]
     waves: Vec<WaveSpec>,
 }
 
@@ -269,63 +277,6 @@ pub fn step(waves: &[Wave], current: usize, state: impl Fn(&str) -> TenantState)
 /// The first wave at or after `from` that changes a tenant.
 pub fn next_wave(waves: &[Wave], from: usize) -> Option<usize> {
     (from..waves.len()).find(|i| !waves[*i].tenants.is_empty())
-}
-
-/// A rollout as `fief status`, `/status` and the metrics show it (stored by the agent in the
-/// `fief-rollout` ConfigMap of the agent namespace).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Record {
-    /// The commit being rolled out.
-    pub commit: String,
-    /// `Progressing`, `Halted` or `Complete`.
-    pub phase: String,
-    /// The current wave (index into `waves`).
-    pub wave: usize,
-    /// The waves with the tenants the rollout changes.
-    pub waves: Vec<Wave>,
-    /// Why it halted (tenant and reason), when halted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Tenants held at the commit they were last synced at: tenant → commit.
-    #[serde(default)]
-    pub held: BTreeMap<String, String>,
-    /// When the rollout started and last changed (RFC 3339).
-    pub started_at: String,
-    /// When it last changed (RFC 3339).
-    pub updated_at: String,
-}
-
-impl Record {
-    /// One line for humans: `commit abc1234: wave 2/3 "early" halted: <reason>`.
-    pub fn summary(&self) -> String {
-        let short: String = self.commit.chars().take(12).collect();
-        let name = self.waves.get(self.wave).map_or("", |w| w.name.as_str());
-        let done: usize = self
-            .waves
-            .iter()
-            .take(self.wave)
-            .map(|w| w.tenants.len())
-            .sum();
-        let total: usize = self.waves.iter().map(|w| w.tenants.len()).sum();
-        match self.phase.as_str() {
-            "Complete" => format!(
-                "rollout of {short}: complete, {total} tenant(s) in {} wave(s)",
-                self.waves.len()
-            ),
-            phase => format!(
-                "rollout of {short}: wave {}/{} \"{name}\" {}, {done} of {total} tenant(s) in earlier waves, {} held{}",
-                self.wave + 1,
-                self.waves.len(),
-                phase.to_lowercase(),
-                self.held.len(),
-                self.reason
-                    .as_ref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            ),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! In: the inventory, the tenant's render and the sync's [`TenantReport`]. Out: conditions
 //! `Ready` / `Reconciling` / `Stalled`, revision, counts and last error set on the inventory's
 //! status. Pure. Also the day-2 flags people set on an inventory (suspension, reconcile
-//! requests): their annotation names and how they are read ([`Flags`]).
+//! requests): their annotation names and how they are read ([`Flags`]). The agent's
+//! `/status` document, shared by the agent and `fief status`, is in [`agent`].
 
 use serde::Serialize;
 
@@ -13,6 +14,7 @@ use crate::inventory::{Inventory, Status};
 use crate::objects;
 use crate::render::TenantRender;
 
+pub mod agent;
 mod report;
 
 pub use report::{Outcome, PruneHeld, TenantReport};

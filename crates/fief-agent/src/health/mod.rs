@@ -16,8 +16,6 @@
 
 mod report;
 
-pub use report::append_metrics;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -40,3 +40,51 @@ fn resource_versions_that_are_not_numbers_are_unknown() {
     assert_eq!(version_number(Some("opaque-v1")), 0);
     assert_eq!(version_number(None), 0);
 }
+
+#[test]
+fn the_gate_figures_are_exposed_and_a_tenant_no_longer_judged_leaves_them() {
+    let gate = Gate::new(3, Duration::from_secs(60));
+    let metrics = crate::metrics::Metrics::default();
+    {
+        let mut t = lock(&gate.tracker);
+        t.verdicts.insert("a".into(), Verdict::Ready);
+        t.verdicts.insert(
+            "b".into(),
+            Verdict::Stalled(vec![("Deployment b/web".into(), "timed out".into())]),
+        );
+    }
+    let scrape = || {
+        metrics.encode(fief_kube::counter::RequestStats::default(), |m| {
+            gate.export(m)
+        })
+    };
+    let text = scrape();
+    for line in [
+        "# HELP fief_tenants_in_flight Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight).",
+        "# TYPE fief_tenants_in_flight gauge",
+        "fief_tenants_in_flight 0",
+        "# HELP fief_tenants_in_flight_peak Highest fief_tenants_in_flight since start.",
+        "# HELP fief_tenants_health Tenants by health verdict after their last apply.",
+        "fief_tenants_health{state=\"ready\"} 1",
+        "fief_tenants_health{state=\"reconciling\"} 0",
+        "fief_tenants_health{state=\"stalled\"} 1",
+        "# HELP fief_tenant_healthy 1 when the tenant's applied objects are healthy, 0 while waiting or stalled.",
+        "fief_tenant_healthy{tenant=\"a\"} 1",
+        "fief_tenant_healthy{tenant=\"b\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in {text}");
+    }
+    let status = gate.status();
+    assert_eq!(status.max_in_flight, 3);
+    assert_eq!(
+        status.tenants["b"].objects[0].object,
+        "Deployment b/web".to_string()
+    );
+    lock(&gate.tracker).verdicts.remove("a");
+    let text = scrape();
+    assert!(!text.contains("tenant=\"a\""), "{text}");
+    assert!(
+        text.contains("fief_tenants_health{state=\"ready\"} 0"),
+        "{text}"
+    );
+}
