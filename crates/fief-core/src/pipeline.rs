@@ -24,6 +24,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
         let envs: Vec<String> = out.namespaces.keys().cloned().collect();
         let mut errors = validate::check_declared(repo, name, &envs);
+        errors.extend(validate::check_overrides(repo, tenant, &envs));
         errors.extend(validate::check_reserved_namespaces(
             repo,
             config,

@@ -8,6 +8,7 @@ mod component;
 mod config;
 mod json_schema;
 mod load;
+mod overrides;
 mod reference;
 mod tenant;
 
@@ -21,6 +22,7 @@ pub use config::{
 };
 pub use json_schema::RepoFile;
 pub use load::{LoadStats, is_dns_label, line_of_key};
+pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,

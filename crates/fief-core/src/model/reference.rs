@@ -92,9 +92,9 @@ fn walk(schema: &Value, prefix: &str, defs: &Map<String, Value>, rows: &mut Vec<
             path: path.clone(),
             ty: type_of(target, defs),
             default: match prop.get("default") {
-                Some(d) if !d.is_object() && !d.is_null() => format!("`{d}`"),
-                Some(_) => "see its fields".to_string(),
-                None => "—".to_string(),
+                Some(d) if d.is_object() => "see its fields".to_string(),
+                Some(d) if !d.is_null() => format!("`{d}`"),
+                _ => "—".to_string(),
             },
             required: required.contains(&name.as_str()),
             description: one_line(
@@ -104,10 +104,13 @@ fn walk(schema: &Value, prefix: &str, defs: &Map<String, Value>, rows: &mut Vec<
                     .unwrap_or(""),
             ),
         });
-        if depth < 4 {
+        if depth < 6 {
             walk(target, &format!("{path}."), defs, rows, depth + 1);
             if let Some(items) = target.get("items") {
                 walk(items, &format!("{path}[]."), defs, rows, depth + 1);
+            }
+            if let Some(entries) = target.get("additionalProperties").filter(|a| a.is_object()) {
+                walk(entries, &format!("{path}.<name>."), defs, rows, depth + 1);
             }
         }
     }

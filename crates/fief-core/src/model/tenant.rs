@@ -84,6 +84,10 @@ pub struct TenantSpec {
     /// Extra Ingress host suffixes this tenant may use (e.g. its own domain).
     #[serde(default)]
     pub host_suffixes: Vec<String>,
+    /// What differs per environment, by environment name: a component's version and values,
+    /// the quota, the access lists. Each key must be one of the tenant's environments.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, super::overrides::EnvOverride>,
 }
 
 fn default_cluster() -> String {
@@ -101,6 +105,7 @@ impl Default for TenantSpec {
             access: Access::default(),
             components: Vec::new(),
             host_suffixes: Vec::new(),
+            overrides: BTreeMap::new(),
         }
     }
 }

@@ -60,7 +60,21 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     let mut errors = Vec::new();
     let env_files = environment_files(repo, &envs, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
-    let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces);
+    let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces, None);
+    // Environments whose overrides change `tenant.quota` or `tenant.access` get their own.
+    let by_env = envs
+        .iter()
+        .filter_map(|env| {
+            let over = tenant
+                .spec
+                .overrides
+                .get(env)
+                .filter(|o| o.changes_tenant())?;
+            let ctx = tenant_context(tenant, &envs, &out.namespaces, Some(over));
+            let jv = to_jinja(&ctx);
+            Some((env.clone(), (ctx, jv)))
+        })
+        .collect();
     let fief_ctx = json!({
         "baseDomain": config.base_domain,
         "agentNamespace": config.agent_namespace,
@@ -77,6 +91,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             to_jinja(&secrets.context),
         ],
         tenant_ctx,
+        by_env,
         fief_ctx,
         secrets_ctx: secrets.context,
         applyset: objects::tenant_applyset_id(name, &config.agent_namespace),
@@ -97,16 +112,28 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             .components
             .iter()
             .find(|c| c.name == component.name && c.git_ref == component.pinned);
-        let version = cref
-            .and_then(|c| c.version.as_deref())
-            .or(component.meta.version.as_deref());
         let dir = match &component.pinned {
             Some(r) => pinned_key(&component.name, r),
             None => component.name.clone(),
         };
         for env in &envs {
             let env_file = env_files.get(env.as_str()).copied().flatten();
-            let layers = value_layers(&dir, &component.name, name, env, component, env_file, cref);
+            let over = tenant
+                .spec
+                .overrides
+                .get(env)
+                .and_then(|o| o.component(&component.name));
+            let version = over
+                .and_then(|o| o.version.as_deref())
+                .or(cref.and_then(|c| c.version.as_deref()))
+                .or(component.meta.version.as_deref());
+            let sources = LayerSources {
+                dir: &dir,
+                component: &component.name,
+                tenant: name,
+                env,
+            };
+            let layers = value_layers(&sources, component, env_file, cref, over);
             let vals = values::layered(layers.iter().map(|l| l.value));
             let invalid = renderer.values_schemas.check(
                 &repo.snapshot,
@@ -129,18 +156,28 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     out
 }
 
-/// A component's value layers in precedence order, each with the file (and place in it)
-/// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's.
-fn value_layers<'a>(
-    dir: &str,
+/// Where one component's values for one environment come from.
+struct LayerSources<'a> {
+    /// The component's folder (`name@ref` when pinned).
+    dir: &'a str,
     component: &'a str,
-    tenant: &str,
-    env: &str,
+    tenant: &'a str,
+    env: &'a str,
+}
+
+/// A component's value layers in precedence order, each with the file (and place in it)
+/// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's
+/// `values`, the tenant's `overrides.<env>.components.<c>.values`.
+fn value_layers<'a>(
+    at: &LayerSources<'a>,
     parsed: &'a crate::model::Component,
     env_file: Option<&'a Environment>,
     cref: Option<&'a crate::model::ComponentRef>,
-) -> [Layer<'a>; 4] {
+    over: Option<&'a crate::model::ComponentOverride>,
+) -> [Layer<'a>; 5] {
+    let (dir, component, tenant, env) = (at.dir, at.component, at.tenant, at.env);
     let env_path = format!("environments/{env}.yaml");
+    let tenant_path = format!("tenants/{tenant}.yaml");
     [
         Layer {
             value: Some(&parsed.values),
@@ -159,11 +196,23 @@ fn value_layers<'a>(
         },
         Layer {
             value: cref.and_then(|c| c.values.as_ref()),
-            file: format!("tenants/{tenant}.yaml"),
+            file: tenant_path.clone(),
             anchor: vec![
                 Step::Key("spec"),
                 Step::Key("components"),
                 Step::ItemWith("name", component),
+                Step::Key("values"),
+            ],
+        },
+        Layer {
+            value: over.and_then(|o| o.values.as_ref()),
+            file: tenant_path,
+            anchor: vec![
+                Step::Key("spec"),
+                Step::Key("overrides"),
+                Step::Key(env),
+                Step::Key("components"),
+                Step::Key(component),
                 Step::Key("values"),
             ],
         },
@@ -245,6 +294,8 @@ struct Emitter<'a, 'r> {
     shared: [JValue; 3],
     /// The same three as JSON, to explain template errors.
     tenant_ctx: Value,
+    /// `tenant` for the environments whose overrides change its quota or access.
+    by_env: BTreeMap<String, (Value, JValue)>,
     fief_ctx: Value,
     secrets_ctx: Value,
     applyset: String,
@@ -266,6 +317,10 @@ impl Emitter<'_, '_> {
         // The same map the JSON context below converts to, without converting the shared
         // parts again for every component and environment.
         let [tenant_jv, fief_jv, secrets_jv] = &self.shared;
+        let (tenant_json, tenant_jv) = match self.by_env.get(env) {
+            Some((json, jv)) => (json, jv),
+            None => (&self.tenant_ctx, tenant_jv),
+        };
         let ctx = JValue::from_pairs([
             ("tenant", tenant_jv.clone()),
             ("env", JValue::from(env)),
@@ -277,7 +332,7 @@ impl Emitter<'_, '_> {
         ]);
         let context = || {
             json!({
-                "tenant": self.tenant_ctx,
+                "tenant": tenant_json,
                 "env": env,
                 "namespace": namespace,
                 "component": component_ctx,
@@ -329,11 +384,21 @@ fn component_rules(config: &Config) -> Vec<Value> {
         .collect()
 }
 
+/// `tenant` as templates see it; with `over`, the quota and access of that environment.
 fn tenant_context(
     tenant: &Tenant,
     envs: &[String],
     namespaces: &BTreeMap<String, String>,
+    over: Option<&crate::model::EnvOverride>,
 ) -> Value {
+    let quota = match over.and_then(|o| o.quota.as_ref()) {
+        Some(q) => tenant.spec.quota.overlay(q),
+        None => tenant.spec.quota.clone(),
+    };
+    let access = match over.and_then(|o| o.access.as_ref()) {
+        Some(a) => tenant.spec.access.overlay(a),
+        None => tenant.spec.access.clone(),
+    };
     json!({
         "name": tenant.metadata.name,
         "labels": tenant.metadata.labels,
@@ -343,8 +408,8 @@ fn tenant_context(
         "owner": tenant.spec.owner,
         "environments": envs,
         "namespaces": namespaces,
-        "quota": tenant.spec.quota,
-        "access": tenant.spec.access,
+        "quota": quota,
+        "access": access,
     })
 }
 

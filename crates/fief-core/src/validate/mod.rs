@@ -15,8 +15,10 @@ pub use tenancy::{
 };
 
 mod environments;
+mod overrides;
 
 pub use environments::{check_declared, declared, suggest};
+pub use overrides::check_overrides;
 
 use std::collections::{BTreeMap, HashMap};
 

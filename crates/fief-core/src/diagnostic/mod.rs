@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+mod hint;
+
 /// The kind of problem, with the facts that describe it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
@@ -303,96 +305,35 @@ pub enum Problem {
         /// What the API server said (the kind and why).
         detail: String,
     },
+    /// A tenant's `overrides:` names an environment or a component the tenant does not have.
+    #[error("overrides: unknown {target} `{name}`{suggestion}; the tenant has: {known}")]
+    UnknownOverride {
+        /// What the key should name.
+        target: OverrideTarget,
+        /// The key as written.
+        name: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
+        /// The names the tenant has, comma-separated.
+        known: String,
+    },
 }
 
-impl Problem {
-    /// What the user can do about it.
-    pub fn hint(&self) -> &'static str {
-        match self {
-            Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
-            Problem::EscapesRepo { .. } => {
-                "use a path inside the repo, without `..`, an absolute path or a symlink out"
-            }
-            Problem::Yaml { .. } => "fix the YAML at this line",
-            Problem::InvalidField { .. } => "correct the value of this field",
-            Problem::ClusterAccess { .. } => {
-                "grant the agent list and watch on this kind (its ClusterRole), or stop using the kind"
-            }
-            Problem::NameMismatch { .. } => {
-                "rename the file to <metadata.name>.yaml or change metadata.name"
-            }
-            Problem::UnknownComponent { .. } => {
-                "add components/<name>/ to the repo or correct the name"
-            }
-            Problem::UndeclaredEnvironment { .. } => {
-                "correct the name, or declare the environment: add environments/<env>.yaml or list it in fief.yaml `environments`"
-            }
-            Problem::PinnedRef { .. } => {
-                "correct `ref:` in the tenant file or create that tag or branch; pinned refs are read from the tenants repo's own git history, so REPO must be a git checkout"
-            }
-            Problem::MissingDependency { .. } => {
-                "add the needed component to the tenant's spec.components"
-            }
-            Problem::DependencyCycle { .. } => "remove one dependsOn entry to break the cycle",
-            Problem::Template { .. } => "fix the template at this line",
-            Problem::HelmSyntax { jinja, .. } => jinja,
-            Problem::ForeignTemplate { .. } => {
-                "to send text with `{{` as written, put it between `{% raw %}` and `{% endraw %}` (or write `{{ '{{' }}` for each `{{`)"
-            }
-            Problem::NotAnObject { .. } => {
-                "every rendered document needs apiVersion, kind and metadata.name"
-            }
-            Problem::ClusterScoped { .. } => {
-                "cluster-scoped objects come only from the baseline; use a namespaced kind"
-            }
-            Problem::ForeignNamespace { .. } => {
-                "omit metadata.namespace or use one of the tenant's namespaces"
-            }
-            Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
-            Problem::HostNotAllowed { .. } => {
-                "use a host under the tenant's suffix, or add one to the tenant's spec.hostSuffixes"
-            }
-            Problem::RegistryNotAllowed { .. } => {
-                "use an image from a registry in fief.yaml policy.allowedRegistries"
-            }
-            Problem::Secret { hint, .. } => hint,
-            Problem::NamespaceCollision { .. } => {
-                "rename a tenant or an environment, or change namespacePattern in fief.yaml"
-            }
-            Problem::ReservedNamespace { .. } => {
-                "rename the tenant or the environment; reserved are kube-*, default, the agent namespace and fief.yaml reservedNamespaces"
-            }
-            Problem::KindNotAllowed { .. } => {
-                "use an allowed kind, or add `group/Kind` to fief.yaml componentKinds (the fief-deployer Role then grants it)"
-            }
-            Problem::HostSuffixTaken { .. } => {
-                "a host suffix belongs to one tenant: remove it from spec.hostSuffixes or pick one under this tenant's own domain"
-            }
-            Problem::ReservedLabel { .. } => {
-                "remove the label: labels under applyset.kubernetes.io/ are fief's (it sets applyset.kubernetes.io/part-of on every object itself)"
-            }
-            Problem::InvalidName { .. } => {
-                "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
-            }
-            Problem::ForeignSubject { .. } => {
-                "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
-            }
-            Problem::ValuesSchema { .. } => {
-                "correct the value at this line, or change the component's values.schema.json if it should be allowed"
-            }
-            Problem::InvalidSchema { .. } => {
-                "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
-            }
-            Problem::KubeSchema { .. } => {
-                "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
-            }
-            Problem::UnknownKind { .. } => {
-                "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
-            }
-            Problem::RenderPanicked { .. } => {
-                "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
-            }
-        }
+/// What a key of a tenant's `overrides:` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideTarget {
+    /// A key of `overrides:`: one of the tenant's environments.
+    Environment,
+    /// A key of `overrides.<env>.components:`: one of the tenant's components.
+    Component,
+}
+
+impl fmt::Display for OverrideTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OverrideTarget::Environment => "environment",
+            OverrideTarget::Component => "component",
+        })
     }
 }
 

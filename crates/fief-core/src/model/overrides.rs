@@ -1,0 +1,130 @@
+//! Per-environment overrides in a tenant file (`spec.overrides.<env>`): what differs in one of
+//! the tenant's environments — a component's version or values, the quota, the access lists.
+//!
+//! In: the deserialized `overrides:` block. Out: the tenant's settings for one environment
+//! ([`Quota::overlay`], [`Access::overlay`], [`EnvOverride::component`]). Precedence, lowest
+//! first: the component's `varz.yaml`, the environment file's `values`, its
+//! `components.<c>`, the tenant's `components[].values`, then `overrides.<env>.components.<c>`.
+//! A version is the override's, else the tenant's `components[].version`, else
+//! component.yaml's. Pure.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::tenant::{Access, Quota};
+
+/// What differs in one environment of the tenant. Fields left out keep the tenant's setting.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvOverride {
+    /// Quota fields for this environment's namespace; the fields given replace the tenant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Quota>,
+    /// Access lists for this environment's namespace; each list given replaces the tenant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessOverride>,
+    /// Per component of the tenant (by name): its version and values in this environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, ComponentOverride>,
+}
+
+/// A component of the tenant in one environment.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentOverride {
+    /// The version in this environment (given to templates as `component.version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Values over the tenant's own for this environment, merged key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Value>,
+}
+
+/// Access lists of one environment; a list left out keeps the tenant's.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccessOverride {
+    /// Full control of workloads, config and secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admins: Option<Vec<String>>,
+    /// Workloads and config, no secrets or RBAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operators: Option<Vec<String>>,
+    /// Read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewers: Option<Vec<String>>,
+}
+
+impl EnvOverride {
+    /// The override of the tenant's component `name`, if this environment has one.
+    pub fn component(&self, name: &str) -> Option<&ComponentOverride> {
+        self.components.get(name)
+    }
+
+    /// Whether it changes the tenant's own settings (quota or access), which the baseline and
+    /// every template read as `tenant.quota` and `tenant.access`.
+    pub fn changes_tenant(&self) -> bool {
+        self.quota.is_some() || self.access.is_some()
+    }
+}
+
+impl Quota {
+    /// This quota with the fields `over` sets replaced.
+    pub fn overlay(&self, over: &Quota) -> Quota {
+        Quota {
+            cpu: over.cpu.clone().or_else(|| self.cpu.clone()),
+            memory: over.memory.clone().or_else(|| self.memory.clone()),
+            pods: over.pods.clone().or_else(|| self.pods.clone()),
+            storage: over.storage.clone().or_else(|| self.storage.clone()),
+        }
+    }
+}
+
+impl Access {
+    /// These lists with the ones `over` sets replaced.
+    pub fn overlay(&self, over: &AccessOverride) -> Access {
+        Access {
+            admins: over.admins.clone().unwrap_or_else(|| self.admins.clone()),
+            operators: over
+                .operators
+                .clone()
+                .unwrap_or_else(|| self.operators.clone()),
+            viewers: over.viewers.clone().unwrap_or_else(|| self.viewers.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Quantity;
+
+    #[test]
+    fn an_override_replaces_only_the_quota_fields_and_access_lists_it_sets() {
+        let base = Quota {
+            cpu: Some(Quantity::Text("4".into())),
+            memory: Some(Quantity::Text("8Gi".into())),
+            ..Quota::default()
+        };
+        let over = Quota {
+            cpu: Some(Quantity::Text("1".into())),
+            ..Quota::default()
+        };
+        let q = base.overlay(&over);
+        assert_eq!(q.cpu, Some(Quantity::Text("1".into())));
+        assert_eq!(q.memory, Some(Quantity::Text("8Gi".into())));
+        let access = Access {
+            admins: vec!["alice".into()],
+            viewers: vec!["bob".into()],
+            ..Access::default()
+        };
+        let a = access.overlay(&AccessOverride {
+            viewers: Some(vec![]),
+            ..AccessOverride::default()
+        });
+        assert_eq!(a.admins, vec!["alice".to_string()]);
+        assert!(a.viewers.is_empty());
+    }
+}

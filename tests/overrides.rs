@@ -1,0 +1,135 @@
+//! Per-environment overrides in a tenant file: a component's version and values, the quota and
+//! the access lists differ in one environment and nowhere else; keys that name nothing of the
+//! tenant's, and misspelt values, are errors at their file and line.
+
+#[path = "common/offline.rs"]
+mod offline;
+
+use offline::{fief, stderr, stdout, write_file};
+use serde_json::Value;
+
+/// A `fief init` repo whose tenant `acme` (dev and prod) carries `overrides`.
+fn repo_with(overrides: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = fief(&[
+        "init",
+        dir.path().to_str().expect("utf-8"),
+        "--tenant",
+        "acme",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path = dir.path().join("tenants/acme.yaml");
+    let mut text = std::fs::read_to_string(&path).expect("read tenant");
+    text.push_str("  overrides:\n");
+    text.push_str(overrides);
+    write_file(dir.path(), "tenants/acme.yaml", &text);
+    dir
+}
+
+fn render(dir: &tempfile::TempDir) -> Vec<Value> {
+    let out = fief(&["render", dir.path().to_str().expect("utf-8"), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: Value = serde_json::from_str(&stdout(&out)).expect("a JSON list");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str, namespace: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == kind
+                && o["metadata"]["namespace"] == namespace
+                && o["metadata"]["name"] == name
+        })
+        .unwrap_or_else(|| panic!("no {kind} {namespace}/{name}"))
+}
+
+#[test]
+fn a_component_runs_another_version_and_values_in_one_environment_only() {
+    let dir = repo_with(
+        "    dev:\n      components:\n        hello:\n          version: \"1.38\"\n          values: {greeting: Hello from the next release}\n",
+    );
+    let objects = render(&dir);
+    let image = |ns: &str| {
+        find(&objects, "Deployment", ns, "hello")["spec"]["template"]["spec"]["containers"][0]["image"].clone()
+    };
+    assert_eq!(image("acme-dev"), "docker.io/library/busybox:1.38");
+    assert_eq!(image("acme-prod"), "docker.io/library/busybox:1.37");
+    let page = |ns: &str| find(&objects, "ConfigMap", ns, "hello")["data"]["index.html"].clone();
+    assert!(
+        page("acme-dev")
+            .as_str()
+            .is_some_and(|p| p.contains("Hello from the next release"))
+    );
+    assert!(
+        page("acme-prod")
+            .as_str()
+            .is_some_and(|p| p.contains("Hello, acme")),
+        "the tenant's own value stays in prod"
+    );
+}
+
+#[test]
+fn quota_and_access_lists_differ_in_the_environment_that_overrides_them() {
+    let dir = repo_with(
+        "    prod:\n      quota: {cpu: \"8\"}\n      access:\n        viewers: [auditor]\n",
+    );
+    let objects = render(&dir);
+    let hard = |ns: &str| find(&objects, "ResourceQuota", ns, "fief-quota")["spec"]["hard"].clone();
+    assert_eq!(hard("acme-prod")["requests.cpu"], "8");
+    assert_eq!(
+        hard("acme-prod")["requests.memory"],
+        "2Gi",
+        "fields not overridden stay"
+    );
+    assert_eq!(hard("acme-dev")["requests.cpu"], "2");
+    let viewers_in = |ns: &str| {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "RoleBinding" && o["metadata"]["namespace"] == ns)
+            .flat_map(|o| o["subjects"].as_array().cloned().unwrap_or_default())
+            .any(|s| s["name"] == "auditor")
+    };
+    assert!(viewers_in("acme-prod"));
+    assert!(!viewers_in("acme-dev"));
+}
+
+#[test]
+fn an_override_of_an_environment_or_component_the_tenant_lacks_is_an_error_with_a_suggestion() {
+    let dir = repo_with(
+        "    prd:\n      quota: {cpu: \"8\"}\n    dev:\n      components:\n        helo: {version: \"1.38\"}\n",
+    );
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(text.contains("tenants/acme.yaml"), "{text}");
+    assert!(
+        text.contains("unknown environment `prd` (did you mean `prod`?)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown component `helo` (did you mean `hello`?)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_misspelt_value_in_an_override_is_refused_at_its_line_in_the_tenant_file() {
+    let dir = repo_with(
+        "    prod:\n      components:\n        hello:\n          values: {replicsa: 4}\n",
+    );
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    let line = std::fs::read_to_string(dir.path().join("tenants/acme.yaml"))
+        .expect("read")
+        .lines()
+        .position(|l| l.contains("replicsa"))
+        .map(|i| i + 1)
+        .expect("the line");
+    assert!(
+        text.contains(&format!("tenants/acme.yaml:{line}")),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `replicas`"), "{text}");
+}
