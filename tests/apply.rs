@@ -658,7 +658,7 @@ fn mass_prune_guard_refuses_and_the_override_proceeds() {
     repo.tenant(&t, "  components:\n    - name: app\n");
     apply_json(repo.path(), &["--tenant", &t], 0);
     repo.tenant(&t, "  components: []\n");
-    // A held prune exits 4 (see README "Exit codes").
+    // A held prune exits 4 (the exit codes of `fief --help`).
     let held = apply_json(repo.path(), &["--tenant", &t], 4);
     let r = tenant_report(&held, &t);
     assert!(

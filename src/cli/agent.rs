@@ -73,7 +73,7 @@ fn check_credential_files(args: &AgentArgs) -> Result<(), CliError> {
             let file = file.as_ref()?;
             (!file.is_file()).then(|| {
                 format!(
-                    "{flag} {}: no such file. In the cluster: create the Secret `{secret}` with key `{key}` (deploy/README.md, step 4), or remove {flag} from the agent's arguments if you do not use this credential",
+                    "{flag} {}: no such file. In the cluster: create the Secret `{secret}` with key `{key}` (install guide, \"4. Credentials\"), or remove {flag} from the agent's arguments if you do not use this credential",
                     file.display()
                 )
             })

@@ -169,8 +169,8 @@ fn degrade(render: &mut TenantRender, why: &str) {
 
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants (two
 /// chunks' renders are held: one syncing, the next rendered ahead). Equal to the default
-/// `--concurrency`, so a chunk's tenants all sync at once: at 1,000 tenants 8 held the
-/// peak 1-2 MiB under 10 for the same time per shared change (see BENCHMARKS.md).
+/// `--concurrency`, so a chunk's tenants all sync at once; a larger chunk raises the peak
+/// memory without shortening a shared change (docs/src/performance.md).
 const CHUNK: usize = 8;
 
 /// The kinds (apiVersion, kind) the renders use, with the tenants using each.
