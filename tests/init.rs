@@ -122,3 +122,22 @@ fn fief_schemas_writes_the_four_schemas_editors_use() {
         assert_eq!(schema["additionalProperties"], false, "{name}");
     }
 }
+
+#[test]
+fn validate_and_render_refuse_a_folder_that_is_not_a_tenants_repo_and_point_at_fief_init() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_file(dir.path(), "README.md", "not a tenants repo\n");
+    for command in ["validate", "render"] {
+        let out = fief(&[command, dir.path().to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("is not a tenants repo") && stderr(&out).contains("fief init"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+    // A repo with fief.yaml and no tenant yet is a repo: an empty fleet is valid.
+    write_file(dir.path(), "fief.yaml", "baseDomain: example.com\n");
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -153,6 +153,14 @@ pub fn load_and_render_with(
 /// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
 pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
     let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
+    if repo.tenants.is_empty() && repo.snapshot.get("fief.yaml").is_none() {
+        // A CI gate pointed at the wrong folder must fail, not pass on zero tenants.
+        return Err(CliError::Usage(format!(
+            "{} is not a tenants repo: it has no fief.yaml and no tenants/*.yaml. Give the \
+             folder that holds fief.yaml, or create a repo with `fief init`.",
+            args.repo.display()
+        )));
+    }
     let unknown: Vec<&String> = args
         .tenants
         .iter()
