@@ -141,3 +141,19 @@ fn validate_and_render_refuse_a_folder_that_is_not_a_tenants_repo_and_point_at_f
     let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn a_misspelt_component_name_is_an_error_with_a_did_you_mean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(init(dir.path(), &[]).status.success());
+    let path = dir.path().join("tenants/example.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("- name: hello", "- name: helo")).expect("write");
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("unknown component `helo` (did you mean `hello`?)"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -36,5 +36,6 @@ pub mod schema;
 pub mod secrets;
 pub mod snapshot;
 pub mod status;
+pub mod suggest;
 pub mod validate;
 pub mod yaml;

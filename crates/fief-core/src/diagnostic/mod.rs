@@ -46,10 +46,12 @@ pub enum Problem {
         name: String,
     },
     /// A tenant or environment file names a component that does not exist.
-    #[error("unknown component `{component}`")]
+    #[error("unknown component `{component}`{suggestion}")]
     UnknownComponent {
         /// The component name as written.
         component: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
     },
     /// A tenant names an environment the repo does not declare.
     #[error("undeclared environment `{env}`{suggestion}; declared: {declared}")]

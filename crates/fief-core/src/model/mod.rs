@@ -108,3 +108,21 @@ pub const BUILTIN_BASELINE: [(&str, &str); 6] = [
         include_str!("../../../../templates/deployer.yaml"),
     ),
 ];
+
+impl Repo {
+    /// [`Problem::UnknownComponent`](crate::diagnostic::Problem::UnknownComponent) for `name`,
+    /// with the repo's nearest component name as a did-you-mean.
+    pub fn unknown_component(&self, name: &str) -> crate::diagnostic::Problem {
+        let known = self
+            .components
+            .keys()
+            .filter(|k| !k.contains('@'))
+            .map(String::as_str);
+        crate::diagnostic::Problem::UnknownComponent {
+            component: name.to_string(),
+            suggestion: crate::suggest::suggest(name, known)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default(),
+        }
+    }
+}

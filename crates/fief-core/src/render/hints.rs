@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::validate::suggest;
+use crate::suggest::suggest;
 
 /// Words of the Jinja language and of fief's template context that are not variables.
 const NOT_VARIABLES: &[&str] = &[

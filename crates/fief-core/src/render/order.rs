@@ -38,9 +38,7 @@ pub(super) fn component_order<'r>(
             None => errors.push(Diagnostic::new(
                 tenant_file,
                 line_of(&c.name),
-                Problem::UnknownComponent {
-                    component: c.name.clone(),
-                },
+                repo.unknown_component(&c.name),
             )),
             Some(Err(ds)) => errors.extend(ds.iter().cloned()),
             Some(Ok(component)) => {
@@ -72,9 +70,7 @@ pub(super) fn component_order<'r>(
                 errors.push(Diagnostic::new(
                     file,
                     line,
-                    Problem::UnknownComponent {
-                        component: dep.clone(),
-                    },
+                    repo.unknown_component(dep),
                 ));
             }
         }

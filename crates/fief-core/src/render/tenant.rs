@@ -13,7 +13,7 @@ use super::order::component_order;
 use super::parse::parse_rendered;
 use super::state::{freeze, keep_for_state};
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
-use crate::diagnostic::{Diagnostic, Problem};
+use crate::diagnostic::Diagnostic;
 use crate::model::{
     BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
 };
@@ -276,9 +276,7 @@ fn check_environment_components(
                 errors.push(Diagnostic::new(
                     file,
                     line,
-                    Problem::UnknownComponent {
-                        component: key.clone(),
-                    },
+                    repo.unknown_component(key),
                 ));
             }
         }

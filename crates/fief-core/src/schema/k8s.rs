@@ -20,7 +20,7 @@ use super::locate::{Step, line_of_path};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::render::RenderedObject;
 use crate::snapshot::Snapshot;
-use crate::validate::suggest;
+use crate::suggest::suggest;
 
 /// The compact schema, generated from a real API server (see the module docs).
 const SCHEMA_JSON: &str = include_str!("kube-schema.json");

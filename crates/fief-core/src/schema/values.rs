@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::locate::{Step, line_of_path};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::snapshot::Snapshot;
-use crate::validate::suggest;
+use crate::suggest::suggest;
 
 /// The file name of a component's values schema.
 pub const SCHEMA_FILE: &str = "values.schema.json";

@@ -54,35 +54,7 @@ pub fn check_declared(repo: &Repo, tenant: &str, envs: &[String]) -> Vec<Diagnos
 
 /// The declared name nearest to `name` by edit distance, if it is near enough to be a typo.
 fn closest<'a>(name: &str, declared: &BTreeSet<&'a str>) -> Option<&'a str> {
-    suggest(name, declared.iter().copied())
-}
-
-/// The candidate nearest to `name` by edit distance, if it is near enough to be a typo
-/// ("did you mean"); `None` for an exact match or when nothing is close.
-pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .filter(|d| *d != name)
-        .map(|d| (edit_distance(name, d), d))
-        .filter(|(dist, d)| *dist <= 2.max(d.len() / 3))
-        .min()
-        .map(|(_, d)| d)
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
+    crate::suggest::suggest(name, declared.iter().copied())
 }
 
 #[cfg(test)]
@@ -127,12 +99,5 @@ mod tests {
     fn a_repo_that_declares_no_environment_accepts_any() {
         let r = repo(&[("tenants/b.yaml", TENANT)]);
         assert!(check_declared(&r, "b", &["prd".to_string()]).is_empty());
-    }
-
-    #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("prd", "prod"), 1);
-        assert_eq!(edit_distance("stage", "staging"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
     }
 }

@@ -17,7 +17,7 @@ pub use tenancy::{
 mod environments;
 mod overrides;
 
-pub use environments::{check_declared, declared, suggest};
+pub use environments::{check_declared, declared};
 pub use overrides::check_overrides;
 
 use std::collections::{BTreeMap, HashMap};

@@ -8,7 +8,7 @@
 use crate::diagnostic::{Diagnostic, OverrideTarget, Problem};
 use crate::model::{Repo, Tenant};
 
-use super::suggest;
+use crate::suggest::suggest;
 
 /// Diagnostics for the keys of `tenant`'s overrides that name none of its environments
 /// (`envs`, as resolved) or none of its components.
