@@ -1,8 +1,7 @@
-//! Git credentials and server identity: token user names, URL redaction, ssh host and
-//! port parsing, and OpenSSH `known_hosts` matching.
+//! Git credentials and addresses: token user names, URL redaction, and ssh host and port
+//! parsing.
 //!
-//! In: URLs, host names, host keys and known_hosts text. Out: user names, redacted URLs and
-//! trust verdicts. Pure.
+//! In: URLs. Out: user names, redacted URLs, local paths and ssh hosts and ports. Pure.
 
 use std::path::PathBuf;
 
@@ -86,116 +85,6 @@ pub(super) fn ssh_host_port(url: &str) -> Option<(String, Option<u16>)> {
     Some((host.trim_matches(['[', ']']).to_string(), None))
 }
 
-/// Whether `key` (the raw SSH host key blob) is a known key of `host` in a known_hosts file.
-///
-/// Lines are `[marker] patterns keytype base64key [comment]`; patterns are comma-separated
-/// host names or `[host]:port`, with `*` and `?` wildcards and `!` negation. `@revoked` lines
-/// refuse their key; `@cert-authority` lines and hashed (`|1|...`) host names are not
-/// supported and never match.
-pub(super) fn known_hosts_verdict(
-    text: &str,
-    host: &str,
-    port: Option<u16>,
-    key: &[u8],
-) -> Result<(), String> {
-    let name = match port {
-        Some(p) if p != 22 => format!("[{host}]:{p}"),
-        _ => host.to_string(),
-    };
-    let mut known = false;
-    let mut host_listed = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut fields = line.split_whitespace();
-        let Some(mut first) = fields.next() else {
-            continue;
-        };
-        let mut revoked = false;
-        if first.starts_with('@') {
-            match first {
-                "@revoked" => revoked = true,
-                _ => continue,
-            }
-            let Some(next) = fields.next() else {
-                continue;
-            };
-            first = next;
-        }
-        let (Some(_keytype), Some(encoded)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        if !hosts_match(first, &name) {
-            continue;
-        }
-        let Some(line_key) = decode_base64(encoded) else {
-            continue;
-        };
-        let same = line_key == key;
-        if revoked && same {
-            return Err(format!("the SSH host key of {name} is marked @revoked"));
-        }
-        if !revoked {
-            host_listed = true;
-            known |= same;
-        }
-    }
-    if known {
-        Ok(())
-    } else if host_listed {
-        Err(format!(
-            "the SSH host key of {name} does not match the known_hosts file (possible man-in-the-middle)"
-        ))
-    } else {
-        Err(format!("{name} is not in the known_hosts file"))
-    }
-}
-
-pub(super) fn hosts_match(patterns: &str, name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    let mut matched = false;
-    for pattern in patterns.split(',') {
-        let pattern = pattern.to_ascii_lowercase();
-        if let Some(negated) = pattern.strip_prefix('!') {
-            if glob(negated.as_bytes(), name.as_bytes()) {
-                return false;
-            }
-        } else if glob(pattern.as_bytes(), name.as_bytes()) {
-            matched = true;
-        }
-    }
-    matched
-}
-
-/// `*` (any run) and `?` (any one byte) matching, as OpenSSH does for host patterns.
-pub(super) fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
-}
-
-pub(super) fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.decode(text).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,75 +131,5 @@ mod tests {
     fn token_user_is_oauth2_for_gitlab_and_x_access_token_elsewhere() {
         assert_eq!(token_user("https://gitlab.example.com/g/r.git"), "oauth2");
         assert_eq!(token_user("https://github.com/o/r.git"), "x-access-token");
-    }
-
-    const KEY: &[u8] = b"\0\0\0\x0bssh-ed25519\0\0\0\x20abcdefghijklmnopqrstuvwxyz012345";
-    const OTHER: &[u8] = b"\0\0\0\x0bssh-ed25519\0\0\0\x20ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
-
-    fn b64(bytes: &[u8]) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    }
-
-    #[test]
-    fn known_host_with_the_same_key_is_trusted() {
-        let text = format!(
-            "# comment\n\ngithub.com,140.82.121.4 ssh-ed25519 {}\n",
-            b64(KEY)
-        );
-        assert_eq!(known_hosts_verdict(&text, "github.com", None, KEY), Ok(()));
-        assert_eq!(
-            known_hosts_verdict(&text, "140.82.121.4", Some(22), KEY),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn unknown_host_or_changed_key_is_refused() {
-        let text = format!("github.com ssh-ed25519 {}\n", b64(KEY));
-        let unknown = known_hosts_verdict(&text, "gitlab.com", None, KEY).unwrap_err();
-        assert!(unknown.contains("not in the known_hosts"), "{unknown}");
-        let changed = known_hosts_verdict(&text, "github.com", None, OTHER).unwrap_err();
-        assert!(changed.contains("does not match"), "{changed}");
-        assert!(known_hosts_verdict("", "github.com", None, KEY).is_err());
-    }
-
-    #[test]
-    fn known_host_on_another_port_needs_the_bracketed_form() {
-        let text = format!("[git.example.com]:2222 ssh-ed25519 {}\n", b64(KEY));
-        assert!(known_hosts_verdict(&text, "git.example.com", Some(2222), KEY).is_ok());
-        assert!(known_hosts_verdict(&text, "git.example.com", None, KEY).is_err());
-    }
-
-    #[test]
-    fn wildcards_negation_and_revoked_keys_follow_openssh() {
-        let text = format!(
-            "*.example.com,!evil.example.com ssh-ed25519 {}\n@revoked * ssh-ed25519 {}\n@cert-authority * ssh-ed25519 {}\n",
-            b64(KEY),
-            b64(OTHER),
-            b64(OTHER)
-        );
-        assert!(known_hosts_verdict(&text, "git.example.com", None, KEY).is_ok());
-        assert!(known_hosts_verdict(&text, "evil.example.com", None, KEY).is_err());
-        let revoked = known_hosts_verdict(&text, "git.example.com", None, OTHER).unwrap_err();
-        assert!(revoked.contains("@revoked"), "{revoked}");
-    }
-
-    #[test]
-    fn hashed_known_hosts_entries_never_match() {
-        let text = format!(
-            "|1|JfKTdBh7rNbXkVAQCRp4OQoPfmI=|USECr3SWf1JUPsms5AqfD5QfxkM= ssh-ed25519 {}\n",
-            b64(KEY)
-        );
-        assert!(known_hosts_verdict(&text, "github.com", None, KEY).is_err());
-    }
-
-    #[test]
-    fn glob_matches_like_openssh_host_patterns() {
-        assert!(glob(b"*", b"anything"));
-        assert!(glob(b"git?.example.com", b"git1.example.com"));
-        assert!(!glob(b"git?.example.com", b"git12.example.com"));
-        assert!(glob(b"*.example.com", b"a.b.example.com"));
-        assert!(!glob(b"*.example.com", b"example.com"));
     }
 }

@@ -26,6 +26,7 @@ use fief_core::snapshot::{Snapshot, TOP_LEVEL};
 
 mod auth;
 mod error;
+mod known_hosts;
 mod local;
 mod packs;
 mod tree;
@@ -36,6 +37,7 @@ pub use packs::MAX_PACKS;
 pub use tree::BlobCache;
 
 use auth::*;
+use known_hosts::known_hosts_verdict;
 use tree::*;
 
 /// How long libgit2 waits to connect to a git server.
@@ -117,7 +119,7 @@ impl GitSource {
         auth: GitAuth,
     ) -> Result<GitSource, GitError> {
         set_timeouts();
-        let key = hex(&Sha256::digest(url.as_bytes())[..16]);
+        let key = hex::encode(&Sha256::digest(url.as_bytes())[..16]);
         let source = GitSource {
             url: url.to_string(),
             branch: branch.to_string(),
@@ -511,10 +513,6 @@ fn remove_dir(path: &Path) -> Result<(), GitError> {
         path: path.to_path_buf(),
         detail: format!("cannot remove a stale cache: {e}"),
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
