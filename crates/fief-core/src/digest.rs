@@ -33,7 +33,7 @@ impl Digest {
             return Digest::default();
         }
         let mut out = [0u8; 32];
-        if text.len() == 64 && decode_hex(text.as_bytes(), &mut out) {
+        if hex::decode_to_slice(text, &mut out).is_ok() {
             return Digest(out);
         }
         Digest::of(text.as_bytes())
@@ -49,13 +49,7 @@ impl Digest {
 
     /// Lowercase hex, as inventories record it (`from_hex(d.to_hex()) == d`).
     pub fn to_hex(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(64);
-        for b in self.0 {
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        }
-        out
+        hex::encode(self.0)
     }
 }
 
@@ -69,28 +63,6 @@ impl fmt::Debug for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Digest({})", self.to_hex())
     }
-}
-
-/// Decode `hex` into `out` (exactly twice its length); false on a non-hex digit.
-fn decode_hex(hex: &[u8], out: &mut [u8]) -> bool {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
-    if hex.len() != out.len() * 2 {
-        return false;
-    }
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        match (nibble(pair[0]), nibble(pair[1])) {
-            (Some(h), Some(l)) => *byte = h << 4 | l,
-            _ => return false,
-        }
-    }
-    true
 }
 
 /// The first 16 bytes of `text`'s SHA-256, with the top bit set so it is never zero.
@@ -129,7 +101,7 @@ impl From<&AppliedVersion> for Version {
         } else {
             let digits: Vec<u8> = v.uid.bytes().filter(|c| *c != b'-').collect();
             let mut b = [0u8; 16];
-            if decode_hex(&digits, &mut b) {
+            if hex::decode_to_slice(&digits, &mut b).is_ok() {
                 u128::from_be_bytes(b)
             } else {
                 hashed128(&v.uid)
@@ -139,7 +111,7 @@ impl From<&AppliedVersion> for Version {
             0
         } else {
             let mut b = [0u8; 16];
-            if decode_hex(v.managed.as_bytes(), &mut b) && b != [0; 16] {
+            if hex::decode_to_slice(&v.managed, &mut b).is_ok() && b != [0; 16] {
                 u128::from_be_bytes(b)
             } else {
                 hashed128(&v.managed)

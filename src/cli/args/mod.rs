@@ -290,10 +290,8 @@ pub struct StatusArgs {
     pub cluster: ClusterArgs,
 }
 
-/// `30s`, `5m`, `1h`, `250ms` or plain seconds.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::core::model::parse_duration(text)
-}
+/// `30s`, `5m`, `1h`, `250ms` or plain seconds (the one parser, in fief-core).
+pub use crate::core::model::parse_duration;
 
 /// Which cluster.
 #[derive(Debug, Args)]

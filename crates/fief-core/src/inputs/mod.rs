@@ -33,7 +33,7 @@ fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
 }
 
 fn hex(h: Sha256) -> String {
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(h.finalize())
 }
 
 /// Input hash of each tenant, by tenant name (a persistent map: O(1) to copy, and a commit's

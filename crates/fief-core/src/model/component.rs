@@ -23,6 +23,10 @@ pub struct ComponentMeta {
     /// Health settings.
     #[serde(default)]
     pub health: Health,
+    /// Whether a tenant or environment may only set the values varz.yaml defines (default
+    /// true; a component with a `values.schema.json` is checked by its schema instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_values: Option<bool>,
 }
 
 /// When a component counts as healthy (`health:` in component.yaml).
@@ -45,25 +49,22 @@ impl Health {
     }
 }
 
-/// A duration written as `30s`, `5m`, `1h` or `250ms` (a bare number is seconds).
+/// A duration written as `30s`, `5m`, `1h` or `250ms`, or combined (`1h 30m`); a bare
+/// number is seconds. Units are humantime's (`ms`, `s`, `m`, `h`, `d` and their long names).
+/// The error names the text and the accepted forms.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration like 30s, 5m or 1h"))?;
-    match unit {
-        "ms" => Ok(std::time::Duration::from_millis(n)),
-        "s" => Ok(std::time::Duration::from_secs(n)),
-        "m" => Ok(std::time::Duration::from_secs(n * 60)),
-        "h" => Ok(std::time::Duration::from_secs(n * 3600)),
-        _ => Err(format!(
-            "`{text}`: unknown unit `{unit}` (use ms, s, m or h)"
-        )),
+    if !text.is_empty() && text.bytes().all(|c| c.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(std::time::Duration::from_secs)
+            .map_err(|_| format!("`{text}`: too many seconds"));
     }
+    humantime::parse_duration(text).map_err(|e| {
+        format!(
+            "`{text}` is not a duration like 250ms, 30s, 5m or 1h (a bare number is seconds): {e}"
+        )
+    })
 }
 
 /// A parsed component.
@@ -91,4 +92,38 @@ pub struct Environment {
     /// Merged into one component's values.
     #[serde(default)]
     pub components: BTreeMap<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_with_a_unit_or_as_bare_seconds() {
+        for (text, want) in [
+            ("30", Duration::from_secs(30)),
+            ("0", Duration::ZERO),
+            ("250ms", Duration::from_millis(250)),
+            ("30s", Duration::from_secs(30)),
+            (" 5m ", Duration::from_secs(300)),
+            ("1h", Duration::from_secs(3600)),
+            ("1h 30m", Duration::from_secs(5400)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_bad_duration_names_the_text_and_the_accepted_forms() {
+        for text in ["", "5x", "soon", "-1s", "1.5.2s", "99999999999999999999"] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(error.contains(&format!("`{text}`")), "{error}");
+        }
+        let error = parse_duration("5x").unwrap_err();
+        assert!(
+            error.contains("30s") && error.contains("bare number"),
+            "{error}"
+        );
+    }
 }
