@@ -4,8 +4,9 @@
 //! the chart cannot drift from the binary. Also: `helm lint --strict` is clean, the values
 //! schema refuses a misspelt key, contradicting credentials are refused as `fief install`
 //! refuses them, existing Secrets are mounted without the chart making any, and the optional
-//! objects appear only when asked for; and tools/release.sh refuses a version other than the
-//! crate's before it builds anything.
+//! objects (NetworkPolicy, ServiceMonitor, PrometheusRule) appear only when asked for and,
+//! with the container's resources, equal `fief install --export`'s for the same options; and
+//! tools/release.sh refuses a version other than the crate's before it builds anything.
 //!
 //! Needs the pinned helm CLI in `$FIEF_HELM_BIN` (tools/test.sh sets it from
 //! tools/build-helm.sh); without it the tests that run helm fail and say so.
@@ -368,6 +369,80 @@ fn ssh_credentials_render_what_fief_install_exports_with_an_ssh_key() {
          git:\n  sshKey: |\n    -----BEGIN OPENSSH PRIVATE KEY-----\n    TESTONLY\n\
          \x20 knownHosts: |\n    git.example.test ssh-ed25519 AAAATESTONLY\n",
     );
+    assert_same_install(&exported, charted);
+}
+
+#[test]
+fn optional_objects_and_resources_render_what_fief_install_exports_with_those_options() {
+    let exported = export(&[
+        "--namespace",
+        "gitops",
+        "--image",
+        "example.test/fief:1.2.3",
+        "--repo",
+        REPO_URL,
+        "--cpu-request",
+        "250m",
+        "--memory-request",
+        "256Mi",
+        "--cpu-limit",
+        "none",
+        "--memory-limit",
+        "1Gi",
+        "--network-policy",
+        "--network-policy-from-namespace",
+        "team=platform,env=prod",
+        "--network-policy-from-namespace",
+        "kubernetes.io/metadata.name=monitoring",
+        "--service-monitor",
+        "--service-monitor-interval",
+        "1m",
+        "--service-monitor-label",
+        "release=prom",
+        "--service-monitor-label",
+        "team=platform",
+        "--prometheus-rule",
+        "--prometheus-rule-label",
+        "release=prom,role=alert-rules",
+        "--alert-tenant-not-ready-for",
+        "1h",
+        "--alert-fetch-stale",
+        "15m",
+    ]);
+    let charted = template_ok(&format!(
+        "namespace: gitops\nimage: {{repository: example.test/fief, tag: 1.2.3}}\n\
+         repo: {{url: {REPO_URL}}}\n\
+         resources: {{requests: {{cpu: 250m, memory: 256Mi}}, limits: {{cpu: null, memory: 1Gi}}}}\n\
+         networkPolicy:\n  enabled: true\n  from:\n\
+         \x20   - namespaceSelector: {{matchLabels: {{team: platform, env: prod}}}}\n\
+         \x20   - namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: monitoring}}}}\n\
+         serviceMonitor: {{enabled: true, interval: 1m, labels: {{release: prom, team: platform}}}}\n\
+         prometheusRule: {{enabled: true, labels: {{release: prom, role: alert-rules}}, \
+         tenantNotReadyFor: 1h, fetchStaleSeconds: 900}}\n"
+    ));
+    for kind in ["NetworkPolicy", "ServiceMonitor", "PrometheusRule"] {
+        assert!(
+            exported.contains(&format!("kind: {kind}\n")),
+            "{kind} exported"
+        );
+    }
+    assert_same_install(&exported, charted);
+
+    // The optional objects with their defaults, and the default resources.
+    let exported = export(&[
+        "--image",
+        "example.test/fief:1.2.3",
+        "--repo",
+        REPO_URL,
+        "--network-policy",
+        "--service-monitor",
+        "--prometheus-rule",
+    ]);
+    let charted = template_ok(&format!(
+        "image: {{repository: example.test/fief, tag: 1.2.3}}\nrepo: {{url: {REPO_URL}}}\n\
+         networkPolicy: {{enabled: true}}\nserviceMonitor: {{enabled: true}}\n\
+         prometheusRule: {{enabled: true}}\n"
+    ));
     assert_same_install(&exported, charted);
 }
 

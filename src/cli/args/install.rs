@@ -50,6 +50,66 @@ pub struct InstallArgs {
     /// age identities that decrypt the repo's SOPS files (Secret fief-age-key).
     #[arg(long, value_name = "FILE")]
     pub age_key_file: Option<PathBuf>,
+    /// The agent container's CPU request (a Kubernetes quantity; `none` leaves it out).
+    #[arg(long, default_value = "100m", value_name = "QUANTITY")]
+    pub cpu_request: String,
+    /// The agent container's memory request (`none` leaves it out).
+    #[arg(long, default_value = "128Mi", value_name = "QUANTITY")]
+    pub memory_request: String,
+    /// The agent container's CPU limit (`none` leaves it out).
+    #[arg(long, default_value = "1", value_name = "QUANTITY")]
+    pub cpu_limit: String,
+    /// The agent container's memory limit (`none` leaves it out).
+    #[arg(long, default_value = "512Mi", value_name = "QUANTITY")]
+    pub memory_limit: String,
+    /// Also a NetworkPolicy admitting ingress to the agent's Pods only on port 8080 (webhook,
+    /// health, metrics); egress stays open.
+    #[arg(long)]
+    pub network_policy: bool,
+    /// Admit port 8080 only from namespaces with these labels (KEY=VALUE[,KEY=VALUE]; repeat
+    /// for more namespaces). Without it, from anywhere.
+    #[arg(long, value_name = "LABELS", requires = "network_policy")]
+    pub network_policy_from_namespace: Vec<String>,
+    /// Also a prometheus-operator ServiceMonitor scraping the leader's /metrics (needs the
+    /// monitoring.coreos.com CRDs).
+    #[arg(long)]
+    pub service_monitor: bool,
+    /// How often Prometheus scrapes (a Prometheus duration: 30s, 1m).
+    #[arg(
+        long,
+        default_value = "30s",
+        value_name = "DURATION",
+        requires = "service_monitor"
+    )]
+    pub service_monitor_interval: String,
+    /// A label of the ServiceMonitor (KEY=VALUE; repeat), for your Prometheus to select it by.
+    #[arg(long, value_name = "KEY=VALUE", requires = "service_monitor")]
+    pub service_monitor_label: Vec<String>,
+    /// Also a prometheus-operator PrometheusRule with the agent's alerts (needs the
+    /// monitoring.coreos.com CRDs).
+    #[arg(long)]
+    pub prometheus_rule: bool,
+    /// A label of the PrometheusRule (KEY=VALUE; repeat), for your Prometheus to select it by.
+    #[arg(long, value_name = "KEY=VALUE", requires = "prometheus_rule")]
+    pub prometheus_rule_label: Vec<String>,
+    /// How long a tenant may stay failed before FiefTenantNotReady fires (a Prometheus
+    /// duration).
+    #[arg(
+        long,
+        default_value = "15m",
+        value_name = "DURATION",
+        requires = "prometheus_rule"
+    )]
+    pub alert_tenant_not_ready_for: String,
+    /// How long without a successful fetch before FiefRepoNotFetched fires (whole seconds).
+    #[arg(
+        long,
+        default_value = "10m",
+        value_name = "DURATION",
+        requires = "prometheus_rule",
+        value_parser = parse_duration
+    )]
+    pub alert_fetch_stale: std::time::Duration,
     /// Print the manifests (without Secret values) instead of applying them.
     #[arg(long)]
     pub export: bool,

@@ -1,10 +1,11 @@
 //! The agent's manifests as `fief install` writes them: the files of `deploy/` (built into the
 //! binary, so the kustomize base and `fief install` are one source) with the options applied.
 //!
-//! In: [`Settings`] (namespace, image, repo, branch, interval, replicas, cluster, which
-//! credentials are given) and the credentials' contents. Out: the objects in apply order
-//! (Namespace, Secrets, RBAC, admission policy, Deployment, Service). Pure: nothing is read or
-//! sent here.
+//! In: [`Settings`] (namespace, image, repo, branch, interval, replicas, cluster, the
+//! container's resources, the optional objects asked for) and the credentials' contents. Out:
+//! the objects in apply order (Namespace, Secrets, RBAC, admission policy, Deployment,
+//! Service, then the optional NetworkPolicy, ServiceMonitor and PrometheusRule of
+//! [`super::options`]). Pure: nothing is read or sent here.
 //!
 //! The namespace is set everywhere the agent's own namespace is named (object namespaces, the
 //! RoleBinding subjects, the admission policy's CEL, `--lease-namespace`). Outside
@@ -14,6 +15,8 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+use super::options::{Optional, Resources};
 
 /// The namespace the files of `deploy/` name.
 pub const DEFAULT_NAMESPACE: &str = "fief-system";
@@ -86,6 +89,10 @@ pub struct Settings {
     pub replicas: u32,
     /// The `spec.cluster` this agent owns.
     pub cluster: String,
+    /// The agent container's requests and limits.
+    pub resources: Resources,
+    /// The objects made only when asked for.
+    pub optional: Optional,
 }
 
 /// The name of a cluster-scoped object of the install in `namespace`.
@@ -97,8 +104,9 @@ pub fn cluster_name(name: &str, namespace: &str) -> String {
     }
 }
 
-/// The objects of `deploy/` for `settings` (no Secrets), in apply order, and the Secrets for
-/// `credentials` (applied after the Namespace, before anything that reads them).
+/// The objects of `deploy/` for `settings`, in apply order, with the Secrets for
+/// `credentials` (applied after the Namespace, before anything that reads them) and the
+/// optional objects asked for (last).
 pub fn objects(settings: &Settings, credentials: &Credentials) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for (file, text) in FILES {
@@ -117,6 +125,10 @@ pub fn objects(settings: &Settings, credentials: &Credentials) -> Result<Vec<Val
             }
         }
     }
+    out.extend(super::options::objects(
+        &settings.namespace,
+        &settings.optional,
+    ));
     Ok(out)
 }
 
@@ -223,6 +235,14 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
         return;
     };
     container["image"] = json!(s.image);
+    match s.resources.to_value() {
+        Some(resources) => container["resources"] = resources,
+        None => {
+            if let Some(fields) = container.as_object_mut() {
+                fields.remove("resources");
+            }
+        }
+    }
     if let Some(env) = container["env"].as_array_mut() {
         for var in env.iter_mut() {
             match var["name"].as_str() {
@@ -278,6 +298,8 @@ mod tests {
             interval: "1m".into(),
             replicas: 3,
             cluster: "eu-1".into(),
+            resources: Resources::default(),
+            optional: Optional::default(),
         }
     }
 
@@ -373,6 +395,56 @@ mod tests {
         assert!(
             format!("{given:?}").contains("age_key: true"),
             "Debug shows no value"
+        );
+    }
+
+    fn container(objects: &[Value]) -> &Value {
+        &find(objects, "Deployment", "fief-agent")["spec"]["template"]["spec"]["containers"][0]
+    }
+
+    #[test]
+    fn default_resources_are_deploys_and_each_one_can_be_changed_or_left_out() {
+        let deploy = crate::core::yaml::split_documents(FILES[3].1)
+            .iter()
+            .filter_map(|d| crate::core::yaml::parse_value(d).unwrap())
+            .find(|o| o["kind"] == "Deployment")
+            .unwrap();
+        let built = objects(&settings(DEFAULT_NAMESPACE), &Credentials::default()).unwrap();
+        assert_eq!(
+            container(&built)["resources"],
+            deploy["spec"]["template"]["spec"]["containers"][0]["resources"]
+        );
+        assert!(built.iter().all(|o| o["kind"] != "NetworkPolicy"));
+
+        let mut s = settings(DEFAULT_NAMESPACE);
+        s.resources = Resources {
+            cpu_request: Some("250m".into()),
+            cpu_limit: None,
+            ..Resources::default()
+        };
+        let built = objects(&s, &Credentials::default()).unwrap();
+        assert_eq!(
+            container(&built)["resources"],
+            json!({"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}})
+        );
+        s.resources = Resources {
+            cpu_request: None,
+            memory_request: None,
+            cpu_limit: None,
+            memory_limit: None,
+        };
+        s.optional = Optional::all();
+        let built = objects(&s, &Credentials::default()).unwrap();
+        assert!(container(&built).get("resources").is_none());
+        let kinds: Vec<&str> = built.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(
+            kinds[kinds.len() - 4..],
+            [
+                "Service",
+                "NetworkPolicy",
+                "ServiceMonitor",
+                "PrometheusRule"
+            ]
         );
     }
 }

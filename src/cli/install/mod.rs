@@ -3,15 +3,20 @@
 //!
 //! In: [`InstallArgs`] / [`UninstallArgs`] and the credential files they name. Out: for
 //! `install`, the agent's objects server-side-applied in order (Namespace, the Secrets made
-//! from the credential files, RBAC, the admission policy, Deployment, Service), then a wait
+//! from the credential files, RBAC, the admission policy, Deployment, Service, and the
+//! NetworkPolicy, ServiceMonitor and PrometheusRule when asked for), once discovery has shown
+//! the cluster serves every kind among them (nothing is written otherwise), then a wait
 //! for the Deployment's rollout and what to do next; with `--export`, the same objects as YAML
 //! on stdout without the Secrets (their values are never printed: a comment says how to make
 //! them). Exit 0 once rolled out, 5 when the rollout did not finish within `--timeout`, 2 for
-//! bad options or credential files, 3 when the cluster cannot be used. `uninstall` deletes the agent's objects and keeps its namespace, the inventories in
-//! it and every tenant object.
+//! bad options or credential files or a kind the cluster does not serve (such as a
+//! ServiceMonitor without the prometheus-operator's CRDs), 3 when the cluster cannot be used.
+//! `uninstall` deletes the agent's objects (the optional ones too, where present) and keeps
+//! its namespace, the inventories in it and every tenant object.
 
 pub mod check;
 pub mod manifests;
+pub mod options;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -23,6 +28,7 @@ use serde_json::Value;
 use super::{CliError, EXIT_OK, EXIT_UNHEALTHY, InstallArgs, UninstallArgs, runtime, write_err};
 use crate::kube::Resources;
 use manifests::{Credentials, Settings};
+use options::{NetworkPolicy, Optional, PrometheusRule, ServiceMonitor};
 
 /// Field manager of the install's applies.
 const MANAGER: &str = "fief-install";
@@ -73,7 +79,80 @@ fn settings(args: &InstallArgs) -> Result<Settings, CliError> {
         interval: args.interval.clone(),
         replicas: args.replicas,
         cluster: args.cluster_name.clone(),
+        resources: resources(args)?,
+        optional: optional(args)?,
     })
+}
+
+/// The container's requests and limits from the four options.
+fn resources(args: &InstallArgs) -> Result<options::Resources, CliError> {
+    let quantity =
+        |text: &str, option: &str| options::parse_quantity(text, option).map_err(CliError::Usage);
+    Ok(options::Resources {
+        cpu_request: quantity(&args.cpu_request, "cpu-request")?,
+        memory_request: quantity(&args.memory_request, "memory-request")?,
+        cpu_limit: quantity(&args.cpu_limit, "cpu-limit")?,
+        memory_limit: quantity(&args.memory_limit, "memory-limit")?,
+    })
+}
+
+/// The optional objects asked for, their options checked.
+fn optional(args: &InstallArgs) -> Result<Optional, CliError> {
+    let labels = |given: &[String], option: &str| -> Result<options::Labels, CliError> {
+        let mut all = options::Labels::new();
+        for text in given {
+            all.extend(options::parse_labels(text, option).map_err(CliError::Usage)?);
+        }
+        Ok(all)
+    };
+    let duration = |text: &str, option: &str, units: &[&str]| {
+        if options::is_prometheus_duration(text, units) {
+            Ok(text.to_string())
+        } else {
+            Err(CliError::Usage(format!(
+                "--{option} {text}: not a Prometheus duration (a number and {}, e.g. 30s or 1m)",
+                units.join(", ")
+            )))
+        }
+    };
+    let mut optional = Optional::default();
+    if args.network_policy {
+        let from_namespaces = args
+            .network_policy_from_namespace
+            .iter()
+            .map(|text| options::parse_labels(text, "network-policy-from-namespace"))
+            .collect::<Result<_, _>>()
+            .map_err(CliError::Usage)?;
+        optional.network_policy = Some(NetworkPolicy { from_namespaces });
+    }
+    if args.service_monitor {
+        optional.service_monitor = Some(ServiceMonitor {
+            interval: duration(
+                &args.service_monitor_interval,
+                "service-monitor-interval",
+                &["ms", "s", "m", "h"],
+            )?,
+            labels: labels(&args.service_monitor_label, "service-monitor-label")?,
+        });
+    }
+    if args.prometheus_rule {
+        let stale = args.alert_fetch_stale;
+        if stale.as_secs() == 0 || stale.subsec_nanos() != 0 {
+            return Err(CliError::Usage(format!(
+                "--alert-fetch-stale {stale:?}: give whole seconds, at least 1s"
+            )));
+        }
+        optional.prometheus_rule = Some(PrometheusRule {
+            labels: labels(&args.prometheus_rule_label, "prometheus-rule-label")?,
+            tenant_not_ready_for: duration(
+                &args.alert_tenant_not_ready_for,
+                "alert-tenant-not-ready-for",
+                &["ms", "s", "m", "h", "d", "w", "y"],
+            )?,
+            fetch_stale_seconds: stale.as_secs(),
+        });
+    }
+    Ok(optional)
 }
 
 /// `fief install`.
@@ -86,6 +165,7 @@ pub fn install_cmd(args: &InstallArgs) -> Result<u8, CliError> {
     }
     runtime()?.block_on(async {
         let (resources, _) = super::resources(&args.cluster).await?;
+        served(&resources, &objects).await?;
         for object in &objects {
             apply(&resources, object).await?;
             println!("applied {}", describe(object));
@@ -180,13 +260,54 @@ async fn api_of(
     ))
 }
 
+/// Every object's kind served by the cluster, asked of discovery before anything is written;
+/// else a usage error naming each kind that is not.
+async fn served(resources: &Resources, objects: &[Value]) -> Result<(), CliError> {
+    let mut missing = Vec::new();
+    for object in objects {
+        if api_of(resources, object).await.is_none() {
+            missing.push(object);
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(not_served(&missing)))
+    }
+}
+
+/// Why the install stops: one line per object whose kind the cluster does not serve.
+fn not_served(missing: &[&Value]) -> String {
+    let mut out = String::from(
+        "nothing was written: the cluster does not serve every kind the install needs",
+    );
+    for object in missing {
+        let (api_version, kind) = (field(object, "/apiVersion"), field(object, "/kind"));
+        let group = api_version.split('/').next().unwrap_or_default();
+        if group == options::MONITORING_GROUP {
+            let flag = match kind.as_str() {
+                "ServiceMonitor" => "--service-monitor",
+                _ => "--prometheus-rule",
+            };
+            let _ = write!(
+                out,
+                "\n  {kind} ({api_version}): the CRD {}s.{group} is not installed (it comes with the prometheus-operator); install it, or leave out {flag}. `fief install --export {flag}` writes the {kind} to apply once the CRD is there",
+                kind.to_lowercase()
+            );
+        } else {
+            let _ = write!(
+                out,
+                "\n  {} ({api_version}): fief needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy); see `fief check`",
+                describe(object)
+            );
+        }
+    }
+    out
+}
+
 async fn apply(resources: &Resources, object: &Value) -> Result<(), CliError> {
     let Some((api, name)) = api_of(resources, object).await else {
-        return Err(CliError::Usage(format!(
-            "the cluster does not serve {} ({}); fief needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy): see `fief check`",
-            field(object, "/apiVersion"),
-            describe(object)
-        )));
+        return Err(CliError::Usage(not_served(&[object])));
     };
     api.patch(
         &name,
@@ -270,6 +391,8 @@ pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
         interval: "30s".into(),
         replicas: 0,
         cluster: String::new(),
+        resources: options::Resources::default(),
+        optional: Optional::all(),
     };
     let mut objects =
         manifests::objects(&settings, &Credentials::default()).map_err(CliError::Serialize)?;
@@ -306,5 +429,54 @@ async fn delete(resources: &Resources, object: &Value) -> Result<(), CliError> {
             e,
         )
         .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unserved_monitoring_kind_names_its_crd_the_flag_and_export() {
+        let objects = manifests::objects(
+            &Settings {
+                namespace: "gitops".into(),
+                image: "i".into(),
+                repo: "r".into(),
+                branch: "main".into(),
+                interval: "30s".into(),
+                replicas: 1,
+                cluster: "default".into(),
+                resources: options::Resources::default(),
+                optional: Optional::all(),
+            },
+            &Credentials::default(),
+        )
+        .unwrap();
+        let missing: Vec<&Value> = objects
+            .iter()
+            .filter(|o| {
+                o["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))
+            })
+            .collect();
+        assert_eq!(missing.len(), 2);
+        let message = not_served(&missing);
+        assert!(message.starts_with("nothing was written"), "{message}");
+        for expected in [
+            "ServiceMonitor (monitoring.coreos.com/v1): the CRD servicemonitors.monitoring.coreos.com is not installed",
+            "leave out --service-monitor",
+            "`fief install --export --service-monitor`",
+            "PrometheusRule (monitoring.coreos.com/v1): the CRD prometheusrules.monitoring.coreos.com is not installed",
+            "`fief install --export --prometheus-rule`",
+        ] {
+            assert!(message.contains(expected), "{expected} in {message}");
+        }
+        let policy = objects
+            .iter()
+            .find(|o| o["kind"] == "ValidatingAdmissionPolicy")
+            .unwrap();
+        assert!(not_served(&[policy]).contains("Kubernetes 1.30 or later"));
     }
 }
