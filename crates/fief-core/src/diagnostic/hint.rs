@@ -80,6 +80,9 @@ impl Problem {
             Problem::ValuesSchema { .. } => {
                 "correct the value at this line, or change the component's values.schema.json if it should be allowed"
             }
+            Problem::UndefinedValue { .. } => {
+                "correct the key, or define it (with its default) in the component's varz.yaml; a component that takes free-form values says `strictValues: false` in component.yaml"
+            }
             Problem::InvalidSchema { .. } => {
                 "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
             }

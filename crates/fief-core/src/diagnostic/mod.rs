@@ -258,6 +258,18 @@ pub enum Problem {
         /// What is wrong with it, the schema file and path, and what is allowed there.
         detail: String,
     },
+    /// A tenant or environment sets a value the component's varz.yaml does not define.
+    #[error("values of component `{component}`: `{path}` is not defined in {varz}{suggestion}")]
+    UndefinedValue {
+        /// The component.
+        component: String,
+        /// The value's path, `values.replicsa`.
+        path: String,
+        /// The component's varz.yaml.
+        varz: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
+    },
     /// A `values.schema.json` that is not JSON or not a valid JSON Schema.
     #[error("invalid values schema: {detail}")]
     InvalidSchema {

@@ -154,13 +154,10 @@ fn type_of(schema: &Value, defs: &Map<String, Value>) -> String {
     };
     match (ty.as_str(), schema.get("items")) {
         ("array", Some(items)) => format!("list of {}", type_of(resolve(items, defs), defs)),
-        ("object", None)
-            if schema
-                .get("additionalProperties")
-                .is_some_and(Value::is_object) =>
-        {
-            "map of string".to_string()
-        }
+        ("object", None) => match schema.get("additionalProperties").filter(|a| a.is_object()) {
+            Some(entries) => format!("map of {}", type_of(resolve(entries, defs), defs)),
+            None => ty,
+        },
         _ => ty,
     }
 }

@@ -67,11 +67,7 @@ pub(super) fn component_order<'r>(
                     .get(&file)
                     .and_then(|e| e.as_ref().ok())
                     .and_then(|t| line_of_key(t, "dependsOn"));
-                errors.push(Diagnostic::new(
-                    file,
-                    line,
-                    repo.unknown_component(dep),
-                ));
+                errors.push(Diagnostic::new(file, line, repo.unknown_component(dep)));
             }
         }
     }

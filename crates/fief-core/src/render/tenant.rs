@@ -135,13 +135,22 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             };
             let layers = value_layers(&sources, component, env_file, cref, over);
             let vals = values::layered(layers.iter().map(|l| l.value));
-            let invalid = renderer.values_schemas.check(
+            let mut invalid = renderer.values_schemas.check(
                 &repo.snapshot,
                 &dir,
                 &component.name,
                 &vals,
                 &layers,
             );
+            if !renderer.values_schemas.has_schema(&dir)
+                && component.meta.strict_values != Some(false)
+            {
+                invalid.extend(crate::schema::strict::check_undefined(
+                    &repo.snapshot,
+                    &component.name,
+                    &layers,
+                ));
+            }
             if !invalid.is_empty() {
                 // Values the component refuses are not rendered: its templates may assume them.
                 emitter.errors.extend(invalid);
@@ -273,11 +282,7 @@ fn check_environment_components(
                     .get(&file)
                     .and_then(|e| e.as_ref().ok())
                     .and_then(|t| line_of_key(t, key));
-                errors.push(Diagnostic::new(
-                    file,
-                    line,
-                    repo.unknown_component(key),
-                ));
+                errors.push(Diagnostic::new(file, line, repo.unknown_component(key)));
             }
         }
     }

@@ -66,6 +66,11 @@ impl ValuesSchemas {
         ValuesSchemas { by_dir }
     }
 
+    /// Whether the component in folder `dir` ships a `values.schema.json`.
+    pub fn has_schema(&self, dir: &str) -> bool {
+        self.by_dir.contains_key(dir)
+    }
+
     /// Check `values` (merged from `layers`, in precedence order) of the component in folder
     /// `dir`; empty when the component has no schema or the values pass.
     pub fn check(

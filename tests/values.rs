@@ -1,6 +1,7 @@
-//! Per-environment overrides in a tenant file: a component's version and values, the quota and
-//! the access lists differ in one environment and nowhere else; keys that name nothing of the
-//! tenant's, and misspelt values, are errors at their file and line.
+//! Values as a tenant sets them: per-environment overrides (a component's version and values,
+//! the quota and the access lists differ in one environment and nowhere else), and strict keys
+//! (a key the component does not define is an error at its file and line, unless the component
+//! opts out).
 
 #[path = "common/offline.rs"]
 mod offline;
@@ -132,4 +133,45 @@ fn a_misspelt_value_in_an_override_is_refused_at_its_line_in_the_tenant_file() {
         "{text}"
     );
     assert!(text.contains("did you mean `replicas`"), "{text}");
+}
+
+/// A `fief init` repo whose component has no values schema, so varz.yaml alone defines its
+/// keys; `component_extra` is appended to its component.yaml.
+fn repo_without_schema(tenant_values: &str, component_extra: &str) -> tempfile::TempDir {
+    let dir = repo_with("    dev: {}\n");
+    std::fs::remove_file(dir.path().join("components/hello/values.schema.json")).expect("rm");
+    let path = dir.path().join("components/hello/component.yaml");
+    let text = std::fs::read_to_string(&path).expect("read") + component_extra;
+    std::fs::write(&path, text).expect("write");
+    let path = dir.path().join("tenants/acme.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let text = text.replace("greeting: Hello, acme", tenant_values);
+    std::fs::write(&path, text).expect("write");
+    dir
+}
+
+#[test]
+fn a_key_the_component_does_not_define_is_an_error_at_its_line_without_a_schema() {
+    let dir = repo_without_schema("replicsa: 3", "");
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stderr(&out);
+    let line = std::fs::read_to_string(dir.path().join("tenants/acme.yaml"))
+        .expect("read")
+        .lines()
+        .position(|l| l.contains("replicsa"))
+        .map(|i| i + 1)
+        .expect("the line");
+    assert!(
+        text.contains(&format!("tenants/acme.yaml:{line}")),
+        "{text}"
+    );
+    assert!(text.contains("`values.replicsa` is not defined in components/hello/varz.yaml (did you mean `replicas`?)"), "{text}");
+}
+
+#[test]
+fn a_component_that_opts_out_of_strict_values_takes_any_key() {
+    let dir = repo_without_schema("replicsa: 3", "strictValues: false\n");
+    let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
