@@ -198,7 +198,11 @@ const COMMENTED: &str = "# Tenant acme: owned by the payments team.\napiVersion:
 
 fn bump_repo(root: &Path) {
     git(root, &["init", "-q", "-b", "main"]);
-    write(root, "components/app/varz.yaml", "greeting: hello\n");
+    write(
+        root,
+        "components/app/varz.yaml",
+        "greeting: hello\nreplicas: 1\n",
+    );
     write(
         root,
         "components/app/templates/cm.yaml",
@@ -225,7 +229,11 @@ fn bump_changes_one_line_per_chosen_tenant_keeps_comments_and_commits_once() {
     let root = dir.path();
     bump_repo(root);
     // An unrelated staged change stays staged, not committed.
-    write(root, "components/app/varz.yaml", "greeting: hi\n");
+    write(
+        root,
+        "components/app/varz.yaml",
+        "greeting: hi\nreplicas: 1\n",
+    );
     git(root, &["add", "components/app/varz.yaml"]);
     let out = Command::new(env!("CARGO_BIN_EXE_fief"))
         .args([
@@ -465,4 +473,40 @@ fn a_component_pinned_to_a_tag_renders_as_it_is_at_that_tag() {
         "{}",
         text(&out.stdout)
     );
+}
+
+#[test]
+fn bump_commit_without_a_git_identity_says_so_and_edits_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    bump_repo(root);
+    let before = std::fs::read_to_string(root.join("tenants/beta.yaml")).expect("read");
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args([
+            "bump",
+            root.to_str().expect("utf-8"),
+            "app",
+            "--version",
+            "1.5.0",
+        ])
+        .args(["--tenant", "beta", "--commit"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", root)
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .env_remove("EMAIL")
+        .current_dir(root)
+        .output()
+        .expect("run fief");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("git has no identity") && err.contains("git config user.email"),
+        "{err}"
+    );
+    let after = std::fs::read_to_string(root.join("tenants/beta.yaml")).expect("read");
+    assert_eq!(before, after, "nothing edited");
 }

@@ -175,3 +175,40 @@ fn a_component_that_opts_out_of_strict_values_takes_any_key() {
     let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn a_label_selector_chooses_the_tenants_render_and_validate_work_on() {
+    let dir = repo_with("    dev: {}\n");
+    let out = fief(&[
+        "init",
+        "--tenant",
+        "globex",
+        dir.path().join("second").to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success());
+    std::fs::copy(
+        dir.path().join("second/tenants/globex.yaml"),
+        dir.path().join("tenants/globex.yaml"),
+    )
+    .expect("copy");
+    let path = dir.path().join("tenants/globex.yaml");
+    let text = std::fs::read_to_string(&path)
+        .expect("read")
+        .replace("tier: free", "tier: paid");
+    std::fs::write(&path, text).expect("write");
+    std::fs::remove_dir_all(dir.path().join("second")).expect("rm");
+    let repo = dir.path().to_str().expect("utf-8");
+    let out = fief(&["validate", repo, "-l", "tier=paid"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("globex: ok") && !stdout(&out).contains("acme"),
+        "{}",
+        stdout(&out)
+    );
+    let out = fief(&["render", repo, "-l", "tier!=paid", "-o", "json"]);
+    let text = stdout(&out);
+    assert!(text.contains("acme-dev") && !text.contains("globex-dev"));
+    let out = fief(&["validate", repo, "-l", "tier=gold"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no tenant"), "{}", stderr(&out));
+}

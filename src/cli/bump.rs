@@ -29,6 +29,10 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
         })
         .collect();
     let chosen = choose(args, &repo, &users)?;
+    if args.commit {
+        // Before any file is edited: a commit that cannot be made changes nothing.
+        crate::source::git::can_commit(&args.repo)?;
+    }
     let (field, value, what) = match (&args.version, &args.git_ref) {
         (Some(v), _) => (Field::Version, v.as_str(), v.clone()),
         (None, Some(r)) => (Field::Ref, r.as_str(), format!("ref {r}")),

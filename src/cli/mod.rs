@@ -19,6 +19,7 @@ mod reconcile;
 mod render;
 mod report;
 pub mod secrets;
+mod selector;
 mod status;
 mod suspend;
 mod validate;
@@ -96,6 +97,7 @@ impl CliError {
             CliError::Cluster(_) => EXIT_EXTERNAL,
             CliError::Git(
                 crate::source::git::GitError::NotACheckout { .. }
+                | crate::source::git::GitError::NoIdentity { .. }
                 | crate::source::git::GitError::BadRevision { .. },
             ) => EXIT_USAGE,
             CliError::Git(_) => EXIT_EXTERNAL,
@@ -110,10 +112,22 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Init(args) => init::init_cmd(&args),
         Command::Schemas(args) => init::schemas_cmd(&args),
-        Command::Render(args) => render::render_cmd(&args),
-        Command::Validate(args) => validate::validate_cmd(&args),
-        Command::Apply(args) => apply::apply_cmd(&args),
-        Command::Diff(args) => diff::diff_cmd(&args),
+        Command::Render(mut args) => {
+            selector::apply_selector(&mut args.repo)?;
+            render::render_cmd(&args)
+        }
+        Command::Validate(mut args) => {
+            selector::apply_selector(&mut args.repo)?;
+            validate::validate_cmd(&args)
+        }
+        Command::Apply(mut args) => {
+            selector::apply_selector(&mut args.repo)?;
+            apply::apply_cmd(&args)
+        }
+        Command::Diff(mut args) => {
+            selector::apply_selector(&mut args.repo)?;
+            diff::diff_cmd(&args)
+        }
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
         Command::Bump(args) => bump::bump_cmd(&args),

@@ -393,6 +393,10 @@ pub struct RepoArgs {
     /// Only these tenants (repeatable); default all.
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,
+    /// Only the tenants whose labels match (`tier=free`, `tier!=free`, `region`, `!beta`;
+    /// comma-separated, all must hold), as if each were given with --tenant.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
     /// age identity file that decrypts the repo's SOPS secrets (default: $SOPS_AGE_KEY_FILE).
     #[arg(long, value_name = "FILE")]
     pub age_key_file: Option<PathBuf>,

@@ -25,6 +25,16 @@ pub enum GitError {
         /// What libgit2 reported.
         detail: String,
     },
+    /// A commit was asked for, but git has no identity (user.name, user.email) to sign it.
+    #[error(
+        "{path}: git has no identity to commit with ({detail}); set it with `git config user.name \"Your Name\"` and `git config user.email you@example.com`, then run the command again"
+    )]
+    NoIdentity {
+        /// The checkout.
+        path: PathBuf,
+        /// What libgit2 reported.
+        detail: String,
+    },
     /// A revision (branch, tag, commit) that the checkout's repository does not have.
     #[error("{path}: unknown revision `{rev}`: {detail}")]
     BadRevision {

@@ -63,6 +63,24 @@ pub fn snapshot_at(checkout: &Path, rev: &str) -> Result<(Snapshot, String), Git
     Ok((snapshot, commit.id().to_string()))
 }
 
+/// Whether `checkout` is a git work tree that can commit: it exists, is not bare, and git has
+/// an identity to sign with. Checked before anything is edited, so a refusal changes nothing.
+pub fn can_commit(checkout: &Path) -> Result<(), GitError> {
+    let fail = |detail: String| GitError::NotACheckout {
+        path: checkout.to_path_buf(),
+        detail,
+    };
+    let repo = Repository::discover(checkout).map_err(|e| fail(e.message().to_string()))?;
+    if repo.workdir().is_none() {
+        return Err(fail("the repository is bare".to_string()));
+    }
+    repo.signature().map_err(|e| GitError::NoIdentity {
+        path: checkout.to_path_buf(),
+        detail: e.message().to_string(),
+    })?;
+    Ok(())
+}
+
 /// Commit `files` (inside the checkout's work tree) with `message`, as the user git is
 /// configured with; returns the new commit id. Nothing else in the index is committed.
 pub fn commit_files(
@@ -80,11 +98,9 @@ pub fn commit_files(
         .ok_or_else(|| fail("the repository is bare".to_string()))?
         .canonicalize()
         .map_err(|e| fail(e.to_string()))?;
-    let signature = repo.signature().map_err(|e| {
-        fail(format!(
-            "{} (set git's user.name and user.email)",
-            e.message()
-        ))
+    let signature = repo.signature().map_err(|e| GitError::NoIdentity {
+        path: checkout.to_path_buf(),
+        detail: e.message().to_string(),
     })?;
     let head = repo
         .head()

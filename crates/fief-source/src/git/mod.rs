@@ -32,7 +32,7 @@ mod packs;
 mod tree;
 
 pub use error::GitError;
-pub use local::{commit_files, snapshot_at};
+pub use local::{can_commit, commit_files, snapshot_at};
 pub use packs::MAX_PACKS;
 pub use tree::BlobCache;
 
