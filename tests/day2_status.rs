@@ -330,3 +330,28 @@ fn day2_commands_find_the_agent_namespace_from_the_kubeconfig_context() {
     let out = run(&["status", "-n", "fief-no-such-namespace"]);
     assert!(!text(&out.stdout).contains(&t), "{}", text(&out.stdout));
 }
+
+#[test]
+fn day2_commands_take_the_agent_namespace_from_the_repos_fief_yaml() {
+    let agent_ns = common::unique("fief-repo");
+    let t = common::unique("rns");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    common::agent::fief_apply(&server.repo());
+    let repo = server.repo();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fief"))
+            .args(args)
+            .arg("--repo")
+            .arg(&repo)
+            .arg("--kubeconfig")
+            .arg(common::control_plane().admin_kubeconfig())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&t), "{}", text(&out.stdout));
+    ok(&run(&["suspend", &t, "--reason", "repo"]));
+    assert!(text(&run(&["status"]).stdout).contains("suspended"));
+    ok(&run(&["resume", &t]));
+}

@@ -76,6 +76,12 @@ fn waves(agent_ns: &str, template: &str) -> Vec<(String, String)> {
             "components/app/varz.yaml".to_string(),
             "greeting: g1\n".to_string(),
         ),
+        // `extra` is defined by no layer on purpose: the shared change needs it, and the
+        // tenants without it halt the rollout.
+        (
+            "components/app/component.yaml".to_string(),
+            "strictValues: false\n".to_string(),
+        ),
         (
             "components/app/templates/app.yaml".to_string(),
             template.to_string(),

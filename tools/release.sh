@@ -6,7 +6,7 @@
 # In:  VERSION, which must equal the version in Cargo.toml's [workspace.package] (and the
 #      chart's Chart.yaml version and appVersion); the work tree as committed.
 # Out: in dist/ (git-ignored), replacing this version's earlier artefacts:
-#        fief-VERSION-<arch>-linux   the binary: cargo build --release --locked --bin fief
+#        fief-VERSION-<arch>-linux   the binary: cargo install --path . --locked (release)
 #        fief-VERSION-image.tar      the image as an OCI archive (tools/build-image.sh fief),
 #                                    tagged <repository>:VERSION; load it with
 #                                    `ctr images import`, `skopeo copy oci-archive:...` or
@@ -76,15 +76,16 @@ chart_out="${dist}/fief-${version}.tgz"
 mkdir -p "${dist}"
 rm -f "${binary_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
 
-log "building the binary (cargo profile ${profile})"
-cargo build --profile "${profile}" --locked --bin fief >&2
-target_dir="${CARGO_TARGET_DIR:-${repo_root}/target}"
-case "${profile}" in
-  dev) built="${target_dir}/debug/fief" ;;
-  *) built="${target_dir}/${profile}/fief" ;;
-esac
-[[ -x "${built}" ]] || die "cargo built no ${built}"
+# The binary is built the way the README tells users to install it, `cargo install --path .`,
+# into a scratch root (the build itself shares the workspace's target folder).
+log "building the binary: cargo install --path . (cargo profile ${profile})"
+install_root="$(mktemp -d "${TMPDIR:-/tmp}/fief-release-bin.XXXXXX")"
+cargo install --path . --locked --bin fief --profile "${profile}" --root "${install_root}" \
+  --target-dir "${CARGO_TARGET_DIR:-${repo_root}/target}" >&2
+built="${install_root}/bin/fief"
+[[ -x "${built}" ]] || die "cargo install put no fief in ${install_root}/bin"
 install -m 0755 "${built}" "${binary_out}"
+rm -rf "${install_root}"
 reported="$("${binary_out}" --version)"
 [[ "${reported}" == *"${version}"* ]] || die "the binary reports '${reported}', not ${version}"
 

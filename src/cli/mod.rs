@@ -229,8 +229,9 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
 }
 
 /// The agent's namespace for a day-2 command: `--namespace`, else the namespace of the
-/// kubeconfig context in use (`--context`, else the current one), else `fief-system`.
-fn agent_namespace(flag: Option<&str>, cluster: &ClusterArgs) -> String {
+/// kubeconfig context in use (`--context`, else the current one), else `agentNamespace` of
+/// `--repo`'s fief.yaml, else `fief-system`.
+fn agent_namespace(flag: Option<&str>, repo: Option<&Path>, cluster: &ClusterArgs) -> String {
     if let Some(ns) = flag {
         return ns.to_string();
     }
@@ -251,7 +252,15 @@ fn agent_namespace(flag: Option<&str>, cluster: &ClusterArgs) -> String {
                 .namespace
         })
         .filter(|ns| !ns.is_empty())
+        .or_else(|| repo.and_then(repo_agent_namespace))
         .unwrap_or_else(|| "fief-system".to_string())
+}
+
+/// `agentNamespace` of the fief.yaml in `repo`, when it reads and says one.
+fn repo_agent_namespace(repo: &Path) -> Option<String> {
+    let snapshot = crate::source::fs::read_dir(repo).ok()?;
+    let parsed = Repo::load(Arc::new(snapshot));
+    parsed.config.ok().map(|c| c.agent_namespace.clone())
 }
 
 /// A tokio runtime for the cluster commands.

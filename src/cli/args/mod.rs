@@ -105,9 +105,14 @@ pub struct SuspendArgs {
     #[arg(long)]
     pub reason: Option<String>,
     /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else fief-system).
+    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
+    /// fief-system).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
+    /// when neither -n nor the kubeconfig context names one.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -119,9 +124,14 @@ pub struct ResumeArgs {
     /// The tenant.
     pub tenant: String,
     /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else fief-system).
+    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
+    /// fief-system).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
+    /// when neither -n nor the kubeconfig context names one.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -137,9 +147,14 @@ pub struct ReconcileArgs {
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
     /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else fief-system).
+    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
+    /// fief-system).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
+    /// when neither -n nor the kubeconfig context names one.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -272,9 +287,14 @@ pub struct StatusArgs {
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,
     /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else fief-system).
+    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
+    /// fief-system).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
+    /// when neither -n nor the kubeconfig context names one.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
