@@ -11,6 +11,9 @@
 //! Needs the pinned helm CLI in `$FIEF_HELM_BIN` (tools/test.sh sets it from
 //! tools/build-helm.sh); without it the tests that run helm fail and say so.
 
+#[path = "common/offline.rs"]
+mod offline;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,16 +33,6 @@ fn chart() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/chart/fief")
 }
 
-fn helm_bin() -> PathBuf {
-    match std::env::var_os("FIEF_HELM_BIN") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => panic!(
-            "FIEF_HELM_BIN is not set: these tests need the pinned helm CLI. Run tools/test.sh, \
-             or export FIEF_HELM_BIN=\"$(tools/build-helm.sh)\" first"
-        ),
-    }
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -47,14 +40,14 @@ fn text(bytes: &[u8]) -> String {
 /// `helm ARGS`, with Helm's cache, config and data folders in a throwaway folder.
 fn helm(args: &[&str]) -> Output {
     let home = tempfile::tempdir().expect("tempdir");
-    Command::new(helm_bin())
+    Command::new(offline::helm_bin())
         .args(args)
         .env("HELM_CACHE_HOME", home.path().join("cache"))
         .env("HELM_CONFIG_HOME", home.path().join("config"))
         .env("HELM_DATA_HOME", home.path().join("data"))
         .env_remove("KUBECONFIG")
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm_bin().display()))
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", offline::helm_bin().display()))
 }
 
 /// `helm template` of the chart with `values` (YAML); the output, or the failure's stderr.

@@ -231,9 +231,9 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
 /// The agent's namespace for a day-2 command: `--namespace`, else the namespace of the
 /// kubeconfig context in use (`--context`, else the current one), else `agentNamespace` of
 /// `--repo`'s fief.yaml, else `fief-system`.
-fn agent_namespace(flag: Option<&str>, repo: Option<&Path>, cluster: &ClusterArgs) -> String {
-    if let Some(ns) = flag {
-        return ns.to_string();
+fn agent_namespace(agent: &args::AgentNamespaceArgs, cluster: &ClusterArgs) -> String {
+    if let Some(ns) = &agent.namespace {
+        return ns.clone();
     }
     let kubeconfig = match &cluster.kubeconfig {
         Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
@@ -252,7 +252,7 @@ fn agent_namespace(flag: Option<&str>, repo: Option<&Path>, cluster: &ClusterArg
                 .namespace
         })
         .filter(|ns| !ns.is_empty())
-        .or_else(|| repo.and_then(repo_agent_namespace))
+        .or_else(|| agent.repo.as_deref().and_then(repo_agent_namespace))
         .unwrap_or_else(|| "fief-system".to_string())
 }
 

@@ -22,11 +22,7 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// `fief reconcile [--tenant T] [--timeout 2m]`.
 pub fn reconcile_cmd(args: &ReconcileArgs) -> Result<u8, CliError> {
-    let namespace = super::agent_namespace(
-        args.namespace.as_deref(),
-        args.repo.as_deref(),
-        &args.cluster,
-    );
+    let namespace = super::agent_namespace(&args.agent_ns, &args.cluster);
     runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),

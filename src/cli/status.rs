@@ -15,11 +15,7 @@ use crate::core::status::agent::{AgentStatus, Attempt};
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
-    let namespace = super::agent_namespace(
-        args.namespace.as_deref(),
-        args.repo.as_deref(),
-        &args.cluster,
-    );
+    let namespace = super::agent_namespace(&args.agent_ns, &args.cluster);
     let ns = namespace.as_str();
     let (inventories, agent, flags) = runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(

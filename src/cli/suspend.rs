@@ -40,11 +40,7 @@ pub(super) async fn unknown_tenant(
 
 /// `fief suspend TENANT [--reason R]`.
 pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
-    let ns = super::agent_namespace(
-        args.namespace.as_deref(),
-        args.repo.as_deref(),
-        &args.cluster,
-    );
+    let ns = super::agent_namespace(&args.agent_ns, &args.cluster);
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
         let who = match who_am_i(&client).await {
@@ -78,11 +74,7 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
 
 /// `fief resume TENANT`.
 pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
-    let ns = super::agent_namespace(
-        args.namespace.as_deref(),
-        args.repo.as_deref(),
-        &args.cluster,
-    );
+    let ns = super::agent_namespace(&args.agent_ns, &args.cluster);
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
         let name = inventory_name(&args.tenant);

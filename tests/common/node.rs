@@ -452,3 +452,42 @@ impl Drop for ApiProxy {
 }
 
 pub use super::util::http_request;
+
+/// The fief agent's pods in `ns` that are Running and not being deleted.
+pub fn running_agent_pods(ns: &str) -> Vec<Value> {
+    kubectl_json(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        "app.kubernetes.io/name=fief-agent",
+    ])
+    .and_then(|l| l["items"].as_array().cloned())
+    .unwrap_or_default()
+    .into_iter()
+    .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+    .collect()
+}
+
+/// The fief agent's pods in `ns` and their last log lines, for failure messages.
+pub fn agent_diagnostics(ns: &str) -> String {
+    let pods = kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None);
+    let logs = kubectl(
+        &[
+            "logs",
+            "-n",
+            ns,
+            "-l",
+            "app.kubernetes.io/name=fief-agent",
+            "--tail=15",
+            "--prefix",
+        ],
+        None,
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&pods.stdout),
+        String::from_utf8_lossy(&logs.stdout)
+    )
+}

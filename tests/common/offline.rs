@@ -4,7 +4,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset of the helpers
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Run the fief binary with `args`.
@@ -30,4 +30,16 @@ pub fn write_file(root: &Path, path: &str, text: &str) {
     let p = root.join(path);
     std::fs::create_dir_all(p.parent().expect("a file path has a parent")).expect("create dirs");
     std::fs::write(p, text).expect("write file");
+}
+
+/// The pinned helm CLI (`FIEF_HELM_BIN`, set by tools/test.sh); a test that needs it fails
+/// without it, saying how to get it.
+pub fn helm_bin() -> PathBuf {
+    match std::env::var_os("FIEF_HELM_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => panic!(
+            "FIEF_HELM_BIN is not set: this test needs the pinned helm CLI. Run tools/test.sh, \
+             or export FIEF_HELM_BIN=\"$(tools/build-helm.sh)\" first"
+        ),
+    }
 }

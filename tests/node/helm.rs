@@ -7,7 +7,7 @@
 //!
 //! Needs the pinned helm CLI in `$FIEF_HELM_BIN` (tools/test.sh sets it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -22,19 +22,9 @@ use super::{configmap_value, tenant_file, tenants_repo};
 /// Helm's release record lives here; the agent goes in the chart's `namespace`.
 const RELEASE_NAMESPACE: &str = "default";
 
-fn helm_bin() -> PathBuf {
-    match std::env::var_os("FIEF_HELM_BIN") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => panic!(
-            "FIEF_HELM_BIN is not set: this test needs the pinned helm CLI. Run tools/test.sh, \
-             or export FIEF_HELM_BIN=\"$(tools/build-helm.sh)\" first"
-        ),
-    }
-}
-
 /// `helm ARGS` against the node cluster as admin, Helm's own folders in `home`.
 fn helm(home: &Path, args: &[&str]) -> Output {
-    let out = Command::new(helm_bin())
+    let out = Command::new(common::offline::helm_bin())
         .args(args)
         .arg("--kubeconfig")
         .arg(node_cluster().cp().admin_kubeconfig())
@@ -43,7 +33,7 @@ fn helm(home: &Path, args: &[&str]) -> Output {
         .env("HELM_CONFIG_HOME", home.join("config"))
         .env("HELM_DATA_HOME", home.join("data"))
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", helm_bin().display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", common::offline::helm_bin().display()));
     assert!(
         out.status.success(),
         "helm {args:?} failed:\n{}{}",
@@ -60,49 +50,17 @@ fn chart() -> String {
         .to_string()
 }
 
-/// The agents' pods, with their last log lines, for failure messages.
-fn diagnostics(ns: &str) -> String {
-    let pods = kubectl(&["get", "pods", "-n", ns, "-o", "wide"], None);
-    let logs = kubectl(
-        &[
-            "logs",
-            "-n",
-            ns,
-            "-l",
-            "app.kubernetes.io/name=fief-agent",
-            "--tail=15",
-            "--prefix",
-        ],
-        None,
-    );
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&logs.stdout)
-    )
-}
-
 /// The images of the agent's Running pods that are not being deleted.
 fn running_images(ns: &str) -> Vec<String> {
-    kubectl_json(&[
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        "app.kubernetes.io/name=fief-agent",
-    ])
-    .and_then(|l| l["items"].as_array().cloned())
-    .unwrap_or_default()
-    .iter()
-    .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
-    .map(|p| {
-        p["spec"]["containers"][0]["image"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    })
-    .collect()
+    common::node::running_agent_pods(ns)
+        .iter()
+        .map(|p| {
+            p["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
 }
 
 /// The node cluster's API server audit log, one JSON event a line.
@@ -196,7 +154,7 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         running_images(&ns),
         [FIEF_IMAGE, FIEF_IMAGE],
         "both replicas Running; {}",
-        diagnostics(&ns)
+        common::node::agent_diagnostics(&ns)
     );
     let labels =
         kubectl_json(&["get", "namespace", &ns]).unwrap_or_default()["metadata"]["labels"].clone();
@@ -211,7 +169,10 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         Duration::from_secs(120),
         || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
             Some("hello") => Ok(()),
-            other => Err(format!("greeting {other:?}; {}", diagnostics(&ns))),
+            other => Err(format!(
+                "greeting {other:?}; {}",
+                common::node::agent_diagnostics(&ns)
+            )),
         },
     );
     git.commit(&[tenant_file(&tenant, "bonjour")], "bonjour");
@@ -220,7 +181,10 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         Duration::from_secs(60),
         || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
             Some("bonjour") => Ok(()),
-            other => Err(format!("greeting {other:?}; {}", diagnostics(&ns))),
+            other => Err(format!(
+                "greeting {other:?}; {}",
+                common::node::agent_diagnostics(&ns)
+            )),
         },
     );
     // The leader's pass over the pushed change is over before the upgrade is counted.
@@ -262,7 +226,10 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
             if images == [FIEF_IMAGE_NEXT, FIEF_IMAGE_NEXT] {
                 Ok(())
             } else {
-                Err(format!("images {images:?}; {}", diagnostics(&ns)))
+                Err(format!(
+                    "images {images:?}; {}",
+                    common::node::agent_diagnostics(&ns)
+                ))
             }
         },
     );
@@ -285,7 +252,10 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
             if leader["spec"]["containers"][0]["image"] == FIEF_IMAGE_NEXT {
                 Ok(())
             } else {
-                Err(format!("Lease held by {holder:?}; {}", diagnostics(&ns)))
+                Err(format!(
+                    "Lease held by {holder:?}; {}",
+                    common::node::agent_diagnostics(&ns)
+                ))
             }
         },
     );

@@ -18,39 +18,6 @@ fn fief(args: &[&str]) -> std::process::Output {
         .expect("run fief")
 }
 
-/// The agents' last log lines, for failure messages.
-fn logs(ns: &str) -> String {
-    let out = kubectl(
-        &[
-            "logs",
-            "-n",
-            ns,
-            "-l",
-            "app.kubernetes.io/name=fief-agent",
-            "--tail=15",
-            "--prefix",
-        ],
-        None,
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn running_pods(ns: &str) -> usize {
-    kubectl_json(&[
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        "app.kubernetes.io/name=fief-agent",
-    ])
-    .and_then(|l| l["items"].as_array().cloned())
-    .unwrap_or_default()
-    .iter()
-    .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
-    .count()
-}
-
 #[test]
 fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_uninstall_keeps_tenants()
 {
@@ -87,7 +54,7 @@ fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_unins
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        running_pods(&ns),
+        common::node::running_agent_pods(&ns).len(),
         2,
         "both replicas Running under restricted"
     );
@@ -101,7 +68,10 @@ fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_unins
         Duration::from_secs(120),
         || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
             Some("hello") => Ok(()),
-            other => Err(format!("greeting {other:?}; agent logs:\n{}", logs(&ns))),
+            other => Err(format!(
+                "greeting {other:?}; agent logs:\n{}",
+                common::node::agent_diagnostics(&ns)
+            )),
         },
     );
 
@@ -111,7 +81,10 @@ fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_unins
         Duration::from_secs(60),
         || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
             Some("bonjour") => Ok(()),
-            other => Err(format!("greeting {other:?}; agent logs:\n{}", logs(&ns))),
+            other => Err(format!(
+                "greeting {other:?}; agent logs:\n{}",
+                common::node::agent_diagnostics(&ns)
+            )),
         },
     );
 

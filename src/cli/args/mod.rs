@@ -96,14 +96,9 @@ pub struct VersionArgs {
     pub output: Format,
 }
 
-/// `fief suspend`.
+/// How a day-2 command finds the agent's namespace.
 #[derive(Debug, Args)]
-pub struct SuspendArgs {
-    /// The tenant.
-    pub tenant: String,
-    /// Why (recorded with who and when; shown by `fief status`).
-    #[arg(long)]
-    pub reason: Option<String>,
+pub struct AgentNamespaceArgs {
     /// The agent's namespace, where the inventories are (default: the namespace of the
     /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
     /// fief-system).
@@ -113,6 +108,19 @@ pub struct SuspendArgs {
     /// when neither -n nor the kubeconfig context names one.
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+}
+
+/// `fief suspend`.
+#[derive(Debug, Args)]
+pub struct SuspendArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Why (recorded with who and when; shown by `fief status`).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Where the agent runs.
+    #[command(flatten)]
+    pub agent_ns: AgentNamespaceArgs,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -123,15 +131,9 @@ pub struct SuspendArgs {
 pub struct ResumeArgs {
     /// The tenant.
     pub tenant: String,
-    /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
-    /// fief-system).
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
-    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
-    /// when neither -n nor the kubeconfig context names one.
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    /// Where the agent runs.
+    #[command(flatten)]
+    pub agent_ns: AgentNamespaceArgs,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -146,15 +148,9 @@ pub struct ReconcileArgs {
     /// How long to wait for the agent's answer.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
-    /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
-    /// fief-system).
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
-    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
-    /// when neither -n nor the kubeconfig context names one.
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    /// Where the agent runs.
+    #[command(flatten)]
+    pub agent_ns: AgentNamespaceArgs,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -286,15 +282,9 @@ pub struct StatusArgs {
     /// Only these tenants.
     #[arg(long = "tenant", value_name = "NAME")]
     pub tenants: Vec<String>,
-    /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
-    /// fief-system).
-    #[arg(short = 'n', long, value_name = "NS")]
-    pub namespace: Option<String>,
-    /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
-    /// when neither -n nor the kubeconfig context names one.
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    /// Where the agent runs.
+    #[command(flatten)]
+    pub agent_ns: AgentNamespaceArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
