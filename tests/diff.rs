@@ -223,3 +223,64 @@ fn diff_with_the_builtin_view_role_shows_what_it_can_read_and_names_what_it_cann
     assert!(stderr.contains("compared client-side"), "{stderr}");
     assert_one_line_error(&stderr);
 }
+
+#[test]
+fn diff_without_the_age_key_right_after_an_apply_notes_the_secrets_it_cannot_compare_and_exits_0() {
+    // The example repo (SOPS secrets, a test-only key) in an agent namespace of its own.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&example)
+        .arg(dir.path().join("repo"))
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let repo = dir.path().join("repo");
+    let fief_yaml = std::fs::read_to_string(repo.join("fief.yaml")).expect("read");
+    let ns = common::unique("fief-nokey");
+    std::fs::write(
+        repo.join("fief.yaml"),
+        fief_yaml.replace(
+            "agentNamespace: fief-system",
+            &format!("agentNamespace: {ns}"),
+        ),
+    )
+    .expect("write");
+    let key = repo.join("age-key.TEST-ONLY.txt");
+    let key = key.to_str().expect("utf-8");
+    let applied = fief("apply", &repo, &["--tenant", "acme", "--age-key-file", key]);
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied.stderr));
+    let diff = common::cluster_cli::fief_with(
+        "diff",
+        &repo,
+        common::control_plane().admin_kubeconfig(),
+        &["--tenant", "acme"],
+        &[("SOPS_AGE_KEY_FILE", ""), ("SOPS_AGE_KEY", "")],
+    );
+    let (out, err) = (text(&diff.stdout), text(&diff.stderr));
+    assert_eq!(diff.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("Secret(s) not compared"), "{err}");
+    // With the key, the same Secrets are compared, and equal.
+    let keyed = fief("diff", &repo, &["--tenant", "acme", "--age-key-file", key]);
+    assert_eq!(keyed.status.code(), Some(0), "{}", text(&keyed.stdout));
+    assert!(!text(&keyed.stderr).contains("not compared"));
+}
+
+#[test]
+fn diff_of_the_whole_repo_reports_a_tenant_whose_file_was_deleted_as_orphaned_and_exits_1() {
+    let repo = TestRepo::new("");
+    let (kept, gone) = (common::unique("dkeep"), common::unique("dgone"));
+    repo.tenant(&kept, APP);
+    repo.tenant(&gone, APP);
+    apply_json(repo.path(), &[], 0);
+    repo.remove(&format!("tenants/{gone}.yaml"));
+    let diff = fief("diff", repo.path(), &[]);
+    let out = text(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{out}{}", text(&diff.stderr));
+    assert!(
+        out.contains(&format!("{gone}: orphaned: tenant file removed from git")),
+        "{out}"
+    );
+    assert!(!out.contains(&format!("{kept}: orphaned")), "{out}");
+}

@@ -1,9 +1,10 @@
 //! `fief diff`: what `apply` would change, per object, and what it would prune.
 //!
 //! In: [`DiffArgs`]. Out: unified diffs on stdout (updates, creates and every prune apply
-//! would do), notes (client-side fallback for read-only callers, skipped tenants) and errors
-//! (including applies the API server would refuse) on stderr; exit code 0 no difference, 1
-//! differences or invalid tenants, 3 cluster failure or a refusal apply would hit.
+//! would do, and the orphaned tenants), notes (client-side fallback for read-only callers,
+//! skipped tenants, Secrets not compared without the age key) and errors (including applies
+//! the API server would refuse) on stderr; exit code 0 no difference, 1 differences, orphans
+//! or invalid tenants, 3 cluster failure or a refusal apply would hit.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -49,9 +50,23 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     for e in errors {
         let _ = writeln!(stderr, "{} {e}", super::colour::error_prefix());
     }
+    // Only a diff of the whole repo can tell a removed tenant file from a tenant left out.
+    let orphans: &[(String, usize)] = if args.repo.tenants.is_empty() {
+        &outcome.orphans
+    } else {
+        &[]
+    };
+    let mut stdout = std::io::stdout().lock();
+    for (tenant, objects) in orphans {
+        let _ = writeln!(
+            stdout,
+            "{tenant}: orphaned: tenant file removed from git; apply leaves its {objects} \
+             objects running (restore the file with state: purged to delete them)"
+        );
+    }
     Ok(if !errors.is_empty() {
         EXIT_EXTERNAL
-    } else if invalid || !diffs.is_empty() {
+    } else if invalid || !diffs.is_empty() || !orphans.is_empty() {
         EXIT_INVALID
     } else {
         EXIT_OK

@@ -72,6 +72,9 @@ pub struct DiffOutcome {
     pub errors: Vec<String>,
     /// One-line notes for people (client-side fallback, skipped tenants).
     pub notes: Vec<String>,
+    /// Tenants with an inventory in the cluster and no tenant file in the repo, with the
+    /// number of objects their inventory holds: `apply` reports them orphaned and prunes none.
+    pub orphans: Vec<(String, usize)>,
 }
 
 /// How one object was compared.
@@ -143,6 +146,7 @@ pub async fn diff(
     let selector = super::observe::tenant_selector(renders);
     let (live, unreadable) = read_live(resources, &kinds, &selector, &mut outcome).await?;
     let mut client_side = 0;
+    let mut not_compared = 0;
     let mut reasons = BTreeSet::new();
     for r in scope {
         let prev: Option<&Inventory> = inventories.get(&r.tenant).and_then(|i| i.as_ref().ok());
@@ -172,6 +176,13 @@ pub async fn diff(
             if unreadable.contains(&a.object.id.kind) {
                 continue;
             }
+            // Rendered without the age key: its values are unknown, so not compared.
+            if live.contains_key(&a.object.id)
+                && fief_core::secrets::holds_redacted_value(&a.object.object)
+            {
+                not_compared += 1;
+                continue;
+            }
             match object_diff(&mut ctx, r, a.object, live.get(&a.object.id)).await {
                 Ok(Compared::Server(d)) => outcome.diffs.extend(d),
                 Ok(Compared::Client(d, why)) => {
@@ -199,6 +210,21 @@ pub async fn diff(
             });
         }
     }
+    if not_compared > 0 {
+        outcome.notes.push(format!(
+            "{not_compared} Secret(s) not compared: rendered without the age key, their values \
+             are unknown (give --age-key-file, SOPS_AGE_KEY_FILE or SOPS_AGE_KEY to compare them)"
+        ));
+    }
+    let rendered: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+    outcome.orphans = inventories
+        .iter()
+        .filter(|(tenant, _)| !rendered.contains(tenant.as_str()))
+        .map(|(tenant, inv)| {
+            let objects = inv.as_ref().map_or(0, |i| i.entries.len());
+            (tenant.clone(), objects)
+        })
+        .collect();
     if client_side > 0 {
         outcome.notes.push(format!(
             "{client_side} object(s) compared client-side (rendered against the live fields fief sets; \

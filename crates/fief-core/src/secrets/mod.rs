@@ -363,5 +363,27 @@ pub fn scrub(diagnostics: &mut [Diagnostic], leaves: &[(String, String)]) {
     }
 }
 
+/// Whether `object` is a Secret rendered without the age key: one of its `stringData` values,
+/// or `data` values once base64-decoded, holds the [`ENCRYPTED`] placeholder. Its values are
+/// unknown, so a diff cannot compare them.
+pub fn holds_redacted_value(object: &Value) -> bool {
+    use base64::Engine;
+    if object["kind"] != "Secret" || object["apiVersion"] != "v1" {
+        return false;
+    }
+    let values = |field: &str| {
+        object[field]
+            .as_object()
+            .map(|m| m.values().filter_map(Value::as_str).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    values("stringData").iter().any(|v| v.contains(ENCRYPTED))
+        || values("data").iter().any(|v| {
+            base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .is_ok_and(|plain| String::from_utf8_lossy(&plain).contains(ENCRYPTED))
+        })
+}
+
 #[cfg(test)]
 mod tests;

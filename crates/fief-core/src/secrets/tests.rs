@@ -173,3 +173,25 @@ fn a_tenant_reads_the_shared_file_and_only_its_own() {
     let hooli = s.for_tenant("hooli").expect("hooli");
     assert_eq!(hooli.context["tenant"], json!({}));
 }
+
+#[test]
+fn a_secret_rendered_without_the_key_is_known_by_its_placeholder_in_data_or_string_data() {
+    use base64::Engine;
+    let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+    let secret = |field: &str, v: String| serde_json::json!({"apiVersion": "v1", "kind": "Secret", field: {"k": v}});
+    assert!(super::holds_redacted_value(&secret(
+        "data",
+        b64("<encrypted>")
+    )));
+    assert!(super::holds_redacted_value(&secret(
+        "stringData",
+        "url=<encrypted>".into()
+    )));
+    assert!(!super::holds_redacted_value(&secret(
+        "data",
+        b64("hunter2")
+    )));
+    let cm =
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "<encrypted>"}});
+    assert!(!super::holds_redacted_value(&cm));
+}
