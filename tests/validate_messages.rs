@@ -257,3 +257,34 @@ fn a_template_setting_an_applyset_label_fails_validate_at_its_line() {
         ],
     );
 }
+
+#[test]
+fn one_duplicate_template_in_every_tenant_and_environment_is_one_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let out = fief(&["init", root.to_str().expect("utf-8"), "--tenant", "t000"]);
+    assert!(out.status.success());
+    let tenant = std::fs::read_to_string(root.join("tenants/t000.yaml")).expect("read");
+    for i in 1..200 {
+        let name = format!("t{i:03}");
+        std::fs::write(
+            root.join(format!("tenants/{name}.yaml")),
+            tenant.replace("t000", &name),
+        )
+        .expect("write tenant");
+    }
+    std::fs::copy(
+        root.join("components/hello/templates/configmap.yaml"),
+        root.join("components/hello/templates/configmap2.yaml"),
+    )
+    .expect("copy template");
+    let out = fief(&["validate", root.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() <= 3, "{err}");
+    assert!(
+        err.contains("duplicate object ConfigMap/<namespace>/hello"),
+        "{err}"
+    );
+    assert!(err.contains("in all 200 tenants"), "{err}");
+}
