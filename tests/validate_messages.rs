@@ -288,3 +288,24 @@ fn one_duplicate_template_in_every_tenant_and_environment_is_one_error() {
     );
     assert!(err.contains("in all 200 tenants"), "{err}");
 }
+
+#[test]
+fn a_misspelt_field_in_a_tenant_file_is_an_unknown_field_with_a_did_you_mean_at_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    assert!(
+        fief(&["init", root.to_str().expect("utf-8")])
+            .status
+            .success()
+    );
+    let path = root.join("tenants/example.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("  environments:", "  enviroments:")).expect("write");
+    let out = fief(&["validate", root.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("tenants/example.yaml:11: tenant `example`: unknown field `enviroments` (did you mean `environments`?)"),
+        "{err}"
+    );
+}

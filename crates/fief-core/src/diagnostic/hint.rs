@@ -14,6 +14,9 @@ impl Problem {
                 "use a path inside the repo, without `..`, an absolute path or a symlink out"
             }
             Problem::Yaml { .. } => "fix the YAML at this line",
+            Problem::UnknownField { .. } => {
+                "correct the field's name (docs: reference/repo-format.md lists every field); unknown fields are errors so a typo never goes unnoticed"
+            }
             Problem::InvalidField { .. } => "correct the value of this field",
             Problem::ClusterAccess { .. } => {
                 "grant the agent list and watch on this kind (its ClusterRole), or stop using the kind"

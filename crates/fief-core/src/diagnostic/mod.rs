@@ -29,6 +29,16 @@ pub enum Problem {
         /// The parser's message.
         detail: String,
     },
+    /// A repo file has a field its format does not have (most often a typo).
+    #[error("unknown field `{field}`{suggestion}; the fields here are: {allowed}")]
+    UnknownField {
+        /// The field as written.
+        field: String,
+        /// ` (did you mean `x`?)`, or empty.
+        suggestion: String,
+        /// The fields allowed at that place, comma-separated.
+        allowed: String,
+    },
     /// A field has a value fief does not accept.
     #[error("{field}: {detail}")]
     InvalidField {
@@ -351,6 +361,45 @@ impl fmt::Display for OverrideTarget {
     }
 }
 
+impl Problem {
+    /// The problem of a repo file that did not deserialize: [`Problem::UnknownField`] (with
+    /// a did-you-mean) for a field the format does not have, else [`Problem::Yaml`].
+    pub fn from_yaml_error(message: &str) -> Problem {
+        let unknown = message
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split_once('`'));
+        let Some((field, rest)) = unknown else {
+            return Problem::Yaml {
+                detail: message.to_string(),
+            };
+        };
+        let list = rest
+            .trim_start_matches(',')
+            .trim()
+            .trim_start_matches("expected one of")
+            .trim_start_matches("expected")
+            .trim();
+        let allowed: Vec<String> = list
+            .split([',', ' '])
+            .map(|w| w.trim().trim_matches('`'))
+            .filter(|w| !w.is_empty() && *w != "or")
+            .map(str::to_string)
+            .collect();
+        let suggestion = crate::suggest::suggest(field, allowed.iter().map(String::as_str))
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        Problem::UnknownField {
+            field: field.to_string(),
+            suggestion,
+            allowed: if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            },
+        }
+    }
+}
+
 /// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
 fn readable_yaml(detail: &str) -> String {
     if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
@@ -436,6 +485,27 @@ impl std::error::Error for Diagnostic {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_field_names_the_nearest_allowed_one() {
+        let p = Problem::from_yaml_error(
+            "unknown field `enviroments`, expected one of `state`, `environments`, `quota`",
+        );
+        assert_eq!(
+            p.to_string(),
+            "unknown field `enviroments` (did you mean `environments`?); the fields here are: \
+             state, environments, quota"
+        );
+        let p = Problem::from_yaml_error("unknown field `zzzzzz`, expected `alpha` or `beta`");
+        assert_eq!(
+            p.to_string(),
+            "unknown field `zzzzzz`; the fields here are: alpha, beta"
+        );
+        assert!(matches!(
+            Problem::from_yaml_error("mapping values are not allowed"),
+            Problem::Yaml { .. }
+        ));
+    }
 
     #[test]
     fn yaml_messages_name_no_parser_internals() {

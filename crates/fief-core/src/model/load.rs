@@ -29,15 +29,8 @@ fn parse_file<T: serde::de::DeserializeOwned>(
     let Some(text) = read(snapshot, path)? else {
         return Ok(None);
     };
-    yaml::parse_single_typed(text).map_err(|e| {
-        Diagnostic::new(
-            path,
-            e.line,
-            Problem::Yaml {
-                detail: e.message.clone(),
-            },
-        )
-    })
+    yaml::parse_single_typed(text)
+        .map_err(|e| Diagnostic::new(path, e.line, Problem::from_yaml_error(&e.message)))
 }
 
 /// Whether `name` is a DNS-1123 label (lowercase alphanumerics and `-`, ≤ 63).
