@@ -4,7 +4,7 @@
 
 #[path = "common/offline.rs"]
 mod offline;
-use offline::{fief, stderr, write_file};
+use offline::{fief, stderr, stdout, write_file};
 
 use std::process::Output;
 
@@ -307,5 +307,48 @@ fn a_misspelt_field_in_a_tenant_file_is_an_unknown_field_with_a_did_you_mean_at_
     assert!(
         err.contains("tenants/example.yaml:11: tenant `example`: unknown field `enviroments` (did you mean `environments`?)"),
         "{err}"
+    );
+}
+
+#[test]
+fn an_environment_typo_is_reported_alone_without_the_errors_that_follow_from_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    assert!(
+        fief(&["init", root.to_str().expect("utf-8")])
+            .status
+            .success()
+    );
+    // A value only the prod environment file sets, read by a template.
+    write_file(
+        root,
+        "environments/prod.yaml",
+        "values:\n  logLevel: warn\n",
+    );
+    write_file(
+        root,
+        "components/hello/templates/log.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: log\ndata:\n  level: {{ values.logLevel }}\n",
+    );
+    write_file(
+        root,
+        "environments/dev.yaml",
+        "values:\n  logLevel: debug\n",
+    );
+    let path = root.join("tenants/example.yaml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("[dev, prod]", "[dev, prd]")).expect("write");
+    let out = fief(&["validate", root.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("undeclared environment `prd` (did you mean `prod`?)"),
+        "{err}"
+    );
+    assert!(!err.contains("logLevel"), "no knock-on error: {err}");
+    assert!(
+        stdout(&out).contains("example: INVALID (1 errors)"),
+        "{}",
+        stdout(&out)
     );
 }

@@ -23,8 +23,16 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     let mut out = render::render_tenant(renderer, repo, name);
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
         let envs: Vec<String> = out.namespaces.keys().cloned().collect();
-        let mut errors = validate::check_declared(repo, name, &envs);
-        errors.extend(validate::check_overrides(repo, tenant, &envs));
+        let undeclared = validate::check_declared(repo, name, &envs);
+        if !undeclared.is_empty() {
+            // The root cause only: an environment name fief does not know has no environment
+            // file, so the values it would have set show up as knock-on template and values
+            // errors that would bury the cause.
+            out.objects.clear();
+            out.errors = undeclared.into_iter().map(|d| d.for_tenant(name)).collect();
+            return out;
+        }
+        let mut errors = validate::check_overrides(repo, tenant, &envs);
         errors.extend(validate::check_reserved_namespaces(
             repo,
             config,
