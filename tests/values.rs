@@ -212,3 +212,50 @@ fn a_label_selector_chooses_the_tenants_render_and_validate_work_on() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no tenant"), "{}", stderr(&out));
 }
+
+#[test]
+fn render_and_diff_from_with_env_show_one_environment_and_an_unknown_one_is_refused() {
+    let dir = repo_with("    prod:\n      components:\n        hello: {version: \"1.37\"}\n");
+    let repo = dir.path().to_str().expect("utf-8");
+    let objects = {
+        let out = fief(&["render", repo, "--env", "prod", "-o", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let list: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+    assert!(!objects.is_empty());
+    assert!(
+        objects
+            .iter()
+            .all(|o| o["metadata"]["namespace"] == "acme-prod"
+                || o["metadata"]["name"] == "acme-prod")
+    );
+    let out = fief(&["render", repo, "--env", "prd"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--env prd"), "{}", stderr(&out));
+    // A change in dev only: the prod diff is empty, the dev diff is not.
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .status()
+            .expect("git");
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "one"]);
+    write_file(
+        dir.path(),
+        "environments/dev.yaml",
+        "components:\n  hello:\n    greeting: Hi from dev\n",
+    );
+    let prod = fief(&["diff", repo, "--from", "HEAD", "--env", "prod"]);
+    assert_eq!(prod.status.code(), Some(0), "{}", stdout(&prod));
+    let dev = fief(&["diff", repo, "--from", "HEAD", "--env", "dev"]);
+    assert_eq!(dev.status.code(), Some(1), "{}", stdout(&dev));
+}

@@ -24,11 +24,17 @@ const NAMED: usize = 10;
 
 /// `fief diff --from`.
 pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
-    let base = render_at(args, from)?;
-    let new = match &args.to {
+    let mut base = render_at(args, from)?;
+    let mut new = match &args.to {
         Some(to) => render_at(args, to)?,
         None => load_and_render_with(&args.repo, WithoutKey::Redact)?.1,
     };
+    super::only_envs(&mut new, &args.envs)?;
+    // The old revision may lack the environment (a new one): keep what it has of it.
+    for r in &mut base {
+        r.objects
+            .retain(|o| args.envs.is_empty() || args.envs.contains(&o.env));
+    }
     let invalid = report_errors(&new);
     let comparison = compare(&base, &new);
     let to = args.to.as_deref().unwrap_or("the working tree");

@@ -25,6 +25,7 @@ mod suspend;
 mod validate;
 mod version;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -261,6 +262,28 @@ fn repo_agent_namespace(repo: &Path) -> Option<String> {
     let snapshot = crate::source::fs::read_dir(repo).ok()?;
     let parsed = Repo::load(Arc::new(snapshot));
     parsed.config.ok().map(|c| c.agent_namespace.clone())
+}
+
+/// With `--env`, keeps only the objects of those environments; an environment no rendered
+/// tenant has is a usage error (a typo would otherwise show nothing).
+fn only_envs(renders: &mut [TenantRender], envs: &[String]) -> Result<(), CliError> {
+    if envs.is_empty() {
+        return Ok(());
+    }
+    let known: BTreeSet<&str> = renders
+        .iter()
+        .flat_map(|r| r.namespaces.keys().map(String::as_str))
+        .collect();
+    if let Some(unknown) = envs.iter().find(|e| !known.contains(e.as_str())) {
+        return Err(CliError::Usage(format!(
+            "--env {unknown}: no tenant has this environment (they have: {})",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    for r in renders {
+        r.objects.retain(|o| envs.contains(&o.env));
+    }
+    Ok(())
 }
 
 /// A tokio runtime for the cluster commands.

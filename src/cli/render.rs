@@ -31,7 +31,8 @@ pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
     } else {
         WithoutKey::Never
     };
-    let (_, renders) = load_and_render_with(&args.repo, without_key)?;
+    let (_, mut renders) = load_and_render_with(&args.repo, without_key)?;
+    super::only_envs(&mut renders, &args.envs)?;
     match &args.out {
         None => {
             let text = match args.output {

@@ -367,6 +367,10 @@ pub struct DiffArgs {
     /// With `--from`: the new revision (default: the files as they are in REPO).
     #[arg(long, value_name = "REF", requires = "from")]
     pub to: Option<String>,
+    /// With `--from`: only the objects of these environments (repeatable). A diff against the
+    /// cluster takes whole tenants, as apply does.
+    #[arg(long = "env", value_name = "ENV", requires = "from")]
+    pub envs: Vec<String>,
     /// Output with `--from`: a summary then unified diffs (text), JSON, or Markdown for a
     /// pull-request comment.
     #[arg(short = 'o', long, value_enum, default_value_t = DiffFormat::Text)]
@@ -424,6 +428,10 @@ pub struct RenderArgs {
     /// Print Secrets' values instead of `<redacted>` (decrypts: needs the age key).
     #[arg(long)]
     pub show_secrets: bool,
+    /// Only the objects of these environments (repeatable; `render` and `diff --from`: a
+    /// tenant is applied, diffed against the cluster and pruned whole).
+    #[arg(long = "env", value_name = "ENV")]
+    pub envs: Vec<String>,
     /// Format of the stream on stdout: a multi-document YAML stream, or one JSON `v1/List`.
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Yaml, conflicts_with = "out")]
     pub output: RenderFormat,
