@@ -4,7 +4,7 @@
 
 #[path = "common/offline.rs"]
 mod offline;
-use offline::{fief, stderr, stdout, write_file};
+use offline::{edit_file, fief, init_repo, stderr, stdout, write_file};
 
 use std::process::Output;
 
@@ -262,8 +262,7 @@ fn a_template_setting_an_applyset_label_fails_validate_at_its_line() {
 fn one_duplicate_template_in_every_tenant_and_environment_is_one_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    let out = fief(&["init", root.to_str().expect("utf-8"), "--tenant", "t000"]);
-    assert!(out.status.success());
+    init_repo(root, "t000");
     let tenant = std::fs::read_to_string(root.join("tenants/t000.yaml")).expect("read");
     for i in 1..200 {
         let name = format!("t{i:03}");
@@ -293,14 +292,13 @@ fn one_duplicate_template_in_every_tenant_and_environment_is_one_error() {
 fn a_misspelt_field_in_a_tenant_file_is_an_unknown_field_with_a_did_you_mean_at_its_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    assert!(
-        fief(&["init", root.to_str().expect("utf-8")])
-            .status
-            .success()
+    init_repo(root, "example");
+    edit_file(
+        root,
+        "tenants/example.yaml",
+        "  environments:",
+        "  enviroments:",
     );
-    let path = root.join("tenants/example.yaml");
-    let text = std::fs::read_to_string(&path).expect("read");
-    std::fs::write(&path, text.replace("  environments:", "  enviroments:")).expect("write");
     let out = fief(&["validate", root.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
@@ -314,11 +312,7 @@ fn a_misspelt_field_in_a_tenant_file_is_an_unknown_field_with_a_did_you_mean_at_
 fn an_environment_typo_is_reported_alone_without_the_errors_that_follow_from_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    assert!(
-        fief(&["init", root.to_str().expect("utf-8")])
-            .status
-            .success()
-    );
+    init_repo(root, "example");
     // A value only the prod environment file sets, read by a template.
     write_file(
         root,
@@ -335,9 +329,7 @@ fn an_environment_typo_is_reported_alone_without_the_errors_that_follow_from_it(
         "environments/dev.yaml",
         "values:\n  logLevel: debug\n",
     );
-    let path = root.join("tenants/example.yaml");
-    let text = std::fs::read_to_string(&path).expect("read");
-    std::fs::write(&path, text.replace("[dev, prod]", "[dev, prd]")).expect("write");
+    edit_file(root, "tenants/example.yaml", "[dev, prod]", "[dev, prd]");
     let out = fief(&["validate", root.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);

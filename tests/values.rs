@@ -6,19 +6,13 @@
 #[path = "common/offline.rs"]
 mod offline;
 
-use offline::{fief, stderr, stdout, write_file};
+use offline::{edit_file, fief, init_repo, line_of, stderr, stdout, write_file};
 use serde_json::Value;
 
 /// A `fief init` repo whose tenant `acme` (dev and prod) carries `overrides`.
 fn repo_with(overrides: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = fief(&[
-        "init",
-        dir.path().to_str().expect("utf-8"),
-        "--tenant",
-        "acme",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    init_repo(dir.path(), "acme");
     let path = dir.path().join("tenants/acme.yaml");
     let mut text = std::fs::read_to_string(&path).expect("read tenant");
     text.push_str("  overrides:\n");
@@ -122,12 +116,7 @@ fn a_misspelt_value_in_an_override_is_refused_at_its_line_in_the_tenant_file() {
     let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1));
     let text = format!("{}{}", stdout(&out), stderr(&out));
-    let line = std::fs::read_to_string(dir.path().join("tenants/acme.yaml"))
-        .expect("read")
-        .lines()
-        .position(|l| l.contains("replicsa"))
-        .map(|i| i + 1)
-        .expect("the line");
+    let line = line_of(dir.path(), "tenants/acme.yaml", "replicsa");
     assert!(
         text.contains(&format!("tenants/acme.yaml:{line}")),
         "{text}"
@@ -143,10 +132,12 @@ fn repo_without_schema(tenant_values: &str, component_extra: &str) -> tempfile::
     let path = dir.path().join("components/hello/component.yaml");
     let text = std::fs::read_to_string(&path).expect("read") + component_extra;
     std::fs::write(&path, text).expect("write");
-    let path = dir.path().join("tenants/acme.yaml");
-    let text = std::fs::read_to_string(&path).expect("read");
-    let text = text.replace("greeting: Hello, acme", tenant_values);
-    std::fs::write(&path, text).expect("write");
+    edit_file(
+        dir.path(),
+        "tenants/acme.yaml",
+        "greeting: Hello, acme",
+        tenant_values,
+    );
     dir
 }
 
@@ -156,12 +147,7 @@ fn a_key_the_component_does_not_define_is_an_error_at_its_line_without_a_schema(
     let out = fief(&["validate", dir.path().to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let text = stderr(&out);
-    let line = std::fs::read_to_string(dir.path().join("tenants/acme.yaml"))
-        .expect("read")
-        .lines()
-        .position(|l| l.contains("replicsa"))
-        .map(|i| i + 1)
-        .expect("the line");
+    let line = line_of(dir.path(), "tenants/acme.yaml", "replicsa");
     assert!(
         text.contains(&format!("tenants/acme.yaml:{line}")),
         "{text}"
@@ -179,13 +165,7 @@ fn a_component_that_opts_out_of_strict_values_takes_any_key() {
 #[test]
 fn a_label_selector_chooses_the_tenants_render_and_validate_work_on() {
     let dir = repo_with("    dev: {}\n");
-    let out = fief(&[
-        "init",
-        "--tenant",
-        "globex",
-        dir.path().join("second").to_str().expect("utf-8"),
-    ]);
-    assert!(out.status.success());
+    init_repo(&dir.path().join("second"), "globex");
     std::fs::copy(
         dir.path().join("second/tenants/globex.yaml"),
         dir.path().join("tenants/globex.yaml"),

@@ -43,3 +43,32 @@ pub fn helm_bin() -> PathBuf {
         ),
     }
 }
+
+/// `fief init DIR --tenant TENANT`: a fresh tenants repo; panics if init fails.
+pub fn init_repo(dir: &Path, tenant: &str) {
+    let out = fief(&[
+        "init",
+        dir.to_str().expect("a UTF-8 path"),
+        "--tenant",
+        tenant,
+    ]);
+    assert!(out.status.success(), "fief init: {}", stderr(&out));
+}
+
+/// Replace `from` with `to` in the file at `path` under `root`; panics when `from` is absent.
+pub fn edit_file(root: &Path, path: &str, from: &str, to: &str) {
+    let p = root.join(path);
+    let text = std::fs::read_to_string(&p).expect("read file");
+    assert!(text.contains(from), "{path} has no {from:?}");
+    std::fs::write(p, text.replace(from, to)).expect("write file");
+}
+
+/// The 1-based line of the first line of `path` under `root` containing `needle`.
+pub fn line_of(root: &Path, path: &str, needle: &str) -> usize {
+    std::fs::read_to_string(root.join(path))
+        .expect("read file")
+        .lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("{path} has no {needle:?}"))
+}
