@@ -33,6 +33,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
             return out;
         }
         let mut errors = validate::check_overrides(repo, tenant, &envs);
+        errors.extend(validate::check_notifications(repo, config, tenant));
         errors.extend(validate::check_reserved_namespaces(
             repo,
             config,

@@ -37,6 +37,10 @@ pub struct Config {
     /// Progressive rollout waves for changes that reach many tenants (the agent only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<crate::rollout::RolloutConfig>,
+    /// The platform's notification channels (the agent only): each receives every tenant's
+    /// messages and the rollout's.
+    #[serde(skip_serializing_if = "super::Notifications::is_empty")]
+    pub notifications: super::Notifications,
 }
 
 /// Namespaces no tenant may have, whatever fief.yaml says (the agent namespace too).
@@ -180,6 +184,7 @@ impl Default for Config {
             reserved_namespaces: Vec::new(),
             component_kinds: Vec::new(),
             rollout: None,
+            notifications: super::Notifications::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ mod component;
 mod config;
 mod json_schema;
 mod load;
+mod notifications;
 mod overrides;
 mod reference;
 mod tenant;
@@ -22,6 +23,9 @@ pub use config::{
 };
 pub use json_schema::RepoFile;
 pub use load::{LoadStats, is_dns_label, line_of_key};
+pub use notifications::{
+    Channel, Notifications, ProviderType, SecretRef, UrlError, UrlSource, resolve_url,
+};
 pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;
 pub use tenant::{

@@ -88,6 +88,10 @@ pub struct TenantSpec {
     /// the quota, the access lists. Each key must be one of the tenant's environments.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub overrides: BTreeMap<String, super::overrides::EnvOverride>,
+    /// The tenant's own notification channels (the agent only): each receives this tenant's
+    /// messages, and no other tenant's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<super::Channel>,
 }
 
 fn default_cluster() -> String {
@@ -106,6 +110,7 @@ impl Default for TenantSpec {
             components: Vec::new(),
             host_suffixes: Vec::new(),
             overrides: BTreeMap::new(),
+            notifications: Vec::new(),
         }
     }
 }

@@ -213,6 +213,12 @@ impl Secrets {
         self.shared = Arc::default();
     }
 
+    /// The parsed SOPS file at `path` (not decrypted), or why it cannot be used; `None` when
+    /// the repo has no SOPS file there.
+    pub fn file(&self, path: &str) -> Option<Result<&Arc<SopsFile>, &Diagnostic>> {
+        self.files.get(path).map(Result::as_ref)
+    }
+
     /// Whether the repo has any secret file.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()

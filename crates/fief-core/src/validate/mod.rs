@@ -15,9 +15,11 @@ pub use tenancy::{
 };
 
 mod environments;
+mod notifications;
 mod overrides;
 
 pub use environments::{check_declared, declared};
+pub use notifications::check_notifications;
 pub use overrides::check_overrides;
 
 use std::collections::{BTreeMap, HashMap};
