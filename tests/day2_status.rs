@@ -259,6 +259,82 @@ fn a_tenant_viewer_reads_their_tenants_last_error_as_events_and_not_another_tena
     );
 }
 
+/// `fief status ARGS` as `user` (their own kubeconfig, no rights in the agent namespace).
+fn status_as(user: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .arg("status")
+        .arg("--kubeconfig")
+        .arg(common::control_plane().kubeconfig_for(user))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_tenant_viewer_reads_their_tenants_status_with_fief_status_and_is_refused_another_tenants() {
+    let agent_ns = common::unique("fief-d2v");
+    let (t1, t2) = (common::unique("sv1"), common::unique("sv2"));
+    let mut files = small_repo(&agent_ns, &[]);
+    files.push(tenant_with_viewer(&t1, "alice", "app"));
+    files.push(tenant_with_viewer(&t2, "bob", "app"));
+    let server = GitServer::new(&files);
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+
+    // alice names her tenant: its row, Ready, with a note that she sees only what she named.
+    let out = status_as("alice", &["-n", &agent_ns, "--tenant", &t1]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let row = stdout.lines().find(|l| l.starts_with(t1.as_str()));
+    assert!(
+        row.is_some_and(|r| r.split_whitespace().nth(1) == Some("True")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("showing the named tenants' status only"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(&t2), "{stdout}");
+
+    // Another tenant's status is refused, by fief and by kubectl alike.
+    let out = status_as("alice", &["-n", &agent_ns, "--tenant", &t2]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("403"), "{}", text(&out.stderr));
+    let inventory = |t: &str| format!("configmap/fief-tenant-{t}");
+    let kubectl_get = |user: &str, t: &str| {
+        common::control_plane()
+            .kubectl_as(user)
+            .args(["get", &inventory(t), "-n", &agent_ns, "-o", "name"])
+            .output()
+            .unwrap()
+    };
+    assert!(kubectl_get("alice", &t1).status.success());
+    let refused = kubectl_get("alice", &t2);
+    assert!(
+        text(&refused.stderr).contains("Forbidden"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!kubectl_get("bob", &t1).status.success());
+
+    // Without --tenant she is told how to read her own.
+    let out = status_as("alice", &["-n", &agent_ns]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("--tenant"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Taken off the tenant's access lists, she can no longer read it.
+    server.commit(&[tenant_with_viewer(&t1, "carol", "app")], "carol views t1");
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("alice loses t1's status", Duration::from_secs(20), || {
+        !kubectl_get("alice", &t1).status.success()
+    });
+    assert!(kubectl_get("carol", &t1).status.success());
+}
+
 #[test]
 fn apply_records_each_tenants_outcome_as_an_event_in_its_own_namespace() {
     let repo = TestRepo::new("");

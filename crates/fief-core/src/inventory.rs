@@ -143,6 +143,10 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Counts.
     pub counts: Counts,
+    /// Who may read this status without rights in the agent namespace, as granted by the
+    /// Role and RoleBinding `fief-status-<tenant>` next to it (empty: nobody is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_readers: Vec<String>,
 }
 
 impl Status {

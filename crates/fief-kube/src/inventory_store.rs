@@ -94,6 +94,42 @@ pub async fn each_inventory(
     Ok(())
 }
 
+/// The inventories of `tenants`, each read by name (absent ones are left out): what a
+/// tenant's own people may read, who cannot list the agent namespace (see
+/// [`crate::status_access`]).
+pub async fn get_inventories(
+    client: &kube::Client,
+    namespace: &str,
+    tenants: &[String],
+) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut out = BTreeMap::new();
+    for tenant in tenants.iter().filter(|t| fief_core::model::is_dns_label(t)) {
+        let name = objects::inventory_name(tenant);
+        let request = kube::core::Request::new(api.resource_url())
+            .get(&name, &Default::default())
+            .map_err(|e| {
+                ClusterError::request(
+                    format!("get ConfigMap/{namespace}/{name}"),
+                    kube::Error::BuildRequest(e),
+                )
+            })?;
+        match client.request::<Value>(request).await {
+            Ok(cm) => {
+                out.insert(tenant.clone(), Inventory::from_configmap(&cm));
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => {
+                return Err(ClusterError::request(
+                    format!("get ConfigMap/{namespace}/{name}"),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
 ///
 /// The inventory is fief's own object, so it is written with a strategic merge patch (or

@@ -12,6 +12,7 @@ pub mod diff;
 pub mod fence;
 pub mod health;
 pub mod inventory_store;
+pub mod status_access;
 pub mod live;
 pub mod observe;
 pub mod prune;

@@ -16,6 +16,7 @@ use super::adopt::{check_new_namespaces, is_namespace};
 use super::apply::{apply_one, wait_established};
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::prune_entries;
+use super::status_access;
 use super::{ClusterError, Resources};
 use fief_core::condition::{ConditionType, Reason};
 use fief_core::inventory::{Entry, Inventory, InventoryError};
@@ -279,6 +280,7 @@ async fn sync_tenant(
     let now = ctx.now.as_str();
     if !render.is_ok() {
         status::record_invalid(&mut inv, &mut report, render, now);
+        status_access::update(ctx, render, &mut inv, &mut report).await;
         return match write_inventory(ctx, &inv, prev).await {
             Ok(()) => (report, Some(inv)),
             Err(e) => {
@@ -368,6 +370,11 @@ async fn sync_tenant(
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
         report.outcome = Outcome::Purged;
+        if let Err(e) = status_access::revoke(ctx, tenant).await {
+            report.errors.push(e.to_string());
+            report.outcome = Outcome::Failed;
+            return (report, Some(recorded));
+        }
         return match delete_inventory(ctx, tenant).await {
             Ok(()) => (report, None),
             Err(e) => {
@@ -381,6 +388,7 @@ async fn sync_tenant(
             remaining: inv.entries.len(),
         });
     }
+    status_access::update(ctx, render, &mut inv, &mut report).await;
     status::finish(
         &mut inv,
         &mut report,

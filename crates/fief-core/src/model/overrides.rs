@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::tenant::{Access, Quota};
+use super::tenant::{Access, Quota, TenantSpec};
 
 /// What differs in one environment of the tenant. Fields left out keep the tenant's setting.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
@@ -79,6 +79,23 @@ impl Quota {
             pods: over.pods.clone().or_else(|| self.pods.clone()),
             storage: over.storage.clone().or_else(|| self.storage.clone()),
         }
+    }
+}
+
+impl TenantSpec {
+    /// Every admin, operator and viewer of the tenant or of any environment's override,
+    /// sorted and once each: the people who may read the tenant's status.
+    pub fn status_readers(&self) -> Vec<String> {
+        let overlays = self
+            .overrides
+            .values()
+            .filter_map(|o| o.access.as_ref())
+            .map(|a| self.access.overlay(a));
+        let all: std::collections::BTreeSet<String> = std::iter::once(self.access.clone())
+            .chain(overlays)
+            .flat_map(|a| a.admins.into_iter().chain(a.operators).chain(a.viewers))
+            .collect();
+        all.into_iter().collect()
     }
 }
 

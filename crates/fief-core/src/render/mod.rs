@@ -106,6 +106,10 @@ pub struct TenantRender {
     pub cluster: Option<String>,
     /// The tenant's namespaces, by environment.
     pub namespaces: BTreeMap<String, String>,
+    /// Who may read the tenant's status without rights in the agent namespace: every admin,
+    /// operator and viewer of any of its environments, sorted (`None`: the tenant file did
+    /// not parse, so who they are is unknown and whatever was granted before stands).
+    pub status_readers: Option<Vec<String>>,
     /// Objects in apply order within the tenant (baseline, then components by dependency).
     pub objects: Vec<RenderedObject>,
     /// Every problem found; a tenant with any is neither applied nor pruned.

@@ -39,6 +39,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     out.state = Some(tenant.spec.state);
     out.cluster = Some(tenant.spec.cluster.clone());
     out.namespaces = namespaces(config, tenant);
+    out.status_readers = Some(tenant.spec.status_readers());
     let order = match component_order(repo, tenant, &format!("tenants/{name}.yaml")) {
         Ok(order) => order,
         Err(ds) => {
