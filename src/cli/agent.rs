@@ -3,7 +3,7 @@
 //! In: [`AgentArgs`]. Out: runs until SIGTERM; exit code 3 when it cannot start.
 //!
 //! Credential files (`--git-token-file`, `--ssh-key-file`, `--known-hosts-file`,
-//! `--webhook-secret-file`, `--age-key-file`) must exist when named: a missing one stops the
+//! `--webhook-secret-file`, `--age-key-file`, `--web-token-file`) must exist when named: a missing one stops the
 //! agent at start (exit code 2) with the flag, the file and what to do, before anything is
 //! fetched or applied. A credential that is not there never silently means an anonymous fetch,
 //! a webhook turned off or tenants failing on their secrets.
@@ -66,6 +66,12 @@ fn check_credential_files(args: &AgentArgs) -> Result<(), CliError> {
             "fief-age-key",
             "keys.txt",
         ),
+        (
+            "--web-token-file",
+            &args.web_token_file,
+            "fief-web",
+            "token",
+        ),
     ];
     let missing: Vec<String> = named
         .iter()
@@ -113,6 +119,22 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         )),
         None => None,
     };
+    let web = match (&args.web, &args.web_token_file) {
+        (false, _) => None,
+        (true, None) => Some(agent::web::WebOptions::default()),
+        (true, Some(f)) => {
+            let token = read_secret(f)?;
+            if token.is_empty() {
+                return Err(CliError::Usage(format!(
+                    "--web-token-file {}: the file is empty; put the token in it",
+                    f.display()
+                )));
+            }
+            Some(agent::web::WebOptions {
+                token: Some(token.into_bytes()),
+            })
+        }
+    };
     let options = AgentOptions {
         repo: args.repo.clone(),
         branch: args.branch.clone(),
@@ -137,6 +159,7 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         age_keys,
         max_in_flight: args.max_in_flight,
         health_timeout: args.health_timeout,
+        web,
     };
     let rt = runtime()?;
     let outcome = rt.block_on(agent::run(options));

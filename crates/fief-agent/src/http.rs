@@ -1,4 +1,5 @@
-//! HTTP: `/healthz`, `/readyz`, `/metrics`, `/status` and the push webhook `POST /hooks/git`.
+//! HTTP: `/healthz`, `/readyz`, `/metrics`, `/status`, the push webhook `POST /hooks/git`,
+//! and with `--web` the read-only web view under `/ui/` ([`crate::web`]).
 //!
 //! In: HTTP requests on the agent's port. Out: health and readiness, the OpenMetrics text
 //! exposition of the agent's one registry (the gauges read at scrape time set first), the
@@ -25,6 +26,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/metrics", get(metrics))
         .route("/status", get(status))
         .route("/hooks/git", post(hook))
+        .merge(crate::web::routes(&shared))
         .with_state(shared)
 }
 

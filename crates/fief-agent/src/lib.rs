@@ -3,7 +3,8 @@
 //! In: a git remote (fetched on its own task, on an interval with jitter and at once on a
 //! signed push webhook), the cluster (discovery, kube-runtime watches, inventories). Out:
 //! per-tenant syncs of exactly the tenants whose inputs changed or drifted, through a
-//! deduplicated queue with backoff; `/healthz`, `/readyz`, `/metrics`, `/status`. Leader
+//! deduplicated queue with backoff; `/healthz`, `/readyz`, `/metrics`, `/status`, and with
+//! `--web` a read-only web view under `/ui/` ([`web`]). Leader
 //! election makes two replicas safe: losing the Lease or SIGTERM cancels the batch between
 //! tenants, SIGTERM releases the Lease, and the leader labels its own Pod so the Service routes
 //! webhooks to it.
@@ -28,6 +29,7 @@ mod source_loop;
 pub use run::run;
 pub use source_loop::{ReadCache, Revision, read_commit};
 mod verify;
+pub mod web;
 pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -90,6 +92,8 @@ pub struct AgentOptions {
     pub max_in_flight: usize,
     /// How long a component without `health.timeout` may take to become healthy.
     pub health_timeout: Duration,
+    /// Serve the read-only web view under `/ui/` (none: off).
+    pub web: Option<web::WebOptions>,
 }
 
 /// Why the agent stopped.
@@ -188,6 +192,8 @@ pub struct Shared {
     rollout_retry: std::sync::atomic::AtomicBool,
     /// Status Events, sent behind the syncs.
     events: events::Events,
+    /// The read-only web view, when it is on (see [`web`]).
+    web: Option<web::Web>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

@@ -93,6 +93,8 @@ fn account(
     let is_degraded = degraded.contains_key(&report.tenant);
     // The revision it was synced at: the head, or its last one while a rollout holds it.
     let rev = super::rollout::revision_for(state, &report.tenant);
+    let commit = rev.as_ref().map_or("", |r| r.commit.as_str());
+    super::web::record(shared, report, commit);
     if report.outcome != Outcome::Orphaned {
         let attempt = super::Attempt {
             commit: rev.as_ref().map(|r| r.commit.clone()).unwrap_or_default(),

@@ -148,6 +148,11 @@ pub(super) fn is_suspended(shared: &Shared, tenant: &str) -> bool {
     lock(&shared.requests.inner).suspended.contains_key(tenant)
 }
 
+/// The suspended tenants now: tenant → who, when and why.
+pub(super) fn suspended(shared: &Shared) -> BTreeMap<String, String> {
+    lock(&shared.requests.inner).suspended.clone()
+}
+
 /// The watch has not listed: read the suspensions with one metadata LIST instead. When that
 /// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
 /// right, so the batch itself will report the failure).

@@ -16,7 +16,7 @@ use super::metrics::Metrics;
 use super::queue::Queue;
 use super::{
     AgentError, AgentOptions, Health, LoopState, Revision, Shared, agent_namespace, desired,
-    events, health, http, jitter, leader, lock, reconciler, requests, rollout, source_loop,
+    events, health, http, jitter, leader, lock, reconciler, requests, rollout, source_loop, web,
 };
 use fief_kube::counter::RequestCounter;
 use fief_kube::fence::Fence;
@@ -84,6 +84,10 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         rollout_written: tokio::sync::Mutex::new(None),
         rollout_retry: Default::default(),
         events: events::Events::start(client.clone()),
+        web: options
+            .web
+            .as_ref()
+            .map(|w| web::Web::new(w, &options.cluster, lease_client.clone())),
     });
     on_signals(shared.shutdown.clone())?;
     // The probes answer from the start: an API server that is not reachable yet makes the
@@ -94,7 +98,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             addr: options.listen,
             source,
         })?;
-    tracing::info!(addr = %options.listen, "serving /healthz /readyz /metrics /hooks/git");
+    tracing::info!(addr = %options.listen, web = options.web.is_some(), "serving /healthz /readyz /metrics /status /hooks/git (and /ui/ with --web)");
     let router = http::router(shared.clone());
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {
@@ -129,6 +133,9 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
     requests::set_revisions(&shared, rev_rx.clone());
+    if let Some(web) = &shared.web {
+        web.set_revisions(rev_rx.clone());
+    }
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
     let term = if let Some(fence) = fence {

@@ -173,6 +173,7 @@ pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String
         if let Some(rev) = super::rollout::revision_for(state, t)
             && let Some(h) = rev.hashes.get(t).cloned()
         {
+            super::web::verified(shared, t, &rev.commit);
             state.record_synced(t, &h, rev);
         }
     }

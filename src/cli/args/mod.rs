@@ -262,6 +262,14 @@ pub struct AgentArgs {
     /// the background; syncs, drift repair and shutdown never wait for it).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub git_timeout: std::time::Duration,
+    /// Serve a read-only web view (overview, tenant table, tenant pages) under /ui/ on
+    /// --listen.
+    #[arg(long)]
+    pub web: bool,
+    /// File holding a token the web view requires (`Authorization: Bearer`, or its login
+    /// form); without it the view is open to whoever reaches the port.
+    #[arg(long, value_name = "FILE", requires = "web")]
+    pub web_token_file: Option<PathBuf>,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster_args: ClusterArgs,

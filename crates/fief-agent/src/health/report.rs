@@ -1,15 +1,17 @@
 //! What the health gate reports: its figures (in-flight tenants, verdicts) on the agent's
 //! metrics, and each judged tenant's verdict for `/status`.
 //!
-//! In: the gate's tracker. Out: the gate's gauges set in [`Metrics`] (at scrape time) and a
-//! [`HealthStatus`]; nothing is written anywhere else.
+//! In: the gate's tracker. Out: the gate's gauges set in [`Metrics`] (at scrape time), a
+//! [`HealthStatus`], and for the web view each tenant's verdict and its objects' health;
+//! nothing is written anywhere else.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 
 use super::{Gate, lock};
 use crate::metrics::{Metrics, StateLabel, TenantLabel, gauge_value};
-use fief_core::health::Verdict;
+use fief_core::health::{Health, Verdict};
+use fief_core::objects::ObjectId;
 use fief_core::status::agent::{HealthState, HealthStatus, TenantHealth};
 
 impl Gate {
@@ -58,5 +60,35 @@ impl Gate {
                 .map(|(tenant, v)| (tenant.clone(), TenantHealth::from(v)))
                 .collect(),
         }
+    }
+
+    /// Tenants applied and not yet judged, and the bound on them.
+    pub fn status_figures(&self) -> (usize, usize) {
+        (self.in_flight(), self.max)
+    }
+
+    /// Each judged tenant's verdict, by name only.
+    pub fn verdict_states(&self) -> HashMap<String, HealthState> {
+        let t = lock(&self.tracker);
+        t.verdicts
+            .iter()
+            .map(|(tenant, v)| (tenant.clone(), HealthState::from(v)))
+            .collect()
+    }
+
+    /// One tenant's verdict with the objects that keep it from `ready` (none: not judged).
+    pub fn verdict_of(&self, tenant: &str) -> Option<TenantHealth> {
+        lock(&self.tracker)
+            .verdicts
+            .get(tenant)
+            .map(TenantHealth::from)
+    }
+
+    /// The health the watches last saw of each of `ids` (`None`: not seen).
+    pub fn health_of(&self, ids: &[ObjectId]) -> Vec<Option<Health>> {
+        let t = lock(&self.tracker);
+        ids.iter()
+            .map(|id| t.live.get(id).map(|seen| seen.health.clone()))
+            .collect()
     }
 }
