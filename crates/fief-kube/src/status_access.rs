@@ -129,29 +129,34 @@ pub(super) async fn update(
 pub(super) async fn revoke(ctx: &Ctx<'_>, tenant: &str) -> Result<(), ClusterError> {
     let ns = ctx.options.agent_namespace.as_str();
     let client = ctx.resources.client().clone();
-    let gone = |r: Result<(), kube::Error>, kind: &str| match r {
+    let dp = DeleteParams::default();
+    let binding = Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .delete(&name(tenant), &dp)
+        .await
+        .map(drop);
+    gone(binding, "RoleBinding", ns, tenant)?;
+    let role = Api::<Role>::namespaced(client, ns)
+        .delete(&name(tenant), &dp)
+        .await
+        .map(drop);
+    gone(role, "Role", ns, tenant)
+}
+
+/// A delete's result: done, or already gone, or the error.
+fn gone(
+    result: Result<(), kube::Error>,
+    kind: &str,
+    ns: &str,
+    tenant: &str,
+) -> Result<(), ClusterError> {
+    match result {
         Ok(()) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(source) => Err(ClusterError::request(
             format!("delete {kind}/{ns}/{}", name(tenant)),
             source,
         )),
-    };
-    let dp = DeleteParams::default();
-    gone(
-        Api::<RoleBinding>::namespaced(client.clone(), ns)
-            .delete(&name(tenant), &dp)
-            .await
-            .map(drop),
-        "RoleBinding",
-    )?;
-    gone(
-        Api::<Role>::namespaced(client, ns)
-            .delete(&name(tenant), &dp)
-            .await
-            .map(drop),
-        "Role",
-    )
+    }
 }
 
 #[cfg(test)]
