@@ -134,25 +134,27 @@ pub(super) async fn revoke(ctx: &Ctx<'_>, tenant: &str) -> Result<(), ClusterErr
         .delete(&name(tenant), &dp)
         .await
         .map(drop);
-    gone(binding, "RoleBinding", ns, tenant)?;
+    if let Some(e) = failure(binding, "RoleBinding", ns, tenant) {
+        return Err(e);
+    }
     let role = Api::<Role>::namespaced(client, ns)
         .delete(&name(tenant), &dp)
         .await
         .map(drop);
-    gone(role, "Role", ns, tenant)
+    failure(role, "Role", ns, tenant).map_or(Ok(()), Err)
 }
 
-/// A delete's result: done, or already gone, or the error.
-fn gone(
+/// A delete's failure, if it failed (already gone is done).
+fn failure(
     result: Result<(), kube::Error>,
     kind: &str,
     ns: &str,
     tenant: &str,
-) -> Result<(), ClusterError> {
+) -> Option<ClusterError> {
     match result {
-        Ok(()) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(source) => Err(ClusterError::request(
+        Ok(()) => None,
+        Err(kube::Error::Api(s)) if s.code == 404 => None,
+        Err(source) => Some(ClusterError::request(
             format!("delete {kind}/{ns}/{}", name(tenant)),
             source,
         )),
