@@ -63,6 +63,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     let depth = shared.queue_len();
     let text = shared.metrics.encode(shared.counter.stats(), |m| {
         m.queue_depth.set(crate::metrics::gauge_value(depth));
+        m.leader.set(i64::from(super::lock(&shared.health).leading));
         shared.gate.export(m);
         super::rollout::export(m, super::lock(&shared.rollout).as_ref());
     });

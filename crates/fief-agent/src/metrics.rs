@@ -1,7 +1,8 @@
 //! Metrics: every metric the agent exposes on `/metrics`, in one prometheus-client registry.
 //!
-//! In: sync outcomes, fetches and API request counts as they happen; at scrape time the queue
-//! depth, the health gate's figures and the rollout's. Out: the OpenMetrics text exposition,
+//! In: sync outcomes (with each tenant's prune hold), fetches and API request counts as they
+//! happen; at scrape time the queue depth, leadership, the health gate's figures and the
+//! rollout's. Out: the OpenMetrics text exposition,
 //! and the metrics reference page built from the same registry ([`reference_markdown`]).
 
 use std::sync::Mutex;
@@ -16,8 +17,10 @@ use prometheus_client::registry::Registry;
 
 use fief_kube::counter::RequestStats;
 
+mod held;
 mod reference;
 
+pub use held::{HoldReason, ReasonLabel};
 pub use reference::reference_markdown;
 
 /// A result label.
@@ -82,6 +85,12 @@ pub struct Metrics {
     pub tenant_seconds: Family<TenantLabel, Histogram>,
     /// 1 when the tenant's last sync succeeded, else 0.
     pub tenant_ready: Family<TenantLabel, Gauge>,
+    /// 1 while this replica holds the Lease (set at scrape time).
+    pub leader: Gauge,
+    /// Tenants whose prune is held, by reason (set at scrape time from `holds`).
+    pub prune_held: Family<ReasonLabel, Gauge>,
+    /// Each tenant's last prune hold.
+    holds: held::Holds,
     /// Failed tenant syncs by category.
     pub failures: Family<CategoryLabel, Counter>,
     /// Unix time of the last successful fetch.
@@ -130,6 +139,9 @@ impl Default for Metrics {
             api_requests: Family::default(),
             tenant_seconds: Family::new_with_constructor(tenant_histogram as fn() -> Histogram),
             tenant_ready: Family::default(),
+            leader: Gauge::default(),
+            prune_held: Family::default(),
+            holds: held::Holds::default(),
             failures: Family::default(),
             last_fetch_unix: AtomicI64::new(0),
             tenants_loaded: Counter::default(),
@@ -185,6 +197,11 @@ impl Metrics {
             "git_last_fetch_timestamp_seconds",
             "Unix time of the last successful git fetch (0: none yet)",
             self.fetch_last.clone(),
+        );
+        r.register(
+            "leader",
+            "1 while this replica holds the Lease and reconciles (always without leader election), 0 on a standby",
+            self.leader.clone(),
         );
     }
 
@@ -253,6 +270,11 @@ impl Metrics {
             "tenant_healthy",
             "1 when the tenant's applied objects are healthy, 0 while waiting or stalled",
             self.tenant_healthy.clone(),
+        );
+        r.register(
+            "tenants_prune_held",
+            "Tenants whose last sync held back a prune git asks for (objects that left git still run), by reason",
+            self.prune_held.clone(),
         );
     }
 
@@ -332,6 +354,11 @@ impl Metrics {
             .set(i64::from(ready));
     }
 
+    /// Take a tenant's prune hold in (none clears it).
+    pub fn prune_hold(&self, tenant: &str, held: Option<&fief_core::status::PruneHeld>) {
+        self.holds.record(tenant, held);
+    }
+
     /// Count a failed sync by category.
     pub fn failure(&self, category: &str) {
         self.failures
@@ -346,6 +373,7 @@ impl Metrics {
     pub fn encode(&self, requests: RequestStats, refresh: impl FnOnce(&Metrics)) -> String {
         let _one = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         refresh(self);
+        self.holds.export(&self.prune_held);
         self.fetch_last
             .set(self.last_fetch_unix.load(Ordering::Relaxed));
         for (verb, n) in [
@@ -385,79 +413,4 @@ impl std::fmt::Write for Count {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_exposition_is_written_once_into_a_buffer_of_its_size() {
-        let metrics = Metrics::default();
-        for n in 0..200 {
-            let tenant = format!("tenant-{n:04}");
-            metrics.observe_tenant(&tenant, 0.02 * f64::from(n));
-            metrics.tenant_ready(&tenant, n % 3 != 0);
-        }
-        let text = metrics.encode(RequestStats::default(), |_| {});
-        assert!(text.len() > 200 * 1000, "a histogram per tenant");
-        assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
-        assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
-        assert!(text.ends_with("# EOF\n"));
-        assert_eq!(text.capacity(), text.len(), "sized before it was written");
-    }
-
-    #[test]
-    fn the_rollout_figures_are_exposed_with_their_help() {
-        use fief_core::rollout::{Phase, Record, Wave};
-        let wave = |name: &str, tenants: &[&str]| Wave {
-            name: name.into(),
-            tenants: tenants.iter().map(|t| t.to_string()).collect(),
-        };
-        let mut record = Record {
-            commit: "c".into(),
-            phase: Phase::Halted,
-            wave: 1,
-            waves: vec![
-                wave("canary", &["a"]),
-                wave("early", &["b", "c"]),
-                wave("rest", &["d"]),
-            ],
-            reason: Some("tenant b: stalled".into()),
-            held: [("d".to_string(), "old".to_string())].into(),
-            started_at: "t0".into(),
-            updated_at: "t1".into(),
-        };
-        let metrics = Metrics::default();
-        let scrape = |r: Option<&Record>| {
-            metrics.encode(RequestStats::default(), |m| crate::rollout::export(m, r))
-        };
-        let text = scrape(Some(&record));
-        for line in [
-            "# HELP fief_rollout_wave The rollout's current wave (1-based; 0: no rollout).",
-            "# TYPE fief_rollout_wave gauge",
-            "fief_rollout_wave 2",
-            "# HELP fief_rollout_waves Waves of the current rollout.",
-            "fief_rollout_waves 3",
-            "# HELP fief_rollout_halted 1 while the rollout is halted by an unhealthy or failed tenant.",
-            "fief_rollout_halted 1",
-            "# HELP fief_rollout_tenants Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves).",
-            "fief_rollout_tenants{state=\"updated\"} 1",
-            "fief_rollout_tenants{state=\"pending\"} 2",
-            "fief_rollout_tenants{state=\"held\"} 1",
-        ] {
-            assert!(text.lines().any(|l| l == line), "{line} in {text}");
-        }
-        record.phase = Phase::Complete;
-        record.held.clear();
-        let text = scrape(Some(&record));
-        assert!(text.contains("fief_rollout_halted 0"), "{text}");
-        assert!(
-            text.contains("fief_rollout_tenants{state=\"updated\"} 4"),
-            "{text}"
-        );
-        let text = scrape(None);
-        assert!(text.contains("fief_rollout_wave 0\n"), "{text}");
-        assert!(
-            text.contains("fief_rollout_tenants{state=\"pending\"} 0"),
-            "{text}"
-        );
-    }
-}
+mod tests;

@@ -3,8 +3,8 @@
 //! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: the
 //! inventories kept for the next batch (a synced tenant's is not kept but marked evicted:
 //! read back before its next sync), the drift baseline (recorded live hashes), the queue (success
-//! resets backoff, failure backs off), metrics (per-tenant readiness, failures by category)
-//! and one log line per tenant.
+//! resets backoff, failure backs off), metrics (per-tenant readiness and prune holds, failures
+//! by category) and one log line per tenant.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -107,6 +107,9 @@ fn account(
             .insert(report.tenant.clone(), attempt);
     }
     shared.metrics.sync_result(ok && !is_degraded);
+    shared
+        .metrics
+        .prune_hold(&report.tenant, report.prune_held.as_ref());
     let c = &report.counts;
     shared
         .metrics

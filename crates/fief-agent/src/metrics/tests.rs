@@ -1,0 +1,77 @@
+//! The registry's exposition: written once into a buffer of its size, and the rollout's
+//! figures with their help.
+
+use super::*;
+
+#[test]
+fn the_exposition_is_written_once_into_a_buffer_of_its_size() {
+    let metrics = Metrics::default();
+    for n in 0..200 {
+        let tenant = format!("tenant-{n:04}");
+        metrics.observe_tenant(&tenant, 0.02 * f64::from(n));
+        metrics.tenant_ready(&tenant, n % 3 != 0);
+    }
+    let text = metrics.encode(RequestStats::default(), |_| {});
+    assert!(text.len() > 200 * 1000, "a histogram per tenant");
+    assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
+    assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
+    assert!(text.ends_with("# EOF\n"));
+    assert_eq!(text.capacity(), text.len(), "sized before it was written");
+}
+
+#[test]
+fn the_rollout_figures_are_exposed_with_their_help() {
+    use fief_core::rollout::{Phase, Record, Wave};
+    let wave = |name: &str, tenants: &[&str]| Wave {
+        name: name.into(),
+        tenants: tenants.iter().map(|t| t.to_string()).collect(),
+    };
+    let mut record = Record {
+        commit: "c".into(),
+        phase: Phase::Halted,
+        wave: 1,
+        waves: vec![
+            wave("canary", &["a"]),
+            wave("early", &["b", "c"]),
+            wave("rest", &["d"]),
+        ],
+        reason: Some("tenant b: stalled".into()),
+        held: [("d".to_string(), "old".to_string())].into(),
+        started_at: "t0".into(),
+        updated_at: "t1".into(),
+    };
+    let metrics = Metrics::default();
+    let scrape = |r: Option<&Record>| {
+        metrics.encode(RequestStats::default(), |m| crate::rollout::export(m, r))
+    };
+    let text = scrape(Some(&record));
+    for line in [
+        "# HELP fief_rollout_wave The rollout's current wave (1-based; 0: no rollout).",
+        "# TYPE fief_rollout_wave gauge",
+        "fief_rollout_wave 2",
+        "# HELP fief_rollout_waves Waves of the current rollout.",
+        "fief_rollout_waves 3",
+        "# HELP fief_rollout_halted 1 while the rollout is halted by an unhealthy or failed tenant.",
+        "fief_rollout_halted 1",
+        "# HELP fief_rollout_tenants Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves).",
+        "fief_rollout_tenants{state=\"updated\"} 1",
+        "fief_rollout_tenants{state=\"pending\"} 2",
+        "fief_rollout_tenants{state=\"held\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in {text}");
+    }
+    record.phase = Phase::Complete;
+    record.held.clear();
+    let text = scrape(Some(&record));
+    assert!(text.contains("fief_rollout_halted 0"), "{text}");
+    assert!(
+        text.contains("fief_rollout_tenants{state=\"updated\"} 4"),
+        "{text}"
+    );
+    let text = scrape(None);
+    assert!(text.contains("fief_rollout_wave 0\n"), "{text}");
+    assert!(
+        text.contains("fief_rollout_tenants{state=\"pending\"} 0"),
+        "{text}"
+    );
+}
