@@ -19,6 +19,10 @@ export FIEF_SOPS_BIN
 # The pinned helm CLI for the chart's tests (tests/helm.rs, tests/node.rs), cached the same way.
 FIEF_HELM_BIN="$(tools/build-helm.sh)"
 export FIEF_HELM_BIN
+# The pinned promtool for the alert rules' and dashboard's checks (tests/monitoring.rs), cached
+# the same way.
+FIEF_PROMTOOL_BIN="$(tools/build-promtool.sh)"
+export FIEF_PROMTOOL_BIN
 # The pinned mdbook for the book's build and link check (tests/docs.rs), cached like the above.
 FIEF_MDBOOK_BIN="$(tools/build-mdbook.sh)"
 export FIEF_MDBOOK_BIN
