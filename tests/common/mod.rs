@@ -24,6 +24,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod browser;
 pub mod cluster_cli;
 pub mod node;
 pub mod offline;

@@ -77,6 +77,74 @@ pub fn tenant_name(i: usize) -> String {
     format!("tenant-{i:05}")
 }
 
+/// Files of a light repo of `tenants` tenants named `<prefix>-NNNN` whose inventories live in
+/// `agent_ns`: a baseline of a Namespace, the `fief-tenant` ServiceAccount and its deployer
+/// Role and RoleBinding (fief's own templates), one component `app` with a ConfigMap and a
+/// Secret (whose value holds [`LIGHT_SECRET`]), labels `tier` (gold/free) and `ring` (the first
+/// five `canary`), and fief.yaml `rollout.waves` canary then rest. Six objects a tenant, so a
+/// large fleet applies quickly.
+pub fn light_repo(agent_ns: &str, prefix: &str, tenants: usize) -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
+    let mut files: Vec<(String, String)> = vec![(
+        "fief.yaml".into(),
+        format!(
+            "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: rest}}\n"
+        ),
+    )];
+    for t in ["namespace.yaml", "serviceaccount.yaml", "deployer.yaml"] {
+        let text = std::fs::read_to_string(root.join(t)).expect("fief's baseline template");
+        files.push((format!("baseline/{t}"), text));
+    }
+    files.push((
+        "components/app/varz.yaml".into(),
+        "greeting: hello\n".into(),
+    ));
+    files.push((
+        "components/app/component.yaml".into(),
+        "version: \"2.1.0\"\n".into(),
+    ));
+    files.push((
+        "components/app/templates/app.yaml".into(),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  greeting: {{{{ values.greeting | quote }}}}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: app-db\nstringData:\n  password: \"{LIGHT_SECRET}-{{{{ tenant.name }}}}\"\n"),
+    ));
+    for i in 0..tenants {
+        files.push(light_tenant(prefix, i, "app"));
+    }
+    files
+}
+
+/// The plaintext every light tenant's Secret holds (followed by the tenant's name).
+pub const LIGHT_SECRET: &str = "pw-never-shown";
+
+/// The template whose render fails (an undefined value) and the line it fails at.
+pub const FAILING_TEMPLATE: (&str, usize) = ("components/broken/templates/cm.yaml", 6);
+
+/// The files that make light tenant `i` of `prefix` fail to render: it uses the component
+/// `broken`, whose template reads a value no one sets at [`FAILING_TEMPLATE`].
+pub fn light_failing(prefix: &str, i: usize) -> Vec<(String, String)> {
+    vec![
+        (
+            FAILING_TEMPLATE.0.to_string(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  k: {{ values.nothing.here }}\n".into(),
+        ),
+        ("components/broken/varz.yaml".into(), "{}\n".into()),
+        light_tenant(prefix, i, "broken"),
+    ]
+}
+
+/// The file of light tenant `i` of `prefix`, running `component`.
+fn light_tenant(prefix: &str, i: usize, component: &str) -> (String, String) {
+    let name = format!("{prefix}-{i:04}");
+    let tier = if i % 2 == 0 { "gold" } else { "free" };
+    let ring = if i < 5 { "canary" } else { "main" };
+    (
+        format!("tenants/{name}.yaml"),
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n  labels: {{tier: {tier}, ring: {ring}}}\nspec:\n  owner: {{email: ops@{name}.example, organization: Org {i}}}\n  components:\n    - name: {component}\n"
+        ),
+    )
+}
+
 /// Write a synthetic repo under `dir`.
 pub fn write_repo(dir: &Path, tenants: usize) -> std::io::Result<()> {
     write_files(dir, &repo_files(tenants))

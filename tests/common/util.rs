@@ -72,6 +72,17 @@ pub fn http_request(
     headers: &[(&str, String)],
     body: &str,
 ) -> Option<(u16, String)> {
+    http_response(addr, method, path, headers, body).map(|(code, _, body)| (code, body))
+}
+
+/// A raw HTTP/1.1 request (Connection: close); (status, response head, body).
+pub fn http_response(
+    addr: impl std::net::ToSocketAddrs,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> Option<(u16, String, String)> {
     let addr = addr.to_socket_addrs().ok()?.next()?;
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -88,11 +99,8 @@ pub fn http_request(
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((out.as_str(), ""));
+    Some((code, head.to_string(), body.to_string()))
 }
 
 /// Run `cmd` with `stdin` piped in when given (else no stdin); its output.

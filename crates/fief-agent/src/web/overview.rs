@@ -10,6 +10,7 @@ use super::table::{Row, State, counts};
 use super::view::{ago, short};
 use super::{Web, lock};
 use crate::Shared;
+use crate::source_loop::Revision;
 use fief_core::rollout::{Phase, Record};
 
 /// Tenants listed under "needs attention" at most.
@@ -41,6 +42,8 @@ pub(super) struct OverviewView {
     max_in_flight: usize,
     /// The rollout, if one ran since the agent started.
     rollout: Option<RolloutView>,
+    /// fief.yaml `rollout.waves` as they split the fleet now: (wave, tenants), in order.
+    declared: Vec<(String, usize)>,
     /// Failed and stalled tenants (the first few).
     attention: Vec<AttentionRow>,
     /// How many failed or stalled tenants there are in all.
@@ -112,6 +115,7 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
         in_flight: gate.0,
         max_in_flight: gate.1,
         rollout: lock(&shared.rollout).as_ref().map(rollout),
+        declared: declared(fleet.rev.as_deref(), &fleet.rows),
         attention_total: attention.len(),
         attention: attention
             .into_iter()
@@ -124,6 +128,23 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
             })
             .collect(),
     }
+}
+
+/// fief.yaml's waves in order (and the implicit last one), each with its tenants now.
+fn declared(rev: Option<&Revision>, rows: &[Row]) -> Vec<(String, usize)> {
+    let Some(config) = rev.and_then(|r| r.repo.config.as_ref().ok()?.rollout.as_ref()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, usize)> = config.waves.iter().map(|w| (w.name.clone(), 0)).collect();
+    if !out.iter().any(|(n, _)| n == fief_core::rollout::REST) {
+        out.push((fief_core::rollout::REST.to_string(), 0));
+    }
+    for w in rows.iter().filter_map(|r| r.wave.as_deref()) {
+        if let Some((_, n)) = out.iter_mut().find(|(name, _)| name == w) {
+            *n += 1;
+        }
+    }
+    out
 }
 
 fn rollout(r: &Record) -> RolloutView {
