@@ -20,6 +20,7 @@ mod render;
 mod report;
 pub mod secrets;
 mod selector;
+mod spares;
 mod status;
 mod suspend;
 mod validate;
@@ -82,6 +83,9 @@ pub enum CliError {
     /// fief.yaml is invalid, so no tenant can be synced.
     #[error("fief.yaml is invalid; nothing applied")]
     Config,
+    /// `git push` failed (the commit stands).
+    #[error("git push: {0}")]
+    Push(String),
 }
 
 impl From<crate::kube::ClusterError> for CliError {
@@ -101,7 +105,7 @@ impl CliError {
                 | crate::source::git::GitError::NoIdentity { .. }
                 | crate::source::git::GitError::BadRevision { .. },
             ) => EXIT_USAGE,
-            CliError::Git(_) => EXIT_EXTERNAL,
+            CliError::Git(_) | CliError::Push(_) => EXIT_EXTERNAL,
             _ => EXIT_INVALID,
         }
     }
@@ -132,6 +136,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Agent(args) => agent::agent_cmd(&args),
         Command::Status(args) => status::status_cmd(&args),
         Command::Bump(args) => bump::bump_cmd(&args),
+        Command::Spares(args) => spares::spares_cmd(&args),
+        Command::Allocate(args) => spares::allocate_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
         Command::Version(args) => version::version_cmd(&args),

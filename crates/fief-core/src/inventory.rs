@@ -147,6 +147,9 @@ pub struct Status {
     /// Role and RoleBinding `fief-status-<tenant>` next to it (empty: nobody is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub status_readers: Vec<String>,
+    /// The tenant is a spare, kept ready for `fief allocate`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spare: bool,
 }
 
 impl Status {

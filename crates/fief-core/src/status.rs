@@ -87,6 +87,7 @@ pub fn finish(
 ) {
     report.counts.objects = inv.entries.len();
     let status = &mut inv.status;
+    status.spare = render.spare;
     if changed || report.counts.failed > 0 || status.counts.objects != report.counts.objects {
         status.counts = report.counts.clone();
     }

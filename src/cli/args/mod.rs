@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod install;
+mod spares;
 
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
+pub use spares::{AllocateArgs, GitArgs, SparesArgs};
 
 /// `fief --version`: the crate version and the git commit it was built from.
 pub const VERSION: &str = crate::core::VERSION;
@@ -61,6 +63,13 @@ pub enum Command {
     /// comments kept), print the diff, and optionally commit it: the fleet deploy tool, GitOps
     /// style.
     Bump(BumpArgs),
+    /// Top up the pool of spare tenants (fief.yaml `spares:`) in `tenants/`: new tenant files
+    /// with random names, optionally committed and pushed. The agent applies them like any
+    /// tenant.
+    Spares(SparesArgs),
+    /// Turn one Ready spare tenant into a customer's tenant (owner, labels, values) and refill
+    /// the pool, in one commit: the agent's next sync is a small change, not a cold start.
+    Allocate(AllocateArgs),
     /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.

@@ -108,7 +108,11 @@ fn row(view: &View, t: &str, inv: &Inventory) -> String {
         inv.entries.len(),
         short(inv.status.commit.as_deref().unwrap_or("-"), 12),
         tried,
-        if orphan { "ORPHANED: " } else { "" },
+        match (orphan, inv.status.spare) {
+            (true, _) => "ORPHANED: ",
+            (false, true) => "SPARE: ",
+            _ => "",
+        },
         message
     )
 }

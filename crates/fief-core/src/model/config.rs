@@ -41,6 +41,9 @@ pub struct Config {
     /// messages and the rollout's.
     #[serde(skip_serializing_if = "super::Notifications::is_empty")]
     pub notifications: super::Notifications,
+    /// Spare tenants kept ready for `fief allocate`: how many, and what each runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spares: Option<super::Spares>,
 }
 
 /// Namespaces no tenant may have, whatever fief.yaml says (the agent namespace too).
@@ -185,6 +188,7 @@ impl Default for Config {
             component_kinds: Vec::new(),
             rollout: None,
             notifications: super::Notifications::default(),
+            spares: None,
         }
     }
 }

@@ -11,6 +11,7 @@ mod load;
 mod notifications;
 mod overrides;
 mod reference;
+mod spares;
 mod tenant;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ pub use notifications::{
 };
 pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;
+pub use spares::{Allocation, AllocationError, ID_LEN, Spares, allocate, tenant_yaml};
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
     pinned_key,

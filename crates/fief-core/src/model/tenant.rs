@@ -92,6 +92,10 @@ pub struct TenantSpec {
     /// messages, and no other tenant's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notifications: Vec<super::Channel>,
+    /// A spare (fief.yaml `spares:`): applied and kept ready like any tenant, shown as a spare
+    /// in status, until `fief allocate` makes it a customer's tenant.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spare: bool,
 }
 
 fn default_cluster() -> String {
@@ -111,6 +115,7 @@ impl Default for TenantSpec {
             host_suffixes: Vec::new(),
             overrides: BTreeMap::new(),
             notifications: Vec::new(),
+            spare: false,
         }
     }
 }

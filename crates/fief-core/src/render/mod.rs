@@ -110,6 +110,8 @@ pub struct TenantRender {
     /// operator and viewer of any of its environments, sorted (`None`: the tenant file did
     /// not parse, so who they are is unknown and whatever was granted before stands).
     pub status_readers: Option<Vec<String>>,
+    /// The tenant is a spare (its file says `spare: true`), kept ready for `fief allocate`.
+    pub spare: bool,
     /// Objects in apply order within the tenant (baseline, then components by dependency).
     pub objects: Vec<RenderedObject>,
     /// Every problem found; a tenant with any is neither applied nor pruned.

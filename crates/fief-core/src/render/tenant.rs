@@ -40,6 +40,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     out.cluster = Some(tenant.spec.cluster.clone());
     out.namespaces = namespaces(config, tenant);
     out.status_readers = Some(tenant.spec.status_readers());
+    out.spare = tenant.spec.spare;
     let order = match component_order(repo, tenant, &format!("tenants/{name}.yaml")) {
         Ok(order) => order,
         Err(ds) => {
