@@ -18,6 +18,7 @@ mod inventories;
 mod leader;
 pub mod memory;
 pub mod metrics;
+mod notify;
 mod outcome;
 mod pins;
 pub mod queue;
@@ -192,6 +193,8 @@ pub struct Shared {
     rollout_retry: std::sync::atomic::AtomicBool,
     /// Status Events, sent behind the syncs.
     events: events::Events,
+    /// Notifications to the platform's and the tenants' channels.
+    notify: notify::Notifier,
     /// The read-only web view, when it is on (see [`web`]).
     web: Option<web::Web>,
 }

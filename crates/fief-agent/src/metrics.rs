@@ -58,6 +58,16 @@ pub struct StateLabel {
     pub state: &'static str,
 }
 
+/// A notification label: the channel's provider type and what became of the message.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NotificationLabel {
+    /// `webhook`, `slack`, `teams` or `alertmanager`.
+    pub provider: String,
+    /// `sent`, `failed` (every attempt failed or the receiver refused it), `suppressed`
+    /// (the channel's rate limit) or `dropped` (the channel's queue was full).
+    pub result: &'static str,
+}
+
 /// Every metric of the agent, in one registry.
 pub struct Metrics {
     registry: Registry,
@@ -121,6 +131,8 @@ pub struct Metrics {
     /// Tenants of the current rollout by state (`updated`, `pending`, `held`; set at scrape
     /// time).
     pub rollout_tenants: Family<StateLabel, Gauge>,
+    /// Notifications by provider type and result.
+    pub notifications: Family<NotificationLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -156,6 +168,7 @@ impl Default for Metrics {
             rollout_waves: Gauge::default(),
             rollout_halted: Gauge::default(),
             rollout_tenants: Family::default(),
+            notifications: Family::default(),
         };
         let mut registry = Registry::with_prefix("fief");
         metrics.register_syncs(&mut registry);
@@ -299,6 +312,11 @@ impl Metrics {
             "rollout_tenants",
             "Tenants of the current rollout: updated (earlier waves), pending (current wave), held (later waves)",
             self.rollout_tenants.clone(),
+        );
+        r.register(
+            "notifications",
+            "Notifications by channel provider type and result (sent, failed, suppressed by the rate limit, dropped on a full queue)",
+            self.notifications.clone(),
         );
     }
 }

@@ -382,6 +382,7 @@ pub(super) async fn batch(
         outcome::record(shared, state, cs, &result, &degraded);
         super::requests::after_batch(shared, ticket, &result.reports);
         shared.events.send(&agent_namespace, &result);
+        shared.notify.synced(&result.reports, &rev.commit);
     }
     let now = Instant::now();
     for t in &cancelled {

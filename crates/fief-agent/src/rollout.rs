@@ -341,6 +341,7 @@ pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) 
         if *current == record && !retry {
             return;
         }
+        shared.notify.rollout(current.as_ref(), record.as_ref());
         *current = record;
     }
     let sh = shared.clone();

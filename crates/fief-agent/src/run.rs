@@ -16,7 +16,8 @@ use super::metrics::Metrics;
 use super::queue::Queue;
 use super::{
     AgentError, AgentOptions, Health, LoopState, Revision, Shared, agent_namespace, desired,
-    events, health, http, jitter, leader, lock, reconciler, requests, rollout, source_loop, web,
+    events, health, http, jitter, leader, lock, notify, reconciler, requests, rollout, source_loop,
+    web,
 };
 use fief_kube::counter::RequestCounter;
 use fief_kube::fence::Fence;
@@ -56,10 +57,16 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     )
     .map_err(built)?;
     let lease_client = fief_kube::build_client(config, &counter, None, None).map_err(built)?;
+    let metrics = Metrics::default();
+    let notifier = notify::Notifier::start(
+        metrics.notifications.clone(),
+        options.age_keys.clone(),
+        options.cluster.clone(),
+    );
     let shared = Arc::new(Shared {
         client: client.clone(),
         counter,
-        metrics: Metrics::default(),
+        metrics,
         health: Mutex::new(Health::default()),
         fetch_now: Notify::new(),
         wake: Notify::new(),
@@ -84,11 +91,15 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         rollout_written: tokio::sync::Mutex::new(None),
         rollout_retry: Default::default(),
         events: events::Events::start(client.clone()),
+        notify: notifier.clone(),
         web: options
             .web
             .as_ref()
             .map(|w| web::Web::new(w, &options.cluster, lease_client.clone())),
     });
+    shared
+        .gate
+        .on_verdict(move |tenant, verdict| notifier.verdict(tenant, verdict));
     on_signals(shared.shutdown.clone())?;
     // The probes answer from the start: an API server that is not reachable yet makes the
     // agent not ready, never restarted by its liveness probe.
@@ -133,6 +144,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     // Every replica keeps a current clone, so a standby takes over with a revision in hand.
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
     requests::set_revisions(&shared, rev_rx.clone());
+    shared.notify.follow(rev_rx.clone());
     if let Some(web) = &shared.web {
         web.set_revisions(rev_rx.clone());
     }

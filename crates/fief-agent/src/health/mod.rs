@@ -116,7 +116,12 @@ pub struct Gate {
     receiver: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     /// The agent namespace (where the inventories are), set by each batch.
     namespace: Mutex<String>,
+    /// Told every change of a tenant's verdict (the notifications), set once at start.
+    listener: std::sync::OnceLock<Listener>,
 }
+
+/// What is told a tenant's new verdict.
+type Listener = Box<dyn Fn(&str, &Verdict) + Send + Sync>;
 
 fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -137,7 +142,14 @@ impl Gate {
             writes,
             receiver: Mutex::new(Some(receiver)),
             namespace: Mutex::new(String::new()),
+            listener: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Tell `f` every change of a tenant's verdict (set once; a second call is ignored).
+    /// It is called with the gate's lock held, so it must not block.
+    pub fn on_verdict(&self, f: impl Fn(&str, &Verdict) + Send + Sync + 'static) {
+        let _ = self.listener.set(Box::new(f));
     }
 
     /// Tenants applied and not yet judged healthy or stalled (permits held).
@@ -364,6 +376,9 @@ impl Gate {
         }
         if t.verdicts.get(tenant) != Some(&v) {
             tracing::info!(tenant, health = v.name(), detail = ?v, "tenant health");
+            if let Some(f) = self.listener.get() {
+                f(tenant, &v);
+            }
             let quiet = v == Verdict::Ready && !t.dirty.contains(tenant);
             if quiet {
                 // The sync's own status (Ready=True) stands: nothing to write.

@@ -8,7 +8,7 @@
 
 use fief_kube::counter::RequestStats;
 
-use super::{CategoryLabel, Metrics, ResultLabel, StateLabel, TenantLabel};
+use super::{CategoryLabel, Metrics, NotificationLabel, ResultLabel, StateLabel, TenantLabel};
 
 /// Where the agent serves `/metrics`, for the page's introduction.
 const INTRO: &str = "Each agent Pod serves these metrics at `GET /metrics` on the address of \
@@ -63,6 +63,10 @@ fn touch_examples(m: &Metrics) {
     });
     let _ = m.tenants_health.get_or_create(&state);
     let _ = m.rollout_tenants.get_or_create(&state);
+    let _ = m.notifications.get_or_create(&NotificationLabel {
+        provider: "webhook".into(),
+        result: "sent",
+    });
 }
 
 /// One metric family of an exposition.

@@ -49,9 +49,7 @@ const OWN: &str = "url: {secret: secrets/tenants/acme.sops.yaml, key: postgresPa
 #[test]
 fn channels_reading_an_encrypted_key_of_an_allowed_file_pass() {
     let r = repo(
-        &format!(
-            "notifications:\n  providers:\n    - name: ops\n      type: slack\n      url: {{secret: secrets/tenants/acme.sops.yaml, key: postgresPassword}}\n"
-        ),
+        "notifications:\n  providers:\n    - name: ops\n      type: slack\n      url: {secret: secrets/tenants/acme.sops.yaml, key: postgresPassword}\n",
         &format!("    - name: team\n      type: webhook\n      {OWN}\n"),
     );
     assert_eq!(check(&r), Vec::<Diagnostic>::new());

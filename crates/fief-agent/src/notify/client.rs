@@ -1,0 +1,148 @@
+//! Delivery: one task per channel posts its messages, retrying failed sends with backoff, so
+//! a receiver that is down or hangs delays only its own channel.
+//!
+//! In: each channel's [`Target`] and its queue of bodies. Out: HTTP POSTs (http or https,
+//! hyper's client with rustls and the system's root certificates; each attempt bounded by
+//! [`REQUEST_TIMEOUT`]), the notification counter by provider type and result, and on
+//! failure a log line naming the channel and what went wrong — never its URL.
+
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client as Hyper;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use tokio::sync::mpsc;
+
+use super::retry::{Answer, Next, jitter, next};
+use super::route::Target;
+use crate::metrics::NotificationLabel;
+
+/// How long one attempt may take, connection included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bodies a channel holds while it sends; more are dropped (and counted).
+pub const QUEUE: usize = 64;
+
+/// One body for a channel.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The JSON body.
+    pub body: Vec<u8>,
+    /// Whether it counts in the notifications metric (a re-sent firing alert does not).
+    pub counted: bool,
+}
+
+/// The agent's HTTP clients for notifications: plain, and TLS when the system's root
+/// certificates could be read.
+#[derive(Clone)]
+pub struct Client {
+    plain: Hyper<HttpConnector, Full<Bytes>>,
+    tls: Option<Hyper<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>>,
+}
+
+fn connector() -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    http.enforce_http(false);
+    http
+}
+
+impl Client {
+    /// Build the clients (https needs the system's root certificates).
+    pub fn new() -> Client {
+        let builder = || Hyper::builder(TokioExecutor::new());
+        let tls = match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
+            Ok(b) => {
+                Some(builder().build(b.https_or_http().enable_http1().wrap_connector(connector())))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no root certificates: notifications to https URLs cannot be sent");
+                None
+            }
+        };
+        Client {
+            plain: builder().build(connector()),
+            tls,
+        }
+    }
+
+    /// POST `body` as JSON to `uri`, within [`REQUEST_TIMEOUT`].
+    pub async fn post(&self, uri: &http::Uri, body: Vec<u8>) -> Answer {
+        let request = http::Request::post(uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::USER_AGENT, "fief-agent")
+            .body(Full::new(Bytes::from(body)));
+        let Ok(request) = request else {
+            return Answer::Status(400);
+        };
+        let sent = async {
+            match (uri.scheme_str(), &self.tls) {
+                (Some("https"), Some(tls)) => tls.request(request).await.ok(),
+                (Some("https"), None) => None,
+                _ => self.plain.request(request).await.ok(),
+            }
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, sent).await {
+            Err(_) => Answer::Timeout,
+            Ok(None) => Answer::Connect,
+            Ok(Some(response)) => Answer::Status(response.status().as_u16()),
+        }
+    }
+}
+
+/// What a failed send is called in logs (no URL, no body).
+fn describe(answer: Answer) -> String {
+    match answer {
+        Answer::Status(s) => format!("the receiver answered {s}"),
+        Answer::Connect => "cannot connect (or TLS failed)".to_string(),
+        Answer::Timeout => format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+    }
+}
+
+/// Start `target`'s delivery task; it ends when the returned sender is dropped and its
+/// queue is empty.
+pub fn spawn(
+    target: Target,
+    client: Client,
+    counter: Family<NotificationLabel, Counter>,
+) -> mpsc::Sender<Delivery> {
+    let (tx, mut rx) = mpsc::channel::<Delivery>(QUEUE);
+    tokio::spawn(async move {
+        let label = |result: &'static str| NotificationLabel {
+            provider: target.provider.as_str().to_string(),
+            result,
+        };
+        while let Some(d) = rx.recv().await {
+            let mut attempt = 0;
+            loop {
+                let answer = client.post(&target.uri, d.body.clone()).await;
+                match next(answer, attempt, jitter()) {
+                    Next::Delivered => {
+                        if d.counted {
+                            counter.get_or_create(&label("sent")).inc();
+                        }
+                        break;
+                    }
+                    Next::Retry(wait) => {
+                        tracing::debug!(channel = %target.id, attempt, error = describe(answer), "notification not delivered; retrying");
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                    }
+                    Next::GiveUp => {
+                        tracing::warn!(channel = %target.id, attempts = attempt + 1, error = describe(answer), "notification not delivered; given up");
+                        if d.counted {
+                            counter.get_or_create(&label("failed")).inc();
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    tx
+}
