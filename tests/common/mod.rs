@@ -28,6 +28,7 @@ pub mod browser;
 pub mod cluster_cli;
 pub mod node;
 pub mod offline;
+pub mod receiver;
 pub mod sops;
 pub mod synth;
 pub mod util;
