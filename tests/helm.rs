@@ -4,9 +4,10 @@
 //! the chart cannot drift from the binary. Also: `helm lint --strict` is clean, the values
 //! schema refuses a misspelt key, contradicting credentials are refused as `fief install`
 //! refuses them, existing Secrets are mounted without the chart making any, and the optional
-//! objects (NetworkPolicy, ServiceMonitor, PrometheusRule) appear only when asked for and,
-//! with the container's resources, equal `fief install --export`'s for the same options; and
-//! tools/release.sh refuses a version other than the crate's before it builds anything.
+//! objects (NetworkPolicy, ServiceMonitor, PrometheusRule, dashboard ConfigMap) appear only when
+//! asked for and, with the container's resources, equal `fief install --export`'s for the same
+//! options; and tools/release.sh refuses a version other than the crate's before it builds
+//! anything.
 //!
 //! Needs the pinned helm CLI in `$FIEF_HELM_BIN` (tools/test.sh sets it from
 //! tools/build-helm.sh); without it the tests that run helm fail and say so.
@@ -161,6 +162,19 @@ fn optional_objects_and_resources_render_what_fief_install_exports_with_those_op
         "1h",
         "--alert-fetch-stale",
         "15m",
+        "--alert-fetch-failing-for",
+        "20m",
+        "--alert-tenant-stalled-for",
+        "1h",
+        "--alert-rollout-halted-for",
+        "45m",
+        "--alert-prune-held-for",
+        "2h",
+        "--grafana-dashboard",
+        "--grafana-dashboard-namespace",
+        "monitoring",
+        "--grafana-dashboard-label",
+        "grafana_dashboard=fief,team=platform",
     ]);
     let charted = template_ok(&format!(
         "namespace: gitops\nimage: {{repository: example.test/fief, tag: 1.2.3}}\n\
@@ -171,9 +185,17 @@ fn optional_objects_and_resources_render_what_fief_install_exports_with_those_op
          \x20   - namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: monitoring}}}}\n\
          serviceMonitor: {{enabled: true, interval: 1m, labels: {{release: prom, team: platform}}}}\n\
          prometheusRule: {{enabled: true, labels: {{release: prom, role: alert-rules}}, \
-         tenantNotReadyFor: 1h, fetchStaleSeconds: 900}}\n"
+         tenantNotReadyFor: 1h, fetchStaleSeconds: 900, fetchFailingFor: 20m, \
+         tenantStalledFor: 1h, rolloutHaltedFor: 45m, pruneHeldFor: 2h}}\n\
+         grafanaDashboard: {{enabled: true, namespace: monitoring, \
+         labels: {{grafana_dashboard: fief, team: platform}}}}\n"
     ));
-    for kind in ["NetworkPolicy", "ServiceMonitor", "PrometheusRule"] {
+    for kind in [
+        "NetworkPolicy",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "ConfigMap",
+    ] {
         assert!(
             exported.contains(&format!("kind: {kind}\n")),
             "{kind} exported"
@@ -190,11 +212,12 @@ fn optional_objects_and_resources_render_what_fief_install_exports_with_those_op
         "--network-policy",
         "--service-monitor",
         "--prometheus-rule",
+        "--grafana-dashboard",
     ]);
     let charted = template_ok(&format!(
         "image: {{repository: example.test/fief, tag: 1.2.3}}\nrepo: {{url: {REPO_URL}}}\n\
          networkPolicy: {{enabled: true}}\nserviceMonitor: {{enabled: true}}\n\
-         prometheusRule: {{enabled: true}}\n"
+         prometheusRule: {{enabled: true}}\ngrafanaDashboard: {{enabled: true}}\n"
     ));
     assert_same_install(&exported, charted);
 }
@@ -312,21 +335,26 @@ fn contradicting_or_missing_settings_are_refused_with_the_reason() {
 }
 
 #[test]
-fn network_policy_service_monitor_and_prometheus_rule_render_only_when_enabled() {
+fn optional_objects_render_only_when_enabled() {
     let kinds = |values: &str| -> BTreeSet<String> {
         template_ok(values)
             .iter()
             .map(|o| o["kind"].as_str().unwrap_or_default().to_string())
             .collect()
     };
-    let optional = ["NetworkPolicy", "ServiceMonitor", "PrometheusRule"];
+    let optional = [
+        "NetworkPolicy",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "ConfigMap",
+    ];
     let off = kinds("repo: {url: git://h/t}\n");
     assert!(optional.iter().all(|k| !off.contains(*k)), "{off:?}");
     let objects = by_key(template_ok(
         "repo: {url: git://h/t}\nnamespace: gitops\n\
          networkPolicy: {enabled: true, from: [{namespaceSelector: {matchLabels: {team: platform}}}]}\n\
          serviceMonitor: {enabled: true, labels: {release: prom}}\n\
-         prometheusRule: {enabled: true}\n",
+         prometheusRule: {enabled: true}\ngrafanaDashboard: {enabled: true}\n",
     ));
     for kind in optional {
         let found = find(&objects, kind);

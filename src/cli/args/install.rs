@@ -110,6 +110,50 @@ pub struct InstallArgs {
         value_parser = parse_duration
     )]
     pub alert_fetch_stale: std::time::Duration,
+    /// How long every git fetch may fail before FiefGitFetchFailing fires (a Prometheus duration).
+    #[arg(
+        long,
+        default_value = "10m",
+        value_name = "DURATION",
+        requires = "prometheus_rule"
+    )]
+    pub alert_fetch_failing_for: String,
+    /// How long tenants may stay stalled on health before FiefTenantsStalled fires (a Prometheus duration).
+    #[arg(
+        long,
+        default_value = "15m",
+        value_name = "DURATION",
+        requires = "prometheus_rule"
+    )]
+    pub alert_tenant_stalled_for: String,
+    /// How long a rollout may stay halted before FiefRolloutHalted fires (a Prometheus duration).
+    #[arg(
+        long,
+        default_value = "15m",
+        value_name = "DURATION",
+        requires = "prometheus_rule"
+    )]
+    pub alert_rollout_halted_for: String,
+    /// How long prunes may stay held before FiefPruneHeld fires (a Prometheus duration).
+    #[arg(
+        long,
+        default_value = "30m",
+        value_name = "DURATION",
+        requires = "prometheus_rule"
+    )]
+    pub alert_prune_held_for: String,
+    /// Also a ConfigMap with the agent's Grafana dashboard, labelled `grafana_dashboard: "1"`
+    /// for Grafana's dashboard sidecar.
+    #[arg(long)]
+    pub grafana_dashboard: bool,
+    /// The namespace of the dashboard ConfigMap, when your Grafana sidecar watches only its
+    /// own (default: the agent's).
+    #[arg(long, value_name = "NS", requires = "grafana_dashboard")]
+    pub grafana_dashboard_namespace: Option<String>,
+    /// A label of the dashboard ConfigMap (KEY=VALUE; repeat), e.g. what your sidecar selects
+    /// on; `grafana_dashboard=VALUE` replaces the default `1`.
+    #[arg(long, value_name = "KEY=VALUE", requires = "grafana_dashboard")]
+    pub grafana_dashboard_label: Vec<String>,
     /// Print the manifests (without Secret values) instead of applying them.
     #[arg(long)]
     pub export: bool,

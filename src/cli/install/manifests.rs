@@ -4,8 +4,8 @@
 //! In: [`Settings`] (namespace, image, repo, branch, interval, replicas, cluster, the
 //! container's resources, the optional objects asked for) and the credentials' contents. Out:
 //! the objects in apply order (Namespace, Secrets, RBAC, admission policy, Deployment,
-//! Service, then the optional NetworkPolicy, ServiceMonitor and PrometheusRule of
-//! [`super::options`]). Pure: nothing is read or sent here.
+//! Service, then the optional NetworkPolicy, ServiceMonitor, PrometheusRule and dashboard
+//! ConfigMap of [`super::options`]). Pure: nothing is read or sent here.
 //!
 //! The namespace is set everywhere the agent's own namespace is named (object namespaces, the
 //! RoleBinding subjects, the admission policy's CEL, `--lease-namespace`). Outside
@@ -438,12 +438,13 @@ mod tests {
         assert!(container(&built).get("resources").is_none());
         let kinds: Vec<&str> = built.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(
-            kinds[kinds.len() - 4..],
+            kinds[kinds.len() - 5..],
             [
                 "Service",
                 "NetworkPolicy",
                 "ServiceMonitor",
-                "PrometheusRule"
+                "PrometheusRule",
+                "ConfigMap"
             ]
         );
     }

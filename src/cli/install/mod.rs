@@ -4,9 +4,10 @@
 //! In: [`InstallArgs`] / [`UninstallArgs`] and the credential files they name. Out: for
 //! `install`, the agent's objects server-side-applied in order (Namespace, the Secrets made
 //! from the credential files, RBAC, the admission policy, Deployment, Service, and the
-//! NetworkPolicy, ServiceMonitor and PrometheusRule when asked for), once discovery has shown
-//! the cluster serves every kind among them (nothing is written otherwise), then a wait
-//! for the Deployment's rollout and what to do next; with `--export`, the same objects as YAML
+//! NetworkPolicy, ServiceMonitor, PrometheusRule and dashboard ConfigMap when asked for), once
+//! discovery has shown the cluster serves every kind among them (nothing is written
+//! otherwise), then a wait for the Deployment's rollout and what to do next; with `--export`,
+//! the same objects as YAML
 //! on stdout without the Secrets (their values are never printed: a comment says how to make
 //! them). Exit 0 once rolled out, 5 when the rollout did not finish within `--timeout`, 2 for
 //! bad options or credential files or a kind the cluster does not serve (such as a
@@ -28,7 +29,7 @@ use serde_json::Value;
 use super::{CliError, EXIT_OK, EXIT_UNHEALTHY, InstallArgs, UninstallArgs, runtime, write_err};
 use crate::kube::Resources;
 use manifests::{Credentials, Settings};
-use options::{NetworkPolicy, Optional, PrometheusRule, ServiceMonitor};
+use options::Optional;
 
 /// Field manager of the install's applies.
 const MANAGER: &str = "fief-install";
@@ -80,7 +81,7 @@ fn settings(args: &InstallArgs) -> Result<Settings, CliError> {
         replicas: args.replicas,
         cluster: args.cluster_name.clone(),
         resources: resources(args)?,
-        optional: optional(args)?,
+        optional: options::from_args(args)?,
     })
 }
 
@@ -94,65 +95,6 @@ fn resources(args: &InstallArgs) -> Result<options::Resources, CliError> {
         cpu_limit: quantity(&args.cpu_limit, "cpu-limit")?,
         memory_limit: quantity(&args.memory_limit, "memory-limit")?,
     })
-}
-
-/// The optional objects asked for, their options checked.
-fn optional(args: &InstallArgs) -> Result<Optional, CliError> {
-    let labels = |given: &[String], option: &str| -> Result<options::Labels, CliError> {
-        let mut all = options::Labels::new();
-        for text in given {
-            all.extend(options::parse_labels(text, option).map_err(CliError::Usage)?);
-        }
-        Ok(all)
-    };
-    let duration = |text: &str, option: &str, units: &[&str]| {
-        if options::is_prometheus_duration(text, units) {
-            Ok(text.to_string())
-        } else {
-            Err(CliError::Usage(format!(
-                "--{option} {text}: not a Prometheus duration (a number and {}, e.g. 30s or 1m)",
-                units.join(", ")
-            )))
-        }
-    };
-    let mut optional = Optional::default();
-    if args.network_policy {
-        let from_namespaces = args
-            .network_policy_from_namespace
-            .iter()
-            .map(|text| options::parse_labels(text, "network-policy-from-namespace"))
-            .collect::<Result<_, _>>()
-            .map_err(CliError::Usage)?;
-        optional.network_policy = Some(NetworkPolicy { from_namespaces });
-    }
-    if args.service_monitor {
-        optional.service_monitor = Some(ServiceMonitor {
-            interval: duration(
-                &args.service_monitor_interval,
-                "service-monitor-interval",
-                &["ms", "s", "m", "h"],
-            )?,
-            labels: labels(&args.service_monitor_label, "service-monitor-label")?,
-        });
-    }
-    if args.prometheus_rule {
-        let stale = args.alert_fetch_stale;
-        if stale.as_secs() == 0 || stale.subsec_nanos() != 0 {
-            return Err(CliError::Usage(format!(
-                "--alert-fetch-stale {stale:?}: give whole seconds, at least 1s"
-            )));
-        }
-        optional.prometheus_rule = Some(PrometheusRule {
-            labels: labels(&args.prometheus_rule_label, "prometheus-rule-label")?,
-            tenant_not_ready_for: duration(
-                &args.alert_tenant_not_ready_for,
-                "alert-tenant-not-ready-for",
-                &["ms", "s", "m", "h", "d", "w", "y"],
-            )?,
-            fetch_stale_seconds: stale.as_secs(),
-        });
-    }
-    Ok(optional)
 }
 
 /// `fief install`.

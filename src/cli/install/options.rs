@@ -1,16 +1,25 @@
 //! What `fief install` sets beyond the files of `deploy/`: the agent container's resources,
 //! and the objects made only when asked for (a NetworkPolicy for the agent's Pods, a
-//! prometheus-operator ServiceMonitor, a PrometheusRule with the agent's alerts), as the Helm
-//! chart (deploy/chart/fief) renders them for the same settings.
+//! prometheus-operator ServiceMonitor, a PrometheusRule with the agent's alerts, a ConfigMap
+//! with its Grafana dashboard), as the Helm chart (deploy/chart/fief) renders them for the
+//! same settings.
 //!
 //! In: [`Resources`], [`Optional`] (which objects, their labels, peers and thresholds) and the
 //! agent's namespace; for the parsers, the options' text. Out: the container's `resources`,
-//! the objects in apply order (NetworkPolicy, ServiceMonitor, PrometheusRule), or the reason
-//! an option's text is refused. Pure: nothing is read or sent here.
+//! the objects in apply order (NetworkPolicy, ServiceMonitor, PrometheusRule, dashboard
+//! ConfigMap), or the reason an option's text is refused. Pure: nothing is read or sent here.
+
+mod alerts;
+mod args;
+mod dashboard;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+
+pub use alerts::PrometheusRule;
+pub use args::from_args;
+pub use dashboard::GrafanaDashboard;
 
 /// The API group of the prometheus-operator's kinds (served only where its CRDs are).
 pub const MONITORING_GROUP: &str = "monitoring.coreos.com";
@@ -27,6 +36,8 @@ pub struct Optional {
     pub service_monitor: Option<ServiceMonitor>,
     /// A PrometheusRule with the agent's alerts.
     pub prometheus_rule: Option<PrometheusRule>,
+    /// A ConfigMap with the agent's Grafana dashboard.
+    pub grafana_dashboard: Option<GrafanaDashboard>,
 }
 
 impl Optional {
@@ -36,6 +47,7 @@ impl Optional {
             network_policy: Some(NetworkPolicy::default()),
             service_monitor: Some(ServiceMonitor::default()),
             prometheus_rule: Some(PrometheusRule::default()),
+            grafana_dashboard: Some(GrafanaDashboard::default()),
         }
     }
 }
@@ -61,27 +73,6 @@ impl Default for ServiceMonitor {
         Self {
             interval: "30s".into(),
             labels: Labels::new(),
-        }
-    }
-}
-
-/// The PrometheusRule's settings.
-#[derive(Debug, Clone)]
-pub struct PrometheusRule {
-    /// Extra labels for Prometheus to select it by.
-    pub labels: Labels,
-    /// How long a tenant stays failed before FiefTenantNotReady fires (a Prometheus duration).
-    pub tenant_not_ready_for: String,
-    /// Seconds without a successful fetch before FiefRepoNotFetched fires.
-    pub fetch_stale_seconds: u64,
-}
-
-impl Default for PrometheusRule {
-    fn default() -> Self {
-        Self {
-            labels: Labels::new(),
-            tenant_not_ready_for: "15m".into(),
-            fetch_stale_seconds: 600,
         }
     }
 }
@@ -147,21 +138,24 @@ pub fn objects(namespace: &str, optional: &Optional) -> Vec<Value> {
         out.push(service_monitor(namespace, m));
     }
     if let Some(r) = &optional.prometheus_rule {
-        out.push(prometheus_rule(namespace, r));
+        out.push(alerts::prometheus_rule(namespace, r));
+    }
+    if let Some(d) = &optional.grafana_dashboard {
+        out.push(dashboard::grafana_dashboard(namespace, d));
     }
     out
 }
 
 /// The metadata every optional object has: its name, namespace and labels (the agent's, then
 /// `extra`).
-fn metadata(namespace: &str, extra: &Labels) -> Value {
+fn metadata(namespace: &str, name: &str, extra: &Labels) -> Value {
     let mut labels = serde_json::Map::new();
     labels.insert("app.kubernetes.io/name".into(), json!("fief-agent"));
     labels.insert("app.kubernetes.io/part-of".into(), json!("fief"));
     for (k, v) in extra {
         labels.insert(k.clone(), json!(v));
     }
-    json!({"name": "fief-agent", "namespace": namespace, "labels": labels})
+    json!({"name": name, "namespace": namespace, "labels": labels})
 }
 
 /// Ingress only on the port `http` (8080), from the peers given; egress is not restricted.
@@ -178,7 +172,7 @@ fn network_policy(namespace: &str, p: &NetworkPolicy) -> Value {
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": metadata(namespace, &Labels::new()),
+        "metadata": metadata(namespace, "fief-agent", &Labels::new()),
         "spec": {
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "fief-agent"}},
             "policyTypes": ["Ingress"],
@@ -192,70 +186,12 @@ fn service_monitor(namespace: &str, m: &ServiceMonitor) -> Value {
     json!({
         "apiVersion": format!("{MONITORING_GROUP}/v1"),
         "kind": "ServiceMonitor",
-        "metadata": metadata(namespace, &m.labels),
+        "metadata": metadata(namespace, "fief-agent", &m.labels),
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": "fief-agent"}},
             "namespaceSelector": {"matchNames": [namespace]},
             "endpoints": [{"port": "http", "path": "/metrics", "interval": m.interval}],
         },
-    })
-}
-
-/// The alerts, on metrics the agent exports: a tenant failing to sync
-/// (`fief_tenant_ready`), the repo not fetched (`fief_git_last_fetch_timestamp_seconds`),
-/// no leader scraped (`fief_queue_depth` absent). `namespace` is the target label Prometheus
-/// gives the scraped series.
-fn prometheus_rule(ns: &str, r: &PrometheusRule) -> Value {
-    const TENANT: &str = "{{ $labels.tenant }}";
-    let (for_, stale) = (&r.tenant_not_ready_for, r.fetch_stale_seconds);
-    let alert = |name: &str, expr: String, for_: &str, severity: &str, summary, description| {
-        json!({
-            "alert": name,
-            "expr": expr,
-            "for": for_,
-            "labels": {"severity": severity},
-            "annotations": {"summary": summary, "description": description},
-        })
-    };
-    let rules = vec![
-        alert(
-            "FiefTenantNotReady",
-            format!("fief_tenant_ready{{namespace=\"{ns}\"}} == 0"),
-            for_,
-            "warning",
-            format!("fief tenant {TENANT} has failed to sync for {for_}"),
-            format!(
-                "Its last sync failed; `fief status --tenant {TENANT} --namespace {ns}` says why."
-            ),
-        ),
-        alert(
-            "FiefRepoNotFetched",
-            format!(
-                "time() - fief_git_last_fetch_timestamp_seconds{{namespace=\"{ns}\"}} > {stale}"
-            ),
-            "5m",
-            "warning",
-            format!("the fief agent in {ns} has not fetched the tenants repo for {stale}s"),
-            format!(
-                "Tenants are not updated from git; `kubectl -n {ns} logs deploy/fief-agent` shows the fetch error (a revoked credential, the git host down)."
-            ),
-        ),
-        alert(
-            "FiefAgentNotScraped",
-            format!("absent(fief_queue_depth{{namespace=\"{ns}\"}})"),
-            "10m",
-            "critical",
-            format!("no fief agent leader in {ns} has been scraped for 10 minutes"),
-            format!(
-                "No replica holds the Lease, or its /metrics cannot be reached: no tenant is being reconciled. See `kubectl -n {ns} get pods -l app.kubernetes.io/name=fief-agent`."
-            ),
-        ),
-    ];
-    json!({
-        "apiVersion": format!("{MONITORING_GROUP}/v1"),
-        "kind": "PrometheusRule",
-        "metadata": metadata(ns, &r.labels),
-        "spec": {"groups": [{"name": "fief-agent", "rules": rules}]},
     })
 }
 
@@ -331,6 +267,7 @@ pub fn parse_quantity(text: &str, option: &str) -> Result<Option<String>, String
 
 #[cfg(test)]
 mod tests {
+    use super::dashboard::{DASHBOARD_CONFIGMAP, DASHBOARD_JSON, DASHBOARD_KEY};
     use super::*;
 
     #[test]
@@ -338,11 +275,21 @@ mod tests {
         assert!(objects("gitops", &Optional::default()).is_empty());
         let all = objects("gitops", &Optional::all());
         let kinds: Vec<&str> = all.iter().filter_map(|o| o["kind"].as_str()).collect();
-        assert_eq!(kinds, ["NetworkPolicy", "ServiceMonitor", "PrometheusRule"]);
+        assert_eq!(
+            kinds,
+            [
+                "NetworkPolicy",
+                "ServiceMonitor",
+                "PrometheusRule",
+                "ConfigMap"
+            ]
+        );
         for o in &all {
             assert_eq!(o["metadata"]["namespace"], "gitops", "{o}");
-            assert_eq!(o["metadata"]["name"], "fief-agent", "{o}");
         }
+        assert_eq!(all[3]["metadata"]["name"], DASHBOARD_CONFIGMAP);
+        assert_eq!(all[3]["metadata"]["labels"]["grafana_dashboard"], "1");
+        assert_eq!(all[3]["data"][DASHBOARD_KEY], DASHBOARD_JSON);
         assert!(
             all[0]["spec"]["ingress"][0].get("from").is_none(),
             "no peers given: from anywhere"
@@ -353,6 +300,47 @@ mod tests {
             "{rules}"
         );
         assert!(rules.contains("> 600"), "{rules}");
+        let alerts: Vec<&str> = all[2]["spec"]["groups"][0]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["alert"].as_str())
+            .collect();
+        assert_eq!(
+            alerts,
+            [
+                "FiefAgentNotScraped",
+                "FiefNoLeader",
+                "FiefRepoNotFetched",
+                "FiefGitFetchFailing",
+                "FiefTenantNotReady",
+                "FiefTenantsStalled",
+                "FiefRolloutHalted",
+                "FiefPruneHeld"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_dashboard_goes_where_its_sidecar_looks_with_the_labels_given() {
+        let optional = Optional {
+            grafana_dashboard: Some(GrafanaDashboard {
+                namespace: Some("monitoring".into()),
+                labels: parse_labels("grafana_dashboard=fief,team=platform", "x").unwrap(),
+            }),
+            ..Optional::default()
+        };
+        let made = objects("fief-system", &optional);
+        let metadata = &made[0]["metadata"];
+        assert_eq!(metadata["namespace"], "monitoring");
+        assert_eq!(
+            metadata["labels"]["grafana_dashboard"], "fief",
+            "a label given wins"
+        );
+        assert_eq!(metadata["labels"]["team"], "platform");
+        assert_eq!(metadata["labels"]["app.kubernetes.io/name"], "fief-agent");
+        let dashboard: Value = serde_json::from_str(DASHBOARD_JSON).unwrap();
+        assert_eq!(dashboard["uid"], "fief-agent");
     }
 
     #[test]
@@ -366,6 +354,7 @@ mod tests {
                 labels: parse_labels("release=prom", "x").unwrap(),
             }),
             prometheus_rule: None,
+            grafana_dashboard: None,
         };
         let objects = objects("fief-system", &optional);
         let from = &objects[0]["spec"]["ingress"][0]["from"][0];
