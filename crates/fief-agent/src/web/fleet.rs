@@ -1,68 +1,77 @@
-//! The fleet as one request sees it: the revision and every tenant's row, gathered from the
-//! agent's shared state in one pass.
+//! The fleet as one request sees it: the revision and what the agent holds about every
+//! tenant, gathered from the shared state, and the rows built from them.
 //!
 //! In: the shared state (each lock taken briefly: the gate's verdicts, the suspended and
-//! syncing tenants are copied out, the history is held while the rows are built). Out: a
-//! [`Fleet`]. No cluster or git call.
+//! syncing tenants are copied out; the history is held only while the rows are built). Out: a
+//! [`Held`] whose rows borrow the revision's tenant files. No cluster or git call.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::table::{Inputs, Row, row, rows};
-use super::{Web, lock};
+use super::table::{Inputs, Row, orphan, row, rows};
+use super::{Waves, Web, lock};
 use crate::Shared;
 use crate::source_loop::Revision;
+use fief_core::status::agent::HealthState;
 
-/// The revision and the rows built from it.
-pub(super) struct Fleet {
+/// What a request reads, copied out of the shared state.
+pub(super) struct Held<'w> {
+    web: &'w Web,
     /// The last revision read from git (none before the first fetch).
     pub rev: Option<Arc<Revision>>,
-    /// Every tenant's row, sorted by name, orphaned tenants last.
-    pub rows: Vec<Row>,
+    waves: Waves,
+    verdicts: HashMap<String, HealthState>,
+    suspended: BTreeMap<String, String>,
+    syncing: HashSet<String>,
 }
 
-/// Every tenant's row.
-pub(super) fn fleet(shared: &Shared, web: &Web) -> Fleet {
-    gather(shared, web, |inputs| rows(inputs))
-}
-
-/// One tenant's row (none when the revision has no such tenant and it is not orphaned).
-pub(super) fn one(shared: &Shared, web: &Web, name: &str) -> (Option<Arc<Revision>>, Option<Row>) {
-    let fleet = gather(shared, web, |inputs| {
-        match inputs.tenants.and_then(|t| t.get(name)) {
-            Some(parsed) => {
-                let tenant = parsed.as_ref().ok().map(Arc::as_ref);
-                vec![row(inputs, name, tenant)]
-            }
-            None if inputs.history.orphaned().iter().any(|t| t == name) => {
-                let mut r = row(inputs, name, None);
-                r.state = super::table::State::Orphaned;
-                vec![r]
-            }
-            None => Vec::new(),
+impl<'w> Held<'w> {
+    /// What the agent holds now.
+    pub(super) fn gather(shared: &Shared, web: &'w Web) -> Held<'w> {
+        let rev = web.revision();
+        Held {
+            web,
+            waves: web.waves(rev.as_deref()),
+            rev,
+            verdicts: shared.gate.verdict_states(),
+            suspended: crate::requests::suspended(shared),
+            syncing: lock(&shared.in_flight).clone(),
         }
-    });
-    (fleet.rev, fleet.rows.into_iter().next())
-}
+    }
 
-/// Build rows with `build` from the shared state.
-fn gather(shared: &Shared, web: &Web, build: impl FnOnce(&Inputs<'_>) -> Vec<Row>) -> Fleet {
-    let rev = web.revision();
-    let waves = web.waves(rev.as_deref());
-    let verdicts = shared.gate.verdict_states();
-    let suspended = crate::requests::suspended(shared);
-    let syncing: HashSet<String> = lock(&shared.in_flight).clone();
-    let history = lock(&web.history);
-    let inputs = Inputs {
-        tenants: rev.as_ref().map(|r| &r.repo.tenants),
-        cluster: &web.cluster,
-        history: &history,
-        verdicts: &verdicts,
-        suspended: &suspended,
-        syncing: &syncing,
-        waves: &waves,
-    };
-    let rows = build(&inputs);
-    drop(history);
-    Fleet { rev, rows }
+    /// Every tenant's row, sorted by name, orphaned tenants last.
+    pub(super) fn rows(&self) -> Vec<Row<'_>> {
+        self.build(|inputs| rows(inputs))
+    }
+
+    /// One tenant's row (none when the revision has no such tenant and it is not orphaned).
+    pub(super) fn one(&self, name: &str) -> Option<Row<'_>> {
+        self.build(
+            |inputs| match inputs.tenants.and_then(|t| t.get_key_value(name)) {
+                Some((key, parsed)) => {
+                    let tenant = parsed.as_ref().ok().map(Arc::as_ref);
+                    vec![row(inputs, Cow::Borrowed(key.as_str()), tenant)]
+                }
+                None if inputs.history.orphaned().iter().any(|t| t == name) => {
+                    vec![orphan(inputs, name.to_string())]
+                }
+                None => Vec::new(),
+            },
+        )
+        .pop()
+    }
+
+    fn build<'a>(&'a self, f: impl FnOnce(&Inputs<'a, '_>) -> Vec<Row<'a>>) -> Vec<Row<'a>> {
+        let history = lock(&self.web.history);
+        f(&Inputs {
+            tenants: self.rev.as_ref().map(|r| &r.repo.tenants),
+            cluster: &self.web.cluster,
+            history: &history,
+            verdicts: &self.verdicts,
+            suspended: &self.suspended,
+            syncing: &self.syncing,
+            waves: &self.waves,
+        })
+    }
 }

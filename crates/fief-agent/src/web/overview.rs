@@ -84,7 +84,8 @@ struct AttentionRow {
 
 /// The overview as the agent knows it now.
 pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
-    let fleet = super::fleet::fleet(shared, web);
+    let held = super::fleet::Held::gather(shared, web);
+    let rows = held.rows();
     let (leading, commit, fetch_error) = {
         let h = lock(&shared.health);
         (h.leading, h.last_commit.clone(), h.last_fetch_error.clone())
@@ -94,15 +95,14 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
         .last_fetch_unix
         .load(std::sync::atomic::Ordering::Relaxed);
     let gate = shared.gate.status_figures();
-    let attention: Vec<&Row> = fleet
-        .rows
+    let attention: Vec<&Row<'_>> = rows
         .iter()
         .filter(|r| matches!(r.state, State::Failed | State::Stalled))
         .collect();
     OverviewView {
         cluster: web.cluster.clone(),
-        total: fleet.rows.len(),
-        counts: counts(&fleet.rows)
+        total: rows.len(),
+        counts: counts(&rows)
             .into_iter()
             .map(|(s, n)| (s.as_str(), n))
             .collect(),
@@ -115,13 +115,13 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
         in_flight: gate.0,
         max_in_flight: gate.1,
         rollout: lock(&shared.rollout).as_ref().map(rollout),
-        declared: declared(fleet.rev.as_deref(), &fleet.rows),
+        declared: declared(held.rev.as_deref(), &rows),
         attention_total: attention.len(),
         attention: attention
             .into_iter()
             .take(ATTENTION)
             .map(|r| AttentionRow {
-                name: r.name.clone(),
+                name: r.name.to_string(),
                 href: format!("/ui/tenants/{}", super::view::segment(&r.name)),
                 state: r.state.as_str(),
                 error: r.error.clone(),
@@ -131,7 +131,7 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
 }
 
 /// fief.yaml's waves in order (and the implicit last one), each with its tenants now.
-fn declared(rev: Option<&Revision>, rows: &[Row]) -> Vec<(String, usize)> {
+fn declared(rev: Option<&Revision>, rows: &[Row<'_>]) -> Vec<(String, usize)> {
     let Some(config) = rev.and_then(|r| r.repo.config.as_ref().ok()?.rollout.as_ref()) else {
         return Vec::new();
     };

@@ -116,9 +116,10 @@ pub(super) async fn tenants(
         Ok(w) => w,
         Err(r) => return r,
     };
-    let fleet = super::fleet::fleet(&shared, web);
+    let held = super::fleet::Held::gather(&shared, web);
+    let rows = held.rows();
     let now = crate::metrics::unix_now();
-    match super::render_table(&web.view, &fleet.rows, uri.query().unwrap_or(""), now) {
+    match super::render_table(&web.view, &rows, uri.query().unwrap_or(""), now) {
         Ok(body) => html(StatusCode::OK, body),
         Err(e) => {
             tracing::error!(error = %e, "web view table failed");
@@ -142,7 +143,11 @@ pub(super) async fn tenant(
         Ok(w) => w,
         Err(r) => return r,
     };
-    let (rev, row) = super::fleet::one(&shared, web, &name);
+    let (rev, row) = {
+        let held = super::fleet::Held::gather(&shared, web);
+        let row = held.one(&name).map(super::table::Row::into_owned);
+        (held.rev.clone(), row)
+    };
     let Some(row) = row else {
         return message(
             web,

@@ -7,7 +7,8 @@
 //! rows a filter selects ([`select`]: one pass over the rows, then a sort of the matches).
 //! Pure: nothing here locks, reads the cluster or allocates per request beyond the rows.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -73,39 +74,40 @@ impl State {
     }
 }
 
-/// What the rows are built from.
-pub struct Inputs<'a> {
+/// What the rows are built from: the revision's tenant files (`'a`, which the rows borrow)
+/// and what the agent holds about them (`'h`, copied into the rows).
+pub struct Inputs<'a, 'h> {
     /// The revision's tenant files (none before the first fetch).
     pub tenants: Option<&'a Tenants>,
     /// This agent's cluster (`--cluster`).
-    pub cluster: &'a str,
+    pub cluster: &'h str,
     /// Each tenant's recent syncs.
-    pub history: &'a History,
+    pub history: &'h History,
     /// The health gate's verdicts.
-    pub verdicts: &'a HashMap<String, HealthState>,
+    pub verdicts: &'h HashMap<String, HealthState>,
     /// Suspended tenants (who, when, why).
-    pub suspended: &'a BTreeMap<String, String>,
+    pub suspended: &'h BTreeMap<String, String>,
     /// Tenants being synced now.
-    pub syncing: &'a HashSet<String>,
+    pub syncing: &'h HashSet<String>,
     /// Each tenant's wave under fief.yaml `rollout.waves` (empty without waves).
-    pub waves: &'a HashMap<String, Arc<str>>,
+    pub waves: &'h HashMap<String, Arc<str>>,
 }
 
-/// One tenant's row.
+/// One tenant's row, borrowing its name and tenant file from the revision.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub struct Row<'a> {
     /// The tenant (its file's name).
-    pub name: String,
+    pub name: Cow<'a, str>,
+    /// Its parsed tenant file (none when it does not parse, or for an orphan).
+    #[serde(skip)]
+    pub tenant: Option<&'a Tenant>,
     /// Where it stands.
     pub state: State,
     /// `spec.cluster` (empty when its file does not parse).
-    pub cluster: String,
+    pub cluster: Cow<'a, str>,
     /// Its wave under fief.yaml `rollout.waves`.
     #[serde(serialize_with = "text")]
     pub wave: Option<Arc<str>>,
-    /// Its labels.
-    #[serde(skip)]
-    pub labels: BTreeMap<String, String>,
     /// The commit it last synced at.
     #[serde(serialize_with = "text")]
     pub commit: Option<Arc<str>>,
@@ -115,6 +117,23 @@ pub struct Row {
     pub outcome: Option<&'static str>,
     /// The first line of its last error.
     pub error: Option<String>,
+}
+
+impl Row<'_> {
+    /// The row holding its own copies (without the tenant file).
+    pub fn into_owned(self) -> Row<'static> {
+        Row {
+            name: Cow::Owned(self.name.into_owned()),
+            tenant: None,
+            state: self.state,
+            cluster: Cow::Owned(self.cluster.into_owned()),
+            wave: self.wave,
+            commit: self.commit,
+            at: self.at,
+            outcome: self.outcome,
+            error: self.error,
+        }
+    }
 }
 
 /// A shared string, serialized as text.
@@ -167,48 +186,49 @@ pub fn kind_str(kind: Kind) -> &'static str {
 }
 
 /// One row per tenant of the revision (sorted by name), then the orphaned tenants.
-pub fn rows(inputs: &Inputs<'_>) -> Vec<Row> {
+pub fn rows<'a>(inputs: &Inputs<'a, '_>) -> Vec<Row<'a>> {
     let mut out = Vec::new();
-    let mut seen = BTreeSet::new();
     for (name, parsed) in inputs.tenants.into_iter().flatten() {
         let tenant = parsed.as_ref().ok().map(Arc::as_ref);
-        out.push(row(inputs, name, tenant));
-        seen.insert(name.as_str());
+        out.push(row(inputs, Cow::Borrowed(name.as_str()), tenant));
     }
     let mut orphans: Vec<String> = inputs
         .history
         .orphaned()
         .into_iter()
-        .filter(|t| !seen.contains(t.as_str()))
+        .filter(|t| !inputs.tenants.is_some_and(|all| all.contains_key(t)))
         .collect();
     orphans.sort();
     for name in orphans {
-        let mut r = row(inputs, &name, None);
-        r.state = State::Orphaned;
-        out.push(r);
+        out.push(orphan(inputs, name));
     }
     out
 }
 
+/// The row of an orphaned tenant (its file left git).
+pub fn orphan<'a>(inputs: &Inputs<'a, '_>, name: String) -> Row<'a> {
+    let mut r = row(inputs, Cow::Owned(name), None);
+    r.state = State::Orphaned;
+    r
+}
+
 /// The row of one tenant (`tenant`: its parsed file, if it parses).
-pub fn row(inputs: &Inputs<'_>, name: &str, tenant: Option<&Tenant>) -> Row {
-    let last = inputs.history.last(name);
+pub fn row<'a>(inputs: &Inputs<'a, '_>, name: Cow<'a, str>, tenant: Option<&'a Tenant>) -> Row<'a> {
+    let last = inputs.history.last(&name);
     let state = state_of(
         tenant,
         inputs.cluster,
-        inputs.suspended.contains_key(name),
+        inputs.suspended.contains_key(name.as_ref()),
         last,
-        inputs.syncing.contains(name),
-        inputs.verdicts.get(name).copied(),
+        inputs.syncing.contains(name.as_ref()),
+        inputs.verdicts.get(name.as_ref()).copied(),
     );
     Row {
-        name: name.to_string(),
+        wave: inputs.waves.get(name.as_ref()).cloned(),
+        name,
+        tenant,
         state,
-        cluster: tenant.map(|t| t.spec.cluster.clone()).unwrap_or_default(),
-        wave: inputs.waves.get(name).cloned(),
-        labels: tenant
-            .map(|t| t.metadata.labels.clone())
-            .unwrap_or_default(),
+        cluster: Cow::Borrowed(tenant.map_or("", |t| t.spec.cluster.as_str())),
         commit: last.map(|e| e.commit.clone()),
         at: last.map_or(0, |e| e.at),
         outcome: last.map(|e| kind_str(e.kind)),
@@ -280,7 +300,7 @@ pub struct Filter {
 
 impl Filter {
     /// Whether `row` matches.
-    fn matches(&self, row: &Row, q: &str) -> bool {
+    fn matches(&self, row: &Row<'_>, q: &str) -> bool {
         (q.is_empty() || row.name.contains(q))
             && self.state.is_none_or(|s| row.state == s)
             && self
@@ -291,15 +311,15 @@ impl Filter {
             && self
                 .label
                 .as_ref()
-                .is_none_or(|(k, v)| row.labels.get(k) == Some(v))
+                .is_none_or(|(k, v)| row.tenant.and_then(|t| t.metadata.labels.get(k)) == Some(v))
     }
 }
 
 /// One page of the rows a filter selects.
 #[derive(Debug)]
-pub struct Page<'a> {
+pub struct Page<'r, 'a> {
     /// The rows of this page.
-    pub rows: Vec<&'a Row>,
+    pub rows: Vec<&'r Row<'a>>,
     /// How many rows matched.
     pub matched: usize,
     /// This page (from 1; the last one when the filter asked past it).
@@ -309,9 +329,9 @@ pub struct Page<'a> {
 }
 
 /// The page of `rows` `filter` selects.
-pub fn select<'a>(rows: &'a [Row], filter: &Filter) -> Page<'a> {
+pub fn select<'r, 'a>(rows: &'r [Row<'a>], filter: &Filter) -> Page<'r, 'a> {
     let q = filter.q.trim().to_lowercase();
-    let mut matched: Vec<&Row> = rows.iter().filter(|r| filter.matches(r, &q)).collect();
+    let mut matched: Vec<&Row<'a>> = rows.iter().filter(|r| filter.matches(r, &q)).collect();
     match filter.sort {
         // Rows come sorted by name already (the orphans after them).
         Sort::Name => matched.sort_by(|a, b| a.name.cmp(&b.name)),
@@ -336,7 +356,7 @@ pub fn select<'a>(rows: &'a [Row], filter: &Filter) -> Page<'a> {
 }
 
 /// Tenants by state.
-pub fn counts(rows: &[Row]) -> BTreeMap<State, usize> {
+pub fn counts(rows: &[Row<'_>]) -> BTreeMap<State, usize> {
     let mut out: BTreeMap<State, usize> = State::ALL.into_iter().map(|s| (s, 0)).collect();
     for r in rows {
         *out.entry(r.state).or_default() += 1;

@@ -25,7 +25,7 @@ use fief_core::render::TenantRender;
 #[derive(Debug, Serialize)]
 pub(super) struct TenantView {
     /// The tenant's row (state, cluster, wave, last sync).
-    pub row: Row,
+    pub row: Row<'static>,
     /// The commit the page renders the tenant at.
     pub commit: Option<String>,
     /// Its labels.
@@ -120,10 +120,10 @@ pub(super) async fn render(rev: &Arc<Revision>, name: &str) -> Option<TenantRend
 pub(super) async fn view(
     shared: &Shared,
     web: &super::Web,
-    row: Row,
+    row: Row<'static>,
     rev: Option<Arc<Revision>>,
 ) -> TenantView {
-    let name = row.name.clone();
+    let name = row.name.to_string();
     let parsed: Option<Arc<Tenant>> = rev
         .as_ref()
         .and_then(|r| r.repo.tenants.get(&name)?.as_ref().ok().cloned());

@@ -219,7 +219,7 @@ struct TableView<'a> {
 /// The HTML of `/ui/tenants?<query>` over `rows`, at Unix time `now`.
 pub fn render_table(
     view: &View,
-    rows: &[Row],
+    rows: &[Row<'_>],
     query: &str,
     now: i64,
 ) -> Result<String, minijinja::Error> {
@@ -254,7 +254,7 @@ pub fn render_table(
         waves: rows.iter().filter_map(|r| r.wave.as_deref()).collect(),
         clusters: rows
             .iter()
-            .map(|r| r.cluster.as_str())
+            .map(|r| r.cluster.as_ref())
             .filter(|c| !c.is_empty())
             .collect(),
         sorts: ["name", "state", "synced", "wave"],

@@ -47,7 +47,7 @@ impl Held {
         self.history.record(&r, "c1", at);
     }
 
-    fn rows(&self, repo: &Repo) -> Vec<Row> {
+    fn rows<'a>(&self, repo: &'a Repo) -> Vec<Row<'a>> {
         rows(&Inputs {
             tenants: Some(&repo.tenants),
             cluster: "default",
@@ -60,7 +60,7 @@ impl Held {
     }
 }
 
-fn state(rows: &[Row], name: &str) -> State {
+fn state(rows: &[Row<'_>], name: &str) -> State {
     rows.iter()
         .find(|r| r.name == name)
         .map(|r| r.state)
@@ -111,7 +111,7 @@ fn each_tenant_gets_the_state_of_what_the_agent_knows() {
         invalid.error.as_deref(),
         Some("components/app/templates/app.yaml:3: boom")
     );
-    assert_eq!(rows.last().map(|r| r.name.as_str()), Some("gone"));
+    assert_eq!(rows.last().map(|r| r.name.as_ref()), Some("gone"));
     let c = counts(&rows);
     assert_eq!(c[&State::Ready], 2);
     assert_eq!(c[&State::Failed], 2);
@@ -160,7 +160,7 @@ fn filters_combine_and_pages_hold_a_hundred_rows() {
             ..Filter::default()
         },
     );
-    let names: Vec<&str> = failed.rows.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = failed.rows.iter().map(|r| r.name.as_ref()).collect();
     assert_eq!(names, ["t-007", "t-057", "t-107", "t-157", "t-207"]);
     let some = select(
         &rows,
@@ -171,7 +171,7 @@ fn filters_combine_and_pages_hold_a_hundred_rows() {
             ..Filter::default()
         },
     );
-    let names: Vec<&str> = some.rows.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = some.rows.iter().map(|r| r.name.as_ref()).collect();
     assert_eq!(names, ["t-000", "t-002", "t-004"]);
     let newest = select(
         &rows,
