@@ -116,6 +116,10 @@ impl Notifier {
     /// first fine report after them.
     pub(crate) fn synced(&self, reports: &[TenantReport], commit: &str) {
         for r in reports {
+            // Left alone (another cluster's, suspended): says nothing about its state.
+            if matches!(r.outcome, Outcome::Skipped | Outcome::Suspended) {
+                continue;
+            }
             let news = !r.is_ok() || r.prune_blocked() || r.outcome == Outcome::Orphaned;
             let was = {
                 let mut noted = lock(&self.noted);
@@ -177,3 +181,6 @@ impl Notifier {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

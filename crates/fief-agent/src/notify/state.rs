@@ -123,12 +123,16 @@ impl Tracker {
                 let failed =
                     error.is_some() || matches!(outcome, Outcome::Failed | Outcome::Invalid);
                 if failed {
+                    // A failed sync holds its prune too: the failure says it all.
                     let error = error.unwrap_or_else(|| format!("sync {outcome}"));
                     if s.trouble != Trouble::Failed(error.clone()) {
                         out.push(msg(Kind::SyncFailed, &error));
                         s.trouble = Trouble::Failed(error);
                     }
-                } else if matches!(s.trouble, Trouble::Failed(_)) {
+                    self.forget_if_fine(tenant);
+                    return out;
+                }
+                if matches!(s.trouble, Trouble::Failed(_)) {
                     s.trouble = Trouble::None;
                     let mut m = msg(Kind::Recovered, "synced without errors again");
                     m.resolves = Some(Kind::SyncFailed);
@@ -292,6 +296,18 @@ mod tests {
         assert!(t.take(held).is_empty());
         assert!(t.take(synced("acme", Outcome::Applied, None)).is_empty());
         assert_eq!(t.held(), 0);
+        let failed_apply = Fact::Synced {
+            tenant: "beta".to_string(),
+            outcome: Outcome::Failed,
+            error: Some("apply refused".to_string()),
+            prune_held: Some("an apply failed; nothing pruned".to_string()),
+            commit: "c1".to_string(),
+        };
+        assert_eq!(
+            kinds(&t.take(failed_apply)),
+            [Kind::SyncFailed],
+            "the failure says it"
+        );
         let orphan = synced("gone", Outcome::Orphaned, None);
         assert_eq!(kinds(&t.take(orphan.clone())), [Kind::Orphaned]);
         assert!(t.take(orphan).is_empty());
