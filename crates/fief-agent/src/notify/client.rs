@@ -146,3 +146,32 @@ pub fn spawn(
     });
     tx
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn https_urls_go_through_tls_and_http_urls_do_not() {
+        let client = Client::new();
+        assert!(
+            client.tls.is_some(),
+            "the system's root certificates are read"
+        );
+        // A plain HTTP server: an http POST is answered, an https one fails its handshake.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = axum::Router::new().route(
+            "/x",
+            axum::routing::post(|| async { http::StatusCode::NO_CONTENT }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let http: http::Uri = format!("http://127.0.0.1:{port}/x").parse().unwrap();
+        assert_eq!(
+            client.post(&http, b"{}".to_vec()).await,
+            Answer::Status(204)
+        );
+        let https: http::Uri = format!("https://127.0.0.1:{port}/x").parse().unwrap();
+        assert_eq!(client.post(&https, b"{}".to_vec()).await, Answer::Connect);
+    }
+}
