@@ -5,7 +5,7 @@
 # `go install module@version` verifies the module against the Go checksum database.
 #
 # Built with the tag `remove_all_sd`: the service-discovery plugins (cloud SDKs) that rule
-# checks and rule unit tests never use are left out, which more than halves the cold build.
+# checks and rule unit tests never use are left out, so the cold build compiles far less.
 #
 # In: nothing but the pinned version below ($FIEF_PROMTOOL_CACHE moves the cache).
 # Out: the binary in a cache folder keyed by the pinned version:
