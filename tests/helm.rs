@@ -223,6 +223,47 @@ fn optional_objects_and_resources_render_what_fief_install_exports_with_those_op
 }
 
 #[test]
+fn the_web_view_and_its_token_render_what_fief_install_exports_with_web() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("web-token");
+    std::fs::write(&token, "web-tok\n").expect("write");
+    let exported = export(&[
+        "--image",
+        "example.test/fief:1.2.3",
+        "--repo",
+        REPO_URL,
+        "--web",
+        "--web-token-file",
+        token.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        exported.contains("--web-token-file=/etc/fief/web/token"),
+        "{exported}"
+    );
+    let charted = template_ok(&format!(
+        "image: {{repository: example.test/fief, tag: 1.2.3}}\nrepo: {{url: {REPO_URL}}}\n\
+         web: {{enabled: true, token: \"web-tok\\n\"}}\n"
+    ));
+    assert_same_install(&exported, charted);
+    let exported = export(&[
+        "--image",
+        "example.test/fief:1.2.3",
+        "--repo",
+        REPO_URL,
+        "--web",
+    ]);
+    let web = |l: &str| l.trim().trim_start_matches("- ").trim_matches('"') == "--web";
+    assert!(exported.lines().any(web) && !exported.contains("--web-token-file"));
+    let charted = template_ok(&format!(
+        "image: {{repository: example.test/fief, tag: 1.2.3}}\nrepo: {{url: {REPO_URL}}}\n\
+         web: {{enabled: true}}\n"
+    ));
+    assert_same_install(&exported, charted);
+    let err = template("repo: {url: git://h/t}\nweb: {token: t}\n").expect_err("token without web");
+    assert!(err.contains("need web.enabled"), "{err}");
+}
+
+#[test]
 fn existing_secrets_add_the_credential_flags_and_mount_those_secrets_without_making_any() {
     let objects = by_key(template_ok(
         "repo: {url: https://git.example.test/t.git}\n\

@@ -154,6 +154,14 @@ pub struct InstallArgs {
     /// on; `grafana_dashboard=VALUE` replaces the default `1`.
     #[arg(long, value_name = "KEY=VALUE", requires = "grafana_dashboard")]
     pub grafana_dashboard_label: Vec<String>,
+    /// Serve the agent's read-only web view under /ui/ on port 8080 (reach it with
+    /// `kubectl port-forward svc/fief-agent 8080`).
+    #[arg(long)]
+    pub web: bool,
+    /// A token the web view asks for (Secret fief-web, key token); without it the view is open
+    /// to whoever reaches port 8080.
+    #[arg(long, value_name = "FILE", requires = "web")]
+    pub web_token_file: Option<PathBuf>,
     /// Print the manifests (without Secret values) instead of applying them.
     #[arg(long)]
     pub export: bool,

@@ -47,6 +47,7 @@ const SSH_KEY: &str = "/etc/fief/git/ssh-key";
 const KNOWN_HOSTS: &str = "/etc/fief/git/known_hosts";
 const WEBHOOK_SECRET: &str = "/etc/fief/webhook/secret";
 const AGE_KEY: &str = "/etc/fief/age/keys.txt";
+const WEB_TOKEN: &str = "/etc/fief/web/token";
 
 /// The credentials `fief install` puts in Secrets (contents, never printed).
 #[derive(Default)]
@@ -59,6 +60,8 @@ pub struct Credentials {
     pub webhook_secret: Option<String>,
     /// age identities that decrypt the repo's SOPS files.
     pub age_key: Option<String>,
+    /// The token the web view asks for.
+    pub web_token: Option<String>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -68,6 +71,7 @@ impl std::fmt::Debug for Credentials {
             .field("ssh", &self.ssh.is_some())
             .field("webhook_secret", &self.webhook_secret.is_some())
             .field("age_key", &self.age_key.is_some())
+            .field("web_token", &self.web_token.is_some())
             .finish()
     }
 }
@@ -93,6 +97,8 @@ pub struct Settings {
     pub resources: Resources,
     /// The objects made only when asked for.
     pub optional: Optional,
+    /// Serve the read-only web view (`--web`).
+    pub web: bool,
 }
 
 /// The name of a cluster-scoped object of the install in `namespace`.
@@ -184,6 +190,9 @@ fn secrets(namespace: &str, c: &Credentials) -> Vec<Value> {
             &[("keys.txt", k.as_str())],
         ));
     }
+    if let Some(t) = &c.web_token {
+        out.push(secret(namespace, "fief-web", &[("token", t.as_str())]));
+    }
     out
 }
 
@@ -211,7 +220,7 @@ fn secret(namespace: &str, name: &str, data: &[(&str, &str)]) -> Value {
 fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
     deployment["spec"]["replicas"] = json!(s.replicas);
     let mut hash = Sha256::new();
-    for part in [&c.git_token, &c.webhook_secret, &c.age_key]
+    for part in [&c.git_token, &c.webhook_secret, &c.age_key, &c.web_token]
         .into_iter()
         .flatten()
     {
@@ -278,6 +287,12 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
     if c.age_key.is_some() {
         add("age-key-file", AGE_KEY);
     }
+    if s.web {
+        args.push(json!("--web"));
+        if c.web_token.is_some() {
+            args.push(json!(flag("web-token-file", WEB_TOKEN)));
+        }
+    }
     container["args"] = json!(args);
 }
 
@@ -300,6 +315,7 @@ mod tests {
             cluster: "eu-1".into(),
             resources: Resources::default(),
             optional: Optional::default(),
+            web: false,
         }
     }
 

@@ -61,6 +61,7 @@ fn credentials(args: &InstallArgs) -> Result<Credentials, CliError> {
         webhook_secret: read(&args.webhook_secret_file, "webhook secret")?
             .map(|t| t.trim().to_string()),
         age_key: read(&args.age_key_file, "age key")?,
+        web_token: read(&args.web_token_file, "web view token")?.map(|t| t.trim().to_string()),
     })
 }
 
@@ -82,6 +83,7 @@ fn settings(args: &InstallArgs) -> Result<Settings, CliError> {
         cluster: args.cluster_name.clone(),
         resources: resources(args)?,
         optional: options::from_args(args)?,
+        web: args.web,
     })
 }
 
@@ -312,6 +314,13 @@ fn next_steps(s: &Settings, c: &Credentials) -> String {
             s.namespace
         );
     }
+    if s.web {
+        let _ = writeln!(
+            out,
+            "  kubectl -n {} port-forward svc/fief-agent 8080   # then open http://localhost:8080/ui/",
+            s.namespace
+        );
+    }
     if c.webhook_secret.is_some() {
         let _ = writeln!(
             out,
@@ -335,11 +344,12 @@ pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
         cluster: String::new(),
         resources: options::Resources::default(),
         optional: Optional::all(),
+        web: false,
     };
     let mut objects =
         manifests::objects(&settings, &Credentials::default()).map_err(CliError::Serialize)?;
     objects.retain(|o| o["kind"] != "Namespace");
-    for secret in ["fief-git", "fief-webhook", "fief-age-key"] {
+    for secret in ["fief-git", "fief-webhook", "fief-age-key", "fief-web"] {
         objects.push(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": secret, "namespace": args.namespace}}));
     }
@@ -391,6 +401,7 @@ mod tests {
                 cluster: "default".into(),
                 resources: options::Resources::default(),
                 optional: Optional::all(),
+                web: false,
             },
             &Credentials::default(),
         )

@@ -74,10 +74,20 @@ ssh
 {{- end -}}
 {{- if or .Values.ageKey.key .Values.ageKey.existingSecret }}true{{ end -}}
 {{- end -}}
+{{/* Whether the web view asks for a token ("true" or ""). */}}
+{{- define "fief.webToken" -}}
+{{- if and .Values.web.token .Values.web.existingSecret -}}
+{{- fail "web.token and web.existingSecret exclude each other: give one" -}}
+{{- end -}}
+{{- if and (or .Values.web.token .Values.web.existingSecret) (not .Values.web.enabled) -}}
+{{- fail "web.token and web.existingSecret need web.enabled: true" -}}
+{{- end -}}
+{{- if or .Values.web.token .Values.web.existingSecret }}true{{ end -}}
+{{- end -}}
 
 {{/*
 The Pod template's `fief.dev/credentials`: the first 8 bytes of SHA-256 over the inline
-credentials, as `fief install` computes it (token, webhook secret, age key, each followed by a
+credentials, as `fief install` computes it (token, webhook secret, age key, web token, each followed by a
 NUL byte, then the SSH key and known_hosts), so a new key rolls the Pods. Secrets named by
 existingSecret are not read; restart the Deployment after changing one.
 */}}
@@ -86,6 +96,7 @@ existingSecret are not read; restart the Deployment after changing one.
 {{- with .Values.git.token }}{{ $h = printf "%s%s\x00" $h (trim .) }}{{ end -}}
 {{- with .Values.webhook.secret }}{{ $h = printf "%s%s\x00" $h (trim .) }}{{ end -}}
 {{- with .Values.ageKey.key }}{{ $h = printf "%s%s\x00" $h . }}{{ end -}}
+{{- with .Values.web.token }}{{ $h = printf "%s%s\x00" $h (trim .) }}{{ end -}}
 {{- if .Values.git.sshKey }}{{ $h = printf "%s%s%s" $h .Values.git.sshKey .Values.git.knownHosts }}{{ end -}}
 {{- sha256sum $h | trunc 16 -}}
 {{- end -}}
