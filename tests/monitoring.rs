@@ -1,6 +1,6 @@
 //! The agent's alerts and dashboard against the series a real agent exports: an agent on the
-//! real control plane syncs a repo where one tenant's template is broken, its `/metrics` is
-//! scraped, and
+//! real control plane syncs a repo where one tenant's template is broken and another's prune is
+//! held by the mass-prune guard, its `/metrics` is scraped, and
 //! - every metric name in every alert and every dashboard query is in that scrape;
 //! - `promtool check rules` accepts the rule file and the dashboard's queries;
 //! - `promtool test rules`, on input series built from the scrape, proves which alert fires in
@@ -73,8 +73,8 @@ fn the_chart_and_fief_install_hold_the_plain_dashboard() {
     assert!(dashboard_queries(&dashboard).len() >= 20);
 }
 
-/// The broken tenant, and the series of one scrape of an agent that synced it and a good one
-/// (with the target labels Prometheus adds).
+/// The broken tenant, and the series of one scrape of an agent that synced it, a good one and
+/// one whose prune the mass-prune guard holds (with the target labels Prometheus adds).
 struct Scrape {
     bad: String,
     series: Vec<Series>,
@@ -87,29 +87,48 @@ const TARGET: [(&str, &str); 3] = [
     ("job", "fief-agent"),
 ];
 
-/// One agent, scraped once for every test here, once both tenants have been judged.
+/// The component's template: `app-extra` left out for `held` once it greets `bye` (a prune the
+/// guard of `maxObjects: 0` holds), and a template error for `bad`.
+fn template(bad: &str, held: &str) -> String {
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+    let extra =
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-extra\ndata:\n  k: v\n";
+    format!(
+        "{config}{{% if tenant.name != '{held}' or values.greeting != 'bye' %}}{extra}{{% endif %}}\
+         {{% if tenant.name == '{bad}' %}}---\nbroken: {{{{ values.missing.field }}}}\n{{% endif %}}"
+    )
+}
+
+/// One agent, scraped once for every test here, once every tenant has been judged.
 fn scrape() -> &'static Scrape {
     static SCRAPE: OnceLock<Scrape> = OnceLock::new();
     SCRAPE.get_or_init(|| {
         let agent_ns = common::unique("fief-mon");
         let (good, bad) = (common::unique("good"), common::unique("bad"));
-        let mut files = small_repo(&agent_ns, &[(&good, "hi"), (&bad, "hi")]);
-        let broken = format!(
-            "{APP}{{% if tenant.name == '{bad}' %}}---\nbroken: {{{{ values.missing.field }}}}\n{{% endif %}}"
-        );
-        files.push(("components/app/templates/app.yaml".into(), broken));
+        let held = common::unique("held");
+        let mut files = small_repo(&agent_ns, &[(&good, "hi"), (&bad, "hi"), (&held, "hi")]);
+        for (path, text) in &mut files {
+            match path.as_str() {
+                "fief.yaml" => text.push_str("pruneGuard: {maxObjects: 0}\n"),
+                "components/app/templates/app.yaml" => *text = template(&bad, &held),
+                _ => {}
+            }
+        }
         let server = GitServer::new(&files);
         common::cluster_cli::kubectl_ok(&["create", "namespace", &agent_ns]);
         let agent = Agent::start(
             &server.url(),
             &["--lease-namespace", &agent_ns, "--interval", "300s"],
         );
-        let ready = |t: &str| format!("fief_tenant_ready{{tenant=\"{t}\"}} ");
+        server.commit(&[tenant(&held, "bye")], "held drops app-extra");
+        assert_eq!(agent.signed_push(), 202);
+        let ready = |t: &str, v: u8| format!("fief_tenant_ready{{tenant=\"{t}\"}} {v}\n");
         let mut text = String::new();
-        wait_until("both tenants judged", Duration::from_secs(60), || {
+        wait_until("every tenant judged", Duration::from_secs(60), || {
             text = agent.get("/metrics").map(|(_, t)| t).unwrap_or_default();
-            text.contains(&format!("{}1\n", ready(&good)))
-                && text.contains(&format!("{}0\n", ready(&bad)))
+            text.contains(&ready(&good, 1))
+                && text.contains(&ready(&bad, 0))
+                && text.contains("fief_tenants_prune_held{reason=\"mass_prune\"} 1\n")
                 && text.contains("fief_leader 1\n")
         });
         Scrape {
@@ -182,26 +201,66 @@ fn fleet(changed: &[Change]) -> Vec<(Series, String)> {
     out
 }
 
-/// The scraped fleet with the broken tenant fixed, and the `changed` series.
+/// The scraped fleet made healthy (every tenant ready, no prune held), with the `changed`
+/// series and the `added` one.
 fn healthy(changed: &[Change], added: Option<(Series, String)>) -> Vec<(Series, String)> {
-    let bad = [("tenant", scrape().bad.as_str())];
-    let mut all: Vec<Change> = vec![("fief_tenant_ready", &bad, constant(1.0))];
-    all.extend(changed.iter().cloned());
-    let mut out = fleet(&all);
+    let mut out = fleet(changed);
+    for (series, values) in &mut out {
+        let healthy_value = match series.name.as_str() {
+            "fief_tenant_ready" => 1.0,
+            "fief_tenants_prune_held" => 0.0,
+            _ => series.value,
+        };
+        let changed_here = changed.iter().any(|(name, labels, _)| {
+            *name == series.name
+                && labels
+                    .iter()
+                    .all(|(k, v)| series.labels.get(*k).map(String::as_str) == Some(*v))
+        });
+        if healthy_value != series.value && !changed_here {
+            *values = constant(healthy_value);
+        }
+    }
     out.extend(added);
     out
+}
+
+/// What the scraped fleet fires: FiefTenantNotReady for each tenant not ready, FiefPruneHeld
+/// for each reason a prune is held for.
+fn scraped_firing(series: &[Series]) -> Vec<(&'static str, Firing)> {
+    let mut firing = Vec::new();
+    for s in series {
+        if s.name == "fief_tenant_ready" && s.value == 0.0 {
+            firing.push(("FiefTenantNotReady", Firing::of(s, 0.0)));
+        }
+        if s.name == "fief_tenants_prune_held" && s.value > 0.0 {
+            let reason = s
+                .labels
+                .get("reason")
+                .map(String::as_str)
+                .unwrap_or_default();
+            let labels = [("namespace", NAMESPACE), ("reason", reason)];
+            firing.push(("FiefPruneHeld", Firing::new(&labels, s.value)));
+        }
+    }
+    firing
 }
 
 #[test]
 fn each_alert_fires_on_the_real_series_exactly_when_it_should() {
     let Scrape { bad, series } = scrape();
     let bad = bad.as_str();
-    let ready_bad = find(series, "fief_tenant_ready", &[("tenant", bad)]);
     for (name, labels, value) in [
-        ("fief_leader", &[][..], 1.0),
+        ("fief_tenant_ready", &[("tenant", bad)][..], 0.0),
+        ("fief_leader", &[], 1.0),
         ("fief_rollout_halted", &[], 0.0),
         ("fief_tenants_health", &[("state", "stalled")], 0.0),
-        ("fief_tenants_prune_held", &[("reason", "mass_prune")], 0.0),
+        ("fief_tenants_prune_held", &[("reason", "mass_prune")], 1.0),
+        (
+            "fief_tenants_prune_held",
+            &[("reason", "apply_failed")],
+            0.0,
+        ),
     ] {
         assert_eq!(find(series, name, labels).value, value, "{name}{labels:?}");
     }
@@ -212,13 +271,16 @@ fn each_alert_fires_on_the_real_series_exactly_when_it_should() {
     let stamp = find(series, "fief_git_last_fetch_timestamp_seconds", &[]);
     let cases = vec![
         Case {
-            name: "the scraped fleet: the broken tenant fails to sync",
+            name: "the scraped fleet: the broken tenant fails to sync, a prune is held",
             series: fleet(&[]),
-            firing: vec![("FiefTenantNotReady", Firing::of(ready_bad, 0.0))],
+            firing: scraped_firing(series),
         },
         Case {
-            name: "the scraped fleet with the tenant fixed after ten minutes",
-            series: fleet(&[("fief_tenant_ready", &bad_tenant, "0x10 1x50".into())]),
+            name: "a healthy fleet but a tenant that failed for ten minutes",
+            series: healthy(
+                &[("fief_tenant_ready", &bad_tenant, "0x10 1x50".into())],
+                None,
+            ),
             firing: vec![],
         },
         Case {
