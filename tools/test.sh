@@ -4,7 +4,7 @@
 # start their own control plane on loopback through tests/common.
 #
 # Usage: tools/test.sh [extra cargo test arguments...]
-# Needs: go, cargo, bash, openssl, flock, base64, awk (see tools/README.md).
+# Needs: go, cargo, bash, openssl, flock, base64, awk, chromium (see tools/README.md).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,5 +26,17 @@ export FIEF_PROMTOOL_BIN
 # The pinned mdbook for the book's build and link check (tests/docs.rs), cached like the above.
 FIEF_MDBOOK_BIN="$(tools/build-mdbook.sh)"
 export FIEF_MDBOOK_BIN
+
+# Headless Chromium for the web view's tests (tests/web.rs): FIEF_CHROMIUM_BIN, else the first
+# of chromium and chromium-browser on PATH (the tests fail without one).
+if [ -z "${FIEF_CHROMIUM_BIN:-}" ]; then
+  for candidate in chromium chromium-browser; do
+    if command -v "${candidate}" >/dev/null 2>&1; then
+      FIEF_CHROMIUM_BIN="$(command -v "${candidate}")"
+      export FIEF_CHROMIUM_BIN
+      break
+    fi
+  done
+fi
 
 cargo test --locked --all-targets "$@"
