@@ -135,7 +135,7 @@ pub fn light_failing(prefix: &str, i: usize) -> Vec<(String, String)> {
 /// The file of light tenant `i` of `prefix`, running `component`.
 fn light_tenant(prefix: &str, i: usize, component: &str) -> (String, String) {
     let name = format!("{prefix}-{i:04}");
-    let tier = if i % 2 == 0 { "gold" } else { "free" };
+    let tier = if i.is_multiple_of(2) { "gold" } else { "free" };
     let ring = if i < 5 { "canary" } else { "main" };
     (
         format!("tenants/{name}.yaml"),

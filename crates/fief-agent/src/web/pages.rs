@@ -67,9 +67,9 @@ fn page<S: Serialize>(web: &Web, template: &str, context: S) -> Response {
 }
 
 /// The view, when the request may see it; else the answer to send.
-fn guard<'a>(shared: &'a Shared, headers: &HeaderMap) -> Result<&'a Web, Response> {
+fn guard<'a>(shared: &'a Shared, headers: &HeaderMap) -> Result<&'a Web, Box<Response>> {
     let Some(web) = &shared.web else {
-        return Err(StatusCode::NOT_FOUND.into_response());
+        return Err(Box::new(StatusCode::NOT_FOUND.into_response()));
     };
     if web.access.allows(headers) {
         return Ok(web);
@@ -80,7 +80,7 @@ fn guard<'a>(shared: &'a Shared, headers: &HeaderMap) -> Result<&'a Web, Respons
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Bearer realm=\"fief\""),
     );
-    Err(r)
+    Err(Box::new(r))
 }
 
 fn login_page(web: &Web, failed: bool) -> Response {
@@ -100,7 +100,7 @@ pub(super) async fn to_overview() -> Response {
 pub(super) async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let web = match guard(&shared, &headers) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let context = super::overview::view(&shared, web);
     page(web, "overview.html", context)
@@ -114,7 +114,7 @@ pub(super) async fn tenants(
 ) -> Response {
     let web = match guard(&shared, &headers) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let held = super::fleet::Held::gather(&shared, web);
     let rows = held.rows();
@@ -141,7 +141,7 @@ pub(super) async fn tenant(
 ) -> Response {
     let web = match guard(&shared, &headers) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (rev, row) = {
         let held = super::fleet::Held::gather(&shared, web);
@@ -166,7 +166,7 @@ pub(super) async fn tenant(
 pub(super) async fn not_found(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     match guard(&shared, &headers) {
         Ok(web) => message(web, StatusCode::NOT_FOUND, "Not found", "no such page"),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
