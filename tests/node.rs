@@ -17,6 +17,8 @@ mod helm;
 mod install;
 #[path = "node/rollout.rs"]
 mod rollout;
+#[path = "node/spares.rs"]
+mod spares;
 
 use std::fs;
 use std::path::{Path, PathBuf};
