@@ -34,6 +34,8 @@ pub(super) struct TenantView {
     pub owner: Option<(String, String)>,
     /// `spec.state`.
     pub lifecycle: Option<fief_core::model::TenantState>,
+    /// A spare, kept ready for `fief allocate`.
+    pub spare: bool,
     /// Environment → namespace.
     pub namespaces: Vec<(String, String)>,
     /// Its components.
@@ -151,6 +153,7 @@ pub(super) async fn view(
             (o.email.clone(), o.organization.clone())
         }),
         lifecycle: parsed.as_ref().map(|t| t.spec.state),
+        spare: parsed.as_ref().is_some_and(|t| t.spec.spare),
         namespaces,
         components: match (&rev, &parsed) {
             (Some(r), Some(t)) => components(r, &r.repo, t),
