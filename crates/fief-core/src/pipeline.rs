@@ -70,15 +70,19 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     out
 }
 
-/// Render and validate every tenant (or those named in `only`), in parallel, then check
-/// across tenants.
+/// Render and validate every tenant (or those named in `only`, in tenant order, each once),
+/// in parallel, then check across tenants. With `only` (a batch), the cost is the batch's:
+/// its names are looked up, the fleet's are not scanned.
 pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
     let renderer = Renderer::new(repo.snapshot.clone());
-    let names: Vec<&String> = repo
-        .tenants
-        .keys()
-        .filter(|n| only.is_empty() || only.contains(n))
-        .collect();
+    let names: Vec<&String> = if only.is_empty() {
+        repo.tenants.keys().collect()
+    } else {
+        let only: std::collections::BTreeSet<&String> = only.iter().collect();
+        only.into_iter()
+            .filter_map(|n| repo.tenants.get_key_value(n).map(|(k, _)| k))
+            .collect()
+    };
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -209,6 +213,19 @@ mod tests {
         assert!(text.contains("tenant `panics-in-render`"), "{text}");
         assert!(renders[0].is_ok() && renders[2].is_ok(), "{renders:?}");
         assert!(!renders[0].objects.is_empty());
+    }
+
+    #[test]
+    fn a_batch_renders_its_known_tenants_once_in_tenant_order() {
+        let files = [tenant("acme"), tenant("beta"), tenant("zeta")];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let batch = ["zeta", "nobody", "acme", "zeta"].map(String::from);
+        let renders = render_all(&repo, &batch);
+        let names: Vec<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
+        assert_eq!(names, ["acme", "zeta"]);
+        let all = render_all(&repo, &[]);
+        assert_eq!(renders[1].objects.len(), all[2].objects.len());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! namespaces and the host suffixes it claims), built once per repo.
 //!
 //! In: a repo's fief.yaml and tenant files; optionally the previous repo's index. Out: per
-//! tenant its namespaces and claims, and the owners of each namespace. The checks
+//! tenant its namespaces and claims, the owners of each namespace and the claims of each host
+//! suffix (keyed by its labels in reverse, so the suffixes above and below one are a few
+//! lookups and one key range, not a pass over every tenant). The checks
 //! ([`super::check_namespace_collisions`], [`super::tenancy::check_host_suffixes`]) then cost
 //! the renders they judge, not a pass over every tenant file per call: the agent checks a
 //! chunk of renders at a time, and a commit that changes one tenant file updates that
@@ -10,6 +12,7 @@
 //! the same fief.yaml) is copied for nothing and the changed tenants replaced in it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
 use crate::model::{Config, Parsed, Tenant, Tenants};
@@ -40,6 +43,9 @@ pub struct Across {
     pub tenants: imbl::OrdMap<String, Arc<Claims>>,
     /// Per namespace: the tenants that would own it, in tenant order.
     pub owners: imbl::HashMap<String, Vec<String>>,
+    /// Per host suffix, keyed by [`label_key`]: its claims as (tenant, index in that tenant's
+    /// [`Claims::suffixes`]), in that order.
+    pub suffixes: imbl::OrdMap<String, Vec<(String, usize)>>,
 }
 
 impl Across {
@@ -85,6 +91,13 @@ impl Across {
                 owners.insert(at, name.to_string());
             }
         }
+        for (index, s) in claims.suffixes.iter().enumerate() {
+            let claim = (name.to_string(), index);
+            let entry = self.suffixes.entry(label_key(&s.suffix)).or_default();
+            if let Err(at) = entry.binary_search(&claim) {
+                entry.insert(at, claim);
+            }
+        }
         self.tenants.insert(name.to_string(), claims);
     }
 
@@ -100,7 +113,51 @@ impl Across {
                 }
             }
         }
+        for s in &old.suffixes {
+            let key = label_key(&s.suffix);
+            if let Some(claims) = self.suffixes.get_mut(&key) {
+                claims.retain(|(t, _)| t != name);
+                if claims.is_empty() {
+                    self.suffixes.remove(&key);
+                }
+            }
+        }
     }
+
+    /// The claims (tenant, index in its [`Claims::suffixes`]) of every suffix that overlaps
+    /// `suffix`: equal to it, or one under the other on whole labels (`x.a.example.com` and
+    /// `example.com` both overlap `a.example.com`; `ba.example.com` does not). Sorted by
+    /// tenant then index; the tenant's own claims included.
+    pub fn overlapping(&self, suffix: &str) -> Vec<(&str, usize)> {
+        let key = label_key(suffix);
+        // Above it (its parents) and equal: each prefix of the reversed key ending at a label.
+        let parents = key.match_indices('.').map(|(at, _)| &key[..at]);
+        let above = parents
+            .chain([key.as_str()])
+            .filter_map(|k| self.suffixes.get(k));
+        // Under it: the keys that start with its key and a dot, one range of the sorted map.
+        let below = format!("{key}.");
+        let range = (Bound::Included(below.as_str()), Bound::Unbounded);
+        let under = self
+            .suffixes
+            .range::<_, str>(range)
+            .take_while(|(k, _)| k.starts_with(&below))
+            .map(|(_, claims)| claims);
+        let mut out: Vec<(&str, usize)> = above
+            .chain(under)
+            .flatten()
+            .map(|(t, i)| (t.as_str(), *i))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// A host suffix's labels in reverse order, joined by dots (`a.example.com` →
+/// `com.example.a`): a suffix is under another exactly when its key starts with the other's
+/// key and a dot, so the suffixes under one sit in one key range.
+pub fn label_key(suffix: &str) -> String {
+    suffix.rsplit('.').collect::<Vec<_>>().join(".")
 }
 
 /// The index a repo loaded from `prev` (under the same fief.yaml, with the tenant files named
@@ -215,5 +272,78 @@ mod tests {
         let (fourth, _) = Repo::load_reusing(second.snapshot.clone(), &first, &changed_paths);
         let carried = fourth.across.get().expect("carried over");
         assert!(Arc::ptr_eq(&carried.tenants["a"], &built.tenants["a"]));
+    }
+
+    /// Claims of `suffixes`, all explicit.
+    fn claiming(suffixes: &[&str]) -> Arc<Claims> {
+        Arc::new(Claims {
+            namespaces: BTreeMap::new(),
+            suffixes: suffixes
+                .iter()
+                .map(|s| Suffix {
+                    suffix: s.to_string(),
+                    explicit: true,
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn overlapping_finds_exactly_the_equal_parent_and_child_suffixes() {
+        // Suffixes over a few labels (including empty ones), so that many are equal, parents
+        // or children of others, or end with another without being under it.
+        let labels = ["a", "b", "ab", "ba", ""];
+        let mut seed: u64 = 7;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % n
+        };
+        let mut index = Across::default();
+        let mut all: Vec<(String, usize, String)> = Vec::new();
+        for t in 0..40 {
+            let tenant = format!("t{t:02}");
+            let suffixes: Vec<String> = (0..next(3))
+                .map(|_| {
+                    let depth = 1 + next(4);
+                    (0..depth)
+                        .map(|_| labels[next(labels.len())])
+                        .collect::<Vec<_>>()
+                        .join(".")
+                })
+                .collect();
+            for (i, s) in suffixes.iter().enumerate() {
+                all.push((tenant.clone(), i, s.clone()));
+            }
+            let refs: Vec<&str> = suffixes.iter().map(String::as_str).collect();
+            index.add(&tenant, claiming(&refs));
+        }
+        let under = |x: &str, y: &str| x.strip_suffix(y).is_some_and(|p| p.ends_with('.'));
+        let mut probes: Vec<&str> = all.iter().map(|(_, _, s)| s.as_str()).collect();
+        probes.extend(["", "a", "b.a", "x", "a.b.ab.ba"]);
+        for probe in probes {
+            let expected: Vec<(&str, usize)> = all
+                .iter()
+                .filter(|(_, _, s)| s == probe || under(s, probe) || under(probe, s))
+                .map(|(t, i, _)| (t.as_str(), *i))
+                .collect();
+            assert_eq!(index.overlapping(probe), expected, "probe `{probe}`");
+        }
+    }
+
+    #[test]
+    fn replacing_a_tenant_updates_its_suffix_claims_only() {
+        let mut index = Across::default();
+        index.add("a", claiming(&["a.io", "shop.a.io"]));
+        index.add("b", claiming(&["a.io"]));
+        let before = index.clone();
+        index.remove("a");
+        index.add("a", claiming(&["c.io"]));
+        assert_eq!(index.overlapping("a.io"), [("b", 0)]);
+        assert_eq!(index.overlapping("io"), [("a", 0), ("b", 0)]);
+        assert!(index.suffixes.get(&label_key("shop.a.io")).is_none());
+        assert_eq!(before.overlapping("a.io"), [("a", 0), ("a", 1), ("b", 0)]);
+        assert_eq!(label_key("shop.a.io"), "io.a.shop");
     }
 }

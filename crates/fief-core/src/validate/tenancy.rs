@@ -134,17 +134,13 @@ pub fn check_component_bindings(
     errors
 }
 
-/// Whether two suffixes are equal or one lies under the other (whole labels only).
-fn overlaps(a: &str, b: &str) -> bool {
-    let under = |x: &str, y: &str| x.strip_suffix(y).is_some_and(|p| p.ends_with('.'));
-    a == b || under(a, b) || under(b, a)
-}
-
 /// A host suffix belongs to one tenant. Claimed are each tenant's `spec.hostSuffixes` and the
 /// policy suffixes that contain `{tenant}` (default `{tenant}.{baseDomain}`); suffixes without
 /// `{tenant}` are shared by design. Two claims overlap when equal or one is under the other.
 /// A `spec.hostSuffixes` claim that overlaps another tenant's `{tenant}` suffix fails the
-/// claiming tenant alone; any other overlap fails both.
+/// claiming tenant alone; any other overlap fails both. Each claim is looked up in the
+/// cross-tenant index ([`crate::validate::across::Across::overlapping`]), so the cost is the
+/// renders judged and the overlaps found, not the fleet.
 pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
     let across = repo.across();
     for render in renders.iter_mut() {
@@ -154,29 +150,34 @@ pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
         let file = format!("tenants/{}.yaml", render.tenant);
         let text = tenant_text(repo, &file);
         for mine in &mine.suffixes {
-            let others = across.tenants.iter().filter(|(t, _)| **t != render.tenant);
-            for (other, claims) in others {
-                for theirs in &claims.suffixes {
-                    let loses = mine.explicit || !theirs.explicit;
-                    if loses && overlaps(&mine.suffix, &theirs.suffix) {
-                        let key = if mine.explicit {
-                            "hostSuffixes"
-                        } else {
-                            "name"
-                        };
-                        render.errors.push(
-                            Diagnostic::new(
-                                file.clone(),
-                                line_of_key(text, key),
-                                Problem::HostSuffixTaken {
-                                    suffix: mine.suffix.clone(),
-                                    theirs: theirs.suffix.clone(),
-                                    other: other.clone(),
-                                },
-                            )
-                            .for_tenant(&render.tenant),
-                        );
-                    }
+            let overlapping = across.overlapping(&mine.suffix);
+            let others = overlapping.into_iter().filter(|(t, _)| *t != render.tenant);
+            for (other, index) in others {
+                let Some(theirs) = across
+                    .tenants
+                    .get(other)
+                    .and_then(|c| c.suffixes.get(index))
+                else {
+                    continue;
+                };
+                if mine.explicit || !theirs.explicit {
+                    let key = if mine.explicit {
+                        "hostSuffixes"
+                    } else {
+                        "name"
+                    };
+                    render.errors.push(
+                        Diagnostic::new(
+                            file.clone(),
+                            line_of_key(text, key),
+                            Problem::HostSuffixTaken {
+                                suffix: mine.suffix.clone(),
+                                theirs: theirs.suffix.clone(),
+                                other: other.to_string(),
+                            },
+                        )
+                        .for_tenant(&render.tenant),
+                    );
                 }
             }
         }
@@ -185,13 +186,185 @@ pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// The check as a comparison of every claim with every other tenant's: the reference the
+    /// indexed check must agree with.
+    fn all_pairs(renders: &mut [TenantRender], repo: &Repo) {
+        let overlaps = |a: &str, b: &str| {
+            let under = |x: &str, y: &str| x.strip_suffix(y).is_some_and(|p| p.ends_with('.'));
+            a == b || under(a, b) || under(b, a)
+        };
+        let across = repo.across();
+        for render in renders.iter_mut() {
+            let Some(mine) = across.tenants.get(&render.tenant) else {
+                continue;
+            };
+            let file = format!("tenants/{}.yaml", render.tenant);
+            let text = tenant_text(repo, &file);
+            for mine in &mine.suffixes {
+                let others = across.tenants.iter().filter(|(t, _)| **t != render.tenant);
+                for (other, claims) in others {
+                    for theirs in &claims.suffixes {
+                        let loses = mine.explicit || !theirs.explicit;
+                        if loses && overlaps(&mine.suffix, &theirs.suffix) {
+                            let key = if mine.explicit {
+                                "hostSuffixes"
+                            } else {
+                                "name"
+                            };
+                            render.errors.push(
+                                Diagnostic::new(
+                                    file.clone(),
+                                    line_of_key(text, key),
+                                    Problem::HostSuffixTaken {
+                                        suffix: mine.suffix.clone(),
+                                        theirs: theirs.suffix.clone(),
+                                        other: other.clone(),
+                                    },
+                                )
+                                .for_tenant(&render.tenant),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn repo(tenants: &[(&str, &str)]) -> Repo {
+        let config = "baseDomain: Example.COM\npolicy:\n  ingressHostSuffixes:\n    - \"{tenant}.{baseDomain}\"\n    - \"{tenant}.apps.{baseDomain}\"\n    - \"shared.{baseDomain}\"\n";
+        let mut files = vec![("fief.yaml".to_string(), config.to_string())];
+        for (name, suffixes) in tenants {
+            files.push((
+                format!("tenants/{name}.yaml"),
+                format!(
+                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  hostSuffixes: {suffixes}\n"
+                ),
+            ));
+        }
+        Repo::load(Arc::new(Snapshot::from_files(files)))
+    }
+
+    /// The host-suffix errors of every tenant, by the indexed check and by the reference.
+    fn both(repo: &Repo) -> (Vec<TenantRender>, Vec<TenantRender>) {
+        let renders: Vec<TenantRender> = repo
+            .tenants
+            .keys()
+            .map(|t| TenantRender {
+                tenant: t.clone(),
+                ..Default::default()
+            })
+            .collect();
+        let (mut indexed, mut reference) = (renders.clone(), renders);
+        check_host_suffixes(&mut indexed, repo);
+        all_pairs(&mut reference, repo);
+        (indexed, reference)
+    }
+
+    fn messages(renders: &[TenantRender], tenant: &str) -> Vec<String> {
+        let render = renders.iter().find(|r| r.tenant == tenant);
+        let errors = render.map(|r| r.errors.as_slice()).unwrap_or_default();
+        errors.iter().map(|d| d.problem.to_string()).collect()
+    }
+
+    const TRICKY: &[(&str, &str)] = &[
+        ("acme", "[acme.io]"),
+        // Under acme's own suffix: both fail (both claim it explicitly).
+        ("beta", "[shop.acme.io]"),
+        // Equal to acme's once lower-cased and without the trailing dot.
+        ("gamma", "[\"ACME.IO.\"]"),
+        // Under acme's `{tenant}` suffix: delta fails, acme does not.
+        ("delta", "[x.acme.example.com]"),
+        // Above every tenant's `{tenant}` suffixes: it fails against each, they do not.
+        ("eps", "[example.com]"),
+        // Ends with acme.io but not on a whole label: no overlap.
+        ("zed", "[bacme.io, shared.example.com]"),
+        // The same suffix twice, and one another tenant claims too.
+        ("dup", "[dup.io, dup.io, dup.acme.example.com]"),
+        ("dupe", "[dup.io]"),
+        // Its own `{tenant}` suffix, claimed again: no overlap with itself.
+        ("self", "[self.example.com, deep.self.apps.example.com]"),
+        ("blank", "[\"\", \".\"]"),
+        ("quiet", "[]"),
+    ];
 
     #[test]
-    fn suffixes_overlap_on_whole_labels() {
-        assert!(overlaps("a.example.com", "a.example.com"));
-        assert!(overlaps("x.a.example.com", "a.example.com"));
-        assert!(overlaps("example.com", "a.example.com"));
-        assert!(!overlaps("ba.example.com", "a.example.com"));
+    fn the_indexed_check_gives_the_all_pairs_verdicts_on_tricky_suffixes() {
+        let repo = repo(TRICKY);
+        let (indexed, reference) = both(&repo);
+        let errors = |rs: &[TenantRender]| {
+            rs.iter()
+                .map(|r| (r.tenant.clone(), r.errors.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(errors(&indexed), errors(&reference));
+        assert!(indexed.iter().any(|r| !r.errors.is_empty()));
+    }
+
+    #[test]
+    fn a_claim_fails_on_equal_parent_and_child_suffixes_on_whole_labels_only() {
+        let repo = repo(TRICKY);
+        let (indexed, _) = both(&repo);
+        let acme = messages(&indexed, "acme");
+        let taken = |mine: &str, theirs: &str, other: &str| {
+            format!("host suffix `{mine}` overlaps `{theirs}`, a host suffix of tenant `{other}`")
+        };
+        // acme loses to the equal and the child explicit claims, not to delta's claim under
+        // its `{tenant}` suffix, nor to eps (eps's claim is explicit, acme's are not).
+        assert!(
+            acme.contains(&taken("acme.io", "shop.acme.io", "beta")),
+            "{acme:?}"
+        );
+        assert!(
+            acme.contains(&taken("acme.io", "acme.io", "gamma")),
+            "{acme:?}"
+        );
+        assert!(
+            !acme
+                .iter()
+                .any(|m| m.contains("delta") || m.contains("eps")),
+            "{acme:?}"
+        );
+        let beta = messages(&indexed, "beta");
+        assert!(
+            beta.contains(&taken("shop.acme.io", "acme.io", "acme")),
+            "{beta:?}"
+        );
+        let delta = messages(&indexed, "delta");
+        assert_eq!(
+            delta,
+            [
+                taken("x.acme.example.com", "acme.example.com", "acme"),
+                taken("x.acme.example.com", "example.com", "eps"),
+            ]
+        );
+        let eps = messages(&indexed, "eps");
+        assert!(
+            eps.contains(&taken("example.com", "zed.apps.example.com", "zed")),
+            "{eps:?}"
+        );
+        assert!(
+            messages(&indexed, "zed")
+                .iter()
+                .all(|m| m.contains("`eps`"))
+        );
+        assert!(messages(&indexed, "quiet").is_empty());
+        assert!(messages(&indexed, "blank").is_empty());
+        let dup = messages(&indexed, "dup");
+        assert_eq!(
+            dup.iter().filter(|m| m.contains("`dupe`")).count(),
+            2,
+            "{dup:?}"
+        );
+        assert!(dup.iter().all(|m| !m.contains("`dup`")), "{dup:?}");
+        assert!(
+            messages(&indexed, "self")
+                .iter()
+                .all(|m| m.contains("`eps`"))
+        );
     }
 }
