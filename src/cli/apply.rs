@@ -50,6 +50,12 @@ fn progress_line(r: &TenantReport) -> String {
             r.tenant
         );
     }
+    if let (Outcome::Moved, Some(to)) = (r.outcome, &r.moved_to) {
+        line = format!(
+            "{}: moved to cluster {to}: {} objects left running here (`fief retire` deletes them once the tenant is Ready on {to})",
+            r.tenant, c.objects
+        );
+    }
     if r.outcome == Outcome::Orphaned {
         line = format!(
             "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",

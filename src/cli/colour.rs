@@ -72,7 +72,7 @@ pub fn style_of(word: &str) -> Option<Style> {
     match word {
         "applied" | "purged" | "True" => Some(Style::Good),
         "failed" | "invalid" | "False" => Some(Style::Bad),
-        "suspended" | "Suspended" | "orphaned" | "Unknown" => Some(Style::Warn),
+        "suspended" | "Suspended" | "orphaned" | "moved" | "Unknown" => Some(Style::Warn),
         _ => None,
     }
 }

@@ -18,6 +18,7 @@ pub mod output;
 mod reconcile;
 mod render;
 mod report;
+mod retire;
 pub mod secrets;
 mod selector;
 mod spares;
@@ -147,6 +148,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Suspend(args) => suspend::suspend_cmd(&args),
         Command::Resume(args) => suspend::resume_cmd(&args),
         Command::Reconcile(args) => reconcile::reconcile_cmd(&args),
+        Command::Retire(args) => retire::retire_cmd(&args),
     }
 }
 

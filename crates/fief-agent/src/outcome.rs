@@ -117,7 +117,8 @@ fn account(
         .inc_by((c.created + c.configured) as u64);
     shared.metrics.pruned.inc_by(c.pruned as u64);
     let invalid = report.outcome == Outcome::Invalid;
-    if report.outcome != Outcome::Orphaned {
+    // Neither orphaned nor moved tenants are this cluster's to be ready.
+    if !matches!(report.outcome, Outcome::Orphaned | Outcome::Moved) {
         shared
             .metrics
             .tenant_ready(&report.tenant, ok && !is_degraded && !invalid);
@@ -126,7 +127,13 @@ fn account(
     let done = ok || invalid;
     match report.outcome {
         _ if is_degraded => q.failed(&report.tenant, now),
-        Outcome::Invalid | Outcome::Skipped | Outcome::Applied | Outcome::Purged if done => {
+        Outcome::Invalid
+        | Outcome::Skipped
+        | Outcome::Moved
+        | Outcome::Applied
+        | Outcome::Purged
+            if done =>
+        {
             q.succeeded(&report.tenant);
             if let Some(rev) = rev
                 && let Some(h) = rev.hashes.get(&report.tenant).cloned()

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// A [`ConditionType`]: `Ready`, `Reconciling`, `Stalled` or `Orphaned`.
+    /// A [`ConditionType`]: `Ready`, `Reconciling`, `Stalled`, `Orphaned` or `Moved`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True` or `False`.
@@ -46,6 +46,9 @@ pub enum ConditionType {
     Stalled,
     /// The tenant file left git; its objects are left running.
     Orphaned,
+    /// The tenant file names another cluster; its objects here are left running until
+    /// `fief retire` deletes them.
+    Moved,
 }
 
 impl ConditionType {
@@ -56,6 +59,7 @@ impl ConditionType {
             ConditionType::Reconciling => "Reconciling",
             ConditionType::Stalled => "Stalled",
             ConditionType::Orphaned => "Orphaned",
+            ConditionType::Moved => "Moved",
         }
     }
 }
@@ -93,6 +97,8 @@ pub enum Reason {
     Unhealthy,
     /// The tenant file is gone from git (`Orphaned=True`).
     TenantFileRemoved,
+    /// The tenant file names another cluster (`Moved=True`, `Ready=False`).
+    MovedAway,
 }
 
 impl Reason {
@@ -110,6 +116,7 @@ impl Reason {
             Reason::WaitingForHealth => "WaitingForHealth",
             Reason::Unhealthy => "Unhealthy",
             Reason::TenantFileRemoved => "TenantFileRemoved",
+            Reason::MovedAway => "MovedAway",
         }
     }
 }
@@ -131,6 +138,7 @@ mod tests {
             ConditionType::Reconciling,
             ConditionType::Stalled,
             ConditionType::Orphaned,
+            ConditionType::Moved,
         ] {
             let json = serde_json::to_string(&t).unwrap();
             assert_eq!(json, format!("\"{t}\""));
@@ -148,6 +156,7 @@ mod tests {
             Reason::WaitingForHealth,
             Reason::Unhealthy,
             Reason::TenantFileRemoved,
+            Reason::MovedAway,
         ] {
             let json = serde_json::to_string(&r).unwrap();
             assert_eq!(json, format!("\"{}\"", r.as_str()));

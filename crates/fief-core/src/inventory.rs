@@ -150,6 +150,9 @@ pub struct Status {
     /// The tenant is a spare, kept ready for `fief allocate`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spare: bool,
+    /// The cluster the tenant file now names, while `Moved=True` here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<String>,
 }
 
 impl Status {

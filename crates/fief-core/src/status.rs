@@ -15,6 +15,7 @@ use crate::objects;
 use crate::render::TenantRender;
 
 pub mod agent;
+pub mod moved;
 mod report;
 
 pub use report::{Outcome, PruneHeld, TenantReport};

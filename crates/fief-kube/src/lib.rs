@@ -13,6 +13,7 @@ pub mod fence;
 pub mod health;
 pub mod inventory_store;
 pub mod live;
+pub mod moved;
 pub mod observe;
 pub mod prune;
 pub mod rollout_store;

@@ -142,19 +142,17 @@ pub async fn sync_with(
     result
 }
 
-/// Sync one rendered tenant against its inventory (if any): skipped when another cluster's,
-/// refused when its name is invalid or its inventory unreadable, else [`sync_tenant`].
+/// Sync one rendered tenant against its inventory (if any): moved or skipped when another
+/// cluster's ([`super::moved`]), refused when its name is invalid or its inventory
+/// unreadable, else [`sync_tenant`].
 /// Returns its report and (when synced) its inventory as it now stands.
 pub(super) async fn sync_one(
     ctx: &Ctx<'_>,
     r: &TenantRender,
     inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
 ) -> (TenantReport, Option<Option<Inventory>>) {
-    if r.cluster
-        .as_deref()
-        .is_some_and(|c| c != ctx.options.cluster)
-    {
-        return (TenantReport::new(&r.tenant, Outcome::Skipped), None);
+    if let Some(to) = r.cluster.as_deref().filter(|c| *c != ctx.options.cluster) {
+        return super::moved::moved_away(ctx, &r.tenant, to, inventories).await;
     }
     if !is_dns_label(&r.tenant) {
         // Its file is invalid (the render says why); no inventory can be named after it, and
@@ -277,6 +275,7 @@ async fn sync_tenant(
     let mut report = TenantReport::new(tenant, Outcome::Applied);
     let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
     inv.status.remove_condition(ConditionType::Orphaned);
+    fief_core::status::moved::clear_moved(&mut inv);
     let now = ctx.now.as_str();
     if !render.is_ok() {
         status::record_invalid(&mut inv, &mut report, render, now);

@@ -7,9 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod install;
+mod retire;
 mod spares;
 
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
+pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};
 
 /// `fief --version`: the crate version and the git commit it was built from.
@@ -95,6 +97,10 @@ pub enum Command {
     /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
     /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
     Reconcile(ReconcileArgs),
+    /// Finish moving a tenant to another cluster: once it is Ready there at this repo's
+    /// inputs, delete what it left on the old cluster (its recorded objects, then its
+    /// inventory). Refuses, deleting nothing, until then.
+    Retire(RetireArgs),
 }
 
 /// `fief version`.

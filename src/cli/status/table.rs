@@ -11,6 +11,7 @@ use super::{
 };
 use crate::cli::colour::{self, Style};
 use crate::core::condition::ConditionType::{Orphaned, Ready, Stalled};
+use crate::core::status::moved::moved_to;
 
 /// The whole text output.
 pub(super) fn text(
@@ -108,10 +109,11 @@ fn row(view: &View, t: &str, inv: &Inventory) -> String {
         inv.entries.len(),
         short(inv.status.commit.as_deref().unwrap_or("-"), 12),
         tried,
-        match (orphan, inv.status.spare) {
-            (true, _) => "ORPHANED: ",
-            (false, true) => "SPARE: ",
-            _ => "",
+        match (orphan, moved_to(inv), inv.status.spare) {
+            (true, _, _) => "ORPHANED: ".to_string(),
+            (false, Some(to), _) => format!("MOVED to {to}: "),
+            (false, None, true) => "SPARE: ".to_string(),
+            _ => String::new(),
         },
         message
     )

@@ -117,7 +117,10 @@ impl Notifier {
     pub(crate) fn synced(&self, reports: &[TenantReport], commit: &str) {
         for r in reports {
             // Left alone (another cluster's, suspended): says nothing about its state.
-            if matches!(r.outcome, Outcome::Skipped | Outcome::Suspended) {
+            if matches!(
+                r.outcome,
+                Outcome::Skipped | Outcome::Moved | Outcome::Suspended
+            ) {
                 continue;
             }
             let news = !r.is_ok() || r.prune_blocked() || r.outcome == Outcome::Orphaned;

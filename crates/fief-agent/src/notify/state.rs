@@ -111,7 +111,7 @@ impl Tracker {
         let s = self.tenants.entry(tenant.to_string()).or_default();
         let msg = |kind, text: &str| Message::new(Some(tenant), kind, text, commit);
         match outcome {
-            Outcome::Skipped | Outcome::Suspended => {}
+            Outcome::Skipped | Outcome::Moved | Outcome::Suspended => {}
             Outcome::Orphaned => {
                 if !s.orphaned {
                     s.orphaned = true;

@@ -30,6 +30,9 @@ pub enum Outcome {
     Orphaned,
     /// The tenant belongs to another cluster (`spec.cluster`): left alone.
     Skipped,
+    /// The tenant was applied here but its file now names another cluster: marked `Moved`,
+    /// its objects left running until `fief retire` deletes them.
+    Moved,
     /// The tenant is suspended (`fief suspend`): left alone.
     Suspended,
 }
@@ -44,6 +47,7 @@ impl Outcome {
             Outcome::Purged => "purged",
             Outcome::Orphaned => "orphaned",
             Outcome::Skipped => "skipped",
+            Outcome::Moved => "moved",
             Outcome::Suspended => "suspended",
         }
     }
@@ -113,6 +117,8 @@ pub struct TenantReport {
     pub errors: Vec<String>,
     /// Why the tenant was left alone (outcome `suspended`): who suspended it, when, and why.
     pub suspended: Option<String>,
+    /// The cluster its file now names (outcome `moved`).
+    pub moved_to: Option<String>,
 }
 
 impl TenantReport {
@@ -126,6 +132,7 @@ impl TenantReport {
             prune_held: None,
             errors: Vec::new(),
             suspended: None,
+            moved_to: None,
         }
     }
 
@@ -137,6 +144,7 @@ impl TenantReport {
                 | Outcome::Purged
                 | Outcome::Orphaned
                 | Outcome::Skipped
+                | Outcome::Moved
                 | Outcome::Suspended
         );
         ok && self.errors.is_empty()
@@ -163,6 +171,8 @@ struct Wire<'a> {
     errors: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     suspended: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moved_to: Option<&'a str>,
 }
 
 impl Serialize for TenantReport {
@@ -176,6 +186,7 @@ impl Serialize for TenantReport {
             prune_blocked: self.prune_blocked(),
             errors: &self.errors,
             suspended: self.suspended.as_deref(),
+            moved_to: self.moved_to.as_deref(),
         }
         .serialize(serializer)
     }
@@ -223,6 +234,7 @@ mod tests {
             Outcome::Purged,
             Outcome::Orphaned,
             Outcome::Skipped,
+            Outcome::Moved,
             Outcome::Suspended,
         ] {
             assert!(TenantReport::new("t", o).is_ok(), "{o}");

@@ -1,0 +1,174 @@
+//! A tenant whose file moved to another cluster: what the old cluster's inventory says, and
+//! when the move may be finished by deleting what is left there (`fief retire`).
+//!
+//! In: the old cluster's inventory, the cluster the tenant file now names, and (to retire) the
+//! new cluster's inventory and the tenant's current input hash. Out: `Moved=True` and
+//! `Ready=False` (reason `MovedAway`) set on the old inventory, or cleared when the tenant
+//! comes back; a [`RetireRefusal`] saying why its objects must stay. Pure.
+
+use crate::condition::{ConditionType, Reason};
+use crate::inventory::Inventory;
+
+/// Mark an inventory as moved to cluster `to`: `Moved=True`, `Ready=False` (both reason
+/// `MovedAway`), the objects untouched. Returns whether the status changed (a write is due).
+pub fn mark_moved(inv: &mut Inventory, to: &str, now: &str) -> bool {
+    let before = inv.status.clone();
+    let message = format!(
+        "the tenant file now names cluster {to}; its objects here are left running until `fief retire` deletes them"
+    );
+    let status = &mut inv.status;
+    status.set_condition(ConditionType::Moved, true, Reason::MovedAway, &message, now);
+    status.set_condition(
+        ConditionType::Ready,
+        false,
+        Reason::MovedAway,
+        &format!("moved to cluster {to}"),
+        now,
+    );
+    status.set_condition(
+        ConditionType::Reconciling,
+        false,
+        Reason::Done,
+        "moved to another cluster",
+        now,
+    );
+    status.moved_to = Some(to.to_string());
+    inv.status != before
+}
+
+/// Clear the mark of [`mark_moved`] (the tenant file names this cluster again); its next
+/// sync sets `Ready` anew.
+pub fn clear_moved(inv: &mut Inventory) {
+    inv.status.remove_condition(ConditionType::Moved);
+    inv.status.moved_to = None;
+}
+
+/// Whether an inventory is marked moved (to a cluster).
+pub fn moved_to(inv: &Inventory) -> Option<&str> {
+    let moved = inv
+        .status
+        .condition(ConditionType::Moved)
+        .is_some_and(|c| c.status == "True");
+    moved.then(|| inv.status.moved_to.as_deref().unwrap_or(""))
+}
+
+/// Why `fief retire` leaves a tenant's objects on the old cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RetireRefusal {
+    /// The tenant file still names the old cluster.
+    #[error("the tenant file still names cluster {cluster}: nothing to retire there")]
+    NotMoved {
+        /// The old cluster.
+        cluster: String,
+    },
+    /// The old cluster has no inventory of the tenant.
+    #[error("cluster {cluster} has no inventory of the tenant: nothing to retire")]
+    NoInventory {
+        /// The old cluster.
+        cluster: String,
+    },
+    /// The old inventory is not marked `Moved` yet.
+    #[error(
+        "the inventory on cluster {cluster} is not marked Moved: sync it there first (`fief apply --cluster {cluster}` or its agent)"
+    )]
+    NotMarked {
+        /// The old cluster.
+        cluster: String,
+    },
+    /// The new cluster has no inventory of the tenant.
+    #[error("the new cluster has no inventory of the tenant: apply it there first")]
+    NotOnNew,
+    /// The new cluster's inventory is not Ready (or is itself marked moved).
+    #[error("the tenant is not Ready on the new cluster ({why}): wait until it is")]
+    NotReadyOnNew {
+        /// Its Ready message, or what is off.
+        why: String,
+    },
+    /// The new cluster applied other inputs than the repo's.
+    #[error(
+        "the new cluster applied other inputs of the tenant ({recorded}) than this repo's ({current}): sync it there with this commit and this fief version first"
+    )]
+    OtherInputs {
+        /// Recorded on the new cluster.
+        recorded: String,
+        /// The repo's now.
+        current: String,
+    },
+}
+
+/// Whether the new cluster's inventory confirms the move: Ready and settled, not itself
+/// marked moved, at the repo's current input hash `inputs`.
+pub fn confirm_on_new(new: Option<&Inventory>, inputs: &str) -> Result<(), RetireRefusal> {
+    let new = new.ok_or(RetireRefusal::NotOnNew)?;
+    if moved_to(new).is_some() || !new.status.is_settled() {
+        let why = new
+            .status
+            .last_error
+            .clone()
+            .or_else(|| {
+                new.status
+                    .condition(ConditionType::Ready)
+                    .map(|c| format!("Ready={}: {}", c.status, c.message))
+            })
+            .unwrap_or_else(|| "no Ready condition".to_string());
+        return Err(RetireRefusal::NotReadyOnNew { why });
+    }
+    if inputs.is_empty() || new.status.inputs != inputs {
+        let shown = |s: &str| {
+            if s.is_empty() { "none" } else { s }
+                .chars()
+                .take(12)
+                .collect()
+        };
+        return Err(RetireRefusal::OtherInputs {
+            recorded: shown(&new.status.inputs),
+            current: shown(inputs),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(inputs: &str) -> Inventory {
+        let mut inv = Inventory::new("acme");
+        inv.status
+            .set_condition(ConditionType::Ready, true, Reason::Healthy, "ok", "t0");
+        inv.status.inputs = inputs.to_string();
+        inv
+    }
+
+    #[test]
+    fn marking_moved_sets_moved_and_ready_false_once_and_clearing_removes_it() {
+        let mut inv = ready("h");
+        assert!(mark_moved(&mut inv, "b", "t1"));
+        assert_eq!(moved_to(&inv), Some("b"));
+        let ready = inv.status.condition(ConditionType::Ready).unwrap();
+        assert!(ready.status == "False" && ready.has_reason(Reason::MovedAway));
+        assert!(!mark_moved(&mut inv, "b", "t2"), "no change, no write");
+        clear_moved(&mut inv);
+        assert_eq!(moved_to(&inv), None);
+    }
+
+    #[test]
+    fn the_move_is_confirmed_only_by_a_settled_ready_inventory_at_the_same_inputs() {
+        assert_eq!(confirm_on_new(None, "h"), Err(RetireRefusal::NotOnNew));
+        assert_eq!(confirm_on_new(Some(&ready("h")), "h"), Ok(()));
+        assert!(matches!(
+            confirm_on_new(Some(&ready("old")), "h"),
+            Err(RetireRefusal::OtherInputs { .. })
+        ));
+        assert!(matches!(
+            confirm_on_new(Some(&ready("")), ""),
+            Err(RetireRefusal::OtherInputs { .. })
+        ));
+        let mut away = ready("h");
+        mark_moved(&mut away, "c", "t1");
+        assert!(matches!(
+            confirm_on_new(Some(&away), "h"),
+            Err(RetireRefusal::NotReadyOnNew { .. })
+        ));
+    }
+}
