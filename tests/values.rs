@@ -65,6 +65,61 @@ fn a_component_runs_another_version_and_values_in_one_environment_only() {
 }
 
 #[test]
+fn render_values_shows_each_key_with_the_file_and_line_of_the_layer_that_set_it() {
+    let dir = repo_with(
+        "    dev:\n      components:\n        hello:\n          values: {greeting: Hello from the next release}\n",
+    );
+    let repo = dir.path().to_str().expect("utf-8");
+    let out = fief(&["render", repo, "--values", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows: Value = serde_json::from_str(&stdout(&out)).expect("a JSON array");
+    let greeting = |env: &str| {
+        let row = rows
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["tenant"] == "acme" && r["component"] == "hello" && r["env"] == env)
+            .unwrap_or_else(|| panic!("no acme/hello/{env} in {rows}"));
+        row["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["key"] == "greeting")
+            .cloned()
+            .unwrap_or_else(|| panic!("no greeting in {row}"))
+    };
+    // dev: the tenant's override for dev, at its line; prod: the tenant's own value.
+    let dev = greeting("dev");
+    assert_eq!(dev["value"], "Hello from the next release");
+    assert_eq!(dev["file"], "tenants/acme.yaml");
+    let line = line_of(
+        dir.path(),
+        "tenants/acme.yaml",
+        "Hello from the next release",
+    );
+    assert_eq!(dev["line"], line);
+    let prod = greeting("prod");
+    assert_eq!(prod["value"], "Hello, acme");
+    assert_eq!(prod["file"], "tenants/acme.yaml");
+    assert_eq!(
+        prod["line"],
+        line_of(dir.path(), "tenants/acme.yaml", "greeting: Hello, acme")
+    );
+
+    // Text, one environment: `key: value   # file:line`.
+    let out = fief(&[
+        "render", repo, "--values", "--env", "dev", "--tenant", "acme",
+    ]);
+    let text = stdout(&out);
+    assert!(text.contains("# acme / hello / dev"), "{text}");
+    assert!(!text.contains("/ prod"), "{text}");
+    assert!(
+        text.contains(&format!("# tenants/acme.yaml:{line}")),
+        "{text}"
+    );
+}
+
+#[test]
 fn quota_and_access_lists_differ_in_the_environment_that_overrides_them() {
     let dir = repo_with(
         "    prod:\n      quota: {cpu: \"8\"}\n      access:\n        viewers: [auditor]\n",

@@ -25,6 +25,7 @@ mod spares;
 mod status;
 mod suspend;
 mod validate;
+mod values;
 mod version;
 
 use std::collections::BTreeSet;
@@ -120,7 +121,11 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Schemas(args) => init::schemas_cmd(&args),
         Command::Render(mut args) => {
             selector::apply_selector(&mut args.repo)?;
-            render::render_cmd(&args)
+            if args.values {
+                values::values_cmd(&args)
+            } else {
+                render::render_cmd(&args)
+            }
         }
         Command::Validate(mut args) => {
             selector::apply_selector(&mut args.repo)?;

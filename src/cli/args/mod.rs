@@ -458,6 +458,10 @@ pub struct RenderArgs {
     /// Format of the stream on stdout: a multi-document YAML stream, or one JSON `v1/List`.
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Yaml, conflicts_with = "out")]
     pub output: RenderFormat,
+    /// Print each component's values per environment instead of the objects, key by key,
+    /// with the file and line of the layer that set it (`-o json`: one JSON array).
+    #[arg(long, conflicts_with_all = ["out", "show_secrets"])]
+    pub values: bool,
 }
 
 /// Output format of `fief render` on stdout.

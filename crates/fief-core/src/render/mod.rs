@@ -10,6 +10,7 @@ pub mod filters;
 mod hints;
 mod order;
 mod parse;
+pub mod provenance;
 mod state;
 mod tenant;
 pub mod values;

@@ -168,18 +168,18 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
 }
 
 /// Where one component's values for one environment come from.
-struct LayerSources<'a> {
+pub(super) struct LayerSources<'a> {
     /// The component's folder (`name@ref` when pinned).
-    dir: &'a str,
-    component: &'a str,
-    tenant: &'a str,
-    env: &'a str,
+    pub(super) dir: &'a str,
+    pub(super) component: &'a str,
+    pub(super) tenant: &'a str,
+    pub(super) env: &'a str,
 }
 
 /// A component's value layers in precedence order, each with the file (and place in it)
 /// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's
 /// `values`, the tenant's `overrides.<env>.components.<c>.values`.
-fn value_layers<'a>(
+pub(super) fn value_layers<'a>(
     at: &LayerSources<'a>,
     parsed: &'a crate::model::Component,
     env_file: Option<&'a Environment>,
