@@ -11,6 +11,8 @@
 //! everything down (and removes its work folder) within about a second of
 //! the test binary exiting, however it exits.
 //!
+//! [`second_control_plane()`] is another one like it, for tests that need two clusters.
+//!
 //! A control plane that cannot be built or started is a test failure, never
 //! a skip: [`control_plane()`] panics with the tail of the logs.
 //!
@@ -73,6 +75,19 @@ pub fn control_plane() -> &'static ControlPlane {
     match CONTROL_PLANE.get_or_init(|| ControlPlane::start(&[])) {
         Ok(cp) => cp,
         Err(reason) => panic!("the test control plane is unavailable: {reason}"),
+    }
+}
+
+static SECOND_CONTROL_PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+
+/// A second control plane of this test binary, independent of [`control_plane()`] (its own
+/// etcd, kube-apiserver, certificates and kubeconfigs), started the same way on the first
+/// call: for tests that need two clusters (a tenant moving between them). Panics as
+/// [`control_plane()`] does.
+pub fn second_control_plane() -> &'static ControlPlane {
+    match SECOND_CONTROL_PLANE.get_or_init(|| ControlPlane::start(&[])) {
+        Ok(cp) => cp,
+        Err(reason) => panic!("the second test control plane is unavailable: {reason}"),
     }
 }
 
