@@ -491,3 +491,55 @@ pub fn agent_diagnostics(ns: &str) -> String {
         String::from_utf8_lossy(&logs.stdout)
     )
 }
+
+/// A fief agent run as a process of this test against the node cluster (no leader election,
+/// `--interval` as given), its log in a temporary folder; killed when dropped.
+pub struct LocalAgent {
+    child: Child,
+    /// Its HTTP port on 127.0.0.1.
+    pub port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LocalAgent {
+    /// Start it on the tenants repo at `url`.
+    pub fn start(url: &str, interval: &str) -> LocalAgent {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("agent.log");
+        let port = super::util::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_fief"))
+            .args(["agent", "--repo", url, "--no-leader-election"])
+            .arg("--kubeconfig")
+            .arg(node_cluster().cp().admin_kubeconfig())
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--interval", interval])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start fief agent");
+        LocalAgent {
+            child,
+            port,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The last `lines` lines of its log, newest first.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+        tail.join("\n")
+    }
+}
+
+impl Drop for LocalAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

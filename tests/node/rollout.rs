@@ -7,7 +7,6 @@
 //! through at once, and the fix commit completes the rollout.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::process::Command;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use serde_json::Value;
 
 use super::common;
 use super::common::agent::condition;
-use super::common::node::{kubectl, kubectl_json, node_cluster, wait_for};
+use super::common::node::{LocalAgent, kubectl, kubectl_json, node_cluster, wait_for};
 
 const TENANTS: usize = 30;
 
@@ -152,27 +151,9 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
     ];
     files.extend(names.iter().enumerate().map(|(i, n)| tenant_file(n, i, "")));
     let server = common::agent::GitServer::new(&files);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let log = dir.path().join("agent.log");
-    let port = common::util::free_port();
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(["agent", "--repo", &server.url(), "--no-leader-election"])
-        .arg("--kubeconfig")
-        .arg(cluster.cp().admin_kubeconfig())
-        .arg("--cache-dir")
-        .arg(dir.path().join("cache"))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--interval", "2s"])
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start fief agent");
-    let agent_log = || {
-        let text = fs::read_to_string(&log).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(40).collect();
-        tail.join("\n")
-    };
+    let agent = LocalAgent::start(&server.url(), "2s");
+    let port = agent.port;
+    let agent_log = || agent.log_tail(40);
     let head = || {
         let out = Command::new("git")
             .args(["-C"])
@@ -367,6 +348,5 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
         Duration::from_secs(30),
     );
     assert!(deployments(&names).values().all(|(_, _, g)| g == "v3"));
-    let _ = agent.kill();
-    let _ = agent.wait();
+    drop(agent);
 }

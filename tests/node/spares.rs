@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::common;
 use super::common::agent::{GitServer, condition, git};
-use super::common::node::{BUSYBOX_IMAGE, kubectl_json, node_cluster, wait_for};
+use super::common::node::{BUSYBOX_IMAGE, LocalAgent, kubectl_json, node_cluster, wait_for};
 
 /// A web server whose content is a ConfigMap, serving after `warmup` seconds.
 const WEB: &str = r#"apiVersion: v1
@@ -164,22 +164,8 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
         .collect();
     assert_eq!(pool.len(), 2, "{pool:?}");
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let log = dir.path().join("agent.log");
-    let port = common::util::free_port();
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(["agent", "--repo", &server.url(), "--no-leader-election"])
-        .arg("--kubeconfig")
-        .arg(cluster.cp().admin_kubeconfig())
-        .arg("--cache-dir")
-        .arg(dir.path().join("cache"))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--interval", "1s"])
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start fief agent");
+    let agent = LocalAgent::start(&server.url(), "1s");
+    let port = agent.port;
     let ready_at = |what: &str, tenant: &str, commit: &str, timeout: Duration| {
         wait_for(what, timeout, || {
             let s = inventory_status(&agent_ns, tenant);
@@ -188,11 +174,9 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
             if ready && verdict(port, tenant) == "ready" {
                 Ok(s)
             } else {
-                let tail = fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = tail.lines().rev().take(20).collect();
                 Err(format!(
                     "{tenant}: {s}\nagent log tail:\n{}",
-                    tail.join("\n")
+                    agent.log_tail(20)
                 ))
             }
         })
@@ -269,8 +253,7 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
         Duration::from_secs(300),
     );
     let cold_to_ready = started.elapsed();
-    let _ = agent.kill();
-    let _ = agent.wait();
+    drop(agent);
 
     let timing = serde_json::json!({
         "allocateToReadySeconds": allocate_to_ready.as_secs_f64(),

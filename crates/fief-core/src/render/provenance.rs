@@ -10,10 +10,10 @@
 use serde_json::Value;
 
 use super::order::component_order;
-use super::tenant::{LayerSources, value_layers};
+use super::tenant::{LayerSources, env_override, tenant_entry, value_layers};
 use super::{environments, values};
 use crate::diagnostic::Diagnostic;
-use crate::model::{Repo, pinned_key};
+use crate::model::Repo;
 use crate::schema::locate::{Step, line_of_path};
 use crate::schema::values::Layer;
 
@@ -55,25 +55,13 @@ pub fn trace(repo: &Repo, tenant_name: &str) -> Result<Vec<ValuesTrace>, Vec<Dia
     let envs = environments(config, tenant);
     let mut out = Vec::new();
     for component in &order {
-        let cref = tenant
-            .spec
-            .components
-            .iter()
-            .find(|c| c.name == component.name && c.git_ref == component.pinned);
-        let dir = match &component.pinned {
-            Some(r) => pinned_key(&component.name, r),
-            None => component.name.clone(),
-        };
+        let (cref, dir) = tenant_entry(tenant, component);
         for env in &envs {
             let env_file = match repo.environments.get(env) {
                 Some(Ok(e)) => Some(e),
                 _ => None,
             };
-            let over = tenant
-                .spec
-                .overrides
-                .get(env)
-                .and_then(|o| o.component(&component.name));
+            let over = env_override(tenant, env, &component.name);
             let sources = LayerSources {
                 dir: &dir,
                 component: &component.name,

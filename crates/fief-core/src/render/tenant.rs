@@ -109,22 +109,10 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         emitter.emit(BASELINE, None, vals, env, &repo.baseline);
     }
     for component in &order {
-        let cref = tenant
-            .spec
-            .components
-            .iter()
-            .find(|c| c.name == component.name && c.git_ref == component.pinned);
-        let dir = match &component.pinned {
-            Some(r) => pinned_key(&component.name, r),
-            None => component.name.clone(),
-        };
+        let (cref, dir) = tenant_entry(tenant, component);
         for env in &envs {
             let env_file = env_files.get(env.as_str()).copied().flatten();
-            let over = tenant
-                .spec
-                .overrides
-                .get(env)
-                .and_then(|o| o.component(&component.name));
+            let over = env_override(tenant, env, &component.name);
             let version = over
                 .and_then(|o| o.version.as_deref())
                 .or(cref.and_then(|c| c.version.as_deref()))
@@ -165,6 +153,36 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     crate::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
     out
+}
+
+/// A component's entry in the tenant file and its folder (`name@ref` when pinned).
+pub(super) fn tenant_entry<'t>(
+    tenant: &'t Tenant,
+    component: &crate::model::Component,
+) -> (Option<&'t crate::model::ComponentRef>, String) {
+    let cref = tenant
+        .spec
+        .components
+        .iter()
+        .find(|c| c.name == component.name && c.git_ref == component.pinned);
+    let dir = match &component.pinned {
+        Some(r) => pinned_key(&component.name, r),
+        None => component.name.clone(),
+    };
+    (cref, dir)
+}
+
+/// The tenant's override of `component` in `env`, if it has one.
+pub(super) fn env_override<'t>(
+    tenant: &'t Tenant,
+    env: &str,
+    component: &str,
+) -> Option<&'t crate::model::ComponentOverride> {
+    tenant
+        .spec
+        .overrides
+        .get(env)
+        .and_then(|o| o.component(component))
 }
 
 /// Where one component's values for one environment come from.
