@@ -57,27 +57,10 @@ pub fn retire_cmd(args: &RetireArgs) -> Result<u8, CliError> {
     };
     super::runtime()?.block_on(async {
         let (resources, _) = super::resources(&args.cluster).await?;
-        let old = match read(resources.client(), &namespace, &args.tenant).await? {
-            Some(inv) => inv,
-            None => {
-                let cluster = args.cluster_name.clone();
-                return Ok(refuse(&args.tenant, &RetireRefusal::NoInventory { cluster }));
-            }
+        let old = match confirmed(args, resources.client(), &namespace, &inputs, &new).await? {
+            Ok(old) => old,
+            Err(why) => return Ok(refuse(&args.tenant, &why)),
         };
-        if moved_to(&old).is_none() {
-            let cluster = args.cluster_name.clone();
-            return Ok(refuse(&args.tenant, &RetireRefusal::NotMarked { cluster }));
-        }
-        let (client, _) = crate::kube::connect(
-            new.kubeconfig.as_deref(),
-            new.context.as_deref(),
-            new.api_qps,
-        )
-        .await?;
-        let on_new = read(&client, &namespace, &args.tenant).await?;
-        if let Err(why) = confirm_on_new(on_new.as_ref(), &inputs) {
-            return Ok(refuse(&args.tenant, &why));
-        }
         let report = crate::kube::moved::retire(&resources, &namespace, &old).await;
         for k in &report.kept {
             println!("{}: kept: {k}", args.tenant);
@@ -99,6 +82,32 @@ pub fn retire_cmd(args: &RetireArgs) -> Result<u8, CliError> {
             Ok(EXIT_EXTERNAL)
         }
     })
+}
+
+/// The old cluster's inventory of the tenant, when it is marked `Moved` and the new cluster
+/// (`new`) has the tenant Ready at `inputs`; else why not.
+async fn confirmed(
+    args: &RetireArgs,
+    old_client: &kube::Client,
+    namespace: &str,
+    inputs: &str,
+    new: &ClusterArgs,
+) -> Result<Result<Inventory, RetireRefusal>, CliError> {
+    let cluster = args.cluster_name.clone();
+    let Some(old) = read(old_client, namespace, &args.tenant).await? else {
+        return Ok(Err(RetireRefusal::NoInventory { cluster }));
+    };
+    if moved_to(&old).is_none() {
+        return Ok(Err(RetireRefusal::NotMarked { cluster }));
+    }
+    let (client, _) = crate::kube::connect(
+        new.kubeconfig.as_deref(),
+        new.context.as_deref(),
+        new.api_qps,
+    )
+    .await?;
+    let on_new = read(&client, namespace, &args.tenant).await?;
+    Ok(confirm_on_new(on_new.as_ref(), inputs).map(|()| old))
 }
 
 /// The tenant's inventory in `namespace`, if there is one; an unreadable one is an error.
