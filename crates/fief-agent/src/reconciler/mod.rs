@@ -22,12 +22,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::source_loop::Revision;
-use super::{AgentOptions, LoopState, Shared, WatchState, drift, lock, outcome, write};
-use fief_core::diagnostic::{Diagnostic, Problem};
+use super::{AgentOptions, LoopState, Shared, lock, outcome, write};
 use fief_core::render::TenantRender;
 use fief_kube::Resources;
 use fief_kube::observe::ensure_namespace;
 use fief_kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
+
+mod kinds;
+use kinds::{degrade, kinds_of, set_degraded, watch_kinds};
 
 /// How long a batch waits for the initial list of a kind before degrading its tenants.
 const LIST_WAIT: Duration = Duration::from_secs(30);
@@ -107,95 +109,11 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
     record_rendered(shared, compute(by_revision(state, due)).await)
 }
 
-/// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
-/// tenant, why it cannot be synced now (a kind it uses cannot be watched).
-async fn watch_kinds(
-    shared: &Arc<Shared>,
-    resources: &Resources,
-    kinds: &BTreeMap<(String, String), BTreeSet<String>>,
-    stop: &CancellationToken,
-) -> BTreeMap<String, String> {
-    let mut keys: Vec<(String, &BTreeSet<String>)> = Vec::new();
-    let mut to_watch = Vec::new();
-    for ((v, k), tenants) in kinds {
-        if let Some(resource) = resources.resolve(v, k).await {
-            keys.push((drift::kind_key(&resource), tenants));
-            to_watch.push(resource);
-        }
-    }
-    drift::ensure_watches(shared, to_watch);
-    let deadline = Instant::now() + LIST_WAIT;
-    loop {
-        let listing = {
-            let watches = lock(&shared.watches);
-            keys.iter()
-                .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
-        };
-        if !listing || Instant::now() >= deadline || stop.is_cancelled() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let watches = lock(&shared.watches);
-    let mut degraded = BTreeMap::new();
-    for (k, tenants) in keys {
-        let why = match watches.get(&k) {
-            Some(WatchState::Failed(why)) => why.clone(),
-            Some(WatchState::Listing) => format!("{k}: the initial list did not finish in time"),
-            _ => continue,
-        };
-        for t in tenants {
-            degraded.entry(t.clone()).or_insert_with(|| why.clone());
-        }
-    }
-    degraded
-}
-
-/// A degraded tenant's render becomes a failed one: its status says why (a cluster-access
-/// failure, not an invalid repo), and nothing is applied or pruned.
-fn degrade(render: &mut TenantRender, why: &str) {
-    render.objects.clear();
-    render.errors.push(
-        Diagnostic::new(
-            format!("tenants/{}.yaml", render.tenant),
-            None,
-            Problem::ClusterAccess {
-                detail: why.to_string(),
-            },
-        )
-        .for_tenant(&render.tenant),
-    );
-}
-
 /// Tenants rendered at once: bounds the memory a batch holds at thousands of tenants (two
 /// chunks' renders are held: one syncing, the next rendered ahead). Equal to the default
 /// `--concurrency`, so a chunk's tenants all sync at once; a larger chunk raises the peak
 /// memory without shortening a shared change (docs/src/performance.md).
 const CHUNK: usize = 8;
-
-/// The kinds (apiVersion, kind) the renders use, with the tenants using each.
-fn kinds_of(renders: &[TenantRender], into: &mut BTreeMap<(String, String), BTreeSet<String>>) {
-    for r in renders {
-        for o in &r.objects {
-            let v = o.object["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            into.entry((v, o.id.kind.clone()))
-                .or_default()
-                .insert(r.tenant.clone());
-        }
-    }
-}
-
-/// Record why `tenants` are degraded now (those not in `degraded` are not).
-fn set_degraded(shared: &Shared, tenants: &[String], degraded: &BTreeMap<String, String>) {
-    let mut h = lock(&shared.health);
-    for t in tenants {
-        h.degraded.remove(t);
-    }
-    h.degraded.extend(degraded.clone());
-}
 
 /// Render and sync the due tenants, a chunk at a time; stop between tenants when `stop` is
 /// cancelled. Tenants queued by a commit whose inventories stand for a render at their inputs
