@@ -162,3 +162,34 @@ fn a_tenant_moved_back_is_applied_again_and_no_longer_marked_moved() {
     assert_eq!(condition(&status, "Ready").0, "True", "{status}");
     assert!(status.get("movedTo").is_none(), "{status}");
 }
+
+#[test]
+fn the_agent_of_the_old_cluster_reports_a_moved_tenant_in_its_status_and_leaves_it_running() {
+    use common::agent::{Agent, GitServer, small_repo, tenant};
+    let a = control_plane();
+    let agent_ns = common::unique("fief-mv");
+    let t = common::unique("mva");
+    let server = GitServer::new(&small_repo(&agent_ns, &[(&t, "hi")]));
+    let agent = Agent::start(&server.url(), &["--interval", "1s"]);
+    let (path, body) = tenant(&t, "hi");
+    let moved = body.replace("spec:\n", "spec:\n  cluster: b\n");
+    server.commit(&[(path, moved)], "move to b");
+    let mut view = Value::Null;
+    wait_until(
+        "the agent reports it moved",
+        Duration::from_secs(60),
+        || {
+            view = agent
+                .get("/status")
+                .and_then(|(_, body)| serde_json::from_str(&body).ok())
+                .unwrap_or(Value::Null);
+            view["tenants"][&t]["outcome"] == "moved"
+        },
+    );
+    let name = format!("fief-tenant-{t}");
+    let cm = get(a, &["configmap", "-n", &agent_ns, &name]).expect("inventory stays");
+    let status: Value = serde_json::from_str(cm["data"]["status"].as_str().unwrap()).unwrap();
+    assert_eq!(condition(&status, "Moved").0, "True", "{status}");
+    assert_eq!(status["movedTo"], "b", "{status}");
+    assert!(get(a, &["configmap", "-n", &format!("{t}-prod"), "app-config"]).is_some());
+}
