@@ -4,7 +4,7 @@
 //! In: [`RetireArgs`]: the repo, the tenant, the old cluster (name and connection) and the
 //! new cluster's connection. Out: refused (exit 1, nothing deleted) unless the tenant file
 //! names another cluster, the old cluster's inventory is marked `Moved`, and the new
-//! cluster's inventory is Ready at the repo's current inputs; else every object the old
+//! cluster's inventory is Ready and settled; else every object the old
 //! inventory records is deleted (as a purge deletes them) and then the inventory: exit 0, or
 //! 3 when a delete failed (what remains stays recorded; run it again).
 
@@ -42,11 +42,6 @@ pub fn retire_cmd(args: &RetireArgs) -> Result<u8, CliError> {
             },
         ));
     }
-    let inputs = crate::core::inputs::tenant_hashes(&repo)
-        .get(&args.tenant)
-        .filter(|h| crate::core::inputs::reusable(h))
-        .cloned()
-        .unwrap_or_default();
     let new = ClusterArgs {
         kubeconfig: args
             .new_kubeconfig
@@ -57,7 +52,7 @@ pub fn retire_cmd(args: &RetireArgs) -> Result<u8, CliError> {
     };
     super::runtime()?.block_on(async {
         let (resources, _) = super::resources(&args.cluster).await?;
-        let old = match confirmed(args, resources.client(), &namespace, &inputs, &new).await? {
+        let old = match confirmed(args, resources.client(), &namespace, &new).await? {
             Ok(old) => old,
             Err(why) => return Ok(refuse(&args.tenant, &why)),
         };
@@ -85,12 +80,11 @@ pub fn retire_cmd(args: &RetireArgs) -> Result<u8, CliError> {
 }
 
 /// The old cluster's inventory of the tenant, when it is marked `Moved` and the new cluster
-/// (`new`) has the tenant Ready at `inputs`; else why not.
+/// (`new`) has the tenant Ready; else why not.
 async fn confirmed(
     args: &RetireArgs,
     old_client: &kube::Client,
     namespace: &str,
-    inputs: &str,
     new: &ClusterArgs,
 ) -> Result<Result<Inventory, RetireRefusal>, CliError> {
     let cluster = args.cluster_name.clone();
@@ -107,7 +101,7 @@ async fn confirmed(
     )
     .await?;
     let on_new = read(&client, namespace, &args.tenant).await?;
-    Ok(confirm_on_new(on_new.as_ref(), inputs).map(|()| old))
+    Ok(confirm_on_new(on_new.as_ref()).map(|()| old))
 }
 
 /// The tenant's inventory in `namespace`, if there is one; an unreadable one is an error.

@@ -84,21 +84,12 @@ pub enum RetireRefusal {
         /// Its Ready message, or what is off.
         why: String,
     },
-    /// The new cluster applied other inputs than the repo's.
-    #[error(
-        "the new cluster applied other inputs of the tenant ({recorded}) than this repo's ({current}): sync it there with this commit and this fief version first"
-    )]
-    OtherInputs {
-        /// Recorded on the new cluster.
-        recorded: String,
-        /// The repo's now.
-        current: String,
-    },
 }
 
-/// Whether the new cluster's inventory confirms the move: Ready and settled, not itself
-/// marked moved, at the repo's current input hash `inputs`.
-pub fn confirm_on_new(new: Option<&Inventory>, inputs: &str) -> Result<(), RetireRefusal> {
+/// Whether the new cluster's inventory confirms the move: Ready and settled (its objects
+/// applied and judged), not itself marked moved. Its inputs are not compared with the
+/// checkout's: they hash fief's own version too, and the agent there may run another.
+pub fn confirm_on_new(new: Option<&Inventory>) -> Result<(), RetireRefusal> {
     let new = new.ok_or(RetireRefusal::NotOnNew)?;
     if moved_to(new).is_some() || !new.status.is_settled() {
         let why = new
@@ -112,18 +103,6 @@ pub fn confirm_on_new(new: Option<&Inventory>, inputs: &str) -> Result<(), Retir
             })
             .unwrap_or_else(|| "no Ready condition".to_string());
         return Err(RetireRefusal::NotReadyOnNew { why });
-    }
-    if inputs.is_empty() || new.status.inputs != inputs {
-        let shown = |s: &str| {
-            if s.is_empty() { "none" } else { s }
-                .chars()
-                .take(12)
-                .collect()
-        };
-        return Err(RetireRefusal::OtherInputs {
-            recorded: shown(&new.status.inputs),
-            current: shown(inputs),
-        });
     }
     Ok(())
 }
@@ -153,21 +132,25 @@ mod tests {
     }
 
     #[test]
-    fn the_move_is_confirmed_only_by_a_settled_ready_inventory_at_the_same_inputs() {
-        assert_eq!(confirm_on_new(None, "h"), Err(RetireRefusal::NotOnNew));
-        assert_eq!(confirm_on_new(Some(&ready("h")), "h"), Ok(()));
-        assert!(matches!(
-            confirm_on_new(Some(&ready("old")), "h"),
-            Err(RetireRefusal::OtherInputs { .. })
-        ));
-        assert!(matches!(
-            confirm_on_new(Some(&ready("")), ""),
-            Err(RetireRefusal::OtherInputs { .. })
-        ));
+    fn the_move_is_confirmed_only_by_a_settled_ready_inventory_not_itself_moved() {
+        assert_eq!(confirm_on_new(None), Err(RetireRefusal::NotOnNew));
+        assert_eq!(confirm_on_new(Some(&ready("h"))), Ok(()));
         let mut away = ready("h");
         mark_moved(&mut away, "c", "t1");
         assert!(matches!(
-            confirm_on_new(Some(&away), "h"),
+            confirm_on_new(Some(&away)),
+            Err(RetireRefusal::NotReadyOnNew { .. })
+        ));
+        let mut failing = ready("h");
+        failing.status.set_condition(
+            ConditionType::Ready,
+            false,
+            Reason::ApplyFailed,
+            "boom",
+            "t2",
+        );
+        assert!(matches!(
+            confirm_on_new(Some(&failing)),
             Err(RetireRefusal::NotReadyOnNew { .. })
         ));
     }
