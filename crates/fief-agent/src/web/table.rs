@@ -37,19 +37,23 @@ pub enum State {
     Suspended,
     /// Its tenant file left git; its objects are left running.
     Orphaned,
+    /// Its file now names another cluster, and this cluster still runs what it left here
+    /// (until `fief retire`).
+    Moved,
     /// Another cluster's agent owns it (`spec.cluster`).
     Skipped,
 }
 
 impl State {
     /// Every state, in the order the overview counts them.
-    pub const ALL: [State; 7] = [
+    pub const ALL: [State; 8] = [
         State::Ready,
         State::Reconciling,
         State::Stalled,
         State::Failed,
         State::Suspended,
         State::Orphaned,
+        State::Moved,
         State::Skipped,
     ];
 
@@ -62,6 +66,7 @@ impl State {
             State::Failed => "failed",
             State::Suspended => "suspended",
             State::Orphaned => "orphaned",
+            State::Moved => "moved",
             State::Skipped => "skipped",
         }
     }
@@ -153,13 +158,16 @@ pub fn state_of(
     let Some(tenant) = tenant else {
         return State::Failed;
     };
+    let kind = last.map(|e| e.kind);
     if tenant.spec.cluster != cluster {
-        return State::Skipped;
+        return match kind {
+            Some(Kind::Synced(Outcome::Moved)) => State::Moved,
+            _ => State::Skipped,
+        };
     }
     if suspended {
         return State::Suspended;
     }
-    let kind = last.map(|e| e.kind);
     if matches!(kind, Some(Kind::Synced(Outcome::Failed | Outcome::Invalid))) {
         return State::Failed;
     }

@@ -78,6 +78,7 @@ fn each_tenant_gets_the_state_of_what_the_agent_knows() {
         tenant_file("syncing", "default", "a"),
         tenant_file("pending", "default", "a"),
         tenant_file("elsewhere", "eu-2", "a"),
+        tenant_file("moved-away", "eu-2", "a"),
         ("tenants/broken.yaml".into(), "spec: [".into()),
     ]);
     let mut held = Held::new();
@@ -91,6 +92,7 @@ fn each_tenant_gets_the_state_of_what_the_agent_knows() {
     held.synced("syncing", Outcome::Applied, 1);
     held.syncing.insert("syncing".into());
     held.synced("gone", Outcome::Orphaned, 1);
+    held.synced("moved-away", Outcome::Moved, 1);
     let rows = held.rows(&repo);
     for (name, want) in [
         ("ready", State::Ready),
@@ -102,6 +104,7 @@ fn each_tenant_gets_the_state_of_what_the_agent_knows() {
         ("syncing", State::Reconciling),
         ("pending", State::Reconciling),
         ("elsewhere", State::Skipped),
+        ("moved-away", State::Moved),
         ("gone", State::Orphaned),
     ] {
         assert_eq!(state(&rows, name), want, "{name}");
