@@ -492,6 +492,23 @@ pub fn agent_diagnostics(ns: &str) -> String {
     )
 }
 
+/// A tenant's status as its inventory ConfigMap in `agent_ns` holds it (`Null`: none).
+pub fn inventory_status(agent_ns: &str, tenant: &str) -> Value {
+    kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        &format!("fief-tenant-{tenant}"),
+    ])
+    .and_then(|cm| {
+        cm["data"]["status"]
+            .as_str()
+            .and_then(|s| serde_json::from_str(s).ok())
+    })
+    .unwrap_or(Value::Null)
+}
+
 /// A fief agent run as a process of this test against the node cluster (no leader election,
 /// `--interval` as given), its log in a temporary folder; killed when dropped.
 pub struct LocalAgent {

@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::common;
 use super::common::agent::condition;
-use super::common::node::{LocalAgent, kubectl, kubectl_json, node_cluster, wait_for};
+use super::common::node::{
+    LocalAgent, inventory_status, kubectl, kubectl_json, node_cluster, wait_for,
+};
 
 const TENANTS: usize = 30;
 
@@ -85,22 +87,6 @@ fn deployments(names: &[String]) -> BTreeMap<String, (String, i64, String)> {
             ))
         })
         .collect()
-}
-
-fn inventory_status(agent_ns: &str, tenant: &str) -> Value {
-    kubectl_json(&[
-        "get",
-        "configmap",
-        "-n",
-        agent_ns,
-        &format!("fief-tenant-{tenant}"),
-    ])
-    .and_then(|cm| {
-        cm["data"]["status"]
-            .as_str()
-            .and_then(|s| serde_json::from_str(s).ok())
-    })
-    .unwrap_or(Value::Null)
 }
 
 fn record(agent_ns: &str) -> Value {

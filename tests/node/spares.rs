@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::common;
 use super::common::agent::{GitServer, condition, git};
-use super::common::node::{BUSYBOX_IMAGE, LocalAgent, kubectl_json, node_cluster, wait_for};
+use super::common::node::{
+    BUSYBOX_IMAGE, LocalAgent, inventory_status, kubectl_json, node_cluster, wait_for,
+};
 
 /// A web server whose content is a ConfigMap, serving after `warmup` seconds.
 const WEB: &str = r#"apiVersion: v1
@@ -64,22 +66,6 @@ spec:
             allowPrivilegeEscalation: false
             capabilities: {drop: [ALL]}
 "#;
-
-fn inventory_status(agent_ns: &str, tenant: &str) -> Value {
-    kubectl_json(&[
-        "get",
-        "configmap",
-        "-n",
-        agent_ns,
-        &format!("fief-tenant-{tenant}"),
-    ])
-    .and_then(|cm| {
-        cm["data"]["status"]
-            .as_str()
-            .and_then(|s| serde_json::from_str(s).ok())
-    })
-    .unwrap_or(Value::Null)
-}
 
 /// The agent's health verdict of `tenant` (`ready`, `reconciling`, `stalled`), from its
 /// `/status` at `port`.
