@@ -12,15 +12,27 @@ use crate::diagnostic::{Diagnostic, Problem};
 
 use crate::model::Repo;
 use crate::render::{self, Renderer, TenantRender};
+use crate::scope::EnvScope;
 use crate::validate;
 
 /// Render and validate one tenant.
 pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    render_tenant_in(renderer, repo, name, &EnvScope::All)
+}
+
+/// Render and validate the environments of `scope` of one tenant (see
+/// [`render::render_tenant_in`]).
+pub fn render_tenant_in(
+    renderer: &Renderer,
+    repo: &Repo,
+    name: &str,
+    scope: &EnvScope,
+) -> TenantRender {
     #[cfg(test)]
     if name == tests::PANIC_TENANT {
         panic!("test hook: render of `{name}` panics");
     }
-    let mut out = render::render_tenant(renderer, repo, name);
+    let mut out = render::render_tenant_in(renderer, repo, name, scope);
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
         let envs: Vec<String> = out.namespaces.keys().cloned().collect();
         let undeclared = validate::check_declared(repo, name, &envs);
@@ -74,6 +86,11 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
 /// in parallel, then check across tenants. With `only` (a batch), the cost is the batch's:
 /// its names are looked up, the fleet's are not scanned.
 pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
+    render_all_in(repo, only, &EnvScope::All)
+}
+
+/// [`render_all`] for the environments of `scope` only (`--env`).
+pub fn render_all_in(repo: &Repo, only: &[String], scope: &EnvScope) -> Vec<TenantRender> {
     let renderer = Renderer::new(repo.snapshot.clone());
     let names: Vec<&String> = if only.is_empty() {
         repo.tenants.keys().collect()
@@ -96,8 +113,10 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
                 let handle = s.spawn(move || {
                     part.iter()
                         .map(|n| {
-                            catch_unwind(AssertUnwindSafe(|| render_tenant(renderer, repo, n)))
-                                .unwrap_or_else(|p| panicked(n, p.as_ref()))
+                            catch_unwind(AssertUnwindSafe(|| {
+                                render_tenant_in(renderer, repo, n, scope)
+                            }))
+                            .unwrap_or_else(|p| panicked(n, p.as_ref()))
                         })
                         .collect::<Vec<_>>()
                 });

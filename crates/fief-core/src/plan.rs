@@ -190,7 +190,7 @@ pub fn managed_fingerprint(managed_fields: &Value, manager: &str) -> String {
 ///
 /// `live` maps each object that exists in the cluster to the hash of its projection on the
 /// desired fields; an object is skipped only when its rendered hash and its live hash both
-/// match the inventory.
+/// match the inventory. Only entries the render's scope covers may be pruned (`--env`).
 pub fn plan<'a>(
     render: &'a TenantRender,
     previous: Option<&Inventory>,
@@ -220,22 +220,22 @@ pub fn plan<'a>(
             }),
         }
     }
-    let mut prune: Vec<Entry> = prev
-        .values()
-        .filter(|e| !desired_ids.contains(&e.id))
-        .cloned()
-        .collect();
+    // With `--env`, entries of the other environments are neither pruned nor counted.
+    let in_scope = |e: &&Entry| render.scope.covers(&e.id, &render.namespaces);
+    let mut prune: Vec<Entry> = prev.values().filter(in_scope).cloned().collect();
+    prune.retain(|e| !desired_ids.contains(&e.id));
     prune.sort_by_key(|e| std::cmp::Reverse(stage_of(&e.id, &e.component)));
     let purged = render.state == Some(TenantState::Purged);
+    let scoped_total = || prev.values().filter(in_scope).count();
     if prune.is_empty() {
         return plan;
     }
     if render.objects.is_empty() && !purged {
         plan.hold = Some(PruneHold::EmptyRender);
-    } else if !purged && !allow_mass_prune && guard.trips(prune.len(), prev.len()) {
+    } else if !purged && !allow_mass_prune && guard.trips(prune.len(), scoped_total()) {
         plan.hold = Some(PruneHold::MassPrune {
             count: prune.len(),
-            total: prev.len(),
+            total: scoped_total(),
         });
     } else {
         plan.prune = prune;

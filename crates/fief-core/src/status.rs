@@ -136,7 +136,11 @@ pub fn finish(
 /// status are all as recorded sends no write just for this. The recorded hash then stays that
 /// of an earlier render with the same result, which is still true of the objects.
 pub fn record_inputs(inv: &mut Inventory, render: &TenantRender, changed: bool) {
-    if changed && inv.status.last_error.is_none() {
+    if !render.scope.is_all() {
+        // Some environments were synced, the others not: no input hash describes the
+        // tenant's objects now, so the next sync renders it in full.
+        inv.status.inputs.clear();
+    } else if changed && inv.status.last_error.is_none() {
         inv.status.inputs.clone_from(&render.inputs);
     }
 }

@@ -15,7 +15,7 @@ mod state;
 mod tenant;
 pub mod values;
 
-pub use tenant::render_tenant;
+pub use tenant::{render_tenant, render_tenant_in};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -120,6 +120,9 @@ pub struct TenantRender {
     /// Hash of everything this render read ([`crate::inputs`]), filled in by the caller
     /// that knows it (empty: unknown). A successful sync records it in the tenant's status.
     pub inputs: String,
+    /// The environments rendered (`--env`); a sync of this render prunes only what this
+    /// scope [covers](crate::scope::EnvScope::covers).
+    pub scope: crate::scope::EnvScope,
 }
 
 impl TenantRender {

@@ -20,12 +20,26 @@ use crate::model::{
 use crate::objects;
 use crate::schema::locate::Step;
 use crate::schema::values::Layer;
+use crate::scope::EnvScope;
 
 /// Render one tenant; a tenant with errors in its own files or its components' keeps the
 /// diagnostics and no objects.
 pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRender {
+    render_tenant_in(renderer, repo, name, &EnvScope::All)
+}
+
+/// [`render_tenant`] for the environments of `scope` only: the others are not rendered (so
+/// their problems are not reported), while templates still see every environment and
+/// namespace of the tenant, so an environment renders as it does in a full render.
+pub fn render_tenant_in(
+    renderer: &Renderer,
+    repo: &Repo,
+    name: &str,
+    scope: &EnvScope,
+) -> TenantRender {
     let mut out = TenantRender {
         tenant: name.to_string(),
+        scope: scope.clone(),
         ..Default::default()
     };
     let (config, tenant) = match resolve(repo, name) {
@@ -60,7 +74,9 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         }
     };
     let mut errors = Vec::new();
-    let env_files = environment_files(repo, &envs, &mut errors);
+    // Only the environments in scope are rendered, so only their files are read.
+    let emitted: Vec<String> = envs.iter().filter(|e| scope.includes(e)).cloned().collect();
+    let env_files = environment_files(repo, &emitted, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
     let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces, None);
     // Environments whose overrides change `tenant.quota` or `tenant.access` get their own.
@@ -100,7 +116,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
         out: &mut out,
         errors: &mut errors,
     };
-    for env in &envs {
+    for env in &emitted {
         let env_file = env_files.get(env.as_str()).copied().flatten();
         let vals = values::layered([
             env_file.and_then(|e| e.values.as_ref()),
@@ -110,7 +126,7 @@ pub fn render_tenant(renderer: &Renderer, repo: &Repo, name: &str) -> TenantRend
     }
     for component in &order {
         let (cref, dir) = tenant_entry(tenant, component);
-        for env in &envs {
+        for env in &emitted {
             let env_file = env_files.get(env.as_str()).copied().flatten();
             let over = env_override(tenant, env, &component.name);
             let version = over
