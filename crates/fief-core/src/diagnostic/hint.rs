@@ -42,22 +42,6 @@ impl Problem {
             Problem::ForeignTemplate { .. } => {
                 "to send text with `{{` as written, put it between `{% raw %}` and `{% endraw %}` (or write `{{ '{{' }}` for each `{{`)"
             }
-            Problem::NotAnObject { .. } => {
-                "every rendered document needs apiVersion, kind and metadata.name"
-            }
-            Problem::ClusterScoped { .. } => {
-                "cluster-scoped objects come only from the baseline; use a namespaced kind"
-            }
-            Problem::ForeignNamespace { .. } => {
-                "omit metadata.namespace or use one of the tenant's namespaces"
-            }
-            Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
-            Problem::HostNotAllowed { .. } => {
-                "use a host under the tenant's suffix, or add one to the tenant's spec.hostSuffixes"
-            }
-            Problem::RegistryNotAllowed { .. } => {
-                "use an image from a registry in fief.yaml policy.allowedRegistries"
-            }
             Problem::Secret { hint, .. } => hint,
             Problem::NamespaceCollision { .. } => {
                 "rename a tenant or an environment, or change namespacePattern in fief.yaml"
@@ -65,20 +49,8 @@ impl Problem {
             Problem::ReservedNamespace { .. } => {
                 "rename the tenant or the environment; reserved are kube-*, default, the agent namespace and fief.yaml reservedNamespaces"
             }
-            Problem::KindNotAllowed { .. } => {
-                "use an allowed kind, or add `group/Kind` to fief.yaml componentKinds (the fief-deployer Role then grants it)"
-            }
             Problem::HostSuffixTaken { .. } => {
                 "a host suffix belongs to one tenant: remove it from spec.hostSuffixes or pick one under this tenant's own domain"
-            }
-            Problem::ReservedLabel { .. } => {
-                "remove the label: labels under applyset.kubernetes.io/ are fief's (it sets applyset.kubernetes.io/part-of on every object itself)"
-            }
-            Problem::InvalidName { .. } => {
-                "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
-            }
-            Problem::ForeignSubject { .. } => {
-                "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
             }
             Problem::ValuesSchema { .. } => {
                 "correct the value at this line, or change the component's values.schema.json if it should be allowed"
@@ -89,18 +61,65 @@ impl Problem {
             Problem::InvalidSchema { .. } => {
                 "fix the JSON Schema (every tenant using this component fails until then); `$ref` is resolved only inside the file"
             }
-            Problem::KubeSchema { .. } => {
-                "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
-            }
-            Problem::UnknownKind { .. } => {
-                "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
-            }
             Problem::UnknownOverride { .. } => {
                 "use one of the tenant's own environments (spec.environments) or components (spec.components), or add it there"
             }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
             }
+            Problem::NotAnObject { .. }
+            | Problem::ClusterScoped { .. }
+            | Problem::ForeignNamespace { .. }
+            | Problem::DuplicateObject { .. }
+            | Problem::HostNotAllowed { .. }
+            | Problem::RegistryNotAllowed { .. }
+            | Problem::KindNotAllowed { .. }
+            | Problem::ReservedLabel { .. }
+            | Problem::InvalidName { .. }
+            | Problem::ForeignSubject { .. }
+            | Problem::KubeSchema { .. }
+            | Problem::UnknownKind { .. } => object_hint(self),
         }
+    }
+}
+
+/// The hint of a problem in a rendered object.
+fn object_hint(problem: &Problem) -> &'static str {
+    match problem {
+        Problem::NotAnObject { .. } => {
+            "every rendered document needs apiVersion, kind and metadata.name"
+        }
+        Problem::ClusterScoped { .. } => {
+            "cluster-scoped objects come only from the baseline; use a namespaced kind"
+        }
+        Problem::ForeignNamespace { .. } => {
+            "omit metadata.namespace or use one of the tenant's namespaces"
+        }
+        Problem::DuplicateObject { .. } => "rename one of the objects or remove the duplicate",
+        Problem::HostNotAllowed { .. } => {
+            "use a host under the tenant's suffix, or add one to the tenant's spec.hostSuffixes"
+        }
+        Problem::RegistryNotAllowed { .. } => {
+            "use an image from a registry in fief.yaml policy.allowedRegistries"
+        }
+        Problem::KindNotAllowed { .. } => {
+            "use an allowed kind, or add `group/Kind` to fief.yaml componentKinds (the fief-deployer Role then grants it)"
+        }
+        Problem::ReservedLabel { .. } => {
+            "remove the label: labels under applyset.kubernetes.io/ are fief's (it sets applyset.kubernetes.io/part-of on every object itself)"
+        }
+        Problem::InvalidName { .. } => {
+            "use a lowercase DNS-1123 name (letters, digits, `-`, `.`), without `/` or `..`"
+        }
+        Problem::ForeignSubject { .. } => {
+            "component RoleBindings may bind only ServiceAccounts in the tenant's own namespaces; people get access through spec.access"
+        }
+        Problem::KubeSchema { .. } => {
+            "correct the field in the template; fief checks built-in kinds offline against the Kubernetes API schema, which the API server would enforce or silently drop"
+        }
+        Problem::UnknownKind { .. } => {
+            "correct `kind` or `apiVersion`; custom resources live in their own API groups and are left to the cluster"
+        }
+        _ => "correct the object in the template",
     }
 }
