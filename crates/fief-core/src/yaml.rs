@@ -8,22 +8,27 @@
 //! the YAML 1.2 core schema: `0644` is octal (420), `yes`/`no`/`on`/`off`/`y`/`n` are
 //! booleans, `1_000` is 1000. A document may start on its `---` line (`--- {a: 1}`,
 //! `--- # note`); it is never dropped.
-
-use std::collections::HashMap;
+//!
+//! Here: parsing documents and writing values; splitting a stream in `split`, the event
+//! parser to `serde_json::Value` in `events`, the fast reader in `fast`, scalar resolution in
+//! `scalar`, the emitter in `emit`.
 
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
-use serde_saphyr::granit_parser::{self, Event, ScalarStyle};
+use serde_json::Value;
 
 mod emit;
+mod events;
 mod fast;
 mod scalar;
+mod split;
+#[cfg(test)]
+mod tests;
 #[cfg(test)]
 mod typed_tests;
 #[cfg(test)]
 pub(crate) use fast::parse as fast_parse;
-use scalar::resolve_scalar;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options, options::AliasLimits};
+pub use split::{is_blank, split_documents};
 
 /// One YAML document of a multi-document stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,58 +47,6 @@ pub struct YamlError {
     pub message: String,
     /// 1-based line in the whole stream, when the parser knows it.
     pub line: Option<usize>,
-}
-
-/// Split a multi-document stream on `---` lines (as kubectl does), keeping line numbers.
-///
-/// Text after `--- ` on the separator line belongs to the next document (which then starts on
-/// that line): a comment is ignored as usual, content is parsed (or refused with its line),
-/// never dropped.
-pub fn split_documents(text: &str) -> Vec<Document<'_>> {
-    let mut docs = Vec::new();
-    let mut start = 0usize;
-    let mut start_line = 1usize;
-    let mut offset = 0usize;
-    for (line_no, line) in (1usize..).zip(text.split_inclusive('\n')) {
-        // Only a line led by `---` or `...` can be a marker.
-        if !(line.starts_with("---") || line.starts_with("...")) {
-            offset += line.len();
-            continue;
-        }
-        let trimmed = line.trim_end();
-        let is_separator =
-            trimmed == "---" || trimmed.starts_with("--- ") || trimmed.starts_with("---\t");
-        let is_end = trimmed == "...";
-        if is_separator || is_end {
-            docs.push(Document {
-                text: &text[start..offset],
-                first_line: start_line,
-            });
-            let rest = &trimmed[3..];
-            if is_separator && !is_blank(rest) {
-                start = offset + 3;
-                start_line = line_no;
-            } else {
-                start = offset + line.len();
-                start_line = line_no + 1;
-            }
-        }
-        offset += line.len();
-    }
-    docs.push(Document {
-        text: &text[start..],
-        first_line: start_line,
-    });
-    docs.retain(|d| !is_blank(d.text));
-    docs
-}
-
-/// Whether a document holds nothing but whitespace and comments.
-pub fn is_blank(text: &str) -> bool {
-    text.lines().all(|l| {
-        let t = l.trim();
-        t.is_empty() || t.starts_with('#')
-    })
 }
 
 fn options() -> Options {
@@ -196,193 +149,7 @@ pub fn parse_value_full(doc: &Document<'_>) -> Result<Option<Value>, YamlError> 
     if is_blank(doc.text) {
         return Ok(None);
     }
-    let mut b = ValueBuilder::default();
-    for item in granit_parser::Parser::new_from_str(doc.text) {
-        let (event, span) = item.map_err(|e| YamlError {
-            message: on_separator_line_hint(doc, e.info()),
-            line: Some(doc.first_line + e.marker().line().max(1) - 1),
-        })?;
-        let line = doc.first_line + span.start.line().max(1) - 1;
-        b.event(event).map_err(|message| YamlError {
-            message,
-            line: Some(line),
-        })?;
-    }
-    Ok(b.root)
-}
-
-/// A parse error of a document that starts on its `---` line says so, since a block mapping
-/// cannot start there.
-fn on_separator_line_hint(doc: &Document<'_>, message: String) -> String {
-    let first = doc.text.lines().next().unwrap_or("");
-    if first.starts_with([' ', '\t']) && !is_blank(first) {
-        format!("{message} (the document starts on its `---` line: move it to the next line)")
-    } else {
-        message
-    }
-}
-
-enum Frame {
-    Seq(Vec<Value>, usize),
-    /// Explicit entries, pending key, `<<`-merged entries (explicit keys win), anchor.
-    Map(Map<String, Value>, Option<Key>, Map<String, Value>, usize),
-}
-
-/// A mapping key read, waiting for its value.
-enum Key {
-    /// A plain `<<`: the value is merged.
-    Merge,
-    /// Any other key, quoted `"<<"` included.
-    Name(String),
-}
-
-#[derive(Default)]
-struct ValueBuilder {
-    stack: Vec<Frame>,
-    anchors: HashMap<usize, Value>,
-    nodes: usize,
-    documents: usize,
-    root: Option<Value>,
-    /// The scalar being pushed is a plain `<<` in key position.
-    merge_key: bool,
-}
-
-impl ValueBuilder {
-    fn event(&mut self, event: Event<'_>) -> Result<(), String> {
-        match event {
-            Event::DocumentStart(..) => {
-                self.documents += 1;
-                if self.documents > 1 {
-                    return Err("expected one YAML document, found more".to_string());
-                }
-            }
-            Event::Scalar(text, style, anchor, tag) => {
-                let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _, _)));
-                self.merge_key = is_key && style == ScalarStyle::Plain && text == "<<";
-                let value = if is_key && style == ScalarStyle::Plain && text != "<<" {
-                    // Keys as written: `y:` or `on:` stay `y` and `on` (kubectl would turn
-                    // them into `true`), `0644:` stays `0644`.
-                    Value::String(text.to_string())
-                } else {
-                    resolve_scalar(&text, style, tag.as_deref())
-                };
-                self.push(value, anchor)?;
-                self.merge_key = false;
-            }
-            Event::SequenceStart(_, anchor, _) => self.open(Frame::Seq(Vec::new(), anchor))?,
-            Event::MappingStart(_, anchor, _) => {
-                self.open(Frame::Map(Map::new(), None, Map::new(), anchor))?
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                let (value, anchor) = match self.stack.pop() {
-                    Some(Frame::Seq(items, anchor)) => (Value::Array(items), anchor),
-                    Some(Frame::Map(mut map, _, merged, anchor)) => {
-                        for (k, v) in merged {
-                            map.entry(k).or_insert(v);
-                        }
-                        (Value::Object(map), anchor)
-                    }
-                    None => return Err("unbalanced collection end".to_string()),
-                };
-                self.push(value, anchor)?;
-            }
-            Event::Alias(id) => {
-                let value = self
-                    .anchors
-                    .get(&id)
-                    .cloned()
-                    .ok_or_else(|| "alias to an unknown anchor".to_string())?;
-                self.nodes += count_nodes(&value);
-                self.check_nodes()?;
-                self.push(value, 0)?;
-            }
-            Event::UnresolvedAlias(name) => return Err(format!("unknown anchor `{name}`")),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn check_nodes(&self) -> Result<(), String> {
-        if self.nodes > MAX_NODES {
-            Err(format!(
-                "document has more than {MAX_NODES} nodes (alias expansion included)"
-            ))
-        } else {
-            Ok(())
-        }
-    }
-
-    fn open(&mut self, frame: Frame) -> Result<(), String> {
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(format!("nesting deeper than {MAX_DEPTH} levels"));
-        }
-        self.nodes += 1;
-        self.check_nodes()?;
-        self.stack.push(frame);
-        Ok(())
-    }
-
-    fn push(&mut self, value: Value, anchor: usize) -> Result<(), String> {
-        self.nodes += 1;
-        self.check_nodes()?;
-        if anchor != 0 {
-            if self.anchors.len() >= 10_000 {
-                return Err("too many anchors".to_string());
-            }
-            self.anchors.insert(anchor, value.clone());
-        }
-        match self.stack.last_mut() {
-            None => self.root = Some(value),
-            Some(Frame::Seq(items, _)) => items.push(value),
-            Some(Frame::Map(map, key, merged, _)) => match key.take() {
-                None if self.merge_key => *key = Some(Key::Merge),
-                None => *key = Some(Key::Name(key_text(value)?)),
-                Some(Key::Merge) => merge_into(merged, value)?,
-                Some(Key::Name(k)) => {
-                    if map.contains_key(&k) {
-                        return Err(format!("duplicate key `{k}`"));
-                    }
-                    map.insert(k, value);
-                }
-            },
-        }
-        Ok(())
-    }
-}
-
-fn count_nodes(value: &Value) -> usize {
-    match value {
-        Value::Array(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
-        Value::Object(map) => 1 + map.values().map(count_nodes).sum::<usize>(),
-        _ => 1,
-    }
-}
-
-fn key_text(value: Value) -> Result<String, String> {
-    match value {
-        Value::String(s) => Ok(s),
-        Value::Null => Ok("null".to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Number(n) => Ok(n.to_string()),
-        _ => Err("mapping keys must be scalars".to_string()),
-    }
-}
-
-/// `<<: *base` (or a list of them): the first source of a key wins.
-fn merge_into(map: &mut Map<String, Value>, value: Value) -> Result<(), String> {
-    let sources = match value {
-        Value::Array(items) => items,
-        other => vec![other],
-    };
-    for source in sources {
-        let Value::Object(source) = source else {
-            return Err("`<<` merges only mappings".to_string());
-        };
-        for (k, v) in source {
-            map.entry(k).or_insert(v);
-        }
-    }
-    Ok(())
+    events::parse(doc)
 }
 
 /// Drop the parser's own " at line X column Y" suffix: we print the absolute line ourselves.
@@ -417,115 +184,4 @@ pub fn write_value(out: &mut String, value: &Value) -> Result<(), String> {
         out.push_str(&to_string(value)?);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn value(text: &str) -> Result<Option<Value>, YamlError> {
-        parse_value(&split_documents(text)[0])
-    }
-
-    #[test]
-    fn a_document_on_its_separator_line_is_kept() {
-        let text = "a: 1\n--- {b: 2}\n--- # note\nc: 3\n---   d: 4\n";
-        let docs = split_documents(text);
-        let values: Vec<Value> = docs
-            .iter()
-            .map(|d| parse_value(d).unwrap().unwrap())
-            .collect();
-        assert_eq!(
-            values,
-            [
-                json!({"a": 1}),
-                json!({"b": 2}),
-                json!({"c": 3}),
-                json!({"d": 4})
-            ]
-        );
-        assert_eq!(docs[1].first_line, 2);
-        let docs = split_documents("a: 1\n--- apiVersion: v1\nkind: ConfigMap\n");
-        assert_eq!(docs.len(), 2);
-        let err = parse_value(&docs[1]).unwrap_err();
-        assert!(err.message.contains("move it to the next line"), "{err:?}");
-        assert!(matches!(err.line, Some(2 | 3)), "{err:?}");
-    }
-
-    #[test]
-    fn parse_value_matches_the_serde_path_on_the_example_render() {
-        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: b}\ndata:\n  k: |\n    line1\n    line2\nlist:\n- 1\n- [2, 3]\n";
-        let docs = split_documents(text);
-        assert_eq!(
-            parse_value(&docs[0]).unwrap(),
-            parse::<Value>(&docs[0]).unwrap()
-        );
-    }
-
-    #[test]
-    fn parse_value_expands_aliases_and_merge_keys() {
-        let v = value("base: &b {x: 1, y: 2}\nthing:\n  <<: *b\n  y: 3\n")
-            .unwrap()
-            .unwrap();
-        assert_eq!(v["thing"], json!({"x": 1, "y": 3}));
-    }
-
-    #[test]
-    fn parse_value_refuses_duplicates_depth_and_bombs() {
-        let err = value("a: 1\nb: 2\na: 3\n").unwrap_err();
-        assert!(err.message.contains("duplicate key `a`"), "{err:?}");
-        assert_eq!(err.line, Some(3));
-        assert!(value(&format!("{}1{}", "[".repeat(100), "]".repeat(100))).is_err());
-        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
-        for i in 1..12 {
-            let p = i - 1;
-            bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
-        }
-        let start = std::time::Instant::now();
-        assert!(value(&bomb).unwrap_err().message.contains("nodes"));
-        // Refused by the node bound; the limit is generous so a loaded machine cannot fail it.
-        assert!(start.elapsed().as_secs() < 60);
-    }
-
-    #[test]
-    fn split_keeps_line_numbers_and_drops_empty_documents() {
-        let text = "a: 1\n---\n# only a comment\n---\n\nb: 2\n--- \nc: 3\n";
-        let docs = split_documents(text);
-        assert_eq!(docs.len(), 3);
-        assert_eq!(docs[0].first_line, 1);
-        assert_eq!(docs[1].first_line, 5);
-        assert_eq!(docs[2].first_line, 8);
-    }
-
-    #[test]
-    fn parse_error_reports_absolute_line() {
-        let text = "a: 1\n---\nb: 2\nc: [unclosed\n";
-        let docs = split_documents(text);
-        let err = parse::<Value>(&docs[1]).unwrap_err();
-        assert!(err.line.unwrap() >= 3, "{err:?}");
-    }
-
-    #[test]
-    fn alias_bomb_is_refused_quickly() {
-        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
-        for i in 1..12 {
-            let prev = i - 1;
-            text.push_str(&format!(
-                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
-            ));
-        }
-        let start = std::time::Instant::now();
-        let docs = split_documents(&text);
-        assert!(parse::<Value>(&docs[0]).is_err());
-        // Refused by the node bound, not a clock: unbounded, 10^12 nodes would take hours, so a
-        // generous limit keeps a loaded machine from failing this.
-        assert!(start.elapsed().as_secs() < 60);
-    }
-
-    #[test]
-    fn duplicate_keys_are_an_error() {
-        let docs = split_documents("a: 1\na: 2\n");
-        assert!(parse::<Value>(&docs[0]).is_err());
-    }
 }

@@ -15,7 +15,7 @@
 //! comments. Anything else is declined: anchors, aliases, tags, `<<` merge keys, block
 //! scalars (`|`, `>`), multi-line scalars or flow collections, explicit `?` keys, directives,
 //! document markers, duplicate keys, keys over 1,000 characters, deep nesting or more than
-//! [`super::MAX_NODES`] nodes. Scalars resolve through the same [`super::resolve_scalar`].
+//! [`super::MAX_NODES`] nodes. Scalars resolve through the same [`super::scalar::resolve_scalar`].
 
 use std::borrow::Cow;
 
@@ -23,7 +23,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 use serde_saphyr::granit_parser::ScalarStyle;
 
-use super::resolve_scalar;
+use super::scalar::resolve_scalar;
 
 mod canonical;
 mod flow;
