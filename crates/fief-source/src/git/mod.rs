@@ -10,25 +10,26 @@
 //!
 //! Secrets (token, key) never appear in errors: URLs are shown with their userinfo removed and
 //! any occurrence of the token in a libgit2 message is replaced by `<redacted>`.
+//!
+//! Here: [`GitSource`] and its cache; cloning and fetching in `fetch`, reading a commit or a
+//! pinned ref in `read`, the tree walk in `tree`, credentials and URLs in `auth`.
 
-use std::cell::Cell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 
-use git2::{
-    AutotagOption, CertificateCheckStatus, Cred, CredentialType, ErrorClass, ErrorCode,
-    FetchOptions, FetchPrune, Oid, ProxyOptions, RemoteCallbacks, Repository,
-};
+use git2::Repository;
 use sha2::{Digest, Sha256};
 
-use fief_core::snapshot::{Snapshot, TOP_LEVEL};
+use fief_core::snapshot::TOP_LEVEL;
 
 mod auth;
 mod error;
+mod fetch;
 mod known_hosts;
 mod local;
 mod packs;
+mod read;
 mod tree;
 
 pub use error::GitError;
@@ -37,8 +38,7 @@ pub use packs::MAX_PACKS;
 pub use tree::BlobCache;
 
 use auth::*;
-use known_hosts::known_hosts_verdict;
-use tree::*;
+use fetch::Phase;
 
 /// How long libgit2 waits to connect to a git server.
 const CONNECT_TIMEOUT_MS: i32 = 30_000;
@@ -98,13 +98,6 @@ impl fmt::Debug for GitSource {
     }
 }
 
-/// Whether the operation is the first clone or a later fetch (only changes the error variant).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Clone,
-    Fetch,
-}
-
 impl GitSource {
     /// Open the cached clone under `cache_dir` (keyed by a hash of the URL) or clone it (bare, branch only).
     ///
@@ -159,99 +152,6 @@ impl GitSource {
         Ok(head)
     }
 
-    /// The tenants repo at `commit`, read straight from git objects (no checkout) into a fief::core::snapshot::Snapshot.
-    ///
-    /// `commit` is a full hex commit id (as [`GitSource::fetch`] returns). Files that cannot be
-    /// used become problem entries, as with [`crate::fs::read_dir`]; only an unreadable
-    /// repository, an unknown commit or too many files fail the whole snapshot.
-    pub fn snapshot(&self, commit: &str) -> Result<Snapshot, GitError> {
-        self.snapshot_cached(commit, None)
-    }
-
-    /// [`GitSource::snapshot`], taking unchanged files from `cache` (the blobs of the last
-    /// snapshot read through it) and leaving this commit's blobs in it: the agent reads each
-    /// new commit at the cost of what changed.
-    pub fn snapshot_cached(
-        &self,
-        commit: &str,
-        cache: Option<&mut BlobCache>,
-    ) -> Result<Snapshot, GitError> {
-        let repo = self.open()?;
-        let bad_commit = |detail: String| GitError::BadCommit {
-            url: redact_url(&self.url),
-            commit: commit.to_string(),
-            detail,
-        };
-        let is_hex = commit.chars().all(|c| c.is_ascii_hexdigit());
-        if !is_hex || !(commit.len() == 40 || commit.len() == 64) {
-            return Err(bad_commit("not a full hex commit id".to_string()));
-        }
-        let oid = Oid::from_str(commit).map_err(|e| bad_commit(e.message().to_string()))?;
-        let tree = repo
-            .find_commit(oid)
-            .and_then(|c| c.tree())
-            .map_err(|e| bad_commit(e.message().to_string()))?;
-        read_tree(&repo, tree, &self.url, commit, cache)
-    }
-
-    /// The tenants repo at a git ref a tenant pins (a tag, a branch, or a commit id), as
-    /// fetched; with the id of the tree of `components/<component>` there (which changes
-    /// exactly when that folder's content does; empty when the ref has no such folder).
-    pub fn snapshot_at_ref(
-        &self,
-        component: &str,
-        git_ref: &str,
-    ) -> Result<(Snapshot, String), GitError> {
-        self.at_ref(component, git_ref, true)
-    }
-
-    /// The tree id of `components/<component>` at a pinned ref (see
-    /// [`GitSource::snapshot_at_ref`]).
-    pub fn tree_at_ref(&self, component: &str, git_ref: &str) -> Result<String, GitError> {
-        self.at_ref(component, git_ref, false).map(|(_, tree)| tree)
-    }
-
-    fn at_ref(
-        &self,
-        component: &str,
-        git_ref: &str,
-        read: bool,
-    ) -> Result<(Snapshot, String), GitError> {
-        let repo = self.open()?;
-        let bad = |detail: String| GitError::BadCommit {
-            url: redact_url(&self.url),
-            commit: git_ref.to_string(),
-            detail,
-        };
-        let object = [
-            format!("refs/tags/{git_ref}"),
-            format!("refs/remotes/{REMOTE}/{git_ref}"),
-        ]
-        .iter()
-        .find_map(|name| {
-            repo.find_reference(name)
-                .ok()?
-                .peel(git2::ObjectType::Commit)
-                .ok()
-        })
-        .map_or_else(|| repo.revparse_single(git_ref), Ok)
-        .map_err(|_| bad("no such tag, branch or commit in the fetched repo".to_string()))?;
-        let commit = object
-            .peel_to_commit()
-            .map_err(|e| bad(e.message().to_string()))?;
-        let tree = commit.tree().map_err(|e| bad(e.message().to_string()))?;
-        let tree_id = tree
-            .get_path(Path::new(&format!("components/{component}")))
-            .map(|e| e.id().to_string())
-            .unwrap_or_default();
-        if !read {
-            return Ok((Snapshot::default(), tree_id));
-        }
-        let commit_id = commit.id().to_string();
-        let snapshot = read_tree(&repo, tree, &self.url, &commit_id, None)?;
-        Ok((snapshot, tree_id))
-    }
-
     /// The repository URL with any userinfo removed, for logs and status.
     pub fn redacted_url(&self) -> String {
         redact_url(&self.url)
@@ -267,6 +167,7 @@ impl GitSource {
         &self.path
     }
 
+    /// The cached bare repository, opened.
     fn open(&self) -> Result<Repository, GitError> {
         Repository::open_bare(&self.path).map_err(|e| GitError::Cache {
             path: self.path.clone(),
@@ -274,6 +175,7 @@ impl GitSource {
         })
     }
 
+    /// Whether the cache folder is a repository whose remote is this URL.
     fn cached_repo_matches(&self) -> bool {
         let Ok(repo) = Repository::open_bare(&self.path) else {
             return false;
@@ -282,190 +184,6 @@ impl GitSource {
             return false;
         };
         remote.url().is_ok_and(|u| u == self.url)
-    }
-
-    fn clone_into_cache(&self, cache_dir: &Path, key: &str) -> Result<(), GitError> {
-        let partial = cache_dir.join(format!(".{key}.partial-{}", std::process::id()));
-        if partial.exists() {
-            remove_dir(&partial)?;
-        }
-        let result = (|| {
-            let repo = Repository::init_bare(&partial).map_err(|e| GitError::Cache {
-                path: partial.clone(),
-                detail: e.message().to_string(),
-            })?;
-            repo.remote(REMOTE, &self.url)
-                .map_err(|e| GitError::Clone {
-                    url: redact_url(&self.url),
-                    detail: self.clean(e.message()),
-                })?;
-            self.fetch_into(&repo, Phase::Clone)?;
-            Ok(())
-        })();
-        if let Err(e) = result {
-            let _ = std::fs::remove_dir_all(&partial);
-            return Err(e);
-        }
-        match std::fs::rename(&partial, &self.path) {
-            Ok(()) => Ok(()),
-            // Another process cloned the same URL meanwhile: keep theirs if it is usable.
-            Err(_) if self.cached_repo_matches() => {
-                let _ = std::fs::remove_dir_all(&partial);
-                Ok(())
-            }
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&partial);
-                Err(GitError::Cache {
-                    path: self.path.clone(),
-                    detail: e.to_string(),
-                })
-            }
-        }
-    }
-
-    fn fetch_into(&self, repo: &Repository, phase: Phase) -> Result<String, GitError> {
-        let mut remote = repo.find_remote(REMOTE).map_err(|e| GitError::Cache {
-            path: self.path.clone(),
-            detail: e.message().to_string(),
-        })?;
-        let local_ref = format!("refs/remotes/{REMOTE}/{}", self.branch);
-        let refspec = format!("+refs/heads/{}:{local_ref}", self.branch);
-        // Tags and the other branches too: tenants may pin a component to any of them.
-        let pins = [
-            "+refs/heads/*:refs/remotes/origin/*",
-            "+refs/tags/*:refs/tags/*",
-        ];
-
-        let auth_refused = Cell::new(false);
-        let host_refused = Cell::new(false);
-        let result = {
-            let mut callbacks = RemoteCallbacks::new();
-            let mut tried = CredentialType::empty();
-            callbacks.credentials(|_url, user_from_url, allowed| {
-                self.credentials(user_from_url, allowed, &mut tried)
-                    .inspect_err(|_| auth_refused.set(true))
-            });
-            let ssh_port = ssh_host_port(&self.url).and_then(|(_, port)| port);
-            callbacks.certificate_check(|cert, host| match cert.as_hostkey() {
-                None => Ok(CertificateCheckStatus::CertificatePassthrough),
-                Some(hostkey) => {
-                    let verdict = match hostkey.hostkey() {
-                        Some(key) => self.check_host_key(host, ssh_port, key),
-                        None => Err("libgit2 did not give the raw host key".to_string()),
-                    };
-                    verdict
-                        .map(|()| CertificateCheckStatus::CertificateOk)
-                        .map_err(|message| {
-                            host_refused.set(true);
-                            git2::Error::new(ErrorCode::Certificate, ErrorClass::Ssh, message)
-                        })
-                }
-            });
-            let mut proxy = ProxyOptions::new();
-            proxy.auto();
-            let mut options = FetchOptions::new();
-            options
-                .remote_callbacks(callbacks)
-                .proxy_options(proxy)
-                .prune(FetchPrune::On)
-                .download_tags(AutotagOption::None);
-            remote.fetch(
-                &[refspec.as_str(), pins[0], pins[1]],
-                Some(&mut options),
-                None,
-            )
-        };
-
-        if let Err(e) = result {
-            let url = redact_url(&self.url);
-            let mut detail = self.clean(e.message());
-            if let Some(path) = local_path(&self.url).filter(|p| !p.exists()) {
-                // libgit2 says "unsupported URL protocol" for a path that does not exist.
-                detail = format!("{} does not exist ({detail})", path.display());
-            }
-            return Err(
-                if host_refused.get() || e.code() == ErrorCode::Certificate {
-                    GitError::HostKey { url, detail }
-                } else if auth_refused.get() || e.code() == ErrorCode::Auth {
-                    GitError::Auth { url, detail }
-                } else if phase == Phase::Clone {
-                    GitError::Clone { url, detail }
-                } else {
-                    GitError::Fetch { url, detail }
-                },
-            );
-        }
-
-        // The server advertised its refs during the fetch; a branch it did not advertise is
-        // gone or never existed (prune has removed a stale local copy).
-        let wanted = format!("refs/heads/{}", self.branch);
-        let advertised = remote
-            .list()
-            .map(|heads| heads.iter().any(|h| h.name() == wanted))
-            .unwrap_or(false);
-        if !advertised {
-            if let Ok(mut stale) = repo.find_reference(&local_ref) {
-                let _ = stale.delete();
-            }
-            return Err(self.bad_branch());
-        }
-        let commit = repo
-            .find_reference(&local_ref)
-            .and_then(|r| r.peel_to_commit())
-            .map_err(|_| self.bad_branch())?;
-        Ok(commit.id().to_string())
-    }
-
-    /// The credentials callback: each kind of credential is offered once, so a refused token or
-    /// key ends the fetch instead of looping.
-    fn credentials(
-        &self,
-        user_from_url: Option<&str>,
-        allowed: CredentialType,
-        tried: &mut CredentialType,
-    ) -> Result<Cred, git2::Error> {
-        let auth = &self.auth;
-        if allowed.contains(CredentialType::USERNAME) && !tried.contains(CredentialType::USERNAME) {
-            tried.insert(CredentialType::USERNAME);
-            return Cred::username(user_from_url.unwrap_or("git"));
-        }
-        if allowed.contains(CredentialType::SSH_KEY)
-            && let Some(key) = &auth.ssh_key
-        {
-            if tried.contains(CredentialType::SSH_KEY) {
-                return Err(git2::Error::from_str("the server refused the SSH key"));
-            }
-            tried.insert(CredentialType::SSH_KEY);
-            return Cred::ssh_key(user_from_url.unwrap_or("git"), None, key, None)
-                .map_err(|e| git2::Error::from_str(&format!("SSH key: {}", e.message())));
-        }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT)
-            && let Some(token) = &auth.token
-        {
-            if tried.contains(CredentialType::USER_PASS_PLAINTEXT) {
-                return Err(git2::Error::from_str("the server refused the token"));
-            }
-            tried.insert(CredentialType::USER_PASS_PLAINTEXT);
-            let user = match user_from_url {
-                Some(user) if !user.is_empty() => user,
-                _ => token_user(&self.url),
-            };
-            return Cred::userpass_plaintext(user, token);
-        }
-        Err(git2::Error::from_str(
-            "the server asks for credentials and none fitting were given (a token for https, an SSH key for ssh)",
-        ))
-    }
-
-    fn check_host_key(&self, host: &str, port: Option<u16>, key: &[u8]) -> Result<(), String> {
-        let Some(path) = &self.auth.known_hosts else {
-            return Err(format!(
-                "no known_hosts file given; refusing to trust the SSH host key of {host}"
-            ));
-        };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read known_hosts file {}: {e}", path.display()))?;
-        known_hosts_verdict(&text, host, port, key)
     }
 
     /// A libgit2 message with the URL's userinfo and the token removed.
@@ -477,6 +195,7 @@ impl GitSource {
         message
     }
 
+    /// The error of a branch the server does not have (or an invalid name).
     fn bad_branch(&self) -> GitError {
         GitError::BadBranch {
             url: redact_url(&self.url),
@@ -504,10 +223,12 @@ fn set_timeouts() {
     });
 }
 
+/// Whether `branch` is a valid branch name.
 fn valid_branch(branch: &str) -> bool {
     !branch.is_empty() && git2::Reference::is_valid_name(&format!("refs/heads/{branch}"))
 }
 
+/// Remove a cached folder that cannot be used.
 fn remove_dir(path: &Path) -> Result<(), GitError> {
     std::fs::remove_dir_all(path).map_err(|e| GitError::Cache {
         path: path.to_path_buf(),
