@@ -23,6 +23,11 @@ pub mod tenant_events;
 pub mod tenant_flags;
 pub mod transport;
 
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod sync_tests;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
