@@ -294,3 +294,31 @@ fn render_and_diff_from_with_env_show_one_environment_and_an_unknown_one_is_refu
     let dev = fief(&["diff", repo, "--from", "HEAD", "--env", "dev"]);
     assert_eq!(dev.status.code(), Some(1), "{}", stdout(&dev));
 }
+
+#[test]
+fn validate_with_env_checks_only_that_environment_and_an_unknown_one_gets_a_did_you_mean() {
+    // A key the component does not define, in prod's override only.
+    let dir = repo_with(
+        "    prod:\n      components:\n        hello:\n          values: {greetnig: Hi}\n",
+    );
+    let repo = dir.path().to_str().expect("utf-8");
+    let dev = fief(&["validate", repo, "--env", "dev"]);
+    assert_eq!(dev.status.code(), Some(0), "{}", stderr(&dev));
+    assert!(
+        stdout(&dev).contains("acme: ok (1 namespaces"),
+        "{}",
+        stdout(&dev)
+    );
+    let prod = fief(&["validate", repo, "--env", "prod"]);
+    assert_eq!(prod.status.code(), Some(1), "{}", stdout(&prod));
+    assert!(stderr(&prod).contains("greetnig"), "{}", stderr(&prod));
+    let all = fief(&["validate", repo]);
+    assert_eq!(all.status.code(), Some(1), "{}", stdout(&all));
+    let typo = fief(&["validate", repo, "--env", "prd"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        stderr(&typo).contains("--env prd: no tenant has this environment (did you mean `prod`?)"),
+        "{}",
+        stderr(&typo)
+    );
+}

@@ -1,6 +1,7 @@
 //! `fief apply`: one-shot sync of the repo's tenants into the cluster.
 //!
-//! In: [`ApplyArgs`]. Out: a progress line per tenant and a summary on stdout (or JSON),
+//! In: [`ApplyArgs`] (`--env`: only those environments, pruned only in their namespaces;
+//! see `core::scope`). Out: a progress line per tenant and a summary on stdout (or JSON),
 //! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
 //! held (mass-prune guard, empty render), 5 (with `--wait`) objects not healthy in time.
 
@@ -9,7 +10,7 @@ use std::io::Write;
 
 use super::{
     ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
-    Format, load_and_render, load_repo_with, report_errors, resources, runtime,
+    Format, env_scope, load_and_render_envs, load_repo_with, report_errors, resources, runtime,
 };
 use crate::cli::secrets::WithoutKey;
 use crate::core::model::Repo;
@@ -79,8 +80,10 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let (repo, mut renders) = if batched {
         (load_repo_with(&args.repo, WithoutKey::Fail)?, Vec::new())
     } else {
-        load_and_render(&args.repo)?
+        load_and_render_envs(&args.repo, WithoutKey::Fail, &args.envs)?
     };
+    // `--env`: only those environments are applied, and pruned only in their namespaces.
+    let scope = std::sync::Arc::new(env_scope(&repo, &args.repo.tenants, &args.envs)?);
     // Recorded in each synced tenant's status (see `core::inputs`).
     let hashes = std::sync::Arc::new(crate::core::inputs::tenant_hashes(&repo));
     crate::core::inputs::stamp(&mut renders, &hashes);
@@ -159,9 +162,10 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                     let repo = std::sync::Arc::clone(&repo);
                     let hashes = std::sync::Arc::clone(&hashes);
                     let rendered = std::sync::Arc::clone(&rendered);
+                    let scope = std::sync::Arc::clone(&scope);
                     move |batch: &[String]| {
                         rendered.fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
-                        let mut renders = pipeline::render_all(&repo, batch);
+                        let mut renders = pipeline::render_all_in(&repo, batch, &scope);
                         crate::core::inputs::stamp(&mut renders, &hashes);
                         renders
                     }

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render_with, report_errors,
+    CliError, DiffArgs, DiffFormat, EXIT_INVALID, EXIT_OK, load_and_render_envs, report_errors,
 };
 use crate::core::compare::{Action, Comparison, Group, compare};
 use crate::core::pipeline;
@@ -24,17 +24,12 @@ const NAMED: usize = 10;
 
 /// `fief diff --from`.
 pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
-    let mut base = render_at(args, from)?;
-    let mut new = match &args.to {
-        Some(to) => render_at(args, to)?,
-        None => load_and_render_with(&args.repo, WithoutKey::Redact)?.1,
+    let new = match &args.to {
+        Some(to) => render_at(args, to, true)?,
+        None => load_and_render_envs(&args.repo, WithoutKey::Redact, &args.envs)?.1,
     };
-    super::only_envs(&mut new, &args.envs)?;
-    // The old revision may lack the environment (a new one): keep what it has of it.
-    for r in &mut base {
-        r.objects
-            .retain(|o| args.envs.is_empty() || args.envs.contains(&o.env));
-    }
+    // The old revision may lack the environment (a new one): it renders what it has of it.
+    let base = render_at(args, from, false)?;
     let invalid = report_errors(&new);
     let comparison = compare(&base, &new);
     let to = args.to.as_deref().unwrap_or("the working tree");
@@ -73,8 +68,9 @@ pub(super) fn report(
     })
 }
 
-/// Render the repo as it is at `rev` (only the tenants asked for, if any).
-fn render_at(args: &DiffArgs, rev: &str) -> Result<Vec<TenantRender>, CliError> {
+/// Render the repo as it is at `rev` (only the tenants and environments asked for, if any;
+/// with `check_envs`, an environment no tenant has at `rev` is a usage error).
+fn render_at(args: &DiffArgs, rev: &str, check_envs: bool) -> Result<Vec<TenantRender>, CliError> {
     let (snapshot, _commit) = snapshot_at(&args.repo.repo, rev)?;
     let mut repo = super::load_with_pins(&args.repo.repo, snapshot);
     super::secrets::unlock(&mut repo, &args.repo, WithoutKey::Redact)?;
@@ -88,7 +84,12 @@ fn render_at(args: &DiffArgs, rev: &str) -> Result<Vec<TenantRender>, CliError> 
     if !args.repo.tenants.is_empty() && only.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(pipeline::render_all(&repo, &only))
+    let scope = if check_envs {
+        super::env_scope(&repo, &only, &args.envs)?
+    } else {
+        crate::core::scope::EnvScope::of(&args.envs)
+    };
+    Ok(pipeline::render_all_in(&repo, &only, &scope))
 }
 
 fn counts(c: &Comparison) -> (usize, usize, usize) {

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render_with, report_errors,
+    CliError, DiffArgs, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, load_and_render_envs, report_errors,
     resources, runtime,
 };
 use crate::core::compare::{Action, Comparison, ObjectChange, TenantChange};
@@ -23,7 +23,7 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     if let Some(from) = &args.from {
         return super::compare::compare_cmd(args, from);
     }
-    let (repo, renders) = load_and_render_with(&args.repo, WithoutKey::Redact)?;
+    let (repo, renders) = load_and_render_envs(&args.repo, WithoutKey::Redact, &args.envs)?;
     let invalid = report_errors(&renders);
     let config = repo.config.as_ref().map_err(|_| CliError::Config)?;
     let outcome = runtime()?.block_on(async {

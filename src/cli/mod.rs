@@ -37,6 +37,7 @@ pub use args::*;
 use crate::core::model::Repo;
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
+use crate::core::scope::EnvScope;
 use crate::core::snapshot::{Snapshot, SnapshotError};
 use crate::kube::Resources;
 use crate::kube::counter::RequestCounter;
@@ -277,26 +278,44 @@ fn repo_agent_namespace(repo: &Path) -> Option<String> {
     parsed.config.ok().map(|c| c.agent_namespace.clone())
 }
 
-/// With `--env`, keeps only the objects of those environments; an environment no rendered
-/// tenant has is a usage error (a typo would otherwise show nothing).
-fn only_envs(renders: &mut [TenantRender], envs: &[String]) -> Result<(), CliError> {
-    if envs.is_empty() {
-        return Ok(());
-    }
-    let known: BTreeSet<&str> = renders
+/// The scope of `--env` for the tenants `tenants` (empty: all) of `repo`: an environment none
+/// of them has is a usage error with a did-you-mean (a typo would otherwise show, apply and
+/// prune nothing).
+fn env_scope(repo: &Repo, tenants: &[String], envs: &[String]) -> Result<EnvScope, CliError> {
+    let Ok(config) = repo.config.as_ref() else {
+        // fief.yaml is broken: every tenant fails to render, which says why.
+        return Ok(EnvScope::of(envs));
+    };
+    let known: BTreeSet<String> = repo
+        .tenants
         .iter()
-        .flat_map(|r| r.namespaces.keys().map(String::as_str))
+        .filter(|(name, _)| tenants.is_empty() || tenants.contains(name))
+        .filter_map(|(_, t)| t.as_ref().ok())
+        .flat_map(|t| crate::core::render::namespaces(config, t).into_keys())
         .collect();
-    if let Some(unknown) = envs.iter().find(|e| !known.contains(e.as_str())) {
+    if let Some(unknown) = envs.iter().find(|e| !known.contains(*e)) {
+        let hint = crate::core::suggest::suggest(unknown, known.iter().map(String::as_str))
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
         return Err(CliError::Usage(format!(
-            "--env {unknown}: no tenant has this environment (they have: {})",
+            "--env {unknown}: no tenant has this environment{hint}; they have: {}",
             known.into_iter().collect::<Vec<_>>().join(", ")
         )));
     }
-    for r in renders {
-        r.objects.retain(|o| envs.contains(&o.env));
-    }
-    Ok(())
+    Ok(EnvScope::of(envs))
+}
+
+/// [`load_and_render_with`] for the environments `envs` only (all when empty), checked by
+/// [`env_scope`].
+pub fn load_and_render_envs(
+    args: &RepoArgs,
+    without_key: secrets::WithoutKey,
+    envs: &[String],
+) -> Result<(Repo, Vec<TenantRender>), CliError> {
+    let repo = load_repo_with(args, without_key)?;
+    let scope = env_scope(&repo, &args.tenants, envs)?;
+    let renders = pipeline::render_all_in(&repo, &args.tenants, &scope);
+    Ok((repo, renders))
 }
 
 /// A tokio runtime for the cluster commands.

@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, load_and_render_with, output,
+    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, load_and_render_envs, output,
     report_errors, write_err,
 };
 use crate::core::render::TenantRender;
@@ -31,8 +31,7 @@ pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
     } else {
         WithoutKey::Never
     };
-    let (_, mut renders) = load_and_render_with(&args.repo, without_key)?;
-    super::only_envs(&mut renders, &args.envs)?;
+    let (_, renders) = load_and_render_envs(&args.repo, without_key, &args.envs)?;
     match &args.out {
         None => {
             let text = match args.output {

@@ -1,20 +1,20 @@
 //! `fief validate`: render and check every tenant; a summary per tenant.
 //!
-//! In: [`ValidateArgs`]. Out: a summary (text or JSON) on stdout; diagnostics on stderr;
-//! exit code 0 or 1.
+//! In: [`ValidateArgs`] (with `--env`, only those environments are rendered and checked).
+//! Out: a summary (text or JSON) on stdout; diagnostics on stderr; exit code 0 or 1.
 
 use std::io::Write;
 use std::path::Path;
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, load_and_render_with, report_errors,
+    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, load_and_render_envs, report_errors,
     write_err,
 };
 
 /// `fief validate`.
 pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
-    let (_, renders) = load_and_render_with(&args.repo, WithoutKey::Redact)?;
+    let (_, renders) = load_and_render_envs(&args.repo, WithoutKey::Redact, &args.envs)?;
     let failed = report_errors(&renders);
     let mut out = String::new();
     match args.output {
@@ -26,7 +26,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
                         "tenant": r.tenant,
                         "ok": r.is_ok(),
                         "state": r.state,
-                        "namespaces": r.namespaces.values().collect::<Vec<_>>(),
+                        "namespaces": namespaces(r),
                         "objects": r.objects.len(),
                         "errors": r.errors.iter().map(|d| serde_json::json!({
                             "file": d.file, "line": d.line, "message": d.problem.to_string(),
@@ -44,7 +44,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
                     out.push_str(&format!(
                         "{}: ok ({} namespaces, {} objects)\n",
                         r.tenant,
-                        r.namespaces.len(),
+                        namespaces(r).len(),
                         r.objects.len()
                     ));
                 } else {
@@ -69,4 +69,13 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
         .write_all(out.as_bytes())
         .map_err(write_err(Path::new("<stdout>")))?;
     Ok(if failed { EXIT_INVALID } else { EXIT_OK })
+}
+
+/// The tenant's namespaces of the environments validated (`--env`).
+fn namespaces(r: &crate::core::render::TenantRender) -> Vec<&String> {
+    r.namespaces
+        .iter()
+        .filter(|(env, _)| r.scope.includes(env))
+        .map(|(_, ns)| ns)
+        .collect()
 }

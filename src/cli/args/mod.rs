@@ -358,6 +358,11 @@ pub struct ApplyArgs {
     /// Prune even when more would be deleted than fief.yaml's pruneGuard allows.
     #[arg(long)]
     pub allow_mass_prune: bool,
+    /// Only these environments (repeatable): apply their objects and prune only in their
+    /// namespaces. Objects of the other environments (and cluster-scoped objects other than
+    /// the chosen namespaces) are neither applied nor pruned, and stay in the inventory.
+    #[arg(long = "env", value_name = "ENV")]
+    pub envs: Vec<String>,
     /// Output format of the summary.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
@@ -390,9 +395,9 @@ pub struct DiffArgs {
     /// With `--from`: the new revision (default: the files as they are in REPO).
     #[arg(long, value_name = "REF", requires = "from")]
     pub to: Option<String>,
-    /// With `--from`: only the objects of these environments (repeatable). A diff against the
-    /// cluster takes whole tenants, as apply does.
-    #[arg(long = "env", value_name = "ENV", requires = "from")]
+    /// Only these environments (repeatable): their objects, and against the cluster the
+    /// prunes `apply --env` would do in their namespaces; other environments are not shown.
+    #[arg(long = "env", value_name = "ENV")]
     pub envs: Vec<String>,
     /// Output with `--from`: a summary then unified diffs (text), JSON, or Markdown for a
     /// pull-request comment.
@@ -451,8 +456,7 @@ pub struct RenderArgs {
     /// Print Secrets' values instead of `<redacted>` (decrypts: needs the age key).
     #[arg(long)]
     pub show_secrets: bool,
-    /// Only the objects of these environments (repeatable; `render` and `diff --from`: a
-    /// tenant is applied, diffed against the cluster and pruned whole).
+    /// Only these environments (repeatable): the others are not rendered.
     #[arg(long = "env", value_name = "ENV")]
     pub envs: Vec<String>,
     /// Format of the stream on stdout: a multi-document YAML stream, or one JSON `v1/List`.
@@ -479,6 +483,9 @@ pub struct ValidateArgs {
     /// Repo and tenants.
     #[command(flatten)]
     pub repo: RepoArgs,
+    /// Only these environments (repeatable): the others are not rendered or checked.
+    #[arg(long = "env", value_name = "ENV")]
+    pub envs: Vec<String>,
     /// Output format of the summary.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
