@@ -168,87 +168,11 @@ pub fn set_field(
         return Ok(None);
     }
     let key = field.key();
-    let key_colon = format!("{key}:");
     let unsupported = |detail: &str| BumpError::Unsupported {
         component: component.to_string(),
         detail: detail.to_string(),
     };
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let value = scalar(version);
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    let name_re = |s: &str| s.trim().trim_matches(['"', '\'']).eq(component);
-    // Find the list item that names the component: `- name: c` (block) or `- {name: c, ...}`.
-    let mut found = false;
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let Some(item) = t.strip_prefix("- ") else {
-            continue;
-        };
-        let item = item.trim_start();
-        if let Some(flow) = item.strip_prefix('{') {
-            let body = flow.trim_end().trim_end_matches('}');
-            let fields: Vec<&str> = body.split(',').collect();
-            if !fields
-                .iter()
-                .any(|f| f.trim().strip_prefix("name:").is_some_and(name_re))
-            {
-                continue;
-            }
-            if item.contains('#') || !flow.trim_end().ends_with('}') || body.contains(['{', '[']) {
-                return Err(unsupported(
-                    "a flow mapping with nested values or a comment",
-                ));
-            }
-            let mut new_fields: Vec<String> = fields.iter().map(|f| f.trim().to_string()).collect();
-            match new_fields.iter_mut().find(|f| f.starts_with(&key_colon)) {
-                Some(f) => *f = format!("{key}: {value}"),
-                None => new_fields.push(format!("{key}: {value}")),
-            }
-            let lead = &line[..line.len() - t.len()];
-            out[i] = format!("{lead}- {{{}}}\n", new_fields.join(", "));
-            found = true;
-            break;
-        }
-        let Some(name) = item.strip_prefix("name:") else {
-            continue;
-        };
-        if !name_re(split_comment(name).0) {
-            continue;
-        }
-        // Block item: its keys sit at the column after `- `.
-        let key_col = indent(line) + 2;
-        let mut j = i + 1;
-        let mut version_line = None;
-        while j < lines.len() {
-            let l = lines[j];
-            if l.trim().is_empty() || l.trim_start().starts_with('#') {
-                j += 1;
-                continue;
-            }
-            if indent(l) < key_col {
-                break;
-            }
-            if indent(l) == key_col && l.trim_start().starts_with(&key_colon) {
-                version_line = Some(j);
-            }
-            j += 1;
-        }
-        match version_line {
-            Some(k) => {
-                let l = lines[k];
-                let rest = &l.trim_start()[key_colon.len()..];
-                let (_, comment) = split_comment(rest.trim_end_matches('\n'));
-                out[k] = format!("{}{key}: {value}{comment}\n", " ".repeat(key_col));
-            }
-            None => out.insert(i + 1, format!("{}{key}: {value}\n", " ".repeat(key_col))),
-        }
-        found = true;
-        break;
-    }
-    if !found {
-        return Err(unsupported("no `- name:` list item found for it"));
-    }
-    let new_text: String = out.concat();
+    let new_text = edit_entry(text, component, key, &scalar(version)).map_err(unsupported)?;
     // The safety net: the edit changed that version and nothing else.
     let after = parse(&new_text)?;
     let mut expected = before.clone();
@@ -263,6 +187,97 @@ pub fn set_field(
         )));
     }
     Ok(Some(new_text))
+}
+
+/// `text` with `key: value` set in the list item that names `component`: `- name: c`
+/// (block) or `- {name: c, ...}` (flow); or why that item cannot be edited.
+fn edit_entry(text: &str, component: &str, key: &str, value: &str) -> Result<String, &'static str> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let names = |s: &str| s.trim().trim_matches(['"', '\'']).eq(component);
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let Some(item) = t.strip_prefix("- ") else {
+            continue;
+        };
+        let item = item.trim_start();
+        if let Some(flow) = item.strip_prefix('{') {
+            if let Some(edited) = edit_flow_item(line, item, flow, key, value, &names)? {
+                out[i] = edited;
+                return Ok(out.concat());
+            }
+            continue;
+        }
+        let Some(name) = item.strip_prefix("name:") else {
+            continue;
+        };
+        if !names(split_comment(name).0) {
+            continue;
+        }
+        // Block item: its keys sit at the column after `- `.
+        let key_col = indent(line) + 2;
+        let key_colon = format!("{key}:");
+        match block_key_line(&lines[i + 1..], key_col, &key_colon).map(|k| k + i + 1) {
+            Some(k) => {
+                let rest = &lines[k].trim_start()[key_colon.len()..];
+                let (_, comment) = split_comment(rest.trim_end_matches('\n'));
+                out[k] = format!("{}{key}: {value}{comment}\n", " ".repeat(key_col));
+            }
+            None => out.insert(i + 1, format!("{}{key}: {value}\n", " ".repeat(key_col))),
+        }
+        return Ok(out.concat());
+    }
+    Err("no `- name:` list item found for it")
+}
+
+/// A flow list item (`- {name: c, version: 1}`, `flow` after its `{`) with `key: value` set,
+/// when it names the component (`names`); `None` when it names another.
+fn edit_flow_item(
+    line: &str,
+    item: &str,
+    flow: &str,
+    key: &str,
+    value: &str,
+    names: &dyn Fn(&str) -> bool,
+) -> Result<Option<String>, &'static str> {
+    let body = flow.trim_end().trim_end_matches('}');
+    let fields: Vec<&str> = body.split(',').collect();
+    if !fields
+        .iter()
+        .any(|f| f.trim().strip_prefix("name:").is_some_and(names))
+    {
+        return Ok(None);
+    }
+    if item.contains('#') || !flow.trim_end().ends_with('}') || body.contains(['{', '[']) {
+        return Err("a flow mapping with nested values or a comment");
+    }
+    let key_colon = format!("{key}:");
+    let mut new_fields: Vec<String> = fields.iter().map(|f| f.trim().to_string()).collect();
+    match new_fields.iter_mut().find(|f| f.starts_with(&key_colon)) {
+        Some(f) => *f = format!("{key}: {value}"),
+        None => new_fields.push(format!("{key}: {value}")),
+    }
+    let t = line.trim_start();
+    let lead = &line[..line.len() - t.len()];
+    Ok(Some(format!("{lead}- {{{}}}\n", new_fields.join(", "))))
+}
+
+/// Among the lines after a block list item (`rest`), the index of its `key:` line (at
+/// `key_col`); the item ends at the first line indented less.
+fn block_key_line(rest: &[&str], key_col: usize, key_colon: &str) -> Option<usize> {
+    let mut found = None;
+    for (j, l) in rest.iter().enumerate() {
+        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+            continue;
+        }
+        if indent(l) < key_col {
+            break;
+        }
+        if indent(l) == key_col && l.trim_start().starts_with(key_colon) {
+            found = Some(j);
+        }
+    }
+    found
 }
 
 /// The first `percent` % (rounded up) of `tenants`, in a stable order that does not depend on

@@ -142,93 +142,84 @@ pub(super) fn parse_rendered(
     let lines = source_lines(template_src, starts, &docs, &kinds);
     let mut objects = Vec::new();
     let mut errors = Vec::new();
+    let at = Place {
+        template,
+        component,
+        env,
+        namespace,
+    };
     for ((doc, result), line) in expand_lists(docs.iter().zip(parsed).zip(lines)) {
-        let not_object =
-            |detail: String| Diagnostic::new(template, Some(line), Problem::NotAnObject { detail });
-        let value = match result {
-            Ok(Some(v)) => v,
-            Ok(None) => continue,
-            Err(e) => {
-                let rendered_line = e.line.unwrap_or(doc.first_line);
-                // `line` is the template's first content line; count from the rendered
-                // document's first content line too (leading comments and blank lines are
-                // skipped on both sides).
-                let rendered_start = doc.first_line
-                    + doc
-                        .text
-                        .lines()
-                        .take_while(|l| is_non_content_line(l))
-                        .count();
-                errors.push(Diagnostic::new(
+        match result {
+            Ok(Some(value)) => match at.object(value, line) {
+                Ok(object) => objects.push(object),
+                Err(detail) => errors.push(Diagnostic::new(
                     template,
-                    Some(line + rendered_line.saturating_sub(rendered_start)),
-                    Problem::Yaml {
-                        detail: format!(
-                            "{} (line {rendered_line} of the rendered output)",
-                            e.message
-                        ),
-                    },
-                ));
-                continue;
-            }
-        };
-        let mut object = value;
+                    Some(line),
+                    Problem::NotAnObject { detail },
+                )),
+            },
+            Ok(None) => {}
+            Err(e) => errors.push(yaml_error(template, line, doc, &e)),
+        }
+    }
+    (objects, errors)
+}
+
+/// A rendered document that is not YAML, at its line in the template: `line` is the
+/// template's first content line; the rendered document's line is counted from its first
+/// content line too (leading comments and blank lines are skipped on both sides).
+fn yaml_error(template: &str, line: usize, doc: &Document<'_>, e: &yaml::YamlError) -> Diagnostic {
+    let rendered_line = e.line.unwrap_or(doc.first_line);
+    let rendered_start = doc.first_line
+        + doc
+            .text
+            .lines()
+            .take_while(|l| is_non_content_line(l))
+            .count();
+    Diagnostic::new(
+        template,
+        Some(line + rendered_line.saturating_sub(rendered_start)),
+        Problem::Yaml {
+            detail: format!(
+                "{} (line {rendered_line} of the rendered output)",
+                e.message
+            ),
+        },
+    )
+}
+
+/// Where rendered documents come from and which namespace they default to.
+struct Place<'a> {
+    template: &'a str,
+    component: &'a str,
+    env: &'a str,
+    namespace: &'a str,
+}
+
+impl Place<'_> {
+    /// A parsed document as a Kubernetes object (namespace defaulted or removed by its
+    /// scope), or why it is not one.
+    fn object(&self, mut object: Value, line: usize) -> Result<RenderedObject, String> {
         let Some(map) = object.as_object_mut() else {
-            errors.push(not_object("the document is not a mapping".to_string()));
-            continue;
-        };
-        let text_field = |map: &serde_json::Map<String, Value>, key: &str| {
-            map.get(key)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
+            return Err("the document is not a mapping".to_string());
         };
         let (Some(api_version), Some(kind)) =
             (text_field(map, "apiVersion"), text_field(map, "kind"))
         else {
-            errors.push(not_object(
-                "apiVersion and kind must be non-empty strings".to_string(),
-            ));
-            continue;
+            return Err("apiVersion and kind must be non-empty strings".to_string());
         };
         let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) else {
-            errors.push(not_object("metadata must be a mapping".to_string()));
-            continue;
+            return Err("metadata must be a mapping".to_string());
         };
         let Some(name) = text_field(metadata, "name") else {
-            errors.push(not_object(
-                "metadata.name must be a non-empty string".to_string(),
-            ));
-            continue;
+            return Err("metadata.name must be a non-empty string".to_string());
         };
         let group = objects::group_of(&api_version).to_string();
-        let ns = match scope_of(&group, &kind) {
-            Scope::Cluster => {
-                metadata.remove("namespace");
-                String::new()
-            }
-            Scope::Namespaced => match metadata.get("namespace") {
-                None | Some(Value::Null) => {
-                    metadata.insert("namespace".into(), Value::String(namespace.to_string()));
-                    namespace.to_string()
-                }
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                Some(Value::String(_)) => {
-                    metadata.insert("namespace".into(), Value::String(namespace.to_string()));
-                    namespace.to_string()
-                }
-                Some(_) => {
-                    errors.push(not_object(
-                        "metadata.namespace must be a string".to_string(),
-                    ));
-                    continue;
-                }
-            },
-        };
-        objects.push(RenderedObject {
+        let ns = self.namespace_of(metadata, &group, &kind)?;
+        Ok(RenderedObject {
             hash: Default::default(),
-            component: component.to_string(),
-            env: env.to_string(),
+            component: self.component.to_string(),
+            env: self.env.to_string(),
             id: ObjectId {
                 group,
                 kind,
@@ -236,13 +227,49 @@ pub(super) fn parse_rendered(
                 name,
             },
             source: Source {
-                file: template.to_string(),
+                file: self.template.to_string(),
                 line,
             },
             object,
-        });
+        })
     }
-    (objects, errors)
+
+    /// The object's namespace: none for a cluster-scoped kind (removed), else as written or
+    /// the environment's when unset or empty (then set).
+    fn namespace_of(
+        &self,
+        metadata: &mut serde_json::Map<String, Value>,
+        group: &str,
+        kind: &str,
+    ) -> Result<String, String> {
+        let default = Value::String(self.namespace.to_string());
+        match scope_of(group, kind) {
+            Scope::Cluster => {
+                metadata.remove("namespace");
+                Ok(String::new())
+            }
+            Scope::Namespaced => match metadata.get("namespace") {
+                None | Some(Value::Null) => {
+                    metadata.insert("namespace".into(), default);
+                    Ok(self.namespace.to_string())
+                }
+                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+                Some(Value::String(_)) => {
+                    metadata.insert("namespace".into(), default);
+                    Ok(self.namespace.to_string())
+                }
+                Some(_) => Err("metadata.namespace must be a string".to_string()),
+            },
+        }
+    }
+}
+
+/// A non-empty string field of a map.
+fn text_field(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 #[cfg(test)]

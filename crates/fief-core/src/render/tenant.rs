@@ -79,25 +79,8 @@ pub fn render_tenant_in(
     let env_files = environment_files(repo, &emitted, &mut errors);
     check_environment_components(repo, &env_files, &mut errors);
     let tenant_ctx = tenant_context(tenant, &envs, &out.namespaces, None);
-    // Environments whose overrides change `tenant.quota` or `tenant.access` get their own.
-    let by_env = envs
-        .iter()
-        .filter_map(|env| {
-            let over = tenant
-                .spec
-                .overrides
-                .get(env)
-                .filter(|o| o.changes_tenant())?;
-            let ctx = tenant_context(tenant, &envs, &out.namespaces, Some(over));
-            let jv = to_jinja(&ctx);
-            Some((env.clone(), (ctx, jv)))
-        })
-        .collect();
-    let fief_ctx = json!({
-        "baseDomain": config.base_domain,
-        "agentNamespace": config.agent_namespace,
-        "componentRules": component_rules(config),
-    });
+    let by_env = env_tenant_contexts(tenant, &envs, &out.namespaces);
+    let fief_ctx = fief_context(config);
     let mut emitter = Emitter {
         renderer,
         repo,
@@ -125,50 +108,36 @@ pub fn render_tenant_in(
         emitter.emit(BASELINE, None, vals, env, &repo.baseline);
     }
     for component in &order {
-        let (cref, dir) = tenant_entry(tenant, component);
         for env in &emitted {
             let env_file = env_files.get(env.as_str()).copied().flatten();
-            let over = env_override(tenant, env, &component.name);
-            let version = over
-                .and_then(|o| o.version.as_deref())
-                .or(cref.and_then(|c| c.version.as_deref()))
-                .or(component.meta.version.as_deref());
-            let sources = LayerSources {
-                dir: &dir,
-                component: &component.name,
-                tenant: name,
-                env,
-            };
-            let layers = value_layers(&sources, component, env_file, cref, over);
-            let vals = values::layered(layers.iter().map(|l| l.value));
-            let mut invalid = renderer.values_schemas.check(
-                &repo.snapshot,
-                &dir,
-                &component.name,
-                &vals,
-                &layers,
-            );
-            if !renderer.values_schemas.has_schema(&dir)
-                && component.meta.strict_values != Some(false)
-            {
-                invalid.extend(crate::schema::strict::check_undefined(
-                    &repo.snapshot,
-                    &component.name,
-                    &layers,
-                ));
-            }
-            if !invalid.is_empty() {
-                // Values the component refuses are not rendered: its templates may assume them.
-                emitter.errors.extend(invalid);
-                continue;
-            }
-            emitter.emit(&component.name, version, vals, env, &component.templates);
+            emitter.emit_component(component, env, env_file);
         }
     }
     // A template error inside a secret value names the key, never the value.
     crate::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
     out
+}
+
+/// `tenant` for the environments whose overrides change `tenant.quota` or `tenant.access`:
+/// they get their own, as JSON and as a template value.
+fn env_tenant_contexts(
+    tenant: &Tenant,
+    envs: &[String],
+    namespaces: &BTreeMap<String, String>,
+) -> BTreeMap<String, (Value, JValue)> {
+    envs.iter()
+        .filter_map(|env| {
+            let over = tenant
+                .spec
+                .overrides
+                .get(env)
+                .filter(|o| o.changes_tenant())?;
+            let ctx = tenant_context(tenant, envs, namespaces, Some(over));
+            let jv = to_jinja(&ctx);
+            Some((env.clone(), (ctx, jv)))
+        })
+        .collect()
 }
 
 /// A component's entry in the tenant file and its folder (`name@ref` when pinned).
@@ -343,6 +312,52 @@ struct Emitter<'a, 'r> {
 }
 
 impl Emitter<'_, '_> {
+    /// Render one component for one environment, unless its values are refused (by its
+    /// `values.schema.json`, or as keys its varz.yaml does not define).
+    fn emit_component(
+        &mut self,
+        component: &crate::model::Component,
+        env: &str,
+        env_file: Option<&Environment>,
+    ) {
+        // The folder of this environment: its override's `ref`, else the entry's.
+        let (cref, dir, component) =
+            match super::pinned::env_component(self.repo, self.tenant, component, env) {
+                Ok(found) => (found.entry, found.dir, found.component),
+                Err(ds) => return self.errors.extend(ds),
+            };
+        let over = env_override(self.tenant, env, &component.name);
+        let version = over
+            .and_then(|o| o.version.as_deref())
+            .or(cref.and_then(|c| c.version.as_deref()))
+            .or(component.meta.version.as_deref());
+        let tenant = self.out.tenant.clone();
+        let sources = LayerSources {
+            dir: &dir,
+            component: &component.name,
+            tenant: &tenant,
+            env,
+        };
+        let layers = value_layers(&sources, component, env_file, cref, over);
+        let vals = values::layered(layers.iter().map(|l| l.value));
+        let schemas = &self.renderer.values_schemas;
+        let snapshot = &self.repo.snapshot;
+        let mut invalid = schemas.check(snapshot, &dir, &component.name, &vals, &layers);
+        if !schemas.has_schema(&dir) && component.meta.strict_values != Some(false) {
+            invalid.extend(crate::schema::strict::check_undefined(
+                snapshot,
+                &component.name,
+                &layers,
+            ));
+        }
+        if !invalid.is_empty() {
+            // Values the component refuses are not rendered: its templates may assume them.
+            self.errors.extend(invalid);
+            return;
+        }
+        self.emit(&component.name, version, vals, env, &component.templates);
+    }
+
     fn emit(
         &mut self,
         component: &str,
@@ -405,6 +420,15 @@ impl Emitter<'_, '_> {
             }
         }
     }
+}
+
+/// The `fief` template context: the settings of fief.yaml templates may read.
+fn fief_context(config: &Config) -> Value {
+    json!({
+        "baseDomain": config.base_domain,
+        "agentNamespace": config.agent_namespace,
+        "componentRules": component_rules(config),
+    })
 }
 
 /// RBAC rules (`apiGroups`, `resources`) granting the kinds components may create, one per

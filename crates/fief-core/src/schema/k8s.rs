@@ -346,31 +346,8 @@ fn walk<'v>(
     }
     match ty {
         Ty::Any | Ty::Unknown => {}
-        Ty::Str => {
-            if !value.is_string() {
-                mismatch(found, path);
-            }
-        }
-        Ty::Int => {
-            let whole = value.is_i64()
-                || value.is_u64()
-                || value.as_f64().is_some_and(|f| f.fract() == 0.0);
-            if !whole {
-                mismatch(found, path);
-            }
-        }
-        Ty::Num => {
-            if !value.is_number() {
-                mismatch(found, path);
-            }
-        }
-        Ty::Bool => {
-            if !value.is_boolean() {
-                mismatch(found, path);
-            }
-        }
-        Ty::IntOrStr => {
-            if !value.is_string() && !value.is_number() {
+        Ty::Str | Ty::Int | Ty::Num | Ty::Bool | Ty::IntOrStr => {
+            if !scalar_fits(value, ty) {
                 mismatch(found, path);
             }
         }
@@ -400,34 +377,53 @@ fn walk<'v>(
             }
             None => mismatch(found, path),
         },
-        Ty::Named(index) => {
-            let def = &schema.types[*index];
-            let Some(map) = value.as_object() else {
-                mismatch(found, path);
-                return;
-            };
-            for (k, v) in map {
-                match def.field(k) {
-                    Some(field_ty) if fits_scalar(v, field_ty) => {}
-                    Some(field_ty) => {
-                        path.push(Seg::Key(k));
-                        walk(schema, v, field_ty, path, found);
-                        path.pop();
-                    }
-                    None => {
-                        let mut at = owned_path(path);
-                        at.push(k.clone());
-                        let name = def.name.as_str();
-                        let mut detail = format!(
-                            "is not a field of {}",
-                            name.rsplit('.').next().unwrap_or(name)
-                        );
-                        if let Some(s) = suggest(k, def.fields.iter().map(|(f, _)| f.as_str())) {
-                            detail.push_str(&format!(" (did you mean `{s}`?)"));
-                        }
-                        found.push((at, detail));
-                    }
+        Ty::Named(index) => match value.as_object() {
+            Some(map) => walk_fields(schema, &schema.types[*index], map, path, found),
+            None => mismatch(found, path),
+        },
+    }
+}
+
+/// Whether a scalar value (not null) fits a scalar type; an integer may be written as a
+/// float with no fraction.
+fn scalar_fits(value: &Value, ty: &Ty) -> bool {
+    match ty {
+        Ty::Int => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => fits_scalar(value, ty),
+    }
+}
+
+/// Walk the fields of an object of type `def`: each known field as its type, each unknown
+/// one a problem (with the nearest field's name).
+fn walk_fields<'v>(
+    schema: &Compiled,
+    def: &TypeDef,
+    map: &'v serde_json::Map<String, Value>,
+    path: &mut Vec<Seg<'v>>,
+    found: &mut Vec<(Vec<String>, String)>,
+) {
+    for (k, v) in map {
+        match def.field(k) {
+            Some(field_ty) if fits_scalar(v, field_ty) => {}
+            Some(field_ty) => {
+                path.push(Seg::Key(k));
+                walk(schema, v, field_ty, path, found);
+                path.pop();
+            }
+            None => {
+                let mut at = owned_path(path);
+                at.push(k.clone());
+                let name = def.name.as_str();
+                let mut detail = format!(
+                    "is not a field of {}",
+                    name.rsplit('.').next().unwrap_or(name)
+                );
+                if let Some(s) = suggest(k, def.fields.iter().map(|(f, _)| f.as_str())) {
+                    detail.push_str(&format!(" (did you mean `{s}`?)"));
                 }
+                found.push((at, detail));
             }
         }
     }
