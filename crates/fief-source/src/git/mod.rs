@@ -12,7 +12,7 @@
 //! any occurrence of the token in a libgit2 message is replaced by `<redacted>`.
 //!
 //! Here: [`GitSource`] and its cache; cloning and fetching in `fetch`, reading a commit or a
-//! pinned ref in `read`, the tree walk in `tree`, credentials and URLs in `auth`.
+//! pinned ref in `read`, the tree walk in `tree` (symlinks in `symlink`), credentials and URLs in `auth`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,6 +30,7 @@ mod known_hosts;
 mod local;
 mod packs;
 mod read;
+mod symlink;
 mod tree;
 
 pub use error::GitError;

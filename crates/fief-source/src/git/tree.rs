@@ -10,7 +10,7 @@
 //! symlink is read whole every time (a link's target may change while the link does not),
 //! with unchanged blobs shared from the last read.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use git2::{ObjectType, Oid, Repository};
 
@@ -285,101 +285,6 @@ impl TreeReader<'_> {
             }))
     }
 
-    /// Follow the symlink `link` found in directory `dir` (a real path), component by
-    /// component, through further symlinks, without ever leaving the commit's tree.
-    fn resolve_link(&self, link: Node, dir: Vec<String>, rel: &str) -> Result<Resolved, GitError> {
-        let escapes = || {
-            Resolved::Problem(Problem::EscapesRepo {
-                path: rel.to_string(),
-            })
-        };
-        let broken = |why: &str| {
-            Resolved::Problem(Problem::Unreadable {
-                reason: format!("broken symlink: {why}"),
-            })
-        };
-        let mut current = dir;
-        let mut pending: VecDeque<String> = VecDeque::new();
-        let mut hops = 0;
-        let mut next_link = Some(link);
-        loop {
-            if let Some(link) = next_link.take() {
-                hops += 1;
-                if hops > MAX_SYMLINK_HOPS {
-                    return Ok(broken("too many levels of symbolic links"));
-                }
-                let blob = self
-                    .repo
-                    .find_blob(link.oid)
-                    .map_err(|e| self.read_error(rel, e))?;
-                let Ok(target) = std::str::from_utf8(blob.content()) else {
-                    return Ok(broken("target is not UTF-8"));
-                };
-                if target.is_empty() {
-                    return Ok(broken("empty target"));
-                }
-                if target.starts_with('/') {
-                    return Ok(escapes());
-                }
-                for part in target.split('/').rev() {
-                    pending.push_front(part.to_string());
-                }
-            }
-            let Some(part) = pending.pop_front() else {
-                break;
-            };
-            match part.as_str() {
-                "" | "." => continue,
-                ".." => {
-                    if current.pop().is_none() {
-                        return Ok(escapes());
-                    }
-                    continue;
-                }
-                _ => {}
-            }
-            let mut path = current.clone();
-            path.push(part);
-            let Ok(entry) = self.root.get_path(Path::new(&path.join("/"))) else {
-                return Ok(broken("target not found in the commit"));
-            };
-            let node = Node {
-                oid: entry.id(),
-                mode: entry.filemode(),
-                kind: entry.kind(),
-            };
-            if node.mode == MODE_SYMLINK {
-                // Its target is relative to the directory holding it: `current`.
-                next_link = Some(node);
-                continue;
-            }
-            if !pending.iter().all(|p| p.is_empty() || p == ".")
-                && node.kind != Some(ObjectType::Tree)
-            {
-                return Ok(broken("a path component is not a directory"));
-            }
-            current = path;
-        }
-        if current.is_empty() {
-            let node = Node {
-                oid: self.root.id(),
-                mode: 0o040_000,
-                kind: Some(ObjectType::Tree),
-            };
-            return Ok(Resolved::Found(current, node));
-        }
-        let entry = self
-            .root
-            .get_path(Path::new(&current.join("/")))
-            .map_err(|e| self.read_error(rel, e))?;
-        let node = Node {
-            oid: entry.id(),
-            mode: entry.filemode(),
-            kind: entry.kind(),
-        };
-        Ok(Resolved::Found(current, node))
-    }
-
     fn insert(&mut self, rel: String, entry: Entry) {
         self.files += 1;
         self.snapshot.insert(rel, entry);
@@ -389,7 +294,8 @@ impl TreeReader<'_> {
         self.insert(rel, Err(Problem::Unreadable { reason }));
     }
 
-    fn read_error(&self, rel: &str, e: git2::Error) -> GitError {
+    /// A failure to read `rel` from the repository.
+    pub(super) fn read_error(&self, rel: &str, e: git2::Error) -> GitError {
         GitError::Read {
             url: redact_url(self.url),
             commit: self.commit.to_string(),
