@@ -153,6 +153,7 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         concurrency: args.concurrency,
         leader_election: !args.no_leader_election,
         lease_namespace: args.lease_namespace.clone(),
+        shards: args.shards,
         kubeconfig: args.cluster_args.kubeconfig.clone(),
         context: args.cluster_args.context.clone(),
         api_qps: args.cluster_args.api_qps,

@@ -26,6 +26,7 @@ mod reconciler;
 mod requests;
 mod rollout;
 mod run;
+mod shards;
 mod source_loop;
 pub use run::run;
 pub use source_loop::{ReadCache, Revision, read_commit};
@@ -95,6 +96,9 @@ pub struct AgentOptions {
     pub health_timeout: Duration,
     /// Serve the read-only web view under `/ui/` (none: off).
     pub web: Option<web::WebOptions>,
+    /// Split the tenants into this many shards, each a Lease, so every replica works on its
+    /// share (0 or 1: no shards; one leader does all the work).
+    pub shards: u32,
 }
 
 /// Why the agent stopped.
@@ -197,6 +201,10 @@ pub struct Shared {
     notify: notify::Notifier,
     /// The read-only web view, when it is on (see [`web`]).
     web: Option<web::Web>,
+    /// With `--shards`: the shards this replica holds (see [`shards`]).
+    shards: Option<Arc<shards::Ownership>>,
+    /// The fetches started and finished (a shard taken waits for a fresh one).
+    fetches: source_loop::FetchClock,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -246,6 +254,22 @@ impl Shared {
         read(&self.recorded).get(id).map(|r| r.live)
     }
 
+    /// Whether this replica syncs `tenant` (always, without shards).
+    fn owns(&self, tenant: &str) -> bool {
+        self.shards.as_ref().is_none_or(|o| o.owns(tenant))
+    }
+
+    /// Mark `tenant` in flight if this replica syncs it, atomically with the ownership check
+    /// (a shard handed back waits for its tenants in flight). Returns whether it was marked.
+    fn start_sync(&self, tenant: &str) -> bool {
+        let mut in_flight = lock(&self.in_flight);
+        if !self.owns(tenant) {
+            return false;
+        }
+        in_flight.insert(tenant.to_string());
+        true
+    }
+
     fn is_in_flight(&self, tenant: &str) -> bool {
         lock(&self.in_flight).contains(tenant)
     }
@@ -278,6 +302,15 @@ impl Shared {
             tenants,
             health: self.gate.status(),
             rollout: lock(&self.rollout).clone(),
+            shards: self
+                .shards
+                .as_ref()
+                .map(|o| fief_core::status::agent::ShardStatus {
+                    replica: leader::identity(),
+                    count: o.count(),
+                    held: o.held().into_iter().collect(),
+                    ready: o.ready().into_iter().collect(),
+                }),
         }
     }
 
@@ -346,6 +379,8 @@ struct LoopState {
     unsettled: std::collections::BTreeSet<String>,
     /// The progressive rollout, if one is under way.
     rollout: Option<rollout::Active>,
+    /// With `--shards`: the shards taken and not yet ready, and those known.
+    shards: shards::Follow,
 }
 
 impl LoopState {

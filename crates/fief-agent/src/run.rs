@@ -16,8 +16,8 @@ use super::metrics::Metrics;
 use super::queue::Queue;
 use super::{
     AgentError, AgentOptions, Health, LoopState, Revision, Shared, agent_namespace, desired,
-    events, health, http, jitter, leader, lock, notify, reconciler, requests, rollout, source_loop,
-    web,
+    events, health, http, jitter, leader, lock, notify, reconciler, requests, rollout, shards,
+    source_loop, web,
 };
 use fief_kube::counter::RequestCounter;
 use fief_kube::fence::Fence;
@@ -48,7 +48,18 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     let counter = RequestCounter::default();
     // With leader election every write is fenced by the Lease term; the Lease and the leader
     // label go through a client of their own, never queued behind the syncs' rate limit.
-    let fence = options.leader_election.then(Fence::new);
+    let sharded = options.shards > 1;
+    let fence = (options.leader_election || sharded).then(Fence::new);
+    let mut config = config;
+    // Each replica names itself to the API server, so its writes can be told apart in the
+    // audit log.
+    if let Ok(agent) = ::http::HeaderValue::from_str(&format!(
+        "fief-agent/{} ({})",
+        env!("CARGO_PKG_VERSION"),
+        leader::identity()
+    )) {
+        config.headers.push((::http::header::USER_AGENT, agent));
+    }
     let client = fief_kube::build_client(
         config.clone(),
         &counter,
@@ -96,6 +107,8 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             .web
             .as_ref()
             .map(|w| web::Web::new(w, &options.cluster, lease_client.clone())),
+        shards: sharded.then(|| Arc::new(shards::Ownership::new(options.shards))),
+        fetches: source_loop::FetchClock::new(),
     });
     shared
         .gate
@@ -150,24 +163,36 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     }
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
 
-    let term = if let Some(fence) = fence {
-        match leader::lead(&shared, &options, lease_client, fence).await? {
-            Some(term) => Some(term),
-            None => return Ok(()),
+    let mut term = None;
+    let mut sharding = None;
+    match (shared.shards.clone(), fence) {
+        (Some(own), Some(fence)) => {
+            let namespace = &options.lease_namespace;
+            match shards::start(&shared, own, namespace, lease_client, fence).await {
+                Some(s) => sharding = Some(s),
+                None => return Ok(()),
+            }
         }
-    } else {
-        None
-    };
+        (None, Some(fence)) => match leader::lead(&shared, &options, lease_client, fence).await? {
+            Some(t) => term = Some(t),
+            None => return Ok(()),
+        },
+        _ => {}
+    }
     lock(&shared.health).leading = true;
-    let stop = match &term {
-        Some(t) => t.lost.clone(),
-        None => shared.shutdown.child_token(),
+    let stop = match (&term, &sharding) {
+        (Some(t), _) => t.lost.clone(),
+        (_, Some(s)) => s.lost.clone(),
+        _ => shared.shutdown.child_token(),
     };
     main_loop(&shared, &resources, &options, rev_rx, &stop).await;
     lock(&shared.health).leading = false;
     let lost = !shared.shutdown.is_cancelled();
     if let Some(term) = term {
         term.step_down().await;
+    }
+    if let Some(s) = sharding {
+        s.finish().await;
     }
     if lost {
         return Err(AgentError::Leadership(
@@ -188,6 +213,11 @@ async fn main_loop(
     stop: &CancellationToken,
 ) {
     let mut state = LoopState::default();
+    // With shards: shards taken or handed back, and fetches finished, wake the loop.
+    let mut sharding = shared
+        .shards
+        .as_ref()
+        .map(|o| (o.subscribe(), shared.fetches.subscribe()));
     let mut next_resync =
         Instant::now() + options.resync_interval + jitter(options.resync_interval);
     loop {
@@ -205,15 +235,17 @@ async fn main_loop(
             if let Some(rev) = &state.rev {
                 let now = Instant::now();
                 let mut q = lock(&shared.queue);
-                for t in rev.hashes.keys() {
+                for t in rev.hashes.keys().filter(|t| shared.owns(t)) {
                     q.push_for(t, now, "resync");
                 }
             }
             next_resync =
                 Instant::now() + options.resync_interval + jitter(options.resync_interval);
         }
+        shards::follow(shared, &mut state);
         if state.rev.is_some() {
-            let due = lock(&shared.queue).take_due(Instant::now());
+            let mut due = lock(&shared.queue).take_due(Instant::now());
+            due.retain(|t| shared.owns(t));
             if !due.is_empty() || state.check_orphans {
                 reconciler::batch(shared, resources, options, &mut state, due, stop).await;
                 lock(&shared.ids).sweep();
@@ -235,9 +267,26 @@ async fn main_loop(
         tokio::select! {
             _ = tokio::time::sleep_until(wake_at.max(Instant::now()).into()) => {}
             _ = shared.wake.notified() => {}
+            _ = changed(&mut sharding) => {}
             changed = rev_rx.changed() => if changed.is_err() { return; },
             _ = stop.cancelled() => return,
         }
+    }
+}
+
+/// Resolves when the shards held or the fetches finished change (never without shards).
+async fn changed(
+    sharding: &mut Option<(
+        tokio::sync::watch::Receiver<u64>,
+        tokio::sync::watch::Receiver<u64>,
+    )>,
+) {
+    let Some((held, fetched)) = sharding else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        r = held.changed() => if r.is_err() { std::future::pending::<()>().await },
+        r = fetched.changed() => if r.is_err() { std::future::pending::<()>().await },
     }
 }
 

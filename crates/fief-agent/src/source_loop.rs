@@ -34,6 +34,53 @@ pub struct Revision {
     pub pins: super::pins::Resolved,
 }
 
+/// The fetches started and finished, by number: a fetch numbered above the count of those
+/// started at some moment began after it.
+pub(crate) struct FetchClock {
+    started: std::sync::atomic::AtomicU64,
+    done: watch::Sender<u64>,
+}
+
+impl FetchClock {
+    pub(crate) fn new() -> FetchClock {
+        FetchClock {
+            started: std::sync::atomic::AtomicU64::new(0),
+            done: watch::Sender::new(0),
+        }
+    }
+
+    fn start(&self) -> u64 {
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1
+    }
+
+    fn finish(&self, id: u64) {
+        self.done.send_if_modified(|d| {
+            let newer = id > *d;
+            if newer {
+                *d = id;
+            }
+            newer
+        });
+    }
+
+    /// The number the next fetch to start will have.
+    pub(crate) fn next(&self) -> u64 {
+        self.started.load(std::sync::atomic::Ordering::SeqCst) + 1
+    }
+
+    /// The highest number of a fetch that succeeded (its revision already published).
+    pub(crate) fn done(&self) -> u64 {
+        *self.done.borrow()
+    }
+
+    /// A receiver that changes when a fetch succeeds.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.done.subscribe()
+    }
+}
+
 /// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
 /// a new commit costs what changed, not the size of the fleet.
 #[derive(Default)]
@@ -129,11 +176,13 @@ pub(super) async fn run(
     let mut pins = super::pins::Resolved::new();
     let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
     let mut started = Instant::now();
+    let mut fetch_id = 0;
     loop {
         if pending.is_none() {
             // This fetch covers every push notified before it starts.
             let _ = futures::FutureExt::now_or_never(shared.fetch_now.notified());
             started = Instant::now();
+            fetch_id = shared.fetches.start();
             let g = git.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
                 g.lock().unwrap_or_else(|e| e.into_inner()).fetch()
@@ -179,6 +228,7 @@ pub(super) async fn run(
                         }
                     }
                 }
+                shared.fetches.finish(fetch_id);
             }
             Some(Err(e)) => {
                 tracing::error!(error = %e, commit = current.as_deref().unwrap_or(""), "git fetch failed; keeping the last good revision");
@@ -318,6 +368,9 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
         let Some(hash) = rev.hashes.get(&tenant) else {
             continue;
         };
+        if !shared.owns(&tenant) {
+            continue;
+        }
         if state.synced.get(&tenant) == Some(hash) {
             // Settled at this hash (synced at an older revision that renders it the same):
             // its revision is the head's from now on.

@@ -270,6 +270,16 @@ pub struct AgentArgs {
     /// Namespace of the leader-election Lease.
     #[arg(long, default_value = "fief-system")]
     pub lease_namespace: String,
+    /// Split the tenants into N shards (each a Lease in --lease-namespace) so every replica
+    /// works on a fair share; replicas take over a stopped replica's shards. Every replica
+    /// must run with the same N. 0 or 1: one leader does all the work.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        conflicts_with = "no_leader_election"
+    )]
+    pub shards: u32,
     /// Full resync period: every tenant is compared with a fresh LIST (10 % jitter added).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub resync_interval: std::time::Duration,

@@ -26,11 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -39,22 +37,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AgentError, AgentOptions, Shared};
 use fief_kube::fence::Fence;
+use lease::{Attempt, Elector, RENEW_DEADLINE, RENEW_EVERY, holder_of};
+
+pub(crate) mod lease;
 
 /// The Pod label the leader carries.
 pub const LEADER_LABEL: &str = "fief.dev/leader";
 const LEASE: &str = "fief-agent";
-/// How long a holder's claim lasts without a renewal.
-const LEASE_SECONDS: i32 = 15;
-/// How often the leader renews.
-const RENEW_EVERY: Duration = Duration::from_secs(5);
-/// A leader that has not renewed for this long stops leading (before the term runs out, so
-/// it has stopped before a standby may take over).
-const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// The longest a standby waits without reading the Lease itself (the watch usually wakes
 /// it sooner).
 const STANDBY_POLL: Duration = Duration::from_secs(5);
-/// One request's limit, so a hung API server cannot hold a renewal past the deadline.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// One term of leadership.
 pub(super) struct Term {
@@ -67,189 +59,19 @@ pub(super) struct Term {
     pod_name: String,
 }
 
-fn identity() -> String {
+/// This replica's name: the Pod's, else the host's, else one made from the process id.
+pub(crate) fn identity() -> String {
     std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("fief-{}", std::process::id()))
 }
 
-/// What a replica may do with the Lease record it has read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Claim {
-    /// Write it: it is free, expired, or already ours.
-    Write,
-    /// Another holder's term runs this much longer.
-    Wait(Duration),
-}
-
-/// Decide from the holder, the holder's term, and how long ago this replica first saw the
-/// holder's latest renewal. Pure, so the rule is unit-tested.
-fn decide(holder: Option<&str>, me: &str, term: Duration, seen_for: Duration) -> Claim {
-    match holder {
-        None => Claim::Write,
-        Some(h) if h == me => Claim::Write,
-        Some(_) if seen_for >= term => Claim::Write,
-        Some(_) => Claim::Wait(term - seen_for),
-    }
-}
-
-/// The holder a Lease names (an empty name is none).
-fn holder_of(lease: &Lease) -> Option<&str> {
-    lease.spec.as_ref().and_then(holder_of_spec)
-}
-
-/// The outcome of one attempt to take or renew the Lease.
-#[derive(Debug)]
-enum Attempt {
-    /// This replica holds the Lease now.
-    Held,
-    /// Another replica holds it for this much longer (as far as this replica can tell).
-    Busy { holder: String, wait: Duration },
-    /// Someone wrote the Lease between the read and the write: read again.
-    Conflict,
-}
-
-/// The last (holder, renewTime) record this replica saw and when it first saw it.
-#[derive(Default)]
-struct Seen(Option<(Option<String>, Option<MicroTime>, Instant)>);
-
-impl Seen {
-    /// Note a record read or watched; returns how long it has been unchanged.
-    fn observe(&mut self, lease: &Lease) -> Duration {
-        let holder = holder_of(lease).map(str::to_string);
-        let renewed = lease.spec.as_ref().and_then(|s| s.renew_time.clone());
-        let now = Instant::now();
-        match &self.0 {
-            Some((h, r, at)) if *h == holder && *r == renewed => now.duration_since(*at),
-            _ => {
-                self.0 = Some((holder, renewed, now));
-                Duration::ZERO
-            }
-        }
-    }
-}
-
-/// This replica's view of the Lease and the writes it makes.
-struct Elector {
-    api: Api<Lease>,
-    me: String,
-    seen: Seen,
-}
-
-impl Elector {
-    /// Read the Lease and take or renew it if the rule allows.
-    async fn try_hold(&mut self) -> Result<Attempt, kube::Error> {
-        let now = MicroTime(Timestamp::now());
-        let Some(mut lease) = timed(self.api.get_opt(LEASE)).await? else {
-            let lease = Lease {
-                metadata: ObjectMeta {
-                    name: Some(LEASE.to_string()),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(LeaseSpec {
-                    holder_identity: Some(self.me.clone()),
-                    acquire_time: Some(now.clone()),
-                    renew_time: Some(now),
-                    lease_duration_seconds: Some(LEASE_SECONDS),
-                    lease_transitions: Some(0),
-                    ..LeaseSpec::default()
-                }),
-            };
-            return match timed(self.api.create(&PostParams::default(), &lease)).await {
-                Ok(created) => {
-                    self.seen.observe(&created);
-                    Ok(Attempt::Held)
-                }
-                Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
-                Err(e) => Err(e),
-            };
-        };
-        let seen_for = self.seen.observe(&lease);
-        let spec = lease.spec.take().unwrap_or_default();
-        let holder = holder_of_spec(&spec).map(str::to_string);
-        let term = spec
-            .lease_duration_seconds
-            .and_then(|s| u64::try_from(s.max(1)).ok())
-            .map_or(
-                Duration::from_secs(LEASE_SECONDS as u64),
-                Duration::from_secs,
-            );
-        if let Claim::Wait(wait) = decide(holder.as_deref(), &self.me, term, seen_for) {
-            return Ok(Attempt::Busy {
-                holder: holder.unwrap_or_default(),
-                wait,
-            });
-        }
-        let renewing = holder.as_deref() == Some(self.me.as_str());
-        lease.spec = Some(LeaseSpec {
-            holder_identity: Some(self.me.clone()),
-            acquire_time: if renewing {
-                spec.acquire_time.clone()
-            } else {
-                Some(now.clone())
-            },
-            renew_time: Some(now),
-            lease_duration_seconds: Some(LEASE_SECONDS),
-            lease_transitions: if renewing {
-                spec.lease_transitions
-            } else {
-                Some(spec.lease_transitions.unwrap_or(0).saturating_add(1))
-            },
-            ..spec
-        });
-        // `replace` sends the resourceVersion read above: a concurrent write makes it 409.
-        match timed(self.api.replace(LEASE, &PostParams::default(), &lease)).await {
-            Ok(written) => {
-                self.seen.observe(&written);
-                Ok(Attempt::Held)
-            }
-            Err(e) if is_conflict(&e) => Ok(Attempt::Conflict),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Clear the Lease if this replica still holds it, so a standby takes over at once.
-    async fn release(&mut self) -> Result<bool, kube::Error> {
-        for _ in 0..3 {
-            let Some(mut lease) = timed(self.api.get_opt(LEASE)).await? else {
-                return Ok(false);
-            };
-            if holder_of(&lease) != Some(self.me.as_str()) {
-                return Ok(false);
-            }
-            if let Some(spec) = lease.spec.as_mut() {
-                spec.holder_identity = None;
-                spec.lease_duration_seconds = Some(1);
-                spec.renew_time = Some(MicroTime(Timestamp::now()));
-            }
-            match timed(self.api.replace(LEASE, &PostParams::default(), &lease)).await {
-                Ok(_) => return Ok(true),
-                Err(e) if is_conflict(&e) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(false)
-    }
-}
-
-/// The holder a Lease spec names (an empty name is none).
-fn holder_of_spec(spec: &LeaseSpec) -> Option<&str> {
-    spec.holder_identity.as_deref().filter(|h| !h.is_empty())
-}
-
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
-/// Run one API call with [`REQUEST_TIMEOUT`].
-async fn timed<T>(
-    call: impl std::future::Future<Output = Result<T, kube::Error>>,
-) -> Result<T, kube::Error> {
-    match tokio::time::timeout(REQUEST_TIMEOUT, call).await {
-        Ok(result) => result,
-        Err(_) => Err(kube::Error::Service(
-            format!("no answer from the API server in {REQUEST_TIMEOUT:?}").into(),
-        )),
+/// Set or remove the leader label on this replica's own Pod (when `POD_NAME` and
+/// `POD_NAMESPACE` say which): with shards every replica carries it, so the Service routes
+/// webhooks to any of them.
+pub(crate) async fn label_own_pod(client: kube::Client, leading: bool) {
+    if let (Ok(name), Ok(ns)) = (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
+        label(&Some(Api::namespaced(client, &ns)), &name, leading).await;
     }
 }
 
@@ -286,11 +108,7 @@ pub(super) async fn lead(
         .default_backoff()
         .applied_objects()
         .boxed();
-    let mut elector = Elector {
-        api: lease_api.clone(),
-        me: me.clone(),
-        seen: Seen::default(),
-    };
+    let mut elector = Elector::new(lease_api.clone(), LEASE, &me);
     tracing::info!(identity = me, "standby: waiting to become the leader");
     let mut reported = String::new();
     loop {
@@ -396,7 +214,7 @@ pub(super) async fn lead(
 /// renewal succeeded for [`RENEW_DEADLINE`].
 async fn renew(mut elector: Elector, lost: CancellationToken, fence: Fence) -> Elector {
     let mut renewed = Instant::now();
-    let me = elector.me.clone();
+    let me = elector.me().to_string();
     let step_down = |why: &str| {
         tracing::warn!(identity = me, "{why}; stepping down");
         fence.close();
@@ -461,6 +279,3 @@ impl Term {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -19,6 +19,21 @@ use fief_kube::Resources;
 
 /// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
 /// tenant, why it cannot be synced now (a kind it uses cannot be watched).
+/// Make every watch list afresh now, and count it as listing until it has: candidates for
+/// verification seeded after the watches' first lists (a shard taken mid-run) are judged by
+/// what the new lists see.
+pub(super) fn relist_now(shared: &Shared) {
+    {
+        let mut watches = lock(&shared.watches);
+        for state in watches.values_mut() {
+            if *state == WatchState::Synced {
+                *state = WatchState::Listing;
+            }
+        }
+    }
+    shared.relist.send_modify(|epoch| *epoch += 1);
+}
+
 pub(super) async fn watch_kinds(
     shared: &Arc<Shared>,
     resources: &Resources,

@@ -193,6 +193,9 @@ pub(super) async fn batch(
             seconds = started.elapsed().as_secs_f64(),
             "batch: rendered; verification candidates seeded"
         );
+        if candidates > 0 && lock(&shared.health).first_pass_done {
+            kinds::relist_now(shared);
+        }
         degraded = watch_kinds(shared, resources, &kinds, stop).await;
         set_degraded(shared, &due, &degraded);
         tracing::debug!(
@@ -344,10 +347,20 @@ struct Each<'a> {
 async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRender]) -> SyncResult {
     // Every tenant in git, for the orphan report only: a chunk without it needs none (and
     // building it would cost each chunk a pass over the fleet).
-    let known: BTreeSet<String> = match &state.rev {
+    let mut known: BTreeSet<String> = match &state.rev {
         Some(r) if state.check_orphans => r.hashes.keys().cloned().collect(),
         _ => BTreeSet::new(),
     };
+    if state.check_orphans {
+        // Other replicas' tenants are theirs to report.
+        known.extend(
+            ctx.cs
+                .inventories
+                .keys()
+                .filter(|t| !ctx.shared.owns(t))
+                .cloned(),
+        );
+    }
     // Each tenant's revision: its status records that commit, its health uses that repo.
     let revs: HashMap<String, Arc<Revision>> = renders
         .iter()
@@ -381,7 +394,10 @@ async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRende
                     return None;
                 }
                 let permit = ctx.shared.gate.admit(&r.tenant, ctx.stop).await?;
-                lock(&ctx.shared.in_flight).insert(r.tenant.clone());
+                if !ctx.shared.start_sync(&r.tenant) {
+                    // Its shard was handed back meanwhile: the new holder syncs it.
+                    return None;
+                }
                 let trigger = ctx.triggers.get(&r.tenant).copied().unwrap_or("commit");
                 let span = tracing::info_span!(
                     "sync",

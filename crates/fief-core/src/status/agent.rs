@@ -42,6 +42,31 @@ pub struct AgentStatus {
     /// The rollout as last published (none: no rollout since the agent started).
     #[serde(default, deserialize_with = "lenient")]
     pub rollout: Option<Record>,
+    /// With shards: this replica's part (none: the agent runs without shards).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub shards: Option<ShardStatus>,
+}
+
+/// A sharded replica's part of the fleet.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardStatus {
+    /// This replica's identity (its membership Lease names it).
+    #[serde(default)]
+    pub replica: String,
+    /// How many shards the tenants are split into.
+    #[serde(default)]
+    pub count: u32,
+    /// The shards whose Leases this replica holds.
+    #[serde(default)]
+    pub held: Vec<u32>,
+    /// The held shards whose tenants it syncs (a shard just taken waits for a fresh fetch).
+    #[serde(default)]
+    pub ready: Vec<u32>,
 }
 
 impl AgentStatus {

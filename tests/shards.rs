@@ -1,0 +1,335 @@
+//! Shards across replicas, against the real control plane, with writes counted at the API
+//! server (its audit log, by each replica's User-Agent): every tenant is written by exactly
+//! one replica, a replica added takes a fair share and writes nothing that did not change, a
+//! killed replica's tenants resume on the others and take a commit pushed meanwhile, and a
+//! replica stopped past its Leases writes nothing once it resumes.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::agent::*;
+use common::audit;
+use common::cluster_cli::kubectl_ok as kubectl;
+use common::util::wait_until;
+
+const SHARDS: &str = "12";
+
+fn signal(agent: &Agent, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &agent.child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig}");
+}
+
+/// A sharded replica named `name` (its Pod name, and so its User-Agent).
+fn replica(server: &GitServer, agent_ns: &str, name: &str) -> Agent {
+    Agent::spawn(
+        &server.url(),
+        &[
+            "--lease-namespace",
+            agent_ns,
+            "--shards",
+            SHARDS,
+            "--interval",
+            "300s",
+            "--concurrency",
+            "8",
+            "--api-qps",
+            "200",
+        ],
+        &[("POD_NAME", name.to_string())],
+    )
+}
+
+/// Each tenant namespace's `app-config` greeting, in one list.
+fn greetings() -> BTreeMap<String, String> {
+    let list = kubectl_json(&[
+        "get",
+        "configmaps",
+        "-A",
+        "--field-selector",
+        "metadata.name=app-config",
+    ])
+    .unwrap_or_default();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|cm| {
+            Some((
+                cm["metadata"]["namespace"].as_str()?.to_string(),
+                cm["data"]["greeting"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn all_greet(names: &[String], greeting: &str) -> bool {
+    let now = greetings();
+    names
+        .iter()
+        .all(|t| now.get(&format!("{t}-prod")).map(String::as_str) == Some(greeting))
+}
+
+/// The replica that sent a write, by its User-Agent (`fief-agent/<version> (<name>)`).
+fn sender(w: &audit::Write) -> Option<String> {
+    let start = w.user_agent.find("fief-agent/")?;
+    let rest = &w.user_agent[start..];
+    let open = rest.find('(')?;
+    let close = rest[open..].find(')')?;
+    Some(rest[open + 1..open + close].to_string())
+}
+
+/// Tenant → the replicas that wrote its namespace's objects, from the writes received at or
+/// after `since_us`.
+fn writers(names: &[String], since_us: i64) -> BTreeMap<String, BTreeSet<String>> {
+    let wanted: BTreeMap<String, &String> =
+        names.iter().map(|t| (format!("{t}-prod"), t)).collect();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for w in audit::writes() {
+        if w.received_us < since_us || w.verb == "get" {
+            continue;
+        }
+        if let (Some(t), Some(r)) = (wanted.get(&w.namespace), sender(&w)) {
+            out.entry(t.to_string()).or_default().insert(r);
+        }
+    }
+    out
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// The shards each replica holds, from the shard Leases.
+fn holders(agent_ns: &str) -> BTreeMap<String, String> {
+    let list = kubectl_json(&[
+        "get",
+        "leases",
+        "-n",
+        agent_ns,
+        "-l",
+        "fief.dev/lease=shard",
+    ])
+    .unwrap_or_default();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let holder = l["spec"]["holderIdentity"].as_str()?;
+            (!holder.is_empty()).then(|| {
+                (
+                    l["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                    holder.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+fn per_replica(h: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for r in h.values() {
+        *m.entry(r.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn fleet(prefix: &str, n: usize) -> (String, Vec<String>, GitServer) {
+    let agent_ns = common::unique(&format!("fief-{prefix}"));
+    let names: Vec<String> = (0..n)
+        .map(|i| common::unique(&format!("{prefix}{i}")))
+        .collect();
+    let tenants: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "one")).collect();
+    let server = GitServer::new(&small_repo(&agent_ns, &tenants));
+    kubectl(&["create", "namespace", &agent_ns]);
+    (agent_ns, names, server)
+}
+
+#[test]
+fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_quarter_without_writes_and_a_killed_ones_resume_elsewhere()
+ {
+    let (agent_ns, names, server) = fleet("sh", 300);
+    let start = now_us();
+    let mut replicas: Vec<Agent> = ["r0", "r1", "r2"]
+        .iter()
+        .map(|n| replica(&server, &agent_ns, n))
+        .collect();
+    wait_until(
+        "300 tenants applied by 3 replicas",
+        Duration::from_secs(240),
+        || all_greet(&names, "one"),
+    );
+    wait_until(
+        "each replica holds 4 shards",
+        Duration::from_secs(60),
+        || {
+            per_replica(&holders(&agent_ns))
+                .values()
+                .copied()
+                .collect::<Vec<_>>()
+                == [4, 4, 4]
+        },
+    );
+    let by = writers(&names, start);
+    assert_eq!(by.len(), names.len(), "every tenant was written");
+    let shared: Vec<_> = by.iter().filter(|(_, r)| r.len() != 1).collect();
+    assert!(
+        shared.is_empty(),
+        "tenants written by more than one replica: {shared:?}"
+    );
+    let mut load: BTreeMap<String, usize> = BTreeMap::new();
+    for r in by.values().flatten() {
+        *load.entry(r.clone()).or_insert(0) += 1;
+    }
+    assert_eq!(load.len(), 3, "every replica works: {load:?}");
+    assert!(
+        load.values().all(|n| *n >= 50),
+        "a fair share each: {load:?}"
+    );
+
+    // A fourth replica takes a quarter of the shards and writes no tenant object.
+    let before = holders(&agent_ns);
+    let scaled = now_us();
+    replicas.push(replica(&server, &agent_ns, "r3"));
+    wait_until(
+        "each of 4 replicas holds 3 shards",
+        Duration::from_secs(90),
+        || {
+            per_replica(&holders(&agent_ns))
+                .values()
+                .copied()
+                .collect::<Vec<_>>()
+                == [3, 3, 3, 3]
+        },
+    );
+    let after = holders(&agent_ns);
+    let moved = after
+        .iter()
+        .filter(|(s, r)| before.get(*s) != Some(r))
+        .count();
+    assert_eq!(
+        moved, 3,
+        "a quarter of the 12 shards moved: {before:?} → {after:?}"
+    );
+    wait_until("r3 is ready on its shards", Duration::from_secs(60), || {
+        replicas[3]
+            .get("/status")
+            .and_then(|(_, body)| serde_json::from_str::<serde_json::Value>(&body).ok())
+            .is_some_and(|s| {
+                s["shards"]["ready"]
+                    .as_array()
+                    .is_some_and(|r| r.len() == 3)
+            })
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let late = writers(&names, scaled);
+    let detail: Vec<String> = audit::writes()
+        .iter()
+        .filter(|w| w.received_us >= scaled && w.namespace.ends_with("-prod"))
+        .take(5)
+        .map(|w| {
+            format!(
+                "{} {} {}/{} by {}",
+                w.verb, w.resource, w.namespace, w.name, w.user_agent
+            )
+        })
+        .collect();
+    assert!(
+        late.is_empty(),
+        "tenant objects written after the scale-up: {late:?}\n{detail:#?}\n{}",
+        replicas[3].log()
+    );
+
+    // r1 is killed: its shards go to the others, and a commit pushed meanwhile lands.
+    let killed_shards: Vec<String> = after
+        .iter()
+        .filter(|(_, r)| *r == "r1")
+        .map(|(s, _)| s.clone())
+        .collect();
+    replicas[1].kill();
+    let killed = Instant::now();
+    let changed: Vec<(String, String)> = names.iter().map(|n| tenant(n, "two")).collect();
+    server.commit(&changed, "greet two");
+    assert_eq!(replicas[0].signed_push(), 202);
+    wait_until(
+        "the others hold every shard",
+        Duration::from_secs(40),
+        || {
+            let h = holders(&agent_ns);
+            h.len() == 12
+                && killed_shards
+                    .iter()
+                    .all(|s| h.get(s).is_some_and(|r| r != "r1"))
+        },
+    );
+    let took = killed.elapsed();
+    wait_until(
+        "the commit reaches every tenant",
+        Duration::from_secs(90),
+        || all_greet(&names, "two"),
+    );
+    assert!(
+        took <= Duration::from_secs(15 + 10),
+        "the killed replica's shards were taken within the lease duration (+ ticks): {took:?}"
+    );
+    let log = |i: usize| replicas[i].log();
+    assert!(!log(0).contains("panicked"), "{}", log(0));
+}
+
+#[test]
+fn a_replica_stopped_past_its_leases_writes_nothing_once_it_resumes() {
+    let (agent_ns, names, server) = fleet("st", 40);
+    let a = replica(&server, &agent_ns, "sa");
+    let b = replica(&server, &agent_ns, "sb");
+    wait_until("40 tenants applied", Duration::from_secs(120), || {
+        all_greet(&names, "one")
+    });
+    wait_until(
+        "each replica holds 6 shards",
+        Duration::from_secs(60),
+        || {
+            per_replica(&holders(&agent_ns))
+                .values()
+                .copied()
+                .collect::<Vec<_>>()
+                == [6, 6]
+        },
+    );
+    signal(&a, "-STOP");
+    let stopped = now_us();
+    let changed: Vec<(String, String)> = names.iter().map(|n| tenant(n, "two")).collect();
+    server.commit(&changed, "greet two");
+    assert_eq!(b.signed_push(), 202);
+    wait_until("b takes every shard", Duration::from_secs(45), || {
+        per_replica(&holders(&agent_ns)).get("sb") == Some(&12)
+    });
+    wait_until(
+        "b syncs the commit everywhere",
+        Duration::from_secs(60),
+        || all_greet(&names, "two"),
+    );
+    signal(&a, "-CONT");
+    let mut a = a;
+    wait_until("the stopped replica exits", Duration::from_secs(30), || {
+        !a.running()
+    });
+    let late: Vec<_> = audit::writes()
+        .into_iter()
+        .filter(|w| w.received_us >= stopped && sender(w).as_deref() == Some("sa"))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "the stopped replica wrote after it resumed: {late:#?}\n{}",
+        a.log()
+    );
+    assert!(all_greet(&names, "two"), "nothing older replaced b's work");
+}
