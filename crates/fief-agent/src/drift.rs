@@ -74,39 +74,30 @@ fn streaming_refused(e: &watcher::Error) -> bool {
     matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422 || s.code == 400)
 }
 
+/// Watch one kind (objects with the tenant label) until shutdown: observe every change, and
+/// after each relist, count what vanished during the gap as deleted.
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
     let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
     // Initial lists and relists are streamed (a watch with `sendInitialEvents`: the API
     // server sends each object from its cache as an event, no pages); an API server that
     // refuses that is listed in pages instead.
     let mut streaming = true;
-    let config = |streaming: bool| {
-        // Not the inventories (ApplySet parents, which carry the tenant label too): their
-        // writes are fief's own and not drift, and each is the size of a tenant's whole
-        // record, so watching them would stream every inventory at start and after each
-        // sync.
-        let c = watcher::Config::default()
-            .labels(&format!(
-                "{},!{}",
-                objects::LABEL_TENANT,
-                fief_core::inventory::LABEL_APPLYSET_ID
-            ))
-            .page_size(PAGE);
-        if streaming { c.streaming_lists() } else { c }
-    };
     let mut relist = shared.relist.subscribe();
-    let mut synced_once = false;
-    // Objects of this kind the watch knows, and those seen in the list under way.
-    // Desired objects are held by their interned id (one allocation for the whole agent).
-    let mut known: HashSet<Id> = HashSet::new();
-    let mut seen: HashSet<Id> = HashSet::new();
+    let mut kind = KindWatch {
+        shared: &shared,
+        resource: &resource,
+        key: &key,
+        synced_once: false,
+        known: HashSet::new(),
+        seen: HashSet::new(),
+    };
     loop {
         // Held until this list is done (or fails): see [`LISTING`].
         let mut permit = tokio::select! {
             p = LISTING.acquire() => p.ok(),
             _ = shared.shutdown.cancelled() => return,
         };
-        let mut stream = watcher(api.clone(), config(streaming))
+        let mut stream = watcher(api.clone(), watch_config(streaming))
             .default_backoff()
             .boxed();
         loop {
@@ -123,56 +114,112 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                 _ = shared.shutdown.cancelled() => return,
             };
             let Some(event) = event else { return };
-            match event {
-                Ok(watcher::Event::Init) => seen.clear(),
-                Ok(watcher::Event::InitApply(obj)) => {
-                    let (value, version) = obj.into_parts();
-                    let id = live_id(&resource, &value);
-                    let id = observe(&shared, &id, &value, &version, synced_once)
-                        .unwrap_or_else(|| shared.intern(&id));
-                    seen.insert(id);
-                }
-                Ok(watcher::Event::InitDone) => {
-                    if synced_once {
-                        // A relist: what is gone was deleted during the gap.
-                        for id in known.difference(&seen) {
-                            deleted(&shared, id);
-                        }
-                    } else {
-                        tracing::debug!(kind = key, "initial list done");
-                    }
-                    known = std::mem::take(&mut seen);
-                    known.shrink_to_fit();
-                    drop(permit.take());
-                    synced_once = true;
-                    set_state(&shared, &key, WatchState::Synced);
-                }
-                Ok(watcher::Event::Apply(obj)) => {
-                    let (value, version) = obj.into_parts();
-                    let id = live_id(&resource, &value);
-                    let id = observe(&shared, &id, &value, &version, true)
-                        .unwrap_or_else(|| shared.intern(&id));
-                    known.insert(id);
-                }
-                Ok(watcher::Event::Delete(obj)) => {
-                    let value = obj.into_body();
-                    let id = live_id(&resource, &value);
-                    known.remove(&id);
-                    deleted(&shared, &id);
-                }
-                Err(e) if streaming && streaming_refused(&e) => {
-                    tracing::info!(kind = key, error = %e, "streaming lists refused; listing in pages");
-                    streaming = false;
-                    break;
-                }
-                Err(e) => {
-                    // A failing list (e.g. 403, retried with backoff) does not hold up the
-                    // other kinds' lists.
-                    drop(permit.take());
-                    failed(&shared, &resource, &key, synced_once, &e)
-                }
+            if let Next::Restart = kind.on_event(event, &mut streaming, &mut permit) {
+                break;
             }
         }
+    }
+}
+
+/// The watcher's settings: objects with the tenant label, in pages of [`PAGE`], streamed
+/// when the API server takes streaming lists.
+fn watch_config(streaming: bool) -> watcher::Config {
+    // Not the inventories (ApplySet parents, which carry the tenant label too): their
+    // writes are fief's own and not drift, and each is the size of a tenant's whole
+    // record, so watching them would stream every inventory at start and after each
+    // sync.
+    let c = watcher::Config::default()
+        .labels(&format!(
+            "{},!{}",
+            objects::LABEL_TENANT,
+            fief_core::inventory::LABEL_APPLYSET_ID
+        ))
+        .page_size(PAGE);
+    if streaming { c.streaming_lists() } else { c }
+}
+
+/// What the watch of one kind keeps between events.
+struct KindWatch<'a> {
+    shared: &'a Shared,
+    resource: &'a Resource,
+    key: &'a str,
+    /// The first list is done.
+    synced_once: bool,
+    /// Objects of this kind the watch knows. Desired objects are held by their interned id
+    /// (one allocation for the whole agent).
+    known: HashSet<Id>,
+    /// Objects seen in the list under way.
+    seen: HashSet<Id>,
+}
+
+/// What the watch does after an event.
+enum Next {
+    /// Read the next event.
+    Continue,
+    /// Start a new watcher (paged lists instead of streamed ones).
+    Restart,
+}
+
+impl KindWatch<'_> {
+    /// Take one event of the watcher; `permit` (see [`LISTING`]) is given back when a list
+    /// is done or fails.
+    fn on_event(
+        &mut self,
+        event: Result<watcher::Event<LiveObject>, watcher::Error>,
+        streaming: &mut bool,
+        permit: &mut Option<tokio::sync::SemaphorePermit<'static>>,
+    ) -> Next {
+        let shared = self.shared;
+        match event {
+            Ok(watcher::Event::Init) => self.seen.clear(),
+            Ok(watcher::Event::InitApply(obj)) => {
+                let (value, version) = obj.into_parts();
+                let id = live_id(self.resource, &value);
+                let id = observe(shared, &id, &value, &version, self.synced_once)
+                    .unwrap_or_else(|| shared.intern(&id));
+                self.seen.insert(id);
+            }
+            Ok(watcher::Event::InitDone) => {
+                if self.synced_once {
+                    // A relist: what is gone was deleted during the gap.
+                    for id in self.known.difference(&self.seen) {
+                        deleted(shared, id);
+                    }
+                } else {
+                    tracing::debug!(kind = self.key, "initial list done");
+                }
+                self.known = std::mem::take(&mut self.seen);
+                self.known.shrink_to_fit();
+                drop(permit.take());
+                self.synced_once = true;
+                set_state(shared, self.key, WatchState::Synced);
+            }
+            Ok(watcher::Event::Apply(obj)) => {
+                let (value, version) = obj.into_parts();
+                let id = live_id(self.resource, &value);
+                let id = observe(shared, &id, &value, &version, true)
+                    .unwrap_or_else(|| shared.intern(&id));
+                self.known.insert(id);
+            }
+            Ok(watcher::Event::Delete(obj)) => {
+                let value = obj.into_body();
+                let id = live_id(self.resource, &value);
+                self.known.remove(&id);
+                deleted(shared, &id);
+            }
+            Err(e) if *streaming && streaming_refused(&e) => {
+                tracing::info!(kind = self.key, error = %e, "streaming lists refused; listing in pages");
+                *streaming = false;
+                return Next::Restart;
+            }
+            Err(e) => {
+                // A failing list (e.g. 403, retried with backoff) does not hold up the
+                // other kinds' lists.
+                drop(permit.take());
+                failed(shared, self.resource, self.key, self.synced_once, &e);
+            }
+        }
+        Next::Continue
     }
 }
 

@@ -82,6 +82,8 @@ pub(super) fn record(
     }
 }
 
+/// Record one tenant's report: status for the web view, the last attempt, metrics, the
+/// queue (succeeded or retried) and the revision it is now synced at.
 fn account(
     shared: &Shared,
     state: &mut LoopState,
@@ -145,6 +147,13 @@ fn account(
         _ => q.failed(&report.tenant, now),
     }
     drop(q);
+    log_result(shared, report, is_degraded);
+}
+
+/// Log a tenant's sync (debug when nothing changed), counting a failure by its category.
+fn log_result(shared: &Shared, report: &TenantReport, is_degraded: bool) {
+    let ok = report.is_ok();
+    let c = &report.counts;
     if ok && c.created + c.configured + c.pruned == 0 {
         tracing::debug!(
             tenant = report.tenant,

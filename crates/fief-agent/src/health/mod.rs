@@ -239,45 +239,9 @@ impl Gate {
         };
         let limits = fief_kube::health::deadlines(repo, render, self.default_timeout);
         let now = Instant::now();
-        // An object the sync left as it was keeps its deadline: a resync or drift repair of a
-        // stalled tenant does not restart its wait.
         let previous = t.waiting.remove(tenant);
-        let kept = |id: &ObjectId, live: Digest| {
-            previous
-                .as_ref()
-                .and_then(|w| w.objects.get(id))
-                .filter(|a| a.live == live)
-                .map(|a| a.deadline)
-        };
-        let mut objects = BTreeMap::new();
-        let mut deadlines = BTreeSet::new();
-        let mut all_kept = previous.is_some();
-        for o in &render.objects {
-            let Some(Some(limit)) = limits.get(&o.component) else {
-                continue;
-            };
-            let Some(entry) = inv.entries.get(&o.id) else {
-                continue;
-            };
-            let live = Digest::from_hex(&entry.live);
-            let deadline = match kept(&o.id, live) {
-                Some(d) => d,
-                None => {
-                    all_kept = false;
-                    now + *limit
-                }
-            };
-            let version = version_number(Some(&entry.resource_version));
-            objects.insert(
-                o.id.clone(),
-                Applied {
-                    live,
-                    version,
-                    deadline,
-                },
-            );
-            deadlines.insert(deadline.max(now));
-        }
+        let (objects, deadlines, all_kept) =
+            waited_objects(render, inv, &limits, previous.as_ref(), now);
         t.seq += 1;
         let sync = t.seq;
         if objects.is_empty() && !t.dirty.contains(tenant) {
@@ -298,6 +262,11 @@ impl Gate {
         );
         self.judge(&mut t, tenant);
         drop(t);
+        self.arm_timeouts(tenant, deadlines, sync);
+    }
+
+    /// Judge `tenant` again at each of `deadlines`, unless a later sync replaced sync `sync`.
+    fn arm_timeouts(self: &Arc<Self>, tenant: &str, deadlines: BTreeSet<Instant>, sync: u64) {
         for at in deadlines {
             let gate = self.clone();
             let tenant = tenant.to_string();
@@ -475,6 +444,55 @@ impl Gate {
 
 /// A tenant's permit between its admission and its verdict.
 pub struct Permit(OwnedSemaphorePermit);
+
+/// The objects of `render` to wait for (components whose wait has a limit), each at the live
+/// hash and version its sync recorded in `inv`, with its deadline; the deadlines; and whether
+/// every object kept its deadline from `previous`. An object the sync left as it was keeps
+/// its deadline: a resync or drift repair of a stalled tenant does not restart its wait.
+fn waited_objects(
+    render: &TenantRender,
+    inv: &fief_core::inventory::Inventory,
+    limits: &BTreeMap<String, Option<std::time::Duration>>,
+    previous: Option<&Waiting>,
+    now: Instant,
+) -> (BTreeMap<ObjectId, Applied>, BTreeSet<Instant>, bool) {
+    let kept = |id: &ObjectId, live: Digest| {
+        previous
+            .and_then(|w| w.objects.get(id))
+            .filter(|a| a.live == live)
+            .map(|a| a.deadline)
+    };
+    let mut objects = BTreeMap::new();
+    let mut deadlines = BTreeSet::new();
+    let mut all_kept = previous.is_some();
+    for o in &render.objects {
+        let Some(Some(limit)) = limits.get(&o.component) else {
+            continue;
+        };
+        let Some(entry) = inv.entries.get(&o.id) else {
+            continue;
+        };
+        let live = Digest::from_hex(&entry.live);
+        let deadline = match kept(&o.id, live) {
+            Some(d) => d,
+            None => {
+                all_kept = false;
+                now + *limit
+            }
+        };
+        let version = version_number(Some(&entry.resource_version));
+        objects.insert(
+            o.id.clone(),
+            Applied {
+                live,
+                version,
+                deadline,
+            },
+        );
+        deadlines.insert(deadline.max(now));
+    }
+    (objects, deadlines, all_kept)
+}
 
 #[cfg(test)]
 mod tests;

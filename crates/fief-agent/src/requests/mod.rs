@@ -7,6 +7,9 @@
 //! queued at once; for a reconcile request, a git fetch, the asked tenants queued (backoff
 //! skipped), and once they have all synced, `fief.dev/lastHandledReconcileAt` and
 //! `fief.dev/reconcileResult` written on the ConfigMap that carried the request.
+//!
+//! Here: the watch, suspended tenants and the answers; a reconcile request's fetch and queue
+//! in `reconcile`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -25,6 +28,10 @@ use fief_core::objects;
 use fief_core::status::{
     ANNOTATION_HANDLED_AT, ANNOTATION_RECONCILE_RESULT, Flags, RECONCILE_ALL, TenantReport,
 };
+
+mod reconcile;
+
+use reconcile::handle;
 
 /// How long a batch waits for the first list of the agent namespace's ConfigMaps.
 const LIST_WAIT: Duration = Duration::from_secs(30);
@@ -377,112 +384,4 @@ fn resync_now(shared: &Shared, tenant: &str, trigger: &'static str) {
     q.push_for(tenant, Instant::now(), trigger);
     drop(q);
     shared.wake.notify_one();
-}
-
-fn fetches(shared: &Shared) -> u64 {
-    use super::metrics::ResultLabel;
-    ["success", "failure"]
-        .iter()
-        .map(|r| {
-            shared
-                .metrics
-                .fetches
-                .get_or_create(&ResultLabel {
-                    result: (*r).to_string(),
-                })
-                .get()
-        })
-        .sum()
-}
-
-/// Handle one reconcile request: fetch git, wait until the fetched commit is read, queue the
-/// asked tenants; [`after_batch`] answers once they have all synced.
-async fn handle(
-    shared: Arc<Shared>,
-    revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
-    namespace: String,
-    configmap: String,
-    tenant: Option<String>,
-    at: String,
-) {
-    tracing::info!(
-        configmap,
-        requested_at = at,
-        "reconcile requested: fetching git"
-    );
-    let before = fetches(&shared);
-    shared.fetch_now.notify_one();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let fail = |why: String| {
-        let (client, ns, cm, at) = (
-            shared.client.clone(),
-            namespace.clone(),
-            configmap.clone(),
-            at.clone(),
-        );
-        async move { answer(&client, &ns, &cm, &at, &format!("Failed: {why}")).await }
-    };
-    while fetches(&shared) <= before {
-        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            return fail("the git fetch did not finish in time".to_string()).await;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // The fetched commit, once the loop has read it (or the fetch's error).
-    let rev = loop {
-        let (commit, error) = {
-            let h = lock(&shared.health);
-            (h.last_commit.clone(), h.last_fetch_error.clone())
-        };
-        if let Some(e) = error {
-            return fail(format!("git fetch failed: {e}")).await;
-        }
-        let current = revisions.as_ref().and_then(|r| r.borrow().clone());
-        if let (Some(rev), Some(c)) = (&current, &commit)
-            && &rev.commit == c
-        {
-            break rev.clone();
-        }
-        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            return fail("the fetched commit was not read in time".to_string()).await;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let tenants: Vec<String> = match &tenant {
-        Some(t) if !rev.hashes.contains_key(t) => {
-            return fail(format!(
-                "tenant {t} has no tenant file in git at commit {}",
-                rev.commit
-            ))
-            .await;
-        }
-        Some(t) => vec![t.clone()],
-        None => rev.hashes.keys().cloned().collect(),
-    };
-    {
-        let mut inner = lock(&shared.requests.inner);
-        let mut p = Pending {
-            configmap,
-            at,
-            commit: rev.commit.clone(),
-            after_batch: inner.batches,
-            remaining: BTreeSet::new(),
-            synced: 0,
-            failed: Vec::new(),
-            skipped: Vec::new(),
-        };
-        for t in tenants {
-            match inner.suspended.get(&t) {
-                Some(why) => p.skipped.push(format!("{t} (suspended {why})")),
-                None => {
-                    p.remaining.insert(t.clone());
-                    resync_now(&shared, &t, "reconcile");
-                }
-            }
-        }
-        inner.pending.push(p);
-        let done = take_done(&mut inner);
-        drop(inner);
-        answer_all(&shared, &namespace, done);
-    }
 }

@@ -11,10 +11,17 @@
 //! current one is healthy, and the rollout [`Record`] for `/status`, `/metrics` and the
 //! `fief-rollout` ConfigMap. A new commit replaces the rollout: tenants already at the old
 //! target and held ones alike go through the new one's waves from the first.
+//!
+//! Here: beginning, advancing and recording a rollout; taking one up again after a restart in
+//! `restore`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
+
+mod restore;
+
+pub(super) use restore::restore;
 
 use super::source_loop::Revision;
 use super::{LoopState, Shared, lock};
@@ -362,128 +369,4 @@ pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) 
             }
         }
     });
-}
-
-/// At start, before the first revision is taken: when the `fief-rollout` record says a
-/// rollout was under way, take it up again — held tenants stay at the commit they were held
-/// at (read from the agent's clone), the others count as synced at the rollout's commit, and
-/// the rollout goes on from its wave (or, when the head moved on, a new one starts from them).
-/// Without a record, or when it cannot be read, nothing is restored (and that is logged).
-pub(super) async fn restore(
-    shared: &Shared,
-    options: &super::AgentOptions,
-    state: &mut LoopState,
-    head: &Arc<Revision>,
-) {
-    let Ok(config) = head.repo.config.as_ref() else {
-        return;
-    };
-    if config.rollout.is_none() {
-        return;
-    }
-    let record = match fief_kube::rollout_store::read_record(
-        &shared.client,
-        &config.agent_namespace,
-    )
-    .await
-    {
-        Ok(Some(r)) if r.phase != Phase::Complete => r,
-        Ok(_) => return,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the rollout record; held tenants are not restored");
-            return;
-        }
-    };
-    let mut commits: BTreeSet<String> = record.held.values().cloned().collect();
-    commits.insert(record.commit.clone());
-    let mut revs: HashMap<String, Arc<Revision>> = HashMap::new();
-    revs.insert(head.commit.clone(), head.clone());
-    for c in commits {
-        if revs.contains_key(&c) || c.is_empty() {
-            continue;
-        }
-        let (o, c2) = (options.clone(), c.clone());
-        let keys = shared.age_keys.clone();
-        let read = tokio::task::spawn_blocking(move || read_at(&o, &c2, keys.as_ref())).await;
-        match read {
-            Ok(Ok(rev)) => {
-                revs.insert(c, Arc::new(rev));
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(commit = c, error = %e, "cannot read a held commit; its tenants are not held");
-            }
-            Err(e) => tracing::warn!(error = %e, "read task failed"),
-        }
-    }
-    let Some(target) = revs.get(&record.commit).cloned() else {
-        return;
-    };
-    for t in target.hashes.keys() {
-        let rev = record
-            .held
-            .get(t)
-            .and_then(|c| revs.get(c))
-            .unwrap_or(&target);
-        state.synced_rev.insert(t.clone(), rev.clone());
-    }
-    let labels = labels_of(head);
-    let Some(rollout) = config.rollout.as_ref() else {
-        return;
-    };
-    let members = assign(rollout, &labels);
-    let wave_of: HashMap<String, usize> = record
-        .waves
-        .iter()
-        .enumerate()
-        .flat_map(|(i, w)| w.tenants.iter().map(move |t| (t.clone(), i)))
-        .collect();
-    tracing::info!(
-        commit = record.commit,
-        wave = record.wave + 1,
-        held = record.held.len(),
-        "rollout taken up again after a restart"
-    );
-    state.rollout = Some(Active {
-        target,
-        waves: record.waves,
-        members,
-        wave_of,
-        wave: record.wave,
-        phase: match record.phase {
-            Phase::Halted => Phase::Halted,
-            Phase::Progressing | Phase::Complete => Phase::Progressing,
-        },
-        reason: record.reason,
-        started_at: record.started_at,
-        updated_at: record.updated_at,
-    });
-}
-
-/// A revision at `commit`, read from the agent's clone (no network).
-fn read_at(
-    options: &super::AgentOptions,
-    commit: &str,
-    keys: Option<&Arc<fief_core::secrets::Keys>>,
-) -> Result<Revision, String> {
-    let git = fief_source::git::GitSource::open_or_clone(
-        &options.repo,
-        &options.branch,
-        &options.cache_dir,
-        options.auth.clone(),
-    )
-    .map_err(|e| e.to_string())?;
-    let snapshot = git.snapshot(commit).map_err(|e| e.to_string())?;
-    let mut repo = fief_core::model::Repo::load(Arc::new(snapshot));
-    if let Some(keys) = keys {
-        repo.secrets
-            .set_unlock(fief_core::secrets::Unlock::Keys(keys.clone()));
-    }
-    let hashes = fief_core::inputs::tenant_hashes(&repo);
-    let (repo, hashes, pins) = super::pins::apply(&git, Arc::new(repo), hashes, keys);
-    Ok(Revision {
-        commit: commit.to_string(),
-        repo,
-        hashes,
-        pins,
-    })
 }

@@ -1,0 +1,150 @@
+//! A `fief reconcile` request: fetch git, wait until the fetched commit is read, queue the
+//! asked tenants.
+//!
+//! In: the request (its ConfigMap, tenant or all, the time asked) and the revisions the
+//! source task publishes. Out: the request pending on its tenants (answered by
+//! [`super::after_batch`] once they have all synced), each queued for a sync now; or its
+//! ConfigMap answered `Failed: ...` when git cannot be fetched or read in time or the tenant
+//! has no file.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::{Pending, answer, answer_all, resync_now, take_done};
+use crate::source_loop::Revision;
+use crate::{Shared, lock};
+
+fn fetches(shared: &Shared) -> u64 {
+    use crate::metrics::ResultLabel;
+    ["success", "failure"]
+        .iter()
+        .map(|r| {
+            shared
+                .metrics
+                .fetches
+                .get_or_create(&ResultLabel {
+                    result: (*r).to_string(),
+                })
+                .get()
+        })
+        .sum()
+}
+
+/// Handle one reconcile request: fetch git, wait until the fetched commit is read, queue the
+/// asked tenants; [`after_batch`] answers once they have all synced.
+pub(super) async fn handle(
+    shared: Arc<Shared>,
+    revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
+    namespace: String,
+    configmap: String,
+    tenant: Option<String>,
+    at: String,
+) {
+    tracing::info!(
+        configmap,
+        requested_at = at,
+        "reconcile requested: fetching git"
+    );
+    let before = fetches(&shared);
+    shared.fetch_now.notify_one();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let fail = |why: String| {
+        let (client, ns, cm, at) = (
+            shared.client.clone(),
+            namespace.clone(),
+            configmap.clone(),
+            at.clone(),
+        );
+        async move { answer(&client, &ns, &cm, &at, &format!("Failed: {why}")).await }
+    };
+    let rev = match fetched_revision(&shared, revisions.as_ref(), before, deadline).await {
+        Ok(rev) => rev,
+        Err(why) => return fail(why).await,
+    };
+    let tenants: Vec<String> = match &tenant {
+        Some(t) if !rev.hashes.contains_key(t) => {
+            return fail(format!(
+                "tenant {t} has no tenant file in git at commit {}",
+                rev.commit
+            ))
+            .await;
+        }
+        Some(t) => vec![t.clone()],
+        None => rev.hashes.keys().cloned().collect(),
+    };
+    queue(&shared, &namespace, configmap, at, &rev.commit, tenants);
+}
+
+/// The revision of the commit the fetch after `before` fetches, once the source loop has read
+/// it; or why not (the fetch failed, or `deadline` passed).
+async fn fetched_revision(
+    shared: &Shared,
+    revisions: Option<&watch::Receiver<Option<Arc<Revision>>>>,
+    before: u64,
+    deadline: Instant,
+) -> Result<Arc<Revision>, String> {
+    while fetches(shared) <= before {
+        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
+            return Err("the git fetch did not finish in time".to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    loop {
+        let (commit, error) = {
+            let h = lock(&shared.health);
+            (h.last_commit.clone(), h.last_fetch_error.clone())
+        };
+        if let Some(e) = error {
+            return Err(format!("git fetch failed: {e}"));
+        }
+        let current = revisions.and_then(|r| r.borrow().clone());
+        if let (Some(rev), Some(c)) = (&current, &commit)
+            && &rev.commit == c
+        {
+            return Ok(rev.clone());
+        }
+        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
+            return Err("the fetched commit was not read in time".to_string());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Record the request as pending on `tenants` (suspended ones are skipped) and queue each
+/// for a sync now; answer the requests that are already done.
+fn queue(
+    shared: &Arc<Shared>,
+    namespace: &str,
+    configmap: String,
+    at: String,
+    commit: &str,
+    tenants: Vec<String>,
+) {
+    let mut inner = lock(&shared.requests.inner);
+    let mut p = Pending {
+        configmap,
+        at,
+        commit: commit.to_string(),
+        after_batch: inner.batches,
+        remaining: BTreeSet::new(),
+        synced: 0,
+        failed: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for t in tenants {
+        match inner.suspended.get(&t) {
+            Some(why) => p.skipped.push(format!("{t} (suspended {why})")),
+            None => {
+                p.remaining.insert(t.clone());
+                resync_now(shared, &t, "reconcile");
+            }
+        }
+    }
+    inner.pending.push(p);
+    let done = take_done(&mut inner);
+    drop(inner);
+    answer_all(shared, namespace, done);
+}
