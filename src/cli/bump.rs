@@ -40,20 +40,7 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
             return Err(CliError::Usage("give --version or --ref".to_string()));
         }
     };
-    let mut edits = Vec::new();
-    let mut problems = Vec::new();
-    for tenant in &chosen {
-        let rel = format!("tenants/{tenant}.yaml");
-        let Some(Ok(text)) = repo.snapshot.get(&rel) else {
-            problems.push(format!("{rel}: tenant `{tenant}`: cannot read the file"));
-            continue;
-        };
-        match set_field(text, &args.component, field, value) {
-            Ok(Some(new)) => edits.push((tenant.clone(), rel, text.to_string(), new)),
-            Ok(None) => {}
-            Err(e) => problems.push(format!("{rel}: tenant `{tenant}`: {e}")),
-        }
-    }
+    let (edits, problems) = edit_tenants(&repo, &chosen, &args.component, field, value);
     let mut stderr = std::io::stderr().lock();
     if !problems.is_empty() {
         for p in &problems {
@@ -65,24 +52,8 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
         );
         return Ok(EXIT_INVALID);
     }
-    let mut out = String::new();
-    for (_, rel, old, new) in &edits {
-        out.push_str(
-            &TextDiff::from_lines(old.as_str(), new.as_str())
-                .unified_diff()
-                .context_radius(2)
-                .header(&format!("a/{rel}"), &format!("b/{rel}"))
-                .to_string(),
-        );
-    }
-    let mut files = Vec::new();
-    for (_, rel, _, new) in &edits {
-        let path = args.repo.join(rel);
-        std::fs::write(&path, new).map_err(write_err(&path))?;
-        files.push(path);
-    }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    let names: Vec<&str> = edits.iter().map(|(t, ..)| t.as_str()).collect();
+    let files = write_edits(args, &edits)?;
+    let names: Vec<&str> = edits.iter().map(|e| e.tenant.as_str()).collect();
     if edits.is_empty() {
         let _ = writeln!(
             stderr,
@@ -108,6 +79,68 @@ pub fn bump_cmd(args: &BumpArgs) -> Result<u8, CliError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// One tenant file to change.
+struct Edit {
+    tenant: String,
+    /// Its path in the repo.
+    rel: String,
+    old: String,
+    new: String,
+}
+
+/// The edit of each chosen tenant file (none when it already has the value), and one line
+/// for each that cannot be edited.
+fn edit_tenants(
+    repo: &Repo,
+    chosen: &[String],
+    component: &str,
+    field: Field,
+    value: &str,
+) -> (Vec<Edit>, Vec<String>) {
+    let mut edits = Vec::new();
+    let mut problems = Vec::new();
+    for tenant in chosen {
+        let rel = format!("tenants/{tenant}.yaml");
+        let Some(Ok(text)) = repo.snapshot.get(&rel) else {
+            problems.push(format!("{rel}: tenant `{tenant}`: cannot read the file"));
+            continue;
+        };
+        match set_field(text, component, field, value) {
+            Ok(Some(new)) => edits.push(Edit {
+                tenant: tenant.clone(),
+                rel,
+                old: text.to_string(),
+                new,
+            }),
+            Ok(None) => {}
+            Err(e) => problems.push(format!("{rel}: tenant `{tenant}`: {e}")),
+        }
+    }
+    (edits, problems)
+}
+
+/// Write the edited files and print their unified diff; the paths written.
+fn write_edits(args: &BumpArgs, edits: &[Edit]) -> Result<Vec<std::path::PathBuf>, CliError> {
+    let mut out = String::new();
+    for e in edits {
+        out.push_str(
+            &TextDiff::from_lines(e.old.as_str(), e.new.as_str())
+                .unified_diff()
+                .context_radius(2)
+                .header(&format!("a/{}", e.rel), &format!("b/{}", e.rel))
+                .to_string(),
+        );
+    }
+    let mut files = Vec::new();
+    for e in edits {
+        let path = args.repo.join(&e.rel);
+        std::fs::write(&path, &e.new).map_err(write_err(&path))?;
+        files.push(path);
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    Ok(files)
 }
 
 /// The tenants the arguments choose. Named tenants must exist and use the component; the
