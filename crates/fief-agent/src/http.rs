@@ -64,6 +64,12 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     let text = shared.metrics.encode(shared.counter.stats(), |m| {
         m.queue_depth.set(crate::metrics::gauge_value(depth));
         m.leader.set(i64::from(super::lock(&shared.health).leading));
+        if let Some(own) = &shared.shards {
+            m.shards_held
+                .set(crate::metrics::gauge_value(own.held().len()));
+            m.shards_ready
+                .set(crate::metrics::gauge_value(own.ready().len()));
+        }
         shared.gate.export(m);
         super::rollout::export(m, super::lock(&shared.rollout).as_ref());
     });

@@ -97,6 +97,11 @@ pub struct Metrics {
     pub tenant_ready: Family<TenantLabel, Gauge>,
     /// 1 while this replica holds the Lease (set at scrape time).
     pub leader: Gauge,
+    /// With shards: the shards this replica holds, and of them the ones it syncs (set at
+    /// scrape time).
+    pub shards_held: Gauge,
+    /// See [`Metrics::shards_held`].
+    pub shards_ready: Gauge,
     /// Tenants whose prune is held, by reason (set at scrape time from `holds`).
     pub prune_held: Family<ReasonLabel, Gauge>,
     /// Each tenant's last prune hold.
@@ -152,6 +157,8 @@ impl Default for Metrics {
             tenant_seconds: Family::new_with_constructor(tenant_histogram as fn() -> Histogram),
             tenant_ready: Family::default(),
             leader: Gauge::default(),
+            shards_held: Gauge::default(),
+            shards_ready: Gauge::default(),
             prune_held: Family::default(),
             holds: held::Holds::default(),
             failures: Family::default(),
@@ -215,6 +222,16 @@ impl Metrics {
             "leader",
             "1 while this replica holds the Lease and reconciles (always without leader election), 0 on a standby",
             self.leader.clone(),
+        );
+        r.register(
+            "shards_held",
+            "With --shards: the shards whose Leases this replica holds (0 without shards)",
+            self.shards_held.clone(),
+        );
+        r.register(
+            "shards_ready",
+            "With --shards: the held shards whose tenants this replica syncs (a shard just taken waits for a fresh fetch)",
+            self.shards_ready.clone(),
         );
     }
 

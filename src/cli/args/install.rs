@@ -28,9 +28,13 @@ pub struct InstallArgs {
     /// How often the agent fetches (besides the push webhook).
     #[arg(long, default_value = "30s")]
     pub interval: String,
-    /// Replicas of the agent (one leads, the others stand by).
+    /// Replicas of the agent (one leads, the others stand by; with --shards all work).
     #[arg(long, default_value_t = 2)]
     pub replicas: u32,
+    /// Split the tenants into N shards so every replica works on a fair share (`fief agent
+    /// --shards`); 0: one leader does all the work.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub shards: u32,
     /// The `spec.cluster` of the tenants this agent owns.
     #[arg(long = "cluster-name", default_value = "default", value_name = "NAME")]
     pub cluster_name: String,

@@ -91,6 +91,8 @@ pub struct Settings {
     pub interval: String,
     /// Replicas of the Deployment.
     pub replicas: u32,
+    /// Shards the tenants are split into across the replicas (0: none, one leader).
+    pub shards: u32,
     /// The `spec.cluster` this agent owns.
     pub cluster: String,
     /// The agent container's requests and limits.
@@ -287,6 +289,9 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
     if c.age_key.is_some() {
         add("age-key-file", AGE_KEY);
     }
+    if s.shards > 1 {
+        args.push(json!(format!("--shards={}", s.shards)));
+    }
     if s.web {
         args.push(json!("--web"));
         if c.web_token.is_some() {
@@ -312,6 +317,7 @@ mod tests {
             branch: "live".into(),
             interval: "1m".into(),
             replicas: 3,
+            shards: 0,
             cluster: "eu-1".into(),
             resources: Resources::default(),
             optional: Optional::default(),
