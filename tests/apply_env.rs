@@ -44,8 +44,11 @@ fn apply_with_env_prunes_and_applies_only_that_environment_and_keeps_the_others_
     repo.write("components/app/templates/extra.yaml", EXTRA);
     let t = common::unique("envs");
     repo.tenant(&t, &format!("  environments: [dev, prod]\n{APP}"));
+    // A tenant with no dev environment: an apply of dev leaves it out.
+    let p = common::unique("prodonly");
+    repo.tenant(&p, &format!("  environments: [prod]\n{APP}"));
     let (dev, prod) = (format!("{t}-dev"), format!("{t}-prod"));
-    apply_json(repo.path(), &["--tenant", &t], 0);
+    apply_json(repo.path(), &[], 0);
     assert!(exists("configmap", &dev, "app-extra") && exists("configmap", &prod, "app-extra"));
 
     // Git drops app-extra and adds app-new, in both environments.
@@ -75,8 +78,13 @@ fn apply_with_env_prunes_and_applies_only_that_environment_and_keeps_the_others_
 
     // Apply dev: dev's copy is pruned and app-new created there; prod is untouched and its
     // app-extra is still recorded.
-    let (out, _) = apply_json(repo.path(), &["--tenant", &t, "--env", "dev"], 0);
+    let p_status = inventory_status(&repo, &p);
+    let (out, _) = apply_json(repo.path(), &["--env", "dev"], 0);
     let report = tenant_report(&out, &t);
+    let reported: Vec<&Value> = out["tenants"].as_array().unwrap().iter().collect();
+    assert_eq!(reported.len(), 1, "only {t} has dev: {out}");
+    assert_eq!(inventory_status(&repo, &p), p_status, "{p} untouched");
+    assert!(exists("configmap", &format!("{p}-prod"), "app-extra"));
     assert_eq!(report["counts"]["pruned"], 1, "{out}");
     assert_eq!(report["counts"]["created"], 1, "{out}");
     assert!(!exists("configmap", &dev, "app-extra"));
@@ -116,13 +124,14 @@ fn apply_with_env_prunes_and_applies_only_that_environment_and_keeps_the_others_
     assert!(exists("configmap", &prod, "app-extra"));
 
     // The whole tenant: prod catches up.
-    let (full, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    let (full, _) = apply_json(repo.path(), &[], 0);
     let report = tenant_report(&full, &t);
     assert_eq!(report["counts"]["pruned"], 1, "{full}");
     assert_eq!(report["counts"]["created"], 1, "{full}");
     assert!(!exists("configmap", &prod, "app-extra"));
     assert!(exists("configmap", &prod, "app-new"));
     assert!(!recorded_configmaps(&repo, &t).contains(&format!("{prod}/app-extra")));
-    let clean = fief("diff", repo.path(), &["--tenant", &t]);
+    assert!(!exists("configmap", &format!("{p}-prod"), "app-extra"));
+    let clean = fief("diff", repo.path(), &[]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stdout));
 }

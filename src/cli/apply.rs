@@ -98,11 +98,13 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         }
     }
     let config = config?;
-    let names: Vec<String> = if args.repo.tenants.is_empty() {
+    let mut names: Vec<String> = if args.repo.tenants.is_empty() {
         repo.tenants.keys().cloned().collect()
     } else {
         args.repo.tenants.clone()
     };
+    names.retain(|n| super::in_env_scope(&repo, n, &scope));
+    renders.retain(|r| super::in_env_scope(&repo, &r.tenant, &scope));
     let options = SyncOptions {
         agent_namespace: config.agent_namespace.clone(),
         concurrency: args.concurrency,
