@@ -5,6 +5,9 @@
 
 #[path = "common/offline.rs"]
 mod offline;
+#[path = "common/util.rs"]
+#[allow(dead_code)] // this binary uses only `git`
+mod util;
 
 use offline::{edit_file, fief, init_repo, line_of, stderr, stdout, write_file};
 use serde_json::Value;
@@ -320,5 +323,53 @@ fn validate_with_env_checks_only_that_environment_and_an_unknown_one_gets_a_did_
         stderr(&typo).contains("--env prd: no tenant has this environment (did you mean `prod`?)"),
         "{}",
         stderr(&typo)
+    );
+}
+
+#[test]
+fn an_environment_override_pins_its_own_git_ref_over_the_component_entrys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, repo) = (dir.path(), dir.path().to_str().expect("utf-8"));
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  template: {v}\n")
+    };
+    util::git(root, &["init", "-q", "-b", "main"]);
+    write_file(root, "components/web/varz.yaml", "replicas: 1\n");
+    for (v, tag) in [("\"2.3\"", "web-2.3"), ("\"2.4\"", "web-2.4")] {
+        write_file(root, "components/web/templates/cm.yaml", &cm(v));
+        util::git(root, &["add", "-A"]);
+        util::git(root, &["commit", "-q", "-m", tag]);
+        util::git(root, &["tag", tag]);
+    }
+    write_file(root, "components/web/templates/cm.yaml", &cm("head"));
+    let tenant = |name: &str, entry: &str| {
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  environments: [dev, prod]\n  components:\n    - name: web{entry}\n  overrides:\n    dev:\n      components:\n        web: {{ref: web-2.4}}\n"
+        )
+    };
+    // acme: dev at web-2.4, prod at the head; beta pins web-2.3, dev still at web-2.4.
+    write_file(root, "tenants/acme.yaml", &tenant("acme", ""));
+    write_file(
+        root,
+        "tenants/beta.yaml",
+        &tenant("beta", "\n      ref: web-2.3"),
+    );
+    let out = fief(&["render", repo, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let objects = list["items"].as_array().cloned().unwrap_or_default();
+    let template = |ns: &str| find(&objects, "ConfigMap", ns, "web")["data"]["template"].clone();
+    assert_eq!(template("acme-dev"), "2.4");
+    assert_eq!(template("acme-prod"), "head");
+    assert_eq!(template("beta-dev"), "2.4");
+    assert_eq!(template("beta-prod"), "2.3");
+    // The values' provenance names the folder read at the environment's ref.
+    let values = fief(&[
+        "render", repo, "--values", "--tenant", "beta", "--env", "dev",
+    ]);
+    assert!(
+        stdout(&values).contains("# components/web@web-2.4/varz.yaml:1"),
+        "{}",
+        stdout(&values)
     );
 }

@@ -72,10 +72,10 @@ pub fn hashes(repo: &Repo, mut hashes: Hashes, resolved: &Resolved) -> Hashes {
             continue;
         };
         let mut mix = String::new();
-        for c in &tenant.spec.components {
-            let Some(git_ref) = &c.git_ref else { continue };
-            let at = resolved.get(&(c.name.clone(), git_ref.clone()));
-            mix.push_str(&format!("{}@{git_ref}={at:?};", c.name));
+        // Component entries' refs and environment overrides' refs alike.
+        for (component, git_ref) in tenant.spec.pinned_refs() {
+            let at = resolved.get(&(component.to_string(), git_ref.to_string()));
+            mix.push_str(&format!("{component}@{git_ref}={at:?};"));
         }
         if mix.is_empty() {
             continue;

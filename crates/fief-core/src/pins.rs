@@ -1,5 +1,7 @@
 //! Components pinned to a git ref per tenant: `components: [{name: web, ref: web-1.5.0}]`
-//! renders `components/web/` as it is at that ref, everything else at the head.
+//! renders `components/web/` as it is at that ref, everything else at the head; an
+//! environment's override (`overrides: {dev: {components: {web: {ref: web-1.6.0}}}}`) pins
+//! it in that environment only.
 //!
 //! In: the head [`Repo`], and for each pinned (component, ref) the snapshot of the repo at
 //! that ref (read by a source: the checkout's git history for the CLI). Out: a snapshot with
@@ -13,13 +15,14 @@ use crate::diagnostic::Problem;
 use crate::model::{Repo, pinned_key};
 use crate::snapshot::Snapshot;
 
-/// Every (component, ref) some tenant pins (read from the pinning tenants only).
+/// Every (component, ref) some tenant pins, on a component entry or in an environment's
+/// override (read from the pinning tenants only).
 pub fn pins(repo: &Repo) -> BTreeSet<(String, String)> {
     repo.pinning
         .iter()
         .filter_map(|name| repo.tenants.get(name)?.as_ref().ok())
-        .flat_map(|t| t.spec.components.iter())
-        .filter_map(|c| c.git_ref.as_ref().map(|r| (c.name.clone(), r.clone())))
+        .flat_map(|t| t.spec.pinned_refs())
+        .map(|(c, r)| (c.to_string(), r.to_string()))
         .collect()
 }
 
@@ -114,6 +117,47 @@ mod tests {
             labels.as_ref().map(|l| l["fief.dev/component"].clone()),
             Some("web".into())
         );
+    }
+
+    #[test]
+    fn an_environments_own_ref_renders_that_environment_at_it_over_the_entrys_ref() {
+        let mut head_files = files("new", "");
+        head_files[2].1 = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: a\nspec:\n  environments: [dev, prod, stage]\n  components: [{name: web, ref: v1}]\n  overrides:\n    dev:\n      components: {web: {ref: v2}}\n".into();
+        let head = Repo::load(Arc::new(Snapshot::from_files(head_files)));
+        assert_eq!(
+            pins(&head).into_iter().collect::<Vec<_>>(),
+            [("web".into(), "v1".into()), ("web".into(), "v2".into())]
+        );
+        let tenant = head.tenants["a"].as_ref().expect("tenant parses");
+        assert_eq!(tenant.spec.component_ref("web", "dev"), Some("v2"));
+        assert_eq!(tenant.spec.component_ref("web", "prod"), Some("v1"));
+        let merged = with_pins(
+            &head.snapshot,
+            &[
+                (
+                    "web".into(),
+                    "v1".into(),
+                    Ok(Snapshot::from_files(files("one", ""))),
+                ),
+                (
+                    "web".into(),
+                    "v2".into(),
+                    Ok(Snapshot::from_files(files("two", ""))),
+                ),
+            ],
+        );
+        let renders = render_all(&Repo::load(Arc::new(merged)), &["a".to_string()]);
+        assert!(renders[0].is_ok(), "{:?}", renders[0].errors);
+        let in_env = |env: &str| {
+            renders[0]
+                .objects
+                .iter()
+                .find(|o| o.id.kind == "ConfigMap" && o.env == env)
+                .map(|o| o.object["data"]["greeting"].to_string())
+        };
+        assert_eq!(in_env("dev").as_deref(), Some("\"two\""));
+        assert_eq!(in_env("prod").as_deref(), Some("\"one\""));
+        assert_eq!(in_env("stage").as_deref(), Some("\"one\""));
     }
 
     #[test]

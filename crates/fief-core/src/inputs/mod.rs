@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::model::{BUILTIN_BASELINE, Repo};
+use crate::model::{BUILTIN_BASELINE, Repo, pinned_key};
 use crate::snapshot::{Entry, Snapshot};
 
 mod refs;
@@ -201,6 +201,8 @@ fn tenant_inputs(
         // Enabled components (a pinned one as the folder read at its ref) and, transitively,
         // what they depend on (at the head).
         let mut todo: Vec<String> = tenant.spec.components.iter().map(|c| c.key()).collect();
+        // An environment's own ref reads that component's folder at it too.
+        todo.extend(tenant.spec.pinned_refs().map(|(c, r)| pinned_key(c, r)));
         while let Some(c) = todo.pop() {
             if !seen.insert(c.clone()) {
                 continue;

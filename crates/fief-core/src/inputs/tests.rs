@@ -235,6 +235,18 @@ fn a_pinned_component_is_hashed_as_the_folder_read_at_its_ref() {
 }
 
 #[test]
+fn an_environments_own_ref_is_hashed_as_the_folder_read_at_it() {
+    let pinned = (
+        "tenants/a.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: a\nspec:\n  environments: [dev, prod]\n  components:\n    - name: web\n  overrides:\n    dev:\n      components: {web: {ref: v2}}\n",
+    );
+    let before = hashes(&[pinned, ("components/web@v2/templates/x.yaml", "one")]);
+    let after = hashes(&[pinned, ("components/web@v2/templates/x.yaml", "two")]);
+    assert_ne!(before["a"], after["a"], "dev's ref moved");
+    assert_eq!(before["c"], after["c"], "c uses web at the head");
+}
+
+#[test]
 fn a_tenant_whose_templates_compute_a_template_name_is_never_recorded_for_reuse() {
     let computed = (
         "components/db/templates/x.yaml",

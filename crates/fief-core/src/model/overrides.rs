@@ -6,7 +6,8 @@
 //! first: the component's `varz.yaml`, the environment file's `values`, its
 //! `components.<c>`, the tenant's `components[].values`, then `overrides.<env>.components.<c>`.
 //! A version is the override's, else the tenant's `components[].version`, else
-//! component.yaml's. Pure.
+//! component.yaml's; a git `ref` likewise the override's, else the component entry's, else
+//! none (the head). Pure.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,8 @@ pub struct EnvOverride {
     /// Access lists for this environment's namespace; each list given replaces the tenant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<AccessOverride>,
-    /// Per component of the tenant (by name): its version and values in this environment.
+    /// Per component of the tenant (by name): its version, git ref and values in this
+    /// environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub components: BTreeMap<String, ComponentOverride>,
 }
@@ -37,6 +39,10 @@ pub struct ComponentOverride {
     /// The version in this environment (given to templates as `component.version`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Render `components/<name>/` as it is at this git ref of the tenants repo (tag, branch
+    /// or commit) in this environment, over the component entry's own `ref` (or the head).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
     /// Values over the tenant's own for this environment, merged key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<Value>,
@@ -83,6 +89,33 @@ impl Quota {
 }
 
 impl TenantSpec {
+    /// The git ref component `name` renders at in environment `env`: the environment
+    /// override's `ref`, else the component entry's, else none (the head).
+    pub fn component_ref(&self, name: &str, env: &str) -> Option<&str> {
+        let over = self.overrides.get(env).and_then(|o| o.component(name));
+        over.and_then(|o| o.git_ref.as_deref()).or_else(|| {
+            self.components
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.git_ref.as_deref())
+        })
+    }
+
+    /// Every (component, ref) the tenant pins, in any environment: its component entries'
+    /// `ref` and its environment overrides' `ref`.
+    pub fn pinned_refs(&self) -> impl Iterator<Item = (&str, &str)> {
+        let entries = self
+            .components
+            .iter()
+            .filter_map(|c| Some((c.name.as_str(), c.git_ref.as_deref()?)));
+        let overrides = self.overrides.values().flat_map(|o| {
+            o.components
+                .iter()
+                .filter_map(|(name, c)| Some((name.as_str(), c.git_ref.as_deref()?)))
+        });
+        entries.chain(overrides)
+    }
+
     /// Every admin, operator and viewer of the tenant or of any environment's override,
     /// sorted and once each: the people who may read the tenant's status.
     pub fn status_readers(&self) -> Vec<String> {

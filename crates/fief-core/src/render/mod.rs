@@ -10,6 +10,7 @@ pub mod filters;
 mod hints;
 mod order;
 mod parse;
+mod pinned;
 pub mod provenance;
 mod state;
 mod tenant;

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::order::component_order;
-use super::tenant::{LayerSources, env_override, tenant_entry, value_layers};
+use super::tenant::{LayerSources, env_override, value_layers};
 use super::{environments, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::Repo;
@@ -54,9 +54,12 @@ pub fn trace(repo: &Repo, tenant_name: &str) -> Result<Vec<ValuesTrace>, Vec<Dia
     let order = component_order(repo, tenant, &file)?;
     let envs = environments(config, tenant);
     let mut out = Vec::new();
-    for component in &order {
-        let (cref, dir) = tenant_entry(tenant, component);
+    for head in &order {
         for env in &envs {
+            // At the environment's own `ref`, when its override sets one: its varz.yaml is
+            // then `components/<c>@<ref>/varz.yaml`, which names the ref.
+            let found = super::pinned::env_component(repo, tenant, head, env)?;
+            let (cref, dir, component) = (found.entry, found.dir, found.component);
             let env_file = match repo.environments.get(env) {
                 Some(Ok(e)) => Some(e),
                 _ => None,

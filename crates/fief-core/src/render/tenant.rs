@@ -324,7 +324,10 @@ impl Emitter<'_, '_> {
         let (cref, dir, component) =
             match super::pinned::env_component(self.repo, self.tenant, component, env) {
                 Ok(found) => (found.entry, found.dir, found.component),
-                Err(ds) => return self.errors.extend(ds),
+                Err(ds) => {
+                    self.errors.extend(ds);
+                    return;
+                }
             };
         let over = env_override(self.tenant, env, &component.name);
         let version = over

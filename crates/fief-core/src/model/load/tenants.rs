@@ -104,11 +104,11 @@ pub(super) fn pinning(
     }
 }
 
-/// Whether a tenant file parses and pins some component to a git ref.
+/// Whether a tenant file parses and pins some component to a git ref (in any environment).
 fn pins_a_ref(tenant: &Parsed<Arc<Tenant>>) -> bool {
     tenant
         .as_ref()
-        .is_ok_and(|t| t.spec.components.iter().any(|c| c.git_ref.is_some()))
+        .is_ok_and(|t| t.spec.pinned_refs().next().is_some())
 }
 
 /// One tenant file, parsed and checked; `stem` is its file name without the extension.
