@@ -333,3 +333,132 @@ fn a_replica_stopped_past_its_leases_writes_nothing_once_it_resumes() {
     );
     assert!(all_greet(&names, "two"), "nothing older replaced b's work");
 }
+
+/// A tenant of component `app` in rollout ring `ring` with `values`.
+fn ringed(name: &str, ring: &str, values: &str) -> (String, String) {
+    (
+        format!("tenants/{name}.yaml"),
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n  labels: {{ring: {ring}}}\nspec:\n  components:\n    - name: app\n      values: {{{values}}}\n"
+        ),
+    )
+}
+
+#[test]
+fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wave_on_every_replica()
+ {
+    let agent_ns = common::unique("fief-shw");
+    let p = common::unique("shw");
+    let name = |kind: &str, i: usize| format!("{p}-{kind}{i}");
+    let canary: Vec<String> = (0..2).map(|i| name("c", i)).collect();
+    let early: Vec<String> = (0..4).map(|i| name("e", i)).collect();
+    let rest: Vec<String> = (0..12).map(|i| name("r", i)).collect();
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+    let mut files = vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
+            ),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g1\n".to_string(),
+        ),
+        (
+            "components/app/component.yaml".to_string(),
+            "strictValues: false\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            template.to_string(),
+        ),
+    ];
+    files.extend(canary.iter().map(|t| ringed(t, "canary", "extra: x")));
+    // e0 alone lacks `extra`: the shared change below is invalid for it.
+    files.push(ringed(&early[0], "early", ""));
+    files.extend(early[1..].iter().map(|t| ringed(t, "early", "extra: x")));
+    files.extend(rest.iter().map(|t| ringed(t, "other", "extra: x")));
+    let server = GitServer::new(&files);
+    kubectl(&["create", "namespace", &agent_ns]);
+    let a = replica(&server, &agent_ns, "wa");
+    let b = replica(&server, &agent_ns, "wb");
+    let all: Vec<String> = canary.iter().chain(&early).chain(&rest).cloned().collect();
+    wait_until("every tenant applied", Duration::from_secs(120), || {
+        all_greet(&all, "g1")
+    });
+    wait_until(
+        "each replica holds 6 shards",
+        Duration::from_secs(60),
+        || {
+            per_replica(&holders(&agent_ns))
+                .values()
+                .copied()
+                .collect::<Vec<_>>()
+                == [6, 6]
+        },
+    );
+    let shards = holders(&agent_ns);
+    let holder_of = |t: &str| {
+        let s = fief_core::shard::shard_of(t, 12);
+        shards
+            .get(&format!("fief-shard-{s}-of-12"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let rest_on: BTreeSet<String> = rest.iter().map(|t| holder_of(t)).collect();
+    assert_eq!(
+        rest_on.len(),
+        2,
+        "the last wave has tenants on both replicas"
+    );
+
+    // A shared change e0 cannot render: the canaries take it, the last wave is held everywhere.
+    let extra = template.replacen(
+        "greeting: {{ values.greeting | quote }}\n",
+        "greeting: {{ values.greeting | quote }}\n  extra: {{ values.extra | quote }}\n",
+        1,
+    );
+    server.commit(
+        &[
+            (
+                "components/app/varz.yaml".to_string(),
+                "greeting: g2\n".to_string(),
+            ),
+            ("components/app/templates/app.yaml".to_string(), extra),
+        ],
+        "g2 with extra",
+    );
+    assert_eq!(a.signed_push(), 202);
+    wait_until(
+        "the canaries take the change",
+        Duration::from_secs(60),
+        || all_greet(&canary, "g2"),
+    );
+    wait_until(
+        "the healthy early tenants take it",
+        Duration::from_secs(60),
+        || all_greet(&early[1..], "g2"),
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    let now = greetings();
+    let released: Vec<&String> = rest
+        .iter()
+        .filter(|t| now.get(&format!("{t}-prod")).map(String::as_str) != Some("g1"))
+        .collect();
+    assert!(
+        released.is_empty(),
+        "the last wave went on while e0 failed: {released:?}\n{}\n{}",
+        a.log(),
+        b.log()
+    );
+
+    // The fix completes the rollout on both replicas.
+    server.commit(&[ringed(&early[0], "early", "extra: x")], "e0 gets extra");
+    assert_eq!(b.signed_push(), 202);
+    wait_until(
+        "every tenant takes the change",
+        Duration::from_secs(90),
+        || all_greet(&all, "g2"),
+    );
+}

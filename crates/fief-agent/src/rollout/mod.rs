@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod across;
 mod restore;
 
 pub(super) use restore::restore;
@@ -203,16 +204,24 @@ fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &st
 /// failed tenant (and resume if it turns healthy). Returns whether it is still waiting on
 /// health (the caller looks again soon).
 pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
-    let Some(active) = state.rollout.as_ref() else {
+    let Some(active) = state
+        .rollout
+        .as_ref()
+        .filter(|a| a.phase != Phase::Complete)
+    else {
+        across::idle(shared, state);
         return false;
     };
-    if active.phase == Phase::Complete {
-        return false;
-    }
     let target = active.target.clone();
+    // With shards, another replica judges its own tenants (see [`across`]).
     let s = step(&active.members, active.wave, |t| {
-        tenant_state(shared, state, active, t)
+        if shared.owns(t) {
+            tenant_state(shared, state, active, t)
+        } else {
+            TenantState::Healthy
+        }
     });
+    let s = across::barrier(shared, active, s);
     let Some(active) = state.rollout.as_mut() else {
         return false;
     };
@@ -350,6 +359,10 @@ pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) 
         }
         shared.notify.rollout(current.as_ref(), record.as_ref());
         *current = record;
+    }
+    if shared.shards.is_some() {
+        // Each replica's record covers its own tenants: shown in its `/status`, not kept.
+        return;
     }
     let sh = shared.clone();
     let ns = namespace.to_string();

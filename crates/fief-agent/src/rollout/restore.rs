@@ -27,7 +27,8 @@ pub(crate) async fn restore(
     let Ok(config) = head.repo.config.as_ref() else {
         return;
     };
-    if config.rollout.is_none() {
+    // With shards each replica's record covers its own tenants only: none is kept.
+    if config.rollout.is_none() || shared.shards.is_some() {
         return;
     }
     let record = match fief_kube::rollout_store::read_record(

@@ -39,7 +39,7 @@ use super::{Shared, lock};
 use fief_core::shard::{Shard, assign, shard_of};
 use fief_kube::fence::Fence;
 pub(crate) use follow::{Follow, follow};
-pub(crate) use ownership::Ownership;
+pub(crate) use ownership::{Ownership, Progress};
 
 /// The label that tells fief's Leases apart, and its values.
 const KIND_LABEL: &str = "fief.dev/lease";
@@ -47,6 +47,8 @@ const MEMBER: &str = "member";
 const SHARD: &str = "shard";
 /// The annotation on a membership Lease: the commit its replica fetched last.
 const COMMIT_ANNOTATION: &str = "fief.dev/commit";
+/// The annotation on a membership Lease: its replica's rollout progress ([`Progress`]).
+const ROLLOUT_ANNOTATION: &str = "fief.dev/rollout";
 /// How often a replica looks at the Leases (takes freed shards, sees replicas come and go).
 const TICK: Duration = Duration::from_secs(1);
 /// How long a replica that just joined waits before it takes a shard, so replicas started
@@ -229,10 +231,14 @@ impl Manager {
         self.hand_back_all().await;
     }
 
-    /// Whether the commit this replica fetched differs from the one its Lease announces.
+    /// Whether the commit this replica fetched, or its rollout progress, differs from what
+    /// its Lease announces.
     fn commit_changed(&self) -> bool {
         let commit = lock(&self.shared.health).last_commit.clone();
-        commit.is_some() && self.member.annotations.get(COMMIT_ANNOTATION) != commit.as_ref()
+        let progress = self.own.announced().map(|p| p.encode());
+        (commit.is_some() && self.member.annotations.get(COMMIT_ANNOTATION) != commit.as_ref())
+            || (progress.is_some()
+                && self.member.annotations.get(ROLLOUT_ANNOTATION) != progress.as_ref())
     }
 
     /// One look at the Leases: renew (when `renew`), follow other replicas' commits, take and
@@ -293,6 +299,11 @@ impl Manager {
                 .annotations
                 .insert(COMMIT_ANNOTATION.to_string(), commit);
         }
+        if let Some(progress) = self.own.announced() {
+            self.member
+                .annotations
+                .insert(ROLLOUT_ANNOTATION.to_string(), progress.encode());
+        }
         let mine = members.get(&member_lease(self.member.me())).cloned();
         match self.member.hold_from(mine).await {
             Ok(Attempt::Held) => {}
@@ -331,6 +342,7 @@ impl Manager {
     fn live_members(&mut self, members: &BTreeMap<String, Lease>) -> BTreeSet<String> {
         let me = self.member.me().to_string();
         let mut live_set = BTreeSet::from([me.clone()]);
+        let mut peers = BTreeMap::new();
         let fetched = lock(&self.shared.health).last_commit.clone();
         self.others.retain(|name, _| members.contains_key(name));
         for (name, l) in members {
@@ -345,6 +357,13 @@ impl Manager {
                 continue;
             }
             live_set.insert(holder.clone());
+            let progress = l
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ROLLOUT_ANNOTATION))
+                .and_then(|p| Progress::decode(p));
+            peers.insert(holder.clone(), progress);
             let announced = l
                 .metadata
                 .annotations
@@ -362,6 +381,7 @@ impl Manager {
                 self.shared.fetch_now.notify_one();
             }
         }
+        self.own.set_peers(peers);
         live_set
     }
 
