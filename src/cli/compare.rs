@@ -24,12 +24,12 @@ const NAMED: usize = 10;
 
 /// `fief diff --from`.
 pub fn compare_cmd(args: &DiffArgs, from: &str) -> Result<u8, CliError> {
+    // The old revision may lack the environment (a new one): it renders what it has of it.
+    let base = render_at(args, from, false)?;
     let new = match &args.to {
         Some(to) => render_at(args, to, true)?,
         None => load_and_render_envs(&args.repo, WithoutKey::Redact, &args.envs)?.1,
     };
-    // The old revision may lack the environment (a new one): it renders what it has of it.
-    let base = render_at(args, from, false)?;
     let invalid = report_errors(&new);
     let comparison = compare(&base, &new);
     let to = args.to.as_deref().unwrap_or("the working tree");
