@@ -133,6 +133,7 @@ fn without_a_cluster(tenants: usize, requests: usize) {
         suspended: &suspended,
         syncing: &syncing,
         waves: &waves,
+        mine: None,
     };
     let view = View::new();
     println!("\n{tenants} synthetic tenants, no cluster, {requests} runs each:");

@@ -24,6 +24,7 @@ pub(super) struct Held<'w> {
     verdicts: HashMap<String, HealthState>,
     suspended: BTreeMap<String, String>,
     syncing: HashSet<String>,
+    shards: Option<Arc<crate::shards::Ownership>>,
 }
 
 impl<'w> Held<'w> {
@@ -37,6 +38,7 @@ impl<'w> Held<'w> {
             verdicts: shared.gate.verdict_states(),
             suspended: crate::requests::suspended(shared),
             syncing: lock(&shared.in_flight).clone(),
+            shards: shared.shards.clone(),
         }
     }
 
@@ -64,6 +66,7 @@ impl<'w> Held<'w> {
 
     fn build<'a>(&'a self, f: impl FnOnce(&Inputs<'a, '_>) -> Vec<Row<'a>>) -> Vec<Row<'a>> {
         let history = lock(&self.web.history);
+        let mine = |t: &str| self.shards.as_ref().is_none_or(|o| o.owns(t));
         f(&Inputs {
             tenants: self.rev.as_ref().map(|r| &r.repo.tenants),
             cluster: &self.web.cluster,
@@ -72,6 +75,10 @@ impl<'w> Held<'w> {
             suspended: &self.suspended,
             syncing: &self.syncing,
             waves: &self.waves,
+            mine: self
+                .shards
+                .is_some()
+                .then_some(&mine as &(dyn Fn(&str) -> bool + Sync)),
         })
     }
 }

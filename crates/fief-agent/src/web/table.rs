@@ -42,11 +42,13 @@ pub enum State {
     Moved,
     /// Another cluster's agent owns it (`spec.cluster`).
     Skipped,
+    /// With shards: another replica of this cluster's agent syncs it (its view shows it).
+    Elsewhere,
 }
 
 impl State {
     /// Every state, in the order the overview counts them.
-    pub const ALL: [State; 8] = [
+    pub const ALL: [State; 9] = [
         State::Ready,
         State::Reconciling,
         State::Stalled,
@@ -55,6 +57,7 @@ impl State {
         State::Orphaned,
         State::Moved,
         State::Skipped,
+        State::Elsewhere,
     ];
 
     /// The state as the view writes it: `ready`, `reconciling`, ...
@@ -68,6 +71,7 @@ impl State {
             State::Orphaned => "orphaned",
             State::Moved => "moved",
             State::Skipped => "skipped",
+            State::Elsewhere => "elsewhere",
         }
     }
 
@@ -96,6 +100,8 @@ pub struct Inputs<'a, 'h> {
     pub syncing: &'h HashSet<String>,
     /// Each tenant's wave under fief.yaml `rollout.waves` (empty without waves).
     pub waves: &'h HashMap<String, Arc<str>>,
+    /// With shards: whether this replica syncs a tenant (none: it syncs every tenant).
+    pub mine: Option<&'h (dyn Fn(&str) -> bool + Sync)>,
 }
 
 /// One tenant's row, borrowing its name and tenant file from the revision.
@@ -223,7 +229,7 @@ pub fn orphan<'a>(inputs: &Inputs<'a, '_>, name: String) -> Row<'a> {
 /// The row of one tenant (`tenant`: its parsed file, if it parses).
 pub fn row<'a>(inputs: &Inputs<'a, '_>, name: Cow<'a, str>, tenant: Option<&'a Tenant>) -> Row<'a> {
     let last = inputs.history.last(&name);
-    let state = state_of(
+    let mut state = state_of(
         tenant,
         inputs.cluster,
         inputs.suspended.contains_key(name.as_ref()),
@@ -231,6 +237,10 @@ pub fn row<'a>(inputs: &Inputs<'a, '_>, name: Cow<'a, str>, tenant: Option<&'a T
         inputs.syncing.contains(name.as_ref()),
         inputs.verdicts.get(name.as_ref()).copied(),
     );
+    let here = !matches!(state, State::Skipped | State::Moved);
+    if here && inputs.mine.is_some_and(|mine| !mine(&name)) {
+        state = State::Elsewhere;
+    }
     Row {
         wave: inputs.waves.get(name.as_ref()).cloned(),
         name,

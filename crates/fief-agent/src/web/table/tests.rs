@@ -56,6 +56,7 @@ impl Held {
             suspended: &self.suspended,
             syncing: &self.syncing,
             waves: &self.waves,
+            mine: None,
         })
     }
 }
@@ -118,6 +119,34 @@ fn each_tenant_gets_the_state_of_what_the_agent_knows() {
     let c = counts(&rows);
     assert_eq!(c[&State::Ready], 2);
     assert_eq!(c[&State::Failed], 2);
+}
+
+#[test]
+fn with_shards_a_tenant_another_replica_syncs_is_shown_as_elsewhere() {
+    let repo = repo(vec![
+        tenant_file("mine", "default", "a"),
+        tenant_file("theirs", "default", "a"),
+        tenant_file("abroad", "eu-2", "a"),
+    ]);
+    let held = Held::new();
+    let mine = |t: &str| t == "mine";
+    let rows = rows(&Inputs {
+        tenants: Some(&repo.tenants),
+        cluster: "default",
+        history: &held.history,
+        verdicts: &held.verdicts,
+        suspended: &held.suspended,
+        syncing: &held.syncing,
+        waves: &held.waves,
+        mine: Some(&mine),
+    });
+    assert_eq!(state(&rows, "mine"), State::Reconciling);
+    assert_eq!(state(&rows, "theirs"), State::Elsewhere);
+    assert_eq!(
+        state(&rows, "abroad"),
+        State::Skipped,
+        "another cluster's stays skipped"
+    );
 }
 
 #[test]
