@@ -72,8 +72,15 @@ pub(super) async fn handle(
             ))
             .await;
         }
+        // With shards, the replica that syncs the tenant answers for it.
+        Some(t) if !shared.owns(t) => return,
         Some(t) => vec![t.clone()],
-        None => rev.hashes.keys().cloned().collect(),
+        None => rev
+            .hashes
+            .keys()
+            .filter(|t| shared.owns(t))
+            .cloned()
+            .collect(),
     };
     queue(&shared, &namespace, configmap, at, &rev.commit, tenants);
 }
