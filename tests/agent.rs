@@ -21,13 +21,27 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
         configmap_value(&format!("{a}-prod"), "app-config", "greeting").as_deref(),
         Some("hi")
     );
+    a_change_to_one_tenant_writes_only_that_tenant(&server, &agent, &agent_ns, &a, &b);
+    a_hand_edit_is_reverted_within_seconds(&b);
+    a_webhook_without_a_good_signature_triggers_nothing(&server, &agent, &a);
+    the_inventory_keeps_others_keys_and_comes_back_when_deleted(&server, &agent, &agent_ns, &a, &b);
+}
+
+/// A pushed change to tenant A is applied within seconds, and B receives no write.
+fn a_change_to_one_tenant_writes_only_that_tenant(
+    server: &GitServer,
+    agent: &Agent,
+    agent_ns: &str,
+    a: &str,
+    b: &str,
+) {
     let b_versions = (
         resource_version(&format!("{b}-prod"), "configmap", "app-config"),
-        resource_version(&agent_ns, "configmap", &format!("fief-tenant-{b}")),
+        resource_version(agent_ns, "configmap", &format!("fief-tenant-{b}")),
     );
     let patches_before = agent.metric("fief_api_requests", "PATCH");
 
-    server.commit(&[tenant(&a, "bonjour")], "change a");
+    server.commit(&[tenant(a, "bonjour")], "change a");
     let sent = Instant::now();
     assert_eq!(agent.signed_push(), 202);
     wait_until("the change applied", Duration::from_secs(5), || {
@@ -38,7 +52,7 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
     // Only tenant A was touched: one object and A's inventory (once: the change adds no
     // object, so no union write), and at most an Event series update.
     wait_until("the sync finished", Duration::from_secs(5), || {
-        condition(&status(&agent_ns, &a), "Reconciling") == "False"
+        condition(&status(agent_ns, a), "Reconciling") == "False"
     });
     let patches = agent.metric("fief_api_requests", "PATCH") - patches_before;
     assert!(
@@ -49,12 +63,14 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
         b_versions,
         (
             resource_version(&format!("{b}-prod"), "configmap", "app-config"),
-            resource_version(&agent_ns, "configmap", &format!("fief-tenant-{b}")),
+            resource_version(agent_ns, "configmap", &format!("fief-tenant-{b}")),
         ),
         "tenant B received no write"
     );
+}
 
-    // A hand edit of a field fief owns is reverted within seconds.
+/// A hand edit of a field fief owns is reverted within seconds.
+fn a_hand_edit_is_reverted_within_seconds(b: &str) {
     let edit = common::control_plane()
         .kubectl_admin()
         .args([
@@ -75,9 +91,11 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
         configmap_value(&format!("{b}-prod"), "app-config", "greeting").as_deref() == Some("hi")
     });
     eprintln!("drift reverted in {took:?}");
+}
 
-    // A webhook with a wrong signature, or none, is refused and triggers nothing.
-    server.commit(&[tenant(&a, "unsigned")], "change a again");
+/// A webhook with a wrong signature, or none, is refused and triggers nothing.
+fn a_webhook_without_a_good_signature_triggers_nothing(server: &GitServer, agent: &Agent, a: &str) {
+    server.commit(&[tenant(a, "unsigned")], "change a again");
     let fetches = agent.metric("fief_git_fetches_total", "");
     assert_eq!(agent.push_webhook(Some("sha256=0000".into())), 401);
     assert_eq!(agent.push_webhook(None), 401);
@@ -88,35 +106,43 @@ fn a_pushed_change_to_one_tenant_is_applied_within_seconds_and_touches_only_that
         Some("bonjour")
     );
     assert!(agent.log().contains("bad or missing signature"));
+}
 
-    // The inventory is written by a strategic merge patch: a key another writer put on it stays. An
-    // inventory deleted by hand is created again, whole, by the tenant's next sync.
+/// The inventory is written by a strategic merge patch: a key another writer put on it stays.
+/// An inventory deleted by hand is created again, whole, by the tenant's next sync.
+fn the_inventory_keeps_others_keys_and_comes_back_when_deleted(
+    server: &GitServer,
+    agent: &Agent,
+    agent_ns: &str,
+    a: &str,
+    b: &str,
+) {
     let admin = common::cluster_cli::kubectl_ok;
     let inventory_of = |t: &str| format!("fief-tenant-{t}");
     admin(&[
         "-n",
-        &agent_ns,
+        agent_ns,
         "annotate",
         "configmap",
-        &inventory_of(&a),
+        &inventory_of(a),
         "example.com/note=kept",
     ]);
-    admin(&["-n", &agent_ns, "delete", "configmap", &inventory_of(&b)]);
-    server.commit(&[tenant(&a, "again"), tenant(&b, "hola")], "change both");
+    admin(&["-n", agent_ns, "delete", "configmap", &inventory_of(b)]);
+    server.commit(&[tenant(a, "again"), tenant(b, "hola")], "change both");
     assert_eq!(agent.signed_push(), 202);
     wait_until("both changes recorded", Duration::from_secs(10), || {
-        status(&agent_ns, &b)["revision"].is_string()
+        status(agent_ns, b)["revision"].is_string()
             && configmap_value(&format!("{a}-prod"), "app-config", "greeting").as_deref()
                 == Some("again")
-            && condition(&status(&agent_ns, &a), "Reconciling") == "False"
+            && condition(&status(agent_ns, a), "Reconciling") == "False"
     });
-    let inventory = kubectl_json(&["get", "configmap", "-n", &agent_ns, &inventory_of(&a)])
+    let inventory = kubectl_json(&["get", "configmap", "-n", agent_ns, &inventory_of(a)])
         .expect("A's inventory");
     assert_eq!(
         inventory["metadata"]["annotations"]["example.com/note"],
         "kept"
     );
-    let entries = kubectl_json(&["get", "configmap", "-n", &agent_ns, &inventory_of(&b)])
+    let entries = kubectl_json(&["get", "configmap", "-n", agent_ns, &inventory_of(b)])
         .expect("B's inventory is back")["data"]["entries"]
         .as_str()
         .map(|e| e.matches("\"kind\"").count());
@@ -255,6 +281,20 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
         format!("agentNamespace: {agent_ns}\nbaseDomain: bench.example\n"),
     ));
     let server = GitServer::new(&files);
+    kill_an_agent_mid_sync(&server, &agent_ns);
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    wait_until("every tenant Ready", Duration::from_secs(120), || {
+        (0..50).all(|i| {
+            condition(&status(&agent_ns, &common::synth::tenant_name(i)), "Ready") == "True"
+        })
+    });
+    assert_nothing_lost_or_orphaned(&files, &agent_ns);
+    drop(agent);
+}
+
+/// Start an agent on the repo of `server` and kill it once it has synced a few of its 50
+/// tenants (and before it synced them all).
+fn kill_an_agent_mid_sync(server: &GitServer, agent_ns: &str) {
     let cp = common::control_plane();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fief"))
@@ -281,7 +321,7 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
             "get",
             "configmap",
             "-n",
-            &agent_ns,
+            agent_ns,
             "-l",
             "applyset.kubernetes.io/id",
         ])
@@ -298,16 +338,12 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
         at_kill < 50,
         "killed after {at_kill} of 50 tenants; the test needs a mid-sync kill"
     );
+}
 
-    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
-    wait_until("every tenant Ready", Duration::from_secs(120), || {
-        (0..50).all(|i| {
-            condition(&status(&agent_ns, &common::synth::tenant_name(i)), "Ready") == "True"
-        })
-    });
-    // No object lost: everything rendered exists. None orphaned: everything labelled as a
-    // tenant's member is in that tenant's inventory.
-    let snapshot = fief::core::snapshot::Snapshot::from_files(files.clone());
+/// No object lost: everything rendered from `files` exists. None orphaned: everything
+/// labelled as a tenant's member is in that tenant's inventory.
+fn assert_nothing_lost_or_orphaned(files: &[(String, String)], agent_ns: &str) {
+    let snapshot = fief::core::snapshot::Snapshot::from_files(files.to_vec());
     let repo = fief::core::model::Repo::load(std::sync::Arc::new(snapshot));
     let renders = fief::core::pipeline::render_all(&repo, &[]);
     let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses";
@@ -343,7 +379,7 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
             "get",
             "configmap",
             "-n",
-            &agent_ns,
+            agent_ns,
             &format!("fief-tenant-{}", r.tenant),
         ])
         .unwrap();
@@ -369,7 +405,6 @@ fn an_agent_killed_mid_sync_converges_after_restart_with_nothing_lost_or_orphane
     }
     let orphans: Vec<_> = live_ids.difference(&inventory_ids).collect();
     assert!(orphans.is_empty(), "orphaned: {orphans:?}");
-    drop(agent);
 }
 
 /// A Pod object for a replica (no kubelet needed: it only carries the leader label).

@@ -54,16 +54,7 @@ fn a_kind_the_agent_cannot_list_degrades_only_the_tenants_that_use_it() {
     // `carol` may do anything the agent needs, except anything in coordination.k8s.io.
     let user = "carol";
     let role = common::unique("fief-no-leases");
-    let rbac = format!(
-        r#"{{"apiVersion":"v1","kind":"List","items":[
-{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{{"name":"{role}"}},
-  "rules":[{{"apiGroups":["","apps","rbac.authorization.k8s.io","events.k8s.io","apiextensions.k8s.io","networking.k8s.io","policy","batch","autoscaling"],"resources":["*"],"verbs":["*"]}},
-           {{"nonResourceURLs":["*"],"verbs":["get"]}}]}},
-{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{{"name":"{role}"}},
-  "roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"{role}"}},
-  "subjects":[{{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"{user}"}}]}}]}}"#
-    );
-    assert!(kubectl_stdin(&["apply", "-f", "-"], &rbac));
+    grant_everything_but_leases(user, &role);
     let agent_ns = common::unique("fief-af1");
     let (plain, leasy) = (common::unique("plain"), common::unique("leasy"));
     let mut files = small_repo(&agent_ns, &[(&plain, "hi")]);
@@ -97,8 +88,42 @@ fn a_kind_the_agent_cannot_list_degrades_only_the_tenants_that_use_it() {
     let (code, body) = agent.get("/readyz").unwrap();
     assert_eq!(code, 200, "{body}");
     assert!(body.contains(&leasy) && body.contains("Lease"), "{body}");
+    the_degraded_tenant_is_reported_and_not_applied(&agent, &agent_ns, &leasy);
+    // Every other tenant keeps syncing.
+    server.commit(&[tenant(&plain, "again")], "change");
+    assert_eq!(agent.signed_push(), 202);
+    wait_until(
+        "the other tenant still syncs",
+        Duration::from_secs(20),
+        || {
+            configmap_value(&format!("{plain}-prod"), "app-config", "greeting").as_deref()
+                == Some("again")
+        },
+    );
+    kubectl(&["delete", "clusterrolebinding", &role]);
+    kubectl(&["delete", "clusterrole", &role]);
+}
+
+/// Let `user` do anything the agent needs, except anything in coordination.k8s.io, through
+/// the ClusterRole and ClusterRoleBinding `role`.
+fn grant_everything_but_leases(user: &str, role: &str) {
+    let rbac = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[
+{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{{"name":"{role}"}},
+  "rules":[{{"apiGroups":["","apps","rbac.authorization.k8s.io","events.k8s.io","apiextensions.k8s.io","networking.k8s.io","policy","batch","autoscaling"],"resources":["*"],"verbs":["*"]}},
+           {{"nonResourceURLs":["*"],"verbs":["get"]}}]}},
+{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{{"name":"{role}"}},
+  "roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"{role}"}},
+  "subjects":[{{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"{user}"}}]}}]}}"#
+    );
+    assert!(kubectl_stdin(&["apply", "-f", "-"], &rbac));
+}
+
+/// The tenant using a kind the agent cannot list is reported on itself (status, `/status`
+/// and metric) as a cluster refusal, and nothing of it is applied.
+fn the_degraded_tenant_is_reported_and_not_applied(agent: &Agent, agent_ns: &str, leasy: &str) {
     // Reported on the tenant itself: status and metric.
-    let st = status(&agent_ns, &leasy);
+    let st = status(agent_ns, leasy);
     assert_eq!(condition(&st, "Ready"), "False", "{st}");
     let ready = st["conditions"]
         .as_array()
@@ -127,19 +152,6 @@ fn a_kind_the_agent_cannot_list_degrades_only_the_tenants_that_use_it() {
         None,
         "nothing of the degraded tenant is applied"
     );
-    // Every other tenant keeps syncing.
-    server.commit(&[tenant(&plain, "again")], "change");
-    assert_eq!(agent.signed_push(), 202);
-    wait_until(
-        "the other tenant still syncs",
-        Duration::from_secs(20),
-        || {
-            configmap_value(&format!("{plain}-prod"), "app-config", "greeting").as_deref()
-                == Some("again")
-        },
-    );
-    kubectl(&["delete", "clusterrolebinding", &role]);
-    kubectl(&["delete", "clusterrole", &role]);
 }
 
 #[test]
@@ -239,25 +251,7 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Another replica takes the Lease.
-    let now = common::control_plane()
-        .kubectl_admin()
-        .args(["get", "lease", "-n", &agent_ns, "fief-agent", "-o", "json"])
-        .output()
-        .unwrap();
-    assert!(now.status.success());
-    let patch = r#"{"spec":{"holderIdentity":"someone-else","leaseDurationSeconds":300,"renewTime":"2099-01-01T00:00:00.000000Z"}}"#;
-    assert!(kubectl(&[
-        "patch",
-        "lease",
-        "-n",
-        &agent_ns,
-        "fief-agent",
-        "--type",
-        "merge",
-        "-p",
-        patch
-    ]));
+    another_replica_takes_the_lease(&agent_ns);
     wait_until("the agent stopped", Duration::from_secs(15), || {
         !agent.running()
     });
@@ -278,6 +272,39 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
     let done = inventories();
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(inventories(), done, "nothing synced after stopping");
+    assert_no_write_after_the_takeover(&agent, &agent_ns, &names);
+    assert!(
+        done < names.len(),
+        "the whole batch ran after the Lease was lost ({done} tenants)"
+    );
+}
+
+/// Another replica takes the agent's Lease in `agent_ns` (held far into the future).
+fn another_replica_takes_the_lease(agent_ns: &str) {
+    // Another replica takes the Lease.
+    let now = common::control_plane()
+        .kubectl_admin()
+        .args(["get", "lease", "-n", agent_ns, "fief-agent", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(now.status.success());
+    let patch = r#"{"spec":{"holderIdentity":"someone-else","leaseDurationSeconds":300,"renewTime":"2099-01-01T00:00:00.000000Z"}}"#;
+    assert!(kubectl(&[
+        "patch",
+        "lease",
+        "-n",
+        agent_ns,
+        "fief-agent",
+        "--type",
+        "merge",
+        "-p",
+        patch
+    ]));
+}
+
+/// Counted at the API server: once the agent saw the other holder, it wrote nothing (a
+/// request already on its way then may arrive a moment later).
+fn assert_no_write_after_the_takeover(agent: &Agent, agent_ns: &str, names: &[String]) {
     // Counted at the API server: once the agent saw the other holder, it wrote nothing (a
     // request already on its way then may arrive a moment later).
     let log = agent.log();
@@ -297,10 +324,6 @@ fn losing_the_lease_mid_batch_stops_between_tenants() {
     assert!(
         late.is_empty(),
         "writes after stepping down: {late:#?}\n{log}"
-    );
-    assert!(
-        done < names.len(),
-        "the whole batch ran after the Lease was lost ({done} tenants)"
     );
 }
 

@@ -171,43 +171,7 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
         "False"
     );
 
-    // Still not healthy after the component's 6s: Stalled, the Deployment named with why.
-    let started = Instant::now();
-    let (_, reason, message) = wait_for_condition(
-        &agent,
-        &agent_ns,
-        &tenant,
-        "Stalled",
-        "Unhealthy",
-        Duration::from_secs(20),
-    );
-    eprintln!("stalled {:?} after Reconciling was seen", started.elapsed());
-    assert_eq!(reason, "Unhealthy");
-    assert!(
-        message.contains(&format!("Deployment.apps/{ns}/web")) && message.contains("timed out"),
-        "{message}"
-    );
-    let st = status(&agent_ns, &tenant);
-    assert_eq!(condition_of(&st, "Ready").0, "False");
-    assert_eq!(condition_of(&st, "Reconciling").0, "False");
-    assert!(st["lastError"].as_str().is_some_and(|e| e.contains("/web")));
-    assert_eq!(
-        agent.metric("fief_tenants_health", "state=\"stalled\""),
-        1.0
-    );
-    assert_eq!(
-        agent.metric("fief_tenant_healthy", &format!("tenant=\"{tenant}\"")),
-        0.0
-    );
-    let (_, body) = agent.get("/status").expect("/status");
-    let view: Value = serde_json::from_str(&body).expect("status JSON");
-    assert_eq!(view["health"]["tenants"][&tenant]["health"], "stalled");
-
-    let generation = || {
-        kubectl_json(&["get", "deployment", "web", "-n", &ns])
-            .and_then(|d| d["metadata"]["generation"].as_i64())
-            .unwrap_or(0)
-    };
+    stalled_after_the_timeout_naming_the_deployment(&agent, &agent_ns, &tenant, &ns);
     // A hand edit is repaired, but the repaired Deployment is what was applied before: the
     // tenant stays Stalled (its wait is not restarted).
     kubectl(&[
@@ -228,8 +192,64 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
     let st = status(&agent_ns, &tenant);
     assert_eq!(condition_of(&st, "Stalled").0, "True", "{st}");
     assert_eq!(condition_of(&st, "Reconciling").0, "False", "{st}");
-    let before_fix = generation();
+    let before_fix = web_generation(&ns);
 
+    a_fix_is_reconciling_until_rolled_out_then_ready(
+        &server, &agent, &agent_ns, &tenant, &ns, before_fix,
+    );
+}
+
+/// Still not healthy after the component's 6s: Stalled, the Deployment named with why
+/// (status, metrics, `/status`).
+fn stalled_after_the_timeout_naming_the_deployment(
+    agent: &Agent,
+    agent_ns: &str,
+    tenant: &str,
+    ns: &str,
+) {
+    // Still not healthy after the component's 6s: Stalled, the Deployment named with why.
+    let started = Instant::now();
+    let (_, reason, message) = wait_for_condition(
+        agent,
+        agent_ns,
+        tenant,
+        "Stalled",
+        "Unhealthy",
+        Duration::from_secs(20),
+    );
+    eprintln!("stalled {:?} after Reconciling was seen", started.elapsed());
+    assert_eq!(reason, "Unhealthy");
+    assert!(
+        message.contains(&format!("Deployment.apps/{ns}/web")) && message.contains("timed out"),
+        "{message}"
+    );
+    let st = status(agent_ns, tenant);
+    assert_eq!(condition_of(&st, "Ready").0, "False");
+    assert_eq!(condition_of(&st, "Reconciling").0, "False");
+    assert!(st["lastError"].as_str().is_some_and(|e| e.contains("/web")));
+    assert_eq!(
+        agent.metric("fief_tenants_health", "state=\"stalled\""),
+        1.0
+    );
+    assert_eq!(
+        agent.metric("fief_tenant_healthy", &format!("tenant=\"{tenant}\"")),
+        0.0
+    );
+    let (_, body) = agent.get("/status").expect("/status");
+    let view: Value = serde_json::from_str(&body).expect("status JSON");
+    assert_eq!(view["health"]["tenants"][&tenant]["health"], "stalled");
+}
+
+/// A fix commit changes the Deployment: Reconciling again until its new generation is
+/// rolled out (the `batch` Deployment, never healthy, is not waited for), then Ready.
+fn a_fix_is_reconciling_until_rolled_out_then_ready(
+    server: &GitServer,
+    agent: &Agent,
+    agent_ns: &str,
+    tenant: &str,
+    ns: &str,
+    before_fix: i64,
+) {
     // A fix commit changes the Deployment: Reconciling again until its new generation is
     // rolled out (the `batch` Deployment, never healthy, is not waited for), then Ready.
     server.commit(
@@ -241,33 +261,40 @@ fn an_agent_tenant_is_reconciling_until_its_deployment_is_ready_stalled_naming_i
     );
     assert_eq!(agent.signed_push(), 202);
     wait_until("the fix applied", Duration::from_secs(10), || {
-        generation() == before_fix + 1
+        web_generation(ns) == before_fix + 1
     });
     let (_, reason, _) = wait_for_condition(
-        &agent,
-        &agent_ns,
-        &tenant,
+        agent,
+        agent_ns,
+        tenant,
         "Reconciling",
         "WaitingForHealth",
         Duration::from_secs(10),
     );
     assert_eq!(reason, "WaitingForHealth");
-    mark_healthy(&ns, "web", before_fix + 1);
+    mark_healthy(ns, "web", before_fix + 1);
     let (_, reason, _) = wait_for_condition(
-        &agent,
-        &agent_ns,
-        &tenant,
+        agent,
+        agent_ns,
+        tenant,
         "Ready",
         "Healthy",
         Duration::from_secs(10),
     );
     assert_eq!(reason, "Healthy");
-    let st = status(&agent_ns, &tenant);
+    let st = status(agent_ns, tenant);
     assert_eq!(condition_of(&st, "Stalled").0, "False");
     assert_eq!(condition_of(&st, "Reconciling").0, "False");
     wait_until("metrics say healthy", Duration::from_secs(5), || {
         agent.metric("fief_tenant_healthy", &format!("tenant=\"{tenant}\"")) == 1.0
     });
+}
+
+/// The generation of the `web` Deployment in `ns` (0 when it cannot be read).
+fn web_generation(ns: &str) -> i64 {
+    kubectl_json(&["get", "deployment", "web", "-n", ns])
+        .and_then(|d| d["metadata"]["generation"].as_i64())
+        .unwrap_or(0)
 }
 
 /// Deployments of the given namespaces, by namespace: (generation, rolled out).

@@ -103,6 +103,18 @@ fn a_leader_stopped_past_its_lease_sends_no_write_after_the_new_leader_takes_ove
         old.log()
     );
 
+    assert_the_old_leader_wrote_nothing_after_the_takeover(&agent_ns, &old, &new);
+    // Nothing older replaced the new leader's work.
+    assert_eq!(greeted(&names, "two"), names.len());
+}
+
+/// Counted at the API server: the old leader (`carol`) wrote before the new one (`dave`)
+/// took the Lease in `agent_ns`, and nothing after.
+fn assert_the_old_leader_wrote_nothing_after_the_takeover(
+    agent_ns: &str,
+    old: &Agent,
+    new: &Agent,
+) {
     let writes = audit::writes();
     let takeover = writes
         .iter()
@@ -125,8 +137,6 @@ fn a_leader_stopped_past_its_lease_sends_no_write_after_the_new_leader_takes_ove
         old.log(),
         new.log()
     );
-    // Nothing older replaced the new leader's work.
-    assert_eq!(greeted(&names, "two"), names.len());
 }
 
 #[test]

@@ -40,28 +40,7 @@ fn tenants_pinned_to_different_refs_apply_their_ref_and_moving_a_tag_resyncs_exa
         common::unique("pin-commit"),
         common::unique("pin-bad"),
     );
-    // Version one, tagged web-1; then version two on main.
-    let server = GitServer::new(&[
-        (
-            "fief.yaml".to_string(),
-            format!("agentNamespace: {agent_ns}\n"),
-        ),
-        template("one"),
-    ]);
-    git(&server.repo(), &["tag", "web-1"]);
-    let first = git(&server.repo(), &["rev-parse", "HEAD"])
-        .trim()
-        .to_string();
-    server.commit(
-        &[
-            template("two"),
-            tenant_file(&tagged, ", ref: web-1"),
-            tenant_file(&head, ""),
-            tenant_file(&by_commit, &format!(", ref: {first}")),
-            tenant_file(&broken, ", ref: no-such-tag"),
-        ],
-        "web two; tenants",
-    );
+    let server = pinned_repo(&agent_ns, &tagged, &head, &by_commit, &broken);
     let agent = Agent::start(&server.url(), &["--interval", "300s"]);
     let start = std::time::Instant::now();
     while !(version(&tagged).as_deref() == Some("one")
@@ -122,4 +101,38 @@ fn tenants_pinned_to_different_refs_apply_their_ref_and_moving_a_tag_resyncs_exa
     // One sync: the tagged tenant (the broken one is not retried by a tag move either).
     let synced = agent.metric("fief_tenant_syncs_total", "") - syncs;
     assert_eq!(synced, 1.0, "syncs after the tag moved:\n{}", agent.log());
+}
+
+/// A repo whose `web` component is version one (tagged `web-1`), then version two on main,
+/// with tenants pinned to the tag, to nothing, to the first commit and to an unknown tag.
+fn pinned_repo(
+    agent_ns: &str,
+    tagged: &str,
+    head: &str,
+    by_commit: &str,
+    broken: &str,
+) -> GitServer {
+    // Version one, tagged web-1; then version two on main.
+    let server = GitServer::new(&[
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {agent_ns}\n"),
+        ),
+        template("one"),
+    ]);
+    git(&server.repo(), &["tag", "web-1"]);
+    let first = git(&server.repo(), &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    server.commit(
+        &[
+            template("two"),
+            tenant_file(tagged, ", ref: web-1"),
+            tenant_file(head, ""),
+            tenant_file(by_commit, &format!(", ref: {first}")),
+            tenant_file(broken, ", ref: no-such-tag"),
+        ],
+        "web two; tenants",
+    );
+    server
 }

@@ -110,6 +110,9 @@ fn example_age_key() -> PathBuf {
     example().join("age-key.TEST-ONLY.txt")
 }
 
+/// The kinds of the example repo's objects, for `kubectl get`.
+const EXAMPLE_KINDS: &str = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses,cronjobs";
+
 #[test]
 fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutating_request() {
     // The example repo's tenants (acme, globex, ...) are used by this test only.
@@ -119,6 +122,30 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         "{first}"
     );
 
+    every_rendered_object_exists_with_fiefs_labels();
+    // Second apply: nothing to do, and not one mutating request.
+    let second = apply_json(&example(), &[], 0);
+    assert_eq!(second["requests"]["post"], 0, "{second}");
+    assert_eq!(second["requests"]["put"], 0, "{second}");
+    assert_eq!(second["requests"]["patch"], 0, "{second}");
+    assert_eq!(second["requests"]["delete"], 0, "{second}");
+    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 54);
+
+    kubectl_sees_one_applyset_parent_per_tenant_and_its_members();
+    rendered_secrets_pass_the_api_servers_validation();
+    // And diff shows nothing.
+    let diff = fief("diff", &example(), &[]);
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "{}{}",
+        text(&diff.stdout),
+        text(&diff.stderr)
+    );
+}
+
+/// Every object the example repo renders exists in the cluster, with fief's labels.
+fn every_rendered_object_exists_with_fiefs_labels() {
     // Every rendered object exists, with fief's labels.
     let mut repo = fief::core::model::Repo::load(std::sync::Arc::new(
         fief::source::fs::read_dir(&example()).unwrap(),
@@ -129,10 +156,9 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     repo.secrets
         .set_unlock(fief::core::secrets::Unlock::Keys(std::sync::Arc::new(keys)));
     let renders = fief::core::pipeline::render_all(&repo, &[]);
-    let kinds = "namespaces,roles,rolebindings,resourcequotas,limitranges,networkpolicies,serviceaccounts,configmaps,secrets,services,deployments,statefulsets,persistentvolumeclaims,ingresses,cronjobs";
     let live = kubectl_json(&[
         "get",
-        kinds,
+        EXAMPLE_KINDS,
         "-A",
         "-l",
         "app.kubernetes.io/managed-by=fief,fief.dev/component,fief.dev/tenant in (acme,globex,hooli,initech,piedpiper)",
@@ -170,15 +196,11 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         }
     }
     assert_eq!(count, 167);
+}
 
-    // Second apply: nothing to do, and not one mutating request.
-    let second = apply_json(&example(), &[], 0);
-    assert_eq!(second["requests"]["post"], 0, "{second}");
-    assert_eq!(second["requests"]["put"], 0, "{second}");
-    assert_eq!(second["requests"]["patch"], 0, "{second}");
-    assert_eq!(second["requests"]["delete"], 0, "{second}");
-    assert_eq!(tenant_report(&second, "acme")["counts"]["unchanged"], 54);
-
+/// kubectl sees one ApplySet parent per tenant, and every member through part-of; the
+/// parent records the tenant Ready.
+fn kubectl_sees_one_applyset_parent_per_tenant_and_its_members() {
     // kubectl sees one ApplySet parent per tenant, and every member through part-of.
     let parents = kubectl_json(&[
         "get",
@@ -203,7 +225,7 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
     let acme_id = fief::core::objects::tenant_applyset_id("acme", "fief-system");
     let members = kubectl_json(&[
         "get",
-        kinds,
+        EXAMPLE_KINDS,
         "-A",
         "-l",
         &format!("applyset.kubernetes.io/part-of={acme_id}"),
@@ -233,7 +255,11 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         .find(|c| c["type"] == "Ready")
         .unwrap();
     assert_eq!(ready["status"], "True", "{status}");
+}
 
+/// `fief render --show-secrets` output passes the API server's own validation (server-side
+/// dry-run); without --show-secrets its Secrets are invalid on purpose (tests/secrets.rs).
+fn rendered_secrets_pass_the_api_servers_validation() {
     // `fief render --show-secrets` output passes the API server's own validation (server-side
     // dry-run); without --show-secrets its Secrets are invalid on purpose (tests/secrets.rs).
     let rendered = Command::new(fief_bin())
@@ -264,16 +290,6 @@ fn example_repo_applies_every_object_labelled_and_a_second_apply_sends_no_mutati
         dry.status.success(),
         "kubectl apply --dry-run=server: {}",
         text(&dry.stderr)
-    );
-
-    // And diff shows nothing.
-    let diff = fief("diff", &example(), &[]);
-    assert_eq!(
-        diff.status.code(),
-        Some(0),
-        "{}{}",
-        text(&diff.stdout),
-        text(&diff.stderr)
     );
 }
 

@@ -50,21 +50,7 @@ fn apply_leaves_a_suspended_tenant_alone_until_resume() {
     let ns = format!("{t}-prod");
     let ans = repo.agent_ns.as_str();
 
-    // Unknown tenant: exit 2, the known ones named.
-    let out = fief_cmd(&["suspend", "no-such-tenant", "--namespace", ans]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains(&t), "{}", text(&out.stderr));
-
-    let out = ok(&fief_cmd(&[
-        "suspend",
-        &t,
-        "--namespace",
-        ans,
-        "--reason",
-        "incident 42",
-    ]));
-    assert!(out.contains("suspended"), "{out}");
-
+    suspend_names_the_known_tenants_and_suspends_one(&t, ans);
     // A git change (one object changed, one removed) and a hand edit of a managed field.
     repo.write(
         "components/app/templates/config.yaml",
@@ -105,22 +91,7 @@ fn apply_leaves_a_suspended_tenant_alone_until_resume() {
     assert!(stdout.contains("suspended"), "{stdout}");
     assert_eq!(before.0, rv("configmap", &ns, "app-config"));
 
-    // Status says Suspended, with the reason.
-    let out = fief_cmd(&["status", "--namespace", ans, "--tenant", &t]);
-    let stdout = text(&out.stdout);
-    assert!(
-        stdout.contains("Suspended") && stdout.contains("incident 42"),
-        "{stdout}"
-    );
-    let json = fief_cmd(&["status", "--namespace", ans, "--tenant", &t, "-o", "json"]);
-    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(
-        rows[0]["suspended"]
-            .as_str()
-            .is_some_and(|s| s.contains("incident 42")),
-        "{rows}"
-    );
-
+    status_says_suspended_with_the_reason(&t, ans);
     // Resume: the next apply syncs it (change, repair, prune).
     let out = ok(&fief_cmd(&["resume", &t, "--namespace", ans]));
     assert!(out.contains("resumed"), "{out}");
@@ -135,6 +106,44 @@ fn apply_leaves_a_suspended_tenant_alone_until_resume() {
     );
     let stdout = text(&fief_cmd(&["status", "--namespace", ans, "--tenant", &t]).stdout);
     assert!(!stdout.contains("Suspended"), "{stdout}");
+}
+
+/// `fief suspend` of an unknown tenant exits 2 naming the known ones; of `t`, suspends it
+/// with the reason.
+fn suspend_names_the_known_tenants_and_suspends_one(t: &str, ans: &str) {
+    // Unknown tenant: exit 2, the known ones named.
+    let out = fief_cmd(&["suspend", "no-such-tenant", "--namespace", ans]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(t), "{}", text(&out.stderr));
+
+    let out = ok(&fief_cmd(&[
+        "suspend",
+        t,
+        "--namespace",
+        ans,
+        "--reason",
+        "incident 42",
+    ]));
+    assert!(out.contains("suspended"), "{out}");
+}
+
+/// `fief status` says the tenant is Suspended, with the reason (table and JSON).
+fn status_says_suspended_with_the_reason(t: &str, ans: &str) {
+    // Status says Suspended, with the reason.
+    let out = fief_cmd(&["status", "--namespace", ans, "--tenant", t]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Suspended") && stdout.contains("incident 42"),
+        "{stdout}"
+    );
+    let json = fief_cmd(&["status", "--namespace", ans, "--tenant", t, "-o", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        rows[0]["suspended"]
+            .as_str()
+            .is_some_and(|s| s.contains("incident 42")),
+        "{rows}"
+    );
 }
 
 #[test]

@@ -615,64 +615,7 @@ fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
         .snapshot_cached(&source.fetch().unwrap(), Some(&mut blobs))
         .unwrap();
     let root = work.path();
-    let rm = |path: &str| {
-        let p = root.join(path);
-        if p.is_dir() {
-            std::fs::remove_dir_all(p).unwrap();
-        } else {
-            std::fs::remove_file(p).unwrap();
-        }
-    };
-    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
-    let steps: Vec<Step> = vec![
-        (
-            "add a tenant",
-            Box::new(|| write(root, "tenants/beta.yaml", "metadata:\n  name: beta\n")),
-        ),
-        (
-            "edit a tenant",
-            Box::new(|| write(root, "tenants/acme.yaml", "metadata:\n  name: acme\n")),
-        ),
-        (
-            "nested component files",
-            Box::new(|| {
-                write(root, "components/web/templates/sub/deep.yaml", "kind: A\n");
-                write(root, "components/web/.hidden", "not read\n");
-                write(root, "components/db/varz.yaml", "size: 1\n");
-            }),
-        ),
-        (
-            "a folder becomes a file",
-            Box::new(|| {
-                rm("components/web/templates/sub");
-                write(root, "components/web/templates/sub", "now a file\n");
-            }),
-        ),
-        (
-            "the file becomes a folder again",
-            Box::new(|| {
-                rm("components/web/templates/sub");
-                write(root, "components/web/templates/sub/x.yaml", "kind: B\n");
-            }),
-        ),
-        ("a top-level folder goes", Box::new(|| rm("environments"))),
-        (
-            "a symlink appears",
-            Box::new(|| symlink(root, "tenants/link.yaml", "beta.yaml")),
-        ),
-        (
-            "its target changes",
-            Box::new(|| write(root, "tenants/beta.yaml", "metadata:\n  name: b2\n")),
-        ),
-        ("the symlink goes", Box::new(|| rm("tenants/link.yaml"))),
-        (
-            "a tenant goes and fief.yaml changes",
-            Box::new(|| {
-                rm("tenants/beta.yaml");
-                write(root, "fief.yaml", "agentNamespace: other\n");
-            }),
-        ),
-    ];
+    let steps = edit_steps(root);
     for (what, step) in steps {
         step();
         let head = commit_all(root, what);
@@ -691,6 +634,80 @@ fn cached_read_of_each_commit_equals_a_whole_read_and_names_what_changed() {
         assert_eq!(cached.changed_since(&last), expected, "{what}");
         last = cached;
     }
+}
+
+/// One edit of the work repo, named.
+type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
+
+/// A file or folder of the work tree removed.
+fn remove_path(root: &Path, path: &str) {
+    let p = root.join(path);
+    if p.is_dir() {
+        std::fs::remove_dir_all(p).unwrap();
+    } else {
+        std::fs::remove_file(p).unwrap();
+    }
+}
+
+/// The edits a cached read goes through: adds, edits, removals, a folder turning into a file
+/// and back, hidden files, nested folders, a top-level folder removed, a symlink appearing
+/// and going again.
+fn edit_steps(root: &Path) -> Vec<Step<'_>> {
+    vec![
+        (
+            "add a tenant",
+            Box::new(move || write(root, "tenants/beta.yaml", "metadata:\n  name: beta\n")),
+        ),
+        (
+            "edit a tenant",
+            Box::new(move || write(root, "tenants/acme.yaml", "metadata:\n  name: acme\n")),
+        ),
+        (
+            "nested component files",
+            Box::new(move || {
+                write(root, "components/web/templates/sub/deep.yaml", "kind: A\n");
+                write(root, "components/web/.hidden", "not read\n");
+                write(root, "components/db/varz.yaml", "size: 1\n");
+            }),
+        ),
+        (
+            "a folder becomes a file",
+            Box::new(move || {
+                remove_path(root, "components/web/templates/sub");
+                write(root, "components/web/templates/sub", "now a file\n");
+            }),
+        ),
+        (
+            "the file becomes a folder again",
+            Box::new(move || {
+                remove_path(root, "components/web/templates/sub");
+                write(root, "components/web/templates/sub/x.yaml", "kind: B\n");
+            }),
+        ),
+        (
+            "a top-level folder goes",
+            Box::new(move || remove_path(root, "environments")),
+        ),
+        (
+            "a symlink appears",
+            Box::new(move || symlink(root, "tenants/link.yaml", "beta.yaml")),
+        ),
+        (
+            "its target changes",
+            Box::new(move || write(root, "tenants/beta.yaml", "metadata:\n  name: b2\n")),
+        ),
+        (
+            "the symlink goes",
+            Box::new(move || remove_path(root, "tenants/link.yaml")),
+        ),
+        (
+            "a tenant goes and fief.yaml changes",
+            Box::new(move || {
+                remove_path(root, "tenants/beta.yaml");
+                write(root, "fief.yaml", "agentNamespace: other\n");
+            }),
+        ),
+    ]
 }
 
 /// The pack files (`pack-*.pack`) of the one cached repository under `cache`.

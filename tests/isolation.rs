@@ -180,43 +180,14 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
     let model = fief::core::model::Repo::load(Arc::new(snapshot));
     let mut renders = fief::core::pipeline::render_all(&model, std::slice::from_ref(&a));
     let applyset = fief::core::objects::tenant_applyset_id(&a, &agent_ns);
-    let smuggle = |kind: &str, api_version: &str, group: &str, namespace: &str, name: &str| {
-        let mut object = json!({"apiVersion": api_version, "kind": kind,
-            "metadata": {"name": name}, "data": {"stolen": "yes"}, "rules": []});
-        if !namespace.is_empty() {
-            object["metadata"]["namespace"] = json!(namespace);
-        }
-        if kind == "ClusterRole" {
-            object.as_object_mut().unwrap().remove("data");
-        } else {
-            object.as_object_mut().unwrap().remove("rules");
-        }
-        fief::core::objects::add_labels(&mut object, &a, "app", &applyset);
-        RenderedObject {
-            hash: Default::default(),
-            component: "app".into(),
-            env: "prod".into(),
-            id: ObjectId {
-                group: group.into(),
-                kind: kind.into(),
-                namespace: namespace.into(),
-                name: name.into(),
-            },
-            source: Source {
-                file: "smuggled".into(),
-                line: 1,
-            },
-            object,
-        }
+    let smuggler = Smuggler {
+        tenant: &a,
+        applyset,
     };
-    renders[0].objects.push(smuggle(
-        "ConfigMap",
-        "v1",
-        "",
-        &format!("{b}-prod"),
-        "stolen",
-    ));
-    renders[0].objects.push(smuggle(
+    renders[0]
+        .objects
+        .push(smuggler.object("ConfigMap", "v1", "", &format!("{b}-prod"), "stolen"));
+    renders[0].objects.push(smuggler.object(
         "ConfigMap",
         "v1",
         "",
@@ -225,16 +196,7 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
     ));
     let client = cp.admin_client().await;
     let resources = Resources::discover(client).await.unwrap();
-    let options = SyncOptions {
-        agent_namespace: agent_ns.clone(),
-        concurrency: 2,
-        object_concurrency: 4,
-        allow_mass_prune: false,
-        guard: Default::default(),
-        cluster: "default".into(),
-        commit: None,
-        progress: None,
-    };
+    let options = admin_sync_options(&agent_ns);
     let known: BTreeSet<String> = model.tenants.keys().cloned().collect();
     let reports = sync(&resources, &renders, &known, false, &options)
         .await
@@ -255,32 +217,32 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
         &["get", "configmap", "-n", &format!("{b}-prod"), "-o", "json"],
     )
     .unwrap();
-    let names = |s: &str| -> Vec<(String, String)> {
-        let v: serde_json::Value = serde_json::from_str(s).unwrap();
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| {
-                (
-                    i["metadata"]["name"].to_string(),
-                    i["metadata"]["resourceVersion"].to_string(),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(names(&before), names(&after));
+    assert_eq!(configmap_versions(&before), configmap_versions(&after));
 
+    a_cluster_scoped_kind_never_leaves_fief(&model, &a, &smuggler, &resources, &known, &options)
+        .await;
+}
+
+/// A cluster-scoped kind smuggled into tenant `a`'s render never leaves fief (discovery
+/// knows its scope), and the identity it would be sent as cannot create one either.
+async fn a_cluster_scoped_kind_never_leaves_fief(
+    model: &fief::core::model::Repo,
+    a: &str,
+    smuggler: &Smuggler<'_>,
+    resources: &Resources,
+    known: &BTreeSet<String>,
+    options: &SyncOptions,
+) {
     // A cluster-scoped kind from a component never leaves fief (discovery knows its scope)...
-    let mut renders = fief::core::pipeline::render_all(&model, std::slice::from_ref(&a));
-    renders[0].objects.push(smuggle(
+    let mut renders = fief::core::pipeline::render_all(model, &[a.to_string()]);
+    renders[0].objects.push(smuggler.object(
         "ClusterRole",
         "rbac.authorization.k8s.io/v1",
         "rbac.authorization.k8s.io",
         "",
         &format!("{a}-god"),
     ));
-    let reports = sync(&resources, &renders, &known, false, &options)
+    let reports = sync(resources, &renders, known, false, options)
         .await
         .unwrap();
     assert!(
@@ -302,6 +264,84 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
     );
     assert!(out.unwrap_err().contains("forbidden"));
     assert!(kubectl(None, &["get", "clusterrole", &format!("{a}-god")]).is_err());
+}
+
+/// Objects of `tenant` made to look rendered, past the render check (test-only: there is no
+/// switch for this in fief).
+struct Smuggler<'a> {
+    tenant: &'a str,
+    applyset: String,
+}
+
+impl Smuggler<'_> {
+    /// A labelled object of the tenant's `app` component: a ConfigMap with data, or a
+    /// ClusterRole with no rules.
+    fn object(
+        &self,
+        kind: &str,
+        api_version: &str,
+        group: &str,
+        namespace: &str,
+        name: &str,
+    ) -> RenderedObject {
+        let mut object = json!({"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": name}, "data": {"stolen": "yes"}, "rules": []});
+        if !namespace.is_empty() {
+            object["metadata"]["namespace"] = json!(namespace);
+        }
+        if kind == "ClusterRole" {
+            object.as_object_mut().unwrap().remove("data");
+        } else {
+            object.as_object_mut().unwrap().remove("rules");
+        }
+        fief::core::objects::add_labels(&mut object, self.tenant, "app", &self.applyset);
+        RenderedObject {
+            hash: Default::default(),
+            component: "app".into(),
+            env: "prod".into(),
+            id: ObjectId {
+                group: group.into(),
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            source: Source {
+                file: "smuggled".into(),
+                line: 1,
+            },
+            object,
+        }
+    }
+}
+
+/// The settings of a sync with admin credentials into `agent_ns`.
+fn admin_sync_options(agent_ns: &str) -> SyncOptions {
+    SyncOptions {
+        agent_namespace: agent_ns.to_string(),
+        concurrency: 2,
+        object_concurrency: 4,
+        allow_mass_prune: false,
+        guard: Default::default(),
+        cluster: "default".into(),
+        commit: None,
+        progress: None,
+    }
+}
+
+/// The (name, resourceVersion) of each ConfigMap of a `kubectl get -o json` list.
+fn configmap_versions(list: &str) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(list).unwrap();
+    v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["metadata"]["name"].to_string(),
+                i["metadata"]["resourceVersion"].to_string(),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -329,19 +369,31 @@ fn baseline_roles_give_admins_operators_and_viewers_exactly_their_rights() {
     apply_admin(dir.path(), &[&t, &other]);
     let ns = format!("{t}-prod");
     let n = ns.as_str();
-    let deploy = |name: &str| {
-        vec![
-            "create".to_string(),
-            "deployment".into(),
-            name.into(),
-            "--image=registry.example.com/web:1".into(),
-            "-n".into(),
-            ns.clone(),
-        ]
-    };
 
+    admins_manage_the_tenant_but_not_its_guardrails(n, &other);
+    operators_manage_workloads_and_config_only(n);
+    // Viewer: read-only, no secrets.
+    allowed("carol", &["get", "deployments", "-n", n]);
+    allowed("carol", &["get", "configmap", "app-config", "-n", n]);
+    let d = create_deployment(n, "by-carol");
+    forbidden("carol", &strs(&d));
+    forbidden("carol", &["get", "secret", "app-secret", "-n", n]);
+    forbidden(
+        "carol",
+        &["delete", "networkpolicy", "fief-default-deny", "-n", n],
+    );
+
+    // Another tenant's admin: nothing here.
+    forbidden("dave", &["get", "pods", "-n", n]);
+    let d = create_deployment(n, "by-dave");
+    forbidden("dave", &strs(&d));
+}
+
+/// Admin (`alice`): workloads, config, secrets and RBAC of the tenant in `n`; not its
+/// guardrails, nor another tenant's namespaces.
+fn admins_manage_the_tenant_but_not_its_guardrails(n: &str, other: &str) {
     // Admin: workloads, config, secrets and RBAC of the tenant; not its guardrails.
-    let d = deploy("by-alice");
+    let d = create_deployment(n, "by-alice");
     allowed("alice", &strs(&d));
     allowed("alice", &["get", "secret", "app-secret", "-n", n]);
     allowed(
@@ -386,9 +438,12 @@ fn baseline_roles_give_admins_operators_and_viewers_exactly_their_rights() {
         "alice",
         &["get", "configmaps", "-n", &format!("{other}-prod")],
     );
+}
 
+/// Operator (`bob`): workloads and config in `n`; no secrets, no RBAC, no guardrails.
+fn operators_manage_workloads_and_config_only(n: &str) {
     // Operator: workloads and config; no secrets, no RBAC, no guardrails.
-    let d = deploy("by-bob");
+    let d = create_deployment(n, "by-bob");
     allowed("bob", &strs(&d));
     allowed("bob", &["get", "configmap", "app-config", "-n", n]);
     forbidden("bob", &["get", "secret", "app-secret", "-n", n]);
@@ -408,22 +463,18 @@ fn baseline_roles_give_admins_operators_and_viewers_exactly_their_rights() {
         "bob",
         &["delete", "networkpolicy", "fief-default-deny", "-n", n],
     );
+}
 
-    // Viewer: read-only, no secrets.
-    allowed("carol", &["get", "deployments", "-n", n]);
-    allowed("carol", &["get", "configmap", "app-config", "-n", n]);
-    let d = deploy("by-carol");
-    forbidden("carol", &strs(&d));
-    forbidden("carol", &["get", "secret", "app-secret", "-n", n]);
-    forbidden(
-        "carol",
-        &["delete", "networkpolicy", "fief-default-deny", "-n", n],
-    );
-
-    // Another tenant's admin: nothing here.
-    forbidden("dave", &["get", "pods", "-n", n]);
-    let d = deploy("by-dave");
-    forbidden("dave", &strs(&d));
+/// `kubectl create deployment NAME` in `ns`, as arguments.
+fn create_deployment(ns: &str, name: &str) -> Vec<String> {
+    vec![
+        "create".to_string(),
+        "deployment".into(),
+        name.into(),
+        "--image=registry.example.com/web:1".into(),
+        "-n".into(),
+        ns.to_string(),
+    ]
 }
 
 #[test]
@@ -572,63 +623,11 @@ fn the_agent_service_account_cannot_touch_reserved_or_unlabelled_namespaces() {
         ],
     );
     assert_eq!(whoami.as_deref(), Ok(AGENT_SA));
-    // The policy takes effect a moment after it is created.
-    let probe = [
-        "label",
-        "namespace",
-        "kube-system",
-        "fief-probe=1",
-        "--overwrite",
-    ];
-    for _ in 0..60 {
-        match kubectl_agent(&kubeconfig, &probe) {
-            Err(e) if e.contains("fief-agent-scope") || e.contains("the fief agent may") => break,
-            _ => std::thread::sleep(Duration::from_millis(500)),
-        }
-    }
-    let _ = kubectl(None, &["label", "namespace", "kube-system", "fief-probe-"]);
-    for ns in ["kube-system", "default", plain.as_str()] {
-        // RBAC lets the agent patch namespaces and write Roles; the policy does not.
-        refused_by_policy(&kubeconfig, &["label", "namespace", ns, "x=y"]);
-        refused_by_policy(
-            &kubeconfig,
-            &[
-                "label",
-                "namespace",
-                ns,
-                "app.kubernetes.io/managed-by=fief",
-                "fief.dev/tenant=evil",
-            ],
-        );
-        refused_by_policy(
-            &kubeconfig,
-            &[
-                "create",
-                "rolebinding",
-                "fief-admin",
-                "-n",
-                ns,
-                "--role=fief-admin",
-                "--user=mallory",
-            ],
-        );
-        refused_by_policy(
-            &kubeconfig,
-            &[
-                "create",
-                "role",
-                "fief-admin",
-                "-n",
-                ns,
-                "--verb=get",
-                "--resource=pods",
-            ],
-        );
-        refused_by_policy(
-            &kubeconfig,
-            &["create", "serviceaccount", "fief-tenant", "-n", ns],
-        );
-    }
+    wait_for_the_agent_scope_policy(&kubeconfig);
+    the_agent_cannot_take_or_arm_namespaces(
+        &kubeconfig,
+        &["kube-system", "default", plain.as_str()],
+    );
     refused_by_policy(
         &kubeconfig,
         &["delete", "namespace", &plain, "--wait=false"],
@@ -676,6 +675,73 @@ fn the_agent_service_account_cannot_touch_reserved_or_unlabelled_namespaces() {
         &kubeconfig,
         &["get", "secrets", "-n", "kube-system", "--as=admin"],
     );
+}
+
+/// Wait until the admission policy scoping the agent is in effect (it takes effect a
+/// moment after it is created).
+fn wait_for_the_agent_scope_policy(kubeconfig: &Path) {
+    // The policy takes effect a moment after it is created.
+    let probe = [
+        "label",
+        "namespace",
+        "kube-system",
+        "fief-probe=1",
+        "--overwrite",
+    ];
+    for _ in 0..60 {
+        match kubectl_agent(kubeconfig, &probe) {
+            Err(e) if e.contains("fief-agent-scope") || e.contains("the fief agent may") => break,
+            _ => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+    let _ = kubectl(None, &["label", "namespace", "kube-system", "fief-probe-"]);
+}
+
+/// In each of `namespaces`, the policy refuses what RBAC lets the agent do: label the
+/// namespace (as a tenant's too), write fief's Roles, RoleBindings and ServiceAccount.
+fn the_agent_cannot_take_or_arm_namespaces(kubeconfig: &Path, namespaces: &[&str]) {
+    for &ns in namespaces {
+        // RBAC lets the agent patch namespaces and write Roles; the policy does not.
+        refused_by_policy(kubeconfig, &["label", "namespace", ns, "x=y"]);
+        refused_by_policy(
+            kubeconfig,
+            &[
+                "label",
+                "namespace",
+                ns,
+                "app.kubernetes.io/managed-by=fief",
+                "fief.dev/tenant=evil",
+            ],
+        );
+        refused_by_policy(
+            kubeconfig,
+            &[
+                "create",
+                "rolebinding",
+                "fief-admin",
+                "-n",
+                ns,
+                "--role=fief-admin",
+                "--user=mallory",
+            ],
+        );
+        refused_by_policy(
+            kubeconfig,
+            &[
+                "create",
+                "role",
+                "fief-admin",
+                "-n",
+                ns,
+                "--verb=get",
+                "--resource=pods",
+            ],
+        );
+        refused_by_policy(
+            kubeconfig,
+            &["create", "serviceaccount", "fief-tenant", "-n", ns],
+        );
+    }
 }
 
 fn forbidden_agent(kubeconfig: &Path, args: &[&str]) {

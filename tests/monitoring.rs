@@ -264,12 +264,22 @@ fn each_alert_fires_on_the_real_series_exactly_when_it_should() {
     ] {
         assert_eq!(find(series, name, labels).value, value, "{name}{labels:?}");
     }
+    let cases = alert_cases(series, bad);
+    let rule_file = repo_path(RULE_FILE);
+    let alerts = rules(&exported_groups());
+    let tests = units::alert_tests(rule_file.to_str().expect("utf-8"), &alerts, &cases);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("alerts.test.yaml");
+    std::fs::write(&file, tests.to_string()).expect("write the unit tests");
+    promtool(&["test", "rules", file.to_str().expect("utf-8")]);
+}
+
+/// The cases the alerts are tested on: the scraped fleet as it is (with the broken tenant
+/// `bad`), and healthy fleets with one thing wrong each (or nothing).
+fn alert_cases(series: &[Series], bad: &str) -> Vec<Case> {
     let agent = [("namespace", NAMESPACE)];
     let bad_tenant = [("tenant", bad)];
-    let success = find(series, "fief_git_fetches_total", &[("result", "success")]);
-    let failure = success.with(&[("result", "failure")]);
-    let stamp = find(series, "fief_git_last_fetch_timestamp_seconds", &[]);
-    let cases = vec![
+    let mut cases = vec![
         Case {
             name: "the scraped fleet: the broken tenant fails to sync, a prune is held",
             series: fleet(&[]),
@@ -330,6 +340,18 @@ fn each_alert_fires_on_the_real_series_exactly_when_it_should() {
             ),
             firing: vec![("FiefTenantsStalled", Firing::new(&agent, 2.0))],
         },
+    ];
+    cases.extend(fetch_cases(series));
+    cases
+}
+
+/// Cases of the git fetch alerts: every fetch fails, some do, none has succeeded.
+fn fetch_cases(series: &[Series]) -> Vec<Case> {
+    let agent = [("namespace", NAMESPACE)];
+    let success = find(series, "fief_git_fetches_total", &[("result", "success")]);
+    let failure = success.with(&[("result", "failure")]);
+    let stamp = find(series, "fief_git_last_fetch_timestamp_seconds", &[]);
+    vec![
         Case {
             name: "every fetch fails",
             series: healthy(&[], Some((failure.clone(), growing(0.0)))),
@@ -355,14 +377,7 @@ fn each_alert_fires_on_the_real_series_exactly_when_it_should() {
             ),
             firing: vec![("FiefRepoNotFetched", Firing::of(stamp, 0.0))],
         },
-    ];
-    let rule_file = repo_path(RULE_FILE);
-    let alerts = rules(&exported_groups());
-    let tests = units::alert_tests(rule_file.to_str().expect("utf-8"), &alerts, &cases);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("alerts.test.yaml");
-    std::fs::write(&file, tests.to_string()).expect("write the unit tests");
-    promtool(&["test", "rules", file.to_str().expect("utf-8")]);
+    ]
 }
 
 #[test]

@@ -31,8 +31,8 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use common::node::{
-    ApiProxy, FIEF_IMAGE, FIEF_IMAGE_NEXT, GitDaemon, NODE_NAME, http_request, kubectl,
-    kubectl_json, kubectl_ok, node_cluster, wait_for,
+    ApiProxy, FIEF_IMAGE, FIEF_IMAGE_NEXT, GitDaemon, NODE_NAME, NodeCluster, http_request,
+    kubectl, kubectl_json, kubectl_ok, node_cluster, wait_for,
 };
 
 const NS: &str = "fief-system";
@@ -157,27 +157,7 @@ fn install() -> Install {
     let tenants = vec![common::unique("node-a"), common::unique("node-b")];
     let git = GitDaemon::start(cluster.node_ip(), &tenants_repo(&tenants, "hello"));
 
-    // Section 2: the overlay next to a checkout of fief (a link to this one).
-    let base = tempfile::tempdir().expect("tempdir");
-    std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), base.path().join("fief"))
-        .expect("link to the checkout");
-    let overlay_dir = base.path().join("fief-install");
-    fs::create_dir_all(&overlay_dir).expect("mkdir overlay");
-    let mut kustomization = readme_block("# fief-install/kustomization.yaml");
-    kustomization = substitute(
-        &kustomization,
-        "newName: registry.example.com/fief     # the image you pushed",
-        "newName: fief.test/fief",
-    );
-    let (_, tag) = FIEF_IMAGE.split_once(':').expect("tag");
-    kustomization = substitute(&kustomization, "newTag: 0.1.0", &format!("newTag: {tag}"));
-    kustomization = substitute(
-        &kustomization,
-        "https://git.example.com/org/tenants.git",
-        &git.url(),
-    );
-    fs::write(overlay_dir.join("kustomization.yaml"), &kustomization).expect("write overlay");
-
+    let (base, overlay_dir) = write_the_overlay(&git);
     // Section 3, except `rollout status` (asserted by its own test).
     let lines = guide_install_lines();
     assert!(
@@ -198,6 +178,53 @@ fn install() -> Install {
         .trim()
         .to_string();
 
+    let pods = wait_for_the_agent_and_its_tenants(&tenants);
+    let took = started.elapsed();
+    eprintln!(
+        "install guide: agent pods {:?} Running and {} tenants applied {:.1}s after the first \
+         step",
+        pods.iter().map(pod_name).collect::<Vec<_>>(),
+        tenants.len(),
+        took.as_secs_f64()
+    );
+    Install {
+        git,
+        tenants,
+        webhook_secret,
+        base,
+        took,
+    }
+}
+
+/// Section 2 of the install guide: the overlay next to a checkout of fief (a link to this
+/// one), its image and repo URL set to the test's; the folder both are in.
+fn write_the_overlay(git: &GitDaemon) -> (tempfile::TempDir, PathBuf) {
+    // Section 2: the overlay next to a checkout of fief (a link to this one).
+    let base = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), base.path().join("fief"))
+        .expect("link to the checkout");
+    let overlay_dir = base.path().join("fief-install");
+    fs::create_dir_all(&overlay_dir).expect("mkdir overlay");
+    let mut kustomization = readme_block("# fief-install/kustomization.yaml");
+    kustomization = substitute(
+        &kustomization,
+        "newName: registry.example.com/fief     # the image you pushed",
+        "newName: fief.test/fief",
+    );
+    let (_, tag) = FIEF_IMAGE.split_once(':').expect("tag");
+    kustomization = substitute(&kustomization, "newTag: 0.1.0", &format!("newTag: {tag}"));
+    kustomization = substitute(
+        &kustomization,
+        "https://git.example.com/org/tenants.git",
+        &git.url(),
+    );
+    fs::write(overlay_dir.join("kustomization.yaml"), &kustomization).expect("write overlay");
+    (base, overlay_dir)
+}
+
+/// Wait until both agent replicas run and the agent in its Pod applied `tenants`; the
+/// agent Pods.
+fn wait_for_the_agent_and_its_tenants(tenants: &[String]) -> Vec<Value> {
     let (pods, _) = wait_for(
         "both agent replicas Running",
         Duration::from_secs(180),
@@ -214,7 +241,7 @@ fn install() -> Install {
         "the tenants applied by the agent in its Pod",
         Duration::from_secs(120),
         || {
-            for t in &tenants {
+            for t in tenants {
                 let greeting = configmap_value(&format!("{t}-prod"), "app-config", "greeting");
                 if greeting.as_deref() != Some("hello") {
                     return Err(format!(
@@ -226,21 +253,7 @@ fn install() -> Install {
             Ok(())
         },
     );
-    let took = started.elapsed();
-    eprintln!(
-        "install guide: agent pods {:?} Running and {} tenants applied {:.1}s after the first \
-         step",
-        pods.iter().map(pod_name).collect::<Vec<_>>(),
-        tenants.len(),
-        took.as_secs_f64()
-    );
-    Install {
-        git,
-        tenants,
-        webhook_secret,
-        base,
-        took,
-    }
+    pods
 }
 
 fn tenants_repo(tenants: &[String], greeting: &str) -> Vec<(String, String)> {
@@ -387,6 +400,22 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
             .then_some(pods)
             .ok_or_else(agent_diagnostics)
     });
+    the_agent_namespace_enforces_restricted_and_its_pods_pass();
+    each_pod_runs_on_the_node_with_only_its_service_account(&pods);
+    // The Lease is held by one of the pods: the in-cluster identity may write it (rbac.yaml).
+    let (holder, _) = wait_for("a leader", Duration::from_secs(60), || {
+        leader().ok_or_else(agent_diagnostics)
+    });
+    assert!(
+        pods.iter().any(|p| pod_name(p) == holder),
+        "the Lease holder {holder} is none of the running pods"
+    );
+    the_tenants_are_applied_and_ready_in_their_inventories(&install.tenants);
+}
+
+/// The agent namespace enforces `restricted`, and the running agent Pods pass it (a new
+/// enforce version makes the API server check them again and warn of any violation).
+fn the_agent_namespace_enforces_restricted_and_its_pods_pass() {
     let ns = kubectl_json(&["get", "namespace", NS]).expect("namespace fief-system");
     assert_eq!(
         ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
@@ -411,8 +440,12 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
         !warnings.contains("violate"),
         "running agent pods violate restricted: {warnings}"
     );
+}
 
-    for pod in &pods {
+/// Each agent Pod runs on the node, unrestarted, and its only credentials are the
+/// ServiceAccount token the kubelet mounts: no kubeconfig flag, variable or file.
+fn each_pod_runs_on_the_node_with_only_its_service_account(pods: &[Value]) {
+    for pod in pods {
         let name = pod_name(pod);
         assert_eq!(
             pod["spec"]["nodeName"], NODE_NAME,
@@ -452,14 +485,12 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
             agent_diagnostics()
         );
     }
-    // The Lease is held by one of the pods: the in-cluster identity may write it (rbac.yaml).
-    let (holder, _) = wait_for("a leader", Duration::from_secs(60), || {
-        leader().ok_or_else(agent_diagnostics)
-    });
-    assert!(
-        pods.iter().any(|p| pod_name(p) == holder),
-        "the Lease holder {holder} is none of the running pods"
-    );
+}
+
+/// The tenants are applied, and recorded as Ready in their inventories in fief-system. (The
+/// webhook test changes the second tenant, the failover tests delete and repair the first
+/// one's ConfigMap.)
+fn the_tenants_are_applied_and_ready_in_their_inventories(tenants: &[String]) {
     // Applied, and recorded as Ready in the tenants' inventories in fief-system. (The
     // webhook test changes the second tenant, the failover tests delete and repair the
     // first one's ConfigMap.)
@@ -467,14 +498,14 @@ fn install_guide_runs_both_replicas_under_restricted_with_only_their_service_acc
         "the first tenant's ConfigMap as the repo says",
         Duration::from_secs(60),
         || {
-            let t = &install.tenants[0];
+            let t = &tenants[0];
             let greeting = configmap_value(&format!("{t}-prod"), "app-config", "greeting");
             (greeting.as_deref() == Some("hello"))
                 .then_some(())
                 .ok_or_else(|| format!("{t}: greeting {greeting:?}"))
         },
     );
-    for t in &install.tenants {
+    for t in tenants {
         let (_, _) = wait_for(
             &format!("tenant {t} Ready in its inventory"),
             Duration::from_secs(60),
@@ -553,6 +584,12 @@ fn rollout_status_succeeds_and_an_image_update_rolls_through() {
         "rolling update to {FIEF_IMAGE_NEXT}: complete in {:.1}s",
         took.as_secs_f64()
     );
+    the_updated_pods_lead_and_repair_drift(&install.tenants[0]);
+}
+
+/// Both agent Pods run the new image and are Ready; one of them leads, and repairs a
+/// hand-deleted object of tenant `t` (drift repair).
+fn the_updated_pods_lead_and_repair_drift(t: &str) {
     let pods = running_agent_pods();
     assert_eq!(pods.len(), 2, "{}", agent_diagnostics());
     for pod in &pods {
@@ -569,7 +606,6 @@ fn rollout_status_succeeds_and_an_image_update_rolls_through() {
         },
     );
     // The new leader reconciles: a hand-deleted object comes back (drift repair).
-    let t = &install.tenants[0];
     kubectl_ok(&[
         "delete",
         "configmap",
@@ -602,40 +638,7 @@ fn a_signed_push_webhook_sent_to_the_service_is_applied() {
     // The Service through the API server's service proxy: its endpoints are the Pods its
     // selector picks, the leader alone.
     let path = format!("/api/v1/namespaces/{NS}/services/fief-agent:http/proxy/hooks/git");
-    let (endpoints, _) = wait_for(
-        &format!("an endpoint of Service fief-agent ({NEEDS_LEADER_LABEL})"),
-        Duration::from_secs(45),
-        || {
-            let ep = kubectl_json(&["get", "endpoints", "-n", NS, "fief-agent"])
-                .ok_or("no Endpoints object")?;
-            let ips: Vec<String> = ep["subsets"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|s| s["addresses"].as_array().cloned().unwrap_or_default())
-                .filter_map(|a| a["ip"].as_str().map(str::to_string))
-                .collect();
-            if ips.is_empty() {
-                Err(format!("no ready address; {}", agent_diagnostics()))
-            } else {
-                Ok(ips)
-            }
-        },
-    );
-    // The endpoint is the leader's pod.
-    let holder = leader().expect("a leader");
-    let leader_pod = kubectl_json(&["get", "pod", "-n", NS, &holder]).expect("leader pod");
-    assert_eq!(
-        endpoints,
-        vec![
-            leader_pod["status"]["podIP"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        ],
-        "Service fief-agent does not select the leader {holder} alone"
-    );
-
+    the_service_selects_the_leader_alone();
     let body = r#"{"ref":"refs/heads/main"}"#;
     let json = ("Content-Type", "application/json".to_string());
     let unsigned = proxy.request("POST", &path, std::slice::from_ref(&json), body);
@@ -671,6 +674,43 @@ fn a_signed_push_webhook_sent_to_the_service_is_applied() {
     eprintln!(
         "webhook through the Service: change applied {:.1}s after the push",
         started.elapsed().as_secs_f64()
+    );
+}
+
+/// Service fief-agent has an endpoint, and it is the leader's Pod alone.
+fn the_service_selects_the_leader_alone() {
+    let (endpoints, _) = wait_for(
+        &format!("an endpoint of Service fief-agent ({NEEDS_LEADER_LABEL})"),
+        Duration::from_secs(45),
+        || {
+            let ep = kubectl_json(&["get", "endpoints", "-n", NS, "fief-agent"])
+                .ok_or("no Endpoints object")?;
+            let ips: Vec<String> = ep["subsets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["addresses"].as_array().cloned().unwrap_or_default())
+                .filter_map(|a| a["ip"].as_str().map(str::to_string))
+                .collect();
+            if ips.is_empty() {
+                Err(format!("no ready address; {}", agent_diagnostics()))
+            } else {
+                Ok(ips)
+            }
+        },
+    );
+    // The endpoint is the leader's pod.
+    let holder = leader().expect("a leader");
+    let leader_pod = kubectl_json(&["get", "pod", "-n", NS, &holder]).expect("leader pod");
+    assert_eq!(
+        endpoints,
+        vec![
+            leader_pod["status"]["podIP"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        ],
+        "Service fief-agent does not select the leader {holder} alone"
     );
 }
 
@@ -718,8 +758,29 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
         takeover.as_secs_f64()
     );
 
+    the_new_leader_repairs_a_deleted_object(&new_leader, &install.tenants[0]);
+    // The ReplicaSet replaces the deleted pod.
+    wait_for(
+        "a replacement pod Running",
+        Duration::from_secs(120),
+        || {
+            let names: Vec<String> = running_agent_pods().iter().map(pod_name).collect();
+            (names.len() == 2 && !names.contains(&old_leader))
+                .then_some(())
+                .ok_or_else(|| format!("running {names:?}"))
+        },
+    );
+    eprintln!(
+        "leader failover: a replacement pod Running {:.1}s after the delete",
+        started.elapsed().as_secs_f64()
+    );
+
+    only_the_new_leader_carries_the_leader_label(&new_leader);
+}
+
+/// The new leader reconciles: tenant `t`'s hand-deleted ConfigMap comes back.
+fn the_new_leader_repairs_a_deleted_object(new_leader: &str, t: &str) {
     // The new leader reconciles: a hand-deleted object comes back.
-    let t = &install.tenants[0];
     kubectl_ok(&[
         "delete",
         "configmap",
@@ -740,23 +801,10 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
         "leader failover: the new leader repaired a deleted object in {:.1}s",
         repaired.as_secs_f64()
     );
+}
 
-    // The ReplicaSet replaces the deleted pod.
-    wait_for(
-        "a replacement pod Running",
-        Duration::from_secs(120),
-        || {
-            let names: Vec<String> = running_agent_pods().iter().map(pod_name).collect();
-            (names.len() == 2 && !names.contains(&old_leader))
-                .then_some(())
-                .ok_or_else(|| format!("running {names:?}"))
-        },
-    );
-    eprintln!(
-        "leader failover: a replacement pod Running {:.1}s after the delete",
-        started.elapsed().as_secs_f64()
-    );
-
+/// The Service follows the leader: only the new leader's Pod carries the label.
+fn only_the_new_leader_carries_the_leader_label(new_leader: &str) {
     // The Service follows the leader: only the new leader's Pod carries the label.
     wait_for(
         &format!(
@@ -769,7 +817,7 @@ fn a_deleted_leader_pod_is_replaced_and_the_other_replica_takes_over() {
                 .filter(|p| p["metadata"]["labels"]["fief.dev/leader"] == "true")
                 .map(pod_name)
                 .collect();
-            (labelled == vec![new_leader.clone()])
+            (labelled == vec![new_leader.to_string()])
                 .then_some(())
                 .ok_or_else(|| format!("labelled: {labelled:?}"))
         },
@@ -819,6 +867,42 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
     let ns = format!("{tenant}-prod");
     let agent_ns = common::unique("fief-web");
     kubectl_ok(&["create", "namespace", &agent_ns]);
+    let repo = web_repo(&agent_ns, &tenant);
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .arg("apply")
+        .arg(repo.path())
+        .arg("--kubeconfig")
+        .arg(cluster.cp().admin_kubeconfig())
+        .output()
+        .expect("cannot run fief apply");
+    assert!(
+        out.status.success(),
+        "fief apply failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (pods, ready_after) = wait_for_two_ready_web_pods(&ns);
+    eprintln!(
+        "tenant component: 2 busybox httpd pods Ready {:.1}s after fief apply started \
+         ({:.1}s after it returned)",
+        started.elapsed().as_secs_f64(),
+        ready_after.as_secs_f64()
+    );
+    let deployment = kubectl_json(&["get", "deployment", "-n", &ns, "web"]).expect("deployment");
+    assert_eq!(deployment["status"]["readyReplicas"], 2);
+    assert_eq!(
+        deployment["metadata"]["labels"]["fief.dev/tenant"],
+        tenant.as_str()
+    );
+
+    the_pods_serve_over_the_bridge(cluster, &pods);
+    no_pod_traffic_leaves_the_machine(cluster, &ns, &pods);
+}
+
+/// A tenants repo (agent namespace `agent_ns`) whose tenant `tenant` runs the busybox
+/// `web` component, two replicas, under a quota.
+fn web_repo(agent_ns: &str, tenant: &str) -> tempfile::TempDir {
     let repo = tempfile::tempdir().expect("tempdir");
     let files = [
         (
@@ -848,24 +932,15 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
         fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         fs::write(p, text).expect("write");
     }
+    repo
+}
 
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .arg("apply")
-        .arg(repo.path())
-        .arg("--kubeconfig")
-        .arg(cluster.cp().admin_kubeconfig())
-        .output()
-        .expect("cannot run fief apply");
-    assert!(
-        out.status.success(),
-        "fief apply failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Wait until both `web` Pods in `ns` are Ready (else say where they are, with the
+/// namespace's Events); the Pods and how long that took.
+fn wait_for_two_ready_web_pods(ns: &str) -> (Vec<Value>, Duration) {
     let (pods, ready_after) = wait_for("both web pods Ready", Duration::from_secs(120), || {
         let list =
-            kubectl_json(&["get", "pods", "-n", &ns, "-l", "app=web"]).ok_or("cannot list pods")?;
+            kubectl_json(&["get", "pods", "-n", ns, "-l", "app=web"]).ok_or("cannot list pods")?;
         let pods = list["items"].as_array().cloned().unwrap_or_default();
         let ready = pods.iter().filter(|p| is_ready(p)).count();
         if ready == 2 {
@@ -883,7 +958,7 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
                 })
                 .collect();
             let events = kubectl(
-                &["get", "events", "-n", &ns, "--sort-by=.lastTimestamp"],
+                &["get", "events", "-n", ns, "--sort-by=.lastTimestamp"],
                 None,
             );
             Err(format!(
@@ -892,26 +967,18 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
             ))
         }
     });
-    eprintln!(
-        "tenant component: 2 busybox httpd pods Ready {:.1}s after fief apply started \
-         ({:.1}s after it returned)",
-        started.elapsed().as_secs_f64(),
-        ready_after.as_secs_f64()
-    );
-    let deployment = kubectl_json(&["get", "deployment", "-n", &ns, "web"]).expect("deployment");
-    assert_eq!(deployment["status"]["readyReplicas"], 2);
-    assert_eq!(
-        deployment["metadata"]["labels"]["fief.dev/tenant"],
-        tenant.as_str()
-    );
+    (pods, ready_after)
+}
 
+/// The Pods really serve: from the host, over the bridge, to each Pod's IP.
+fn the_pods_serve_over_the_bridge(cluster: &NodeCluster, pods: &[Value]) {
     // The pods really serve: from the host, over the bridge, to each pod's IP.
     let subnet_prefix = cluster
         .subnet()
         .rsplit_once('.')
         .map(|(p, _)| format!("{p}."))
         .expect("subnet");
-    for pod in &pods {
+    for pod in pods {
         let ip = pod["status"]["podIP"].as_str().expect("pod IP");
         assert!(
             ip.starts_with(&subnet_prefix),
@@ -926,11 +993,16 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
             "GET http://{ip}:8080/index.html"
         );
     }
+}
 
+/// No Pod traffic can leave the machine: no default route in the Pod (kubectl exec goes
+/// API server -> kubelet -> containerd), IP forwarding off on the host; the node is the
+/// one expected.
+fn no_pod_traffic_leaves_the_machine(cluster: &NodeCluster, ns: &str, pods: &[Value]) {
     // No pod traffic can leave the machine: no default route in the pod (kubectl exec goes
     // API server -> kubelet -> containerd), IP forwarding off on the host.
     let name = pod_name(&pods[0]);
-    let routes = kubectl_ok(&["exec", "-n", &ns, &name, "--", "ip", "route"]);
+    let routes = kubectl_ok(&["exec", "-n", ns, &name, "--", "ip", "route"]);
     assert!(
         !routes.contains("default"),
         "the pod has a default route:\n{routes}"
@@ -1045,81 +1117,12 @@ fn the_agent_holds_a_tenant_reconciling_then_stalled_on_a_failing_probe_and_read
     let tenant = common::unique("agsick");
     let ns = format!("{tenant}-prod");
     let agent_ns = common::unique("fief-agsick");
-    let varz = |probe: &str| {
-        format!(
-            "replicas: 1\nimage: {}\ngreeting: hi\nprobePath: {probe}\n",
-            common::node::BUSYBOX_IMAGE
-        )
-    };
-    let server = common::agent::GitServer::new(&[
-        (
-            "fief.yaml".to_string(),
-            format!("agentNamespace: {agent_ns}\n"),
-        ),
-        (
-            "components/web/varz.yaml".to_string(),
-            varz("/missing.html"),
-        ),
-        (
-            "components/web/component.yaml".to_string(),
-            "health: {timeout: 20s}\n".to_string(),
-        ),
-        (
-            "components/web/templates/deployment.yaml".to_string(),
-            WEB_TEMPLATE.replace("path: /index.html", "path: {{ values.probePath }}"),
-        ),
-        (
-            format!("tenants/{tenant}.yaml"),
-            format!(
-                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {tenant}\nspec:\n  quota: {{cpu: \"1\", memory: 256Mi, pods: \"4\"}}\n  components:\n    - name: web\n"
-            ),
-        ),
-    ]);
+    let server = probed_repo(&agent_ns, &tenant);
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("agent.log");
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(["agent", "--repo", &server.url(), "--no-leader-election"])
-        .arg("--kubeconfig")
-        .arg(cluster.cp().admin_kubeconfig())
-        .arg("--cache-dir")
-        .arg(dir.path().join("cache"))
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{}", common::util::free_port()),
-        ])
-        .args(["--interval", "2s"])
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("start fief agent");
+    let mut agent = spawn_agent(cluster, &server.url(), dir.path(), &log);
     let agent_log = || fs::read_to_string(&log).unwrap_or_default();
-    let condition = |type_: &str| -> (String, String, String) {
-        let cm = kubectl_json(&[
-            "get",
-            "configmap",
-            "-n",
-            &agent_ns,
-            &format!("fief-tenant-{tenant}"),
-        ]);
-        let status: Value = cm
-            .and_then(|cm| {
-                cm["data"]["status"]
-                    .as_str()
-                    .and_then(|s| serde_json::from_str(s).ok())
-            })
-            .unwrap_or(Value::Null);
-        status["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == type_)
-            .map(|c| {
-                let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
-                (s("status"), s("reason"), s("message"))
-            })
-            .unwrap_or_default()
-    };
+    let condition = |type_: &str| tenant_condition(&agent_ns, &tenant, type_);
     let wait = |what: &str, type_: &str, reason: &str, timeout: Duration| -> String {
         let (message, _) = wait_for(what, timeout, || {
             let c = condition(type_);
@@ -1154,7 +1157,10 @@ fn the_agent_holds_a_tenant_reconciling_then_stalled_on_a_failing_probe_and_read
     assert_eq!(condition("Ready").0, "False");
 
     server.commit(
-        &[("components/web/varz.yaml".to_string(), varz("/index.html"))],
+        &[(
+            "components/web/varz.yaml".to_string(),
+            web_varz("/index.html"),
+        )],
         "fix the probe",
     );
     wait(
@@ -1166,4 +1172,90 @@ fn the_agent_holds_a_tenant_reconciling_then_stalled_on_a_failing_probe_and_read
     assert_eq!(condition("Stalled").0, "False");
     let _ = agent.kill();
     let _ = agent.wait();
+}
+
+/// The `web` component's values: one busybox replica probed at `probe`.
+fn web_varz(probe: &str) -> String {
+    format!(
+        "replicas: 1\nimage: {}\ngreeting: hi\nprobePath: {probe}\n",
+        common::node::BUSYBOX_IMAGE
+    )
+}
+
+/// A repo served by `git daemon` whose tenant `tenant` runs `web` probed at a page that does
+/// not exist, with a 20s health timeout.
+fn probed_repo(agent_ns: &str, tenant: &str) -> common::agent::GitServer {
+    common::agent::GitServer::new(&[
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {agent_ns}\n"),
+        ),
+        (
+            "components/web/varz.yaml".to_string(),
+            web_varz("/missing.html"),
+        ),
+        (
+            "components/web/component.yaml".to_string(),
+            "health: {timeout: 20s}\n".to_string(),
+        ),
+        (
+            "components/web/templates/deployment.yaml".to_string(),
+            WEB_TEMPLATE.replace("path: /index.html", "path: {{ values.probePath }}"),
+        ),
+        (
+            format!("tenants/{tenant}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {tenant}\nspec:\n  quota: {{cpu: \"1\", memory: 256Mi, pods: \"4\"}}\n  components:\n    - name: web\n"
+            ),
+        ),
+    ])
+}
+
+/// `fief agent` on `repo` (no leader election, a 2s interval), its log in `log`.
+fn spawn_agent(cluster: &NodeCluster, repo: &str, dir: &Path, log: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["agent", "--repo", repo, "--no-leader-election"])
+        .arg("--kubeconfig")
+        .arg(cluster.cp().admin_kubeconfig())
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{}", common::util::free_port()),
+        ])
+        .args(["--interval", "2s"])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(log).expect("log"))
+        .spawn()
+        .expect("start fief agent")
+}
+
+/// Status, reason and message of the condition `type_` in `tenant`'s inventory (empty when
+/// there is none).
+fn tenant_condition(agent_ns: &str, tenant: &str, type_: &str) -> (String, String, String) {
+    let cm = kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        &format!("fief-tenant-{tenant}"),
+    ]);
+    let status: Value = cm
+        .and_then(|cm| {
+            cm["data"]["status"]
+                .as_str()
+                .and_then(|s| serde_json::from_str(s).ok())
+        })
+        .unwrap_or(Value::Null);
+    status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("status"), s("reason"), s("message"))
+        })
+        .unwrap_or_default()
 }

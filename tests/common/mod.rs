@@ -211,36 +211,7 @@ impl ControlPlane {
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
 
-        let ready = dir.join("ready");
-        let deadline = Instant::now() + START_TIMEOUT + Duration::from_secs(30);
-        loop {
-            if ready.exists() {
-                break;
-            }
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    return Err(format!(
-                        "{} exited with {status} before the control plane was ready; \
-                         logs in {}\n{}",
-                        script.display(),
-                        dir.join("logs").display(),
-                        tail(&log_path, 120)
-                    ));
-                }
-                Ok(None) => {}
-                Err(e) => return Err(format!("cannot wait for {}: {e}", script.display())),
-            }
-            if Instant::now() > deadline {
-                terminate(&mut child);
-                return Err(format!(
-                    "the control plane was not ready after {:?}; logs in {}\n{}",
-                    START_TIMEOUT,
-                    dir.join("logs").display(),
-                    tail(&log_path, 120)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_ready(&mut child, &dir, &log_path, &script)?;
 
         let env_path = dir.join("env");
         let env = parse_env(
@@ -344,6 +315,41 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
             all[all.len().saturating_sub(lines)..].join("\n")
         }
         Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
+/// Wait until the start script marks the control plane ready (its `ready` file), or fail
+/// with the end of its log when it exits first or takes too long.
+fn wait_ready(child: &mut Child, dir: &Path, log_path: &Path, script: &Path) -> Result<(), String> {
+    let ready = dir.join("ready");
+    let deadline = Instant::now() + START_TIMEOUT + Duration::from_secs(30);
+    loop {
+        if ready.exists() {
+            return Ok(());
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return Err(format!(
+                    "{} exited with {status} before the control plane was ready; \
+                     logs in {}\n{}",
+                    script.display(),
+                    dir.join("logs").display(),
+                    tail(log_path, 120)
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("cannot wait for {}: {e}", script.display())),
+        }
+        if Instant::now() > deadline {
+            terminate(child);
+            return Err(format!(
+                "the control plane was not ready after {:?}; logs in {}\n{}",
+                START_TIMEOUT,
+                dir.join("logs").display(),
+                tail(log_path, 120)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

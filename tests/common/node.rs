@@ -125,29 +125,8 @@ impl NodeCluster {
     }
 
     fn start() -> Result<NodeCluster, String> {
-        let uid = Command::new("id")
-            .arg("-u")
-            .output()
-            .map_err(|e| format!("cannot run id: {e}"))?;
-        let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
-        if uid != "0" {
-            return Err(format!(
-                "a node needs root (containerd, kubelet, a bridge, an iptables rule); \
-                 these tests run as uid {uid}"
-            ));
-        }
-        // One node per machine: its bridge, iptables chains and containerd paths have fixed
-        // names, so a second test process waits here until the first one exits (the lock
-        // goes with the process).
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open("/tmp/fief-node.lock")
-            .map_err(|e| format!("cannot open /tmp/fief-node.lock: {e}"))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock /tmp/fief-node.lock: {e}"))?;
-        std::mem::forget(lock);
+        require_root()?;
+        lock_the_node()?;
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let dir = tempfile::Builder::new()
             .prefix("fief-node-")
@@ -156,37 +135,7 @@ impl NodeCluster {
             .keep();
 
         let t0 = Instant::now();
-        let images = dir.join("images");
-        let fief_refs = format!("{FIEF_IMAGE},{FIEF_IMAGE_NEXT}");
-        let busybox_refs = format!("{BUSYBOX_IMAGE},{BUSYBOX_TUTORIAL_IMAGE}");
-        let builds: [(&str, &str, Option<&str>); 3] = [
-            ("fief", &fief_refs, Some(env!("CARGO_BIN_EXE_fief"))),
-            ("busybox", &busybox_refs, None),
-            ("pause", PAUSE_IMAGE, None),
-        ];
-        let mut archives = Vec::new();
-        for (kind, refs, binary) in builds {
-            let archive = images.join(format!("{kind}.tar"));
-            let mut cmd = Command::new("bash");
-            cmd.arg(repo.join("tools/build-image.sh"))
-                .arg(kind)
-                .arg(&archive)
-                .arg(refs);
-            if let Some(binary) = binary {
-                cmd.arg(binary);
-            }
-            let out = cmd
-                .output()
-                .map_err(|e| format!("cannot run tools/build-image.sh: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "tools/build-image.sh {kind} failed ({}):\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            archives.push(archive.display().to_string());
-        }
+        let archives = build_images(repo, &dir.join("images"))?;
         let images_time = t0.elapsed();
 
         let t1 = Instant::now();
@@ -200,55 +149,7 @@ impl NodeCluster {
         // The script's work folder is this one, so its teardown also removes the images
         // and its own log.
         let node_dir = dir.clone();
-        let log_path = dir.join("start-node.log");
-        let log = fs::File::create(&log_path)
-            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| format!("cannot dup {}: {e}", log_path.display()))?;
-        let script = repo.join("tools/start-node.sh");
-        let mut child = Command::new("bash")
-            .arg(&script)
-            .arg(cp.dir())
-            .arg(&node_dir)
-            .env("FIEF_NODE_NAME", NODE_NAME)
-            .env("FIEF_NODE_IMAGES", archives.join(" "))
-            .env("FIEF_NODE_BIN_DIR", cp.bin_dir())
-            .env("FIEF_NODE_WATCH_PID", std::process::id().to_string())
-            .env("FIEF_NODE_CLEANUP", "1")
-            .env(
-                "FIEF_NODE_LOCK_TIMEOUT",
-                (NODE_START_TIMEOUT.as_secs() - 60).to_string(),
-            )
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-        let ready = node_dir.join("ready");
-        let deadline = Instant::now() + NODE_START_TIMEOUT;
-        while !ready.exists() {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    return Err(format!(
-                        "{} exited with {status} before the node was ready:\n{}",
-                        script.display(),
-                        super::tail(&log_path, 80)
-                    ));
-                }
-                Ok(None) => {}
-                Err(e) => return Err(format!("cannot wait for {}: {e}", script.display())),
-            }
-            if Instant::now() > deadline {
-                super::terminate(&mut child);
-                return Err(format!(
-                    "the node was not ready after {NODE_START_TIMEOUT:?}:\n{}",
-                    super::tail(&log_path, 80)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let child = start_node(repo, &cp, &node_dir, &archives)?;
         let node_time = t2.elapsed();
         let env_path = node_dir.join("env");
         let env = super::parse_env(
@@ -282,6 +183,134 @@ impl NodeCluster {
             _script: Mutex::new(child),
         })
     }
+}
+
+/// A node needs root (containerd, kubelet, a bridge, an iptables rule).
+fn require_root() -> Result<(), String> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map_err(|e| format!("cannot run id: {e}"))?;
+    let uid = String::from_utf8_lossy(&uid.stdout).trim().to_string();
+    if uid != "0" {
+        return Err(format!(
+            "a node needs root (containerd, kubelet, a bridge, an iptables rule); \
+             these tests run as uid {uid}"
+        ));
+    }
+    Ok(())
+}
+
+/// One node per machine: its bridge, iptables chains and containerd paths have fixed names,
+/// so a second test process waits here until the first one exits (the lock goes with the
+/// process).
+fn lock_the_node() -> Result<(), String> {
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/fief-node.lock")
+        .map_err(|e| format!("cannot open /tmp/fief-node.lock: {e}"))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock /tmp/fief-node.lock: {e}"))?;
+    std::mem::forget(lock);
+    Ok(())
+}
+
+/// Build the fief, busybox and pause images into archives under `images`; their paths.
+fn build_images(repo: &Path, images: &Path) -> Result<Vec<String>, String> {
+    let fief_refs = format!("{FIEF_IMAGE},{FIEF_IMAGE_NEXT}");
+    let busybox_refs = format!("{BUSYBOX_IMAGE},{BUSYBOX_TUTORIAL_IMAGE}");
+    let builds: [(&str, &str, Option<&str>); 3] = [
+        ("fief", &fief_refs, Some(env!("CARGO_BIN_EXE_fief"))),
+        ("busybox", &busybox_refs, None),
+        ("pause", PAUSE_IMAGE, None),
+    ];
+    let mut archives = Vec::new();
+    for (kind, refs, binary) in builds {
+        let archive = images.join(format!("{kind}.tar"));
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo.join("tools/build-image.sh"))
+            .arg(kind)
+            .arg(&archive)
+            .arg(refs);
+        if let Some(binary) = binary {
+            cmd.arg(binary);
+        }
+        let out = cmd
+            .output()
+            .map_err(|e| format!("cannot run tools/build-image.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "tools/build-image.sh {kind} failed ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        archives.push(archive.display().to_string());
+    }
+    Ok(archives)
+}
+
+/// Start the node (`tools/start-node.sh`) against the control plane `cp`, its images loaded
+/// from `archives`, and wait until it is ready; the script keeps running (and tears the node
+/// down when this process exits).
+fn start_node(
+    repo: &Path,
+    cp: &ControlPlane,
+    node_dir: &Path,
+    archives: &[String],
+) -> Result<Child, String> {
+    let log_path = node_dir.join("start-node.log");
+    let log = fs::File::create(&log_path)
+        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|e| format!("cannot dup {}: {e}", log_path.display()))?;
+    let script = repo.join("tools/start-node.sh");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .arg(cp.dir())
+        .arg(node_dir)
+        .env("FIEF_NODE_NAME", NODE_NAME)
+        .env("FIEF_NODE_IMAGES", archives.join(" "))
+        .env("FIEF_NODE_BIN_DIR", cp.bin_dir())
+        .env("FIEF_NODE_WATCH_PID", std::process::id().to_string())
+        .env("FIEF_NODE_CLEANUP", "1")
+        .env(
+            "FIEF_NODE_LOCK_TIMEOUT",
+            (NODE_START_TIMEOUT.as_secs() - 60).to_string(),
+        )
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let ready = node_dir.join("ready");
+    let deadline = Instant::now() + NODE_START_TIMEOUT;
+    while !ready.exists() {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return Err(format!(
+                    "{} exited with {status} before the node was ready:\n{}",
+                    script.display(),
+                    super::tail(&log_path, 80)
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("cannot wait for {}: {e}", script.display())),
+        }
+        if Instant::now() > deadline {
+            super::terminate(&mut child);
+            return Err(format!(
+                "the node was not ready after {NODE_START_TIMEOUT:?}:\n{}",
+                super::tail(&log_path, 80)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(child)
 }
 
 // --- kubectl --------------------------------------------------------------------------------

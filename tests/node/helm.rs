@@ -111,22 +111,58 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
     let dir = tempfile::tempdir().expect("tempdir");
     let key = common::sops::age_keygen(dir.path(), "keys.txt");
     let home = dir.path().join("helm");
-    let (repository, tag) = FIEF_IMAGE.split_once(':').expect("image tag");
-    let (_, next_tag) = FIEF_IMAGE_NEXT.split_once(':').expect("image tag");
 
     // Install: from nothing to both replicas Ready.
+    install_the_release(&home, &release, &ns, &git.url(), &key.file);
+    the_tenant_and_a_pushed_change_go_live(&git, &tenant, &tenant_ns, &ns);
+    // The leader's pass over the pushed change is over before the upgrade is counted.
+    std::thread::sleep(Duration::from_secs(5));
+
+    // The log holds the agent's writes to the tenant's namespace, so a count of none after
+    // the upgrade means none were sent.
+    let before = writes_in(&tenant_ns, 0);
+    assert!(
+        before
+            .iter()
+            .any(|w| w.starts_with("patch configmaps/app-config")),
+        "the audit log shows no apply of the tenant's ConfigMap: {before:#?}"
+    );
+
+    // Upgrade to the same build under another tag: the Deployment rolls, and the new leader
+    // finds every tenant as it left it (nothing written to the tenant's namespace).
+    let mark = audit_log().lines().count();
+    upgrade_to_the_next_tag(&home, &release, &ns);
+    std::thread::sleep(Duration::from_secs(5));
+    let writes = writes_in(&tenant_ns, mark);
+    assert!(
+        writes.is_empty(),
+        "the upgrade wrote to the tenant's namespace: {writes:#?}"
+    );
+    assert_eq!(
+        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
+        Some("bonjour")
+    );
+
+    uninstall_keeps_the_agent_namespace_and_the_tenant(&home, &release, &ns, &tenant, &tenant_ns);
+}
+
+/// `helm install` of the chart as `release` into `ns` (repo `repo_url`, the age key from
+/// `age_key_file`), waiting for it: its notes name the agent namespace, both replicas run
+/// under `restricted`, the age key is in its Secret.
+fn install_the_release(home: &Path, release: &str, ns: &str, repo_url: &str, age_key_file: &Path) {
+    let (repository, tag) = FIEF_IMAGE.split_once(':').expect("image tag");
     let chart = chart();
-    let (namespace, repo) = (format!("namespace={ns}"), format!("repo.url={}", git.url()));
+    let (namespace, repo) = (format!("namespace={ns}"), format!("repo.url={repo_url}"));
     let (image, image_tag) = (
         format!("image.repository={repository}"),
         format!("image.tag={tag}"),
     );
-    let age_key = format!("ageKey.key={}", key.file.display());
+    let age_key = format!("ageKey.key={}", age_key_file.display());
     let install = helm(
-        &home,
+        home,
         &[
             "install",
-            &release,
+            release,
             &chart,
             "--set",
             &namespace,
@@ -151,64 +187,64 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         "the notes say what fief.yaml must name:\n{notes}"
     );
     assert_eq!(
-        running_images(&ns),
+        running_images(ns),
         [FIEF_IMAGE, FIEF_IMAGE],
         "both replicas Running; {}",
-        common::node::agent_diagnostics(&ns)
+        common::node::agent_diagnostics(ns)
     );
     let labels =
-        kubectl_json(&["get", "namespace", &ns]).unwrap_or_default()["metadata"]["labels"].clone();
+        kubectl_json(&["get", "namespace", ns]).unwrap_or_default()["metadata"]["labels"].clone();
     assert_eq!(labels["pod-security.kubernetes.io/enforce"], "restricted");
-    let secret = kubectl_json(&["get", "secret", "-n", &ns, "fief-age-key"]);
+    let secret = kubectl_json(&["get", "secret", "-n", ns, "fief-age-key"]);
     assert!(
         secret.is_some_and(|s| s["data"]["keys.txt"].is_string()),
         "the age key's Secret"
     );
+}
+
+/// The agent of the release in `ns` applies the tenant, then a change pushed to `git`.
+fn the_tenant_and_a_pushed_change_go_live(
+    git: &GitDaemon,
+    tenant: &str,
+    tenant_ns: &str,
+    ns: &str,
+) {
     wait_for(
         "the tenant applied",
         Duration::from_secs(120),
-        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+        || match configmap_value(tenant_ns, "app-config", "greeting").as_deref() {
             Some("hello") => Ok(()),
             other => Err(format!(
                 "greeting {other:?}; {}",
-                common::node::agent_diagnostics(&ns)
+                common::node::agent_diagnostics(ns)
             )),
         },
     );
-    git.commit(&[tenant_file(&tenant, "bonjour")], "bonjour");
+    git.commit(&[tenant_file(tenant, "bonjour")], "bonjour");
     wait_for(
         "the pushed change live",
         Duration::from_secs(60),
-        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
+        || match configmap_value(tenant_ns, "app-config", "greeting").as_deref() {
             Some("bonjour") => Ok(()),
             other => Err(format!(
                 "greeting {other:?}; {}",
-                common::node::agent_diagnostics(&ns)
+                common::node::agent_diagnostics(ns)
             )),
         },
     );
-    // The leader's pass over the pushed change is over before the upgrade is counted.
-    std::thread::sleep(Duration::from_secs(5));
+}
 
-    // The log holds the agent's writes to the tenant's namespace, so a count of none after
-    // the upgrade means none were sent.
-    let before = writes_in(&tenant_ns, 0);
-    assert!(
-        before
-            .iter()
-            .any(|w| w.starts_with("patch configmaps/app-config")),
-        "the audit log shows no apply of the tenant's ConfigMap: {before:#?}"
-    );
-
-    // Upgrade to the same build under another tag: the Deployment rolls, and the new leader
-    // finds every tenant as it left it (nothing written to the tenant's namespace).
-    let mark = audit_log().lines().count();
+/// `helm upgrade` of `release` to the same build under another tag: the Deployment rolls,
+/// and a new replica takes the Lease.
+fn upgrade_to_the_next_tag(home: &Path, release: &str, ns: &str) {
+    let (_, next_tag) = FIEF_IMAGE_NEXT.split_once(':').expect("image tag");
+    let chart = chart();
     let next = format!("image.tag={next_tag}");
     helm(
-        &home,
+        home,
         &[
             "upgrade",
-            &release,
+            release,
             &chart,
             "--reuse-values",
             "--set",
@@ -222,19 +258,19 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         "both replicas on the new tag",
         Duration::from_secs(120),
         || {
-            let images = running_images(&ns);
+            let images = running_images(ns);
             if images == [FIEF_IMAGE_NEXT, FIEF_IMAGE_NEXT] {
                 Ok(())
             } else {
                 Err(format!(
                     "images {images:?}; {}",
-                    common::node::agent_diagnostics(&ns)
+                    common::node::agent_diagnostics(ns)
                 ))
             }
         },
     );
     let deployment =
-        kubectl_json(&["get", "deployment", "-n", &ns, "fief-agent"]).expect("the Deployment");
+        kubectl_json(&["get", "deployment", "-n", ns, "fief-agent"]).expect("the Deployment");
     assert_eq!(
         deployment["status"]["updatedReplicas"], 2,
         "rolled: {}",
@@ -245,38 +281,38 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         "the new leader holding the Lease",
         Duration::from_secs(60),
         || {
-            let holder = kubectl_json(&["get", "lease", "-n", &ns, "fief-agent"])
+            let holder = kubectl_json(&["get", "lease", "-n", ns, "fief-agent"])
                 .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
                 .unwrap_or_default();
-            let leader = kubectl_json(&["get", "pod", "-n", &ns, &holder]).unwrap_or(Value::Null);
+            let leader = kubectl_json(&["get", "pod", "-n", ns, &holder]).unwrap_or(Value::Null);
             if leader["spec"]["containers"][0]["image"] == FIEF_IMAGE_NEXT {
                 Ok(())
             } else {
                 Err(format!(
                     "Lease held by {holder:?}; {}",
-                    common::node::agent_diagnostics(&ns)
+                    common::node::agent_diagnostics(ns)
                 ))
             }
         },
     );
-    std::thread::sleep(Duration::from_secs(5));
-    let writes = writes_in(&tenant_ns, mark);
-    assert!(
-        writes.is_empty(),
-        "the upgrade wrote to the tenant's namespace: {writes:#?}"
-    );
-    assert_eq!(
-        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
-        Some("bonjour")
-    );
+}
 
+/// `helm uninstall`: the agent goes, its namespace (with the inventories) and the tenant
+/// stay.
+fn uninstall_keeps_the_agent_namespace_and_the_tenant(
+    home: &Path,
+    release: &str,
+    ns: &str,
+    tenant: &str,
+    tenant_ns: &str,
+) {
     // Uninstall: the agent goes, its namespace (with the inventories) and the tenant stay.
     helm(
-        &home,
-        &["uninstall", &release, "--wait", "--timeout", "120s"],
+        home,
+        &["uninstall", release, "--wait", "--timeout", "120s"],
     );
     assert!(
-        !kubectl(&["get", "deployment", "-n", &ns, "fief-agent"], None)
+        !kubectl(&["get", "deployment", "-n", ns, "fief-agent"], None)
             .status
             .success(),
         "the Deployment is gone"
@@ -288,7 +324,7 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
         "the ClusterRole is gone"
     );
     assert!(
-        kubectl_json(&["get", "namespace", &ns]).is_some(),
+        kubectl_json(&["get", "namespace", ns]).is_some(),
         "the agent's namespace is kept"
     );
     assert!(
@@ -296,14 +332,14 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
             "get",
             "configmap",
             "-n",
-            &ns,
+            ns,
             &format!("fief-tenant-{tenant}")
         ])
         .is_some(),
         "the tenant's inventory is kept"
     );
     assert_eq!(
-        configmap_value(&tenant_ns, "app-config", "greeting").as_deref(),
+        configmap_value(tenant_ns, "app-config", "greeting").as_deref(),
         Some("bonjour"),
         "the tenant goes on running"
     );

@@ -18,6 +18,20 @@ fn fief(args: &[&str]) -> std::process::Output {
         .expect("run fief")
 }
 
+/// Wait until the tenant's ConfigMap in `tenant_ns` greets with `greeting` (else show the
+/// logs of the agent in `ns`).
+fn wait_for_greeting(what: &str, tenant_ns: &str, ns: &str, greeting: &str, timeout: Duration) {
+    wait_for(what, timeout, || {
+        match configmap_value(tenant_ns, "app-config", "greeting").as_deref() {
+            Some(g) if g == greeting => Ok(()),
+            other => Err(format!(
+                "greeting {other:?}; agent logs:\n{}",
+                common::node::agent_diagnostics(ns)
+            )),
+        }
+    });
+}
+
 #[test]
 fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_uninstall_keeps_tenants()
 {
@@ -63,29 +77,21 @@ fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_unins
         .clone();
     assert_eq!(enforce, "restricted");
     let tenant_ns = format!("{tenant}-prod");
-    wait_for(
+    wait_for_greeting(
         "the tenant applied",
+        &tenant_ns,
+        &ns,
+        "hello",
         Duration::from_secs(120),
-        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
-            Some("hello") => Ok(()),
-            other => Err(format!(
-                "greeting {other:?}; agent logs:\n{}",
-                common::node::agent_diagnostics(&ns)
-            )),
-        },
     );
 
     git.commit(&[tenant_file(&tenant, "bonjour")], "bonjour");
-    wait_for(
+    wait_for_greeting(
         "the pushed change live",
+        &tenant_ns,
+        &ns,
+        "bonjour",
         Duration::from_secs(60),
-        || match configmap_value(&tenant_ns, "app-config", "greeting").as_deref() {
-            Some("bonjour") => Ok(()),
-            other => Err(format!(
-                "greeting {other:?}; agent logs:\n{}",
-                common::node::agent_diagnostics(&ns)
-            )),
-        },
     );
 
     let out = fief(&["uninstall", "--namespace", &ns]);

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::common;
 use super::common::agent::condition;
 use super::common::node::{
-    LocalAgent, inventory_status, kubectl, kubectl_json, node_cluster, wait_for,
+    LocalAgent, NodeCluster, inventory_status, kubectl, kubectl_json, node_cluster, wait_for,
 };
 
 const TENANTS: usize = 30;
@@ -99,22 +99,87 @@ fn record(agent_ns: &str) -> Value {
     ]))
 }
 
-#[test]
-fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_rest_and_completes_after_the_fix()
- {
-    let cluster = node_cluster();
-    let prefix = common::unique("wv");
-    let agent_ns = common::unique("fief-waves");
-    let names: Vec<String> = (0..TENANTS).map(|i| format!("{prefix}-{i:02}")).collect();
-    let by_ring = |r: &str| -> Vec<String> {
-        names
+/// The fleet of the wave test: its agent namespace and tenants, the repo and the agent.
+struct Waves {
+    agent_ns: String,
+    names: Vec<String>,
+    server: common::agent::GitServer,
+    agent: LocalAgent,
+}
+
+impl Waves {
+    /// The tenants of ring `r`.
+    fn ring(&self, r: &str) -> Vec<String> {
+        self.names
             .iter()
             .enumerate()
             .filter(|(i, _)| ring(*i) == r)
             .map(|(_, n)| n.clone())
             .collect()
-    };
-    let (canary, early, rest) = (by_ring("canary"), by_ring("early"), by_ring("rest"));
+    }
+
+    /// The repo's head commit.
+    fn head(&self) -> String {
+        let out = Command::new("git")
+            .args(["-C"])
+            .arg(self.server.repo())
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .expect("git rev-parse");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Wait until every one of `tenants` is Ready at `commit`.
+    fn all_at(&self, what: &str, tenants: &[String], commit: &str, timeout: Duration) {
+        wait_for(what, timeout, || {
+            let behind: Vec<String> = tenants
+                .iter()
+                .filter(|t| {
+                    let s = inventory_status(&self.agent_ns, t);
+                    s["commit"].as_str() != Some(commit) || condition(&s, "Ready") != "True"
+                })
+                .cloned()
+                .collect();
+            if behind.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} not Ready at {commit}: {behind:?}\nagent log tail:\n{}",
+                    behind.len(),
+                    self.agent.log_tail(40)
+                ))
+            }
+        });
+    }
+
+    /// Wait for the rollout record at `commit` in `phase` (at wave index `wave` when given).
+    fn wait_record(
+        &self,
+        what: &str,
+        commit: &str,
+        phase: &str,
+        wave: Option<i64>,
+        timeout: Duration,
+    ) -> Value {
+        wait_for(what, timeout, || {
+            let r = record(&self.agent_ns);
+            let at_wave = wave.is_none_or(|w| r["wave"] == w);
+            if r["commit"] == commit && r["phase"] == phase && at_wave {
+                Ok(r)
+            } else {
+                Err(format!(
+                    "record: {r}\nagent log tail:\n{}",
+                    self.agent.log_tail(40)
+                ))
+            }
+        })
+        .0
+    }
+}
+
+/// The repo of the wave test: rollout waves by the `ring` label, the `web` component
+/// (healthy at v1) and the tenants `names`.
+fn waves_repo(agent_ns: &str, names: &[String]) -> Vec<(String, String)> {
     let mut files = vec![
         (
             "fief.yaml".to_string(),
@@ -136,70 +201,76 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
         template("v1", "probePath"),
     ];
     files.extend(names.iter().enumerate().map(|(i, n)| tenant_file(n, i, "")));
-    let server = common::agent::GitServer::new(&files);
-    let agent = LocalAgent::start(&server.url(), "2s");
-    let port = agent.port;
-    let agent_log = || agent.log_tail(40);
-    let head = || {
-        let out = Command::new("git")
-            .args(["-C"])
-            .arg(server.repo())
-            .args(["rev-parse", "HEAD"])
-            .output()
-            .expect("git rev-parse");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    let all_at = |what: &str, tenants: &[String], commit: &str, timeout: Duration| {
-        wait_for(what, timeout, || {
-            let behind: Vec<String> = tenants
-                .iter()
-                .filter(|t| {
-                    let s = inventory_status(&agent_ns, t);
-                    s["commit"].as_str() != Some(commit) || condition(&s, "Ready") != "True"
-                })
-                .cloned()
-                .collect();
-            if behind.is_empty() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{} not Ready at {commit}: {behind:?}\nagent log tail:\n{}",
-                    behind.len(),
-                    agent_log()
-                ))
-            }
-        })
-    };
+    files
+}
 
-    // The rollout record at `commit` in `phase` (at wave index `wave` when given).
-    let wait_record = |what: &str, commit: &str, phase: &str, wave: Option<i64>, timeout| {
-        wait_for(what, timeout, || {
-            let r = record(&agent_ns);
-            let at_wave = wave.is_none_or(|w| r["wave"] == w);
-            if r["commit"] == commit && r["phase"] == phase && at_wave {
-                Ok(r)
-            } else {
-                Err(format!("record: {r}\nagent log tail:\n{}", agent_log()))
-            }
-        })
-        .0
+#[test]
+fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_rest_and_completes_after_the_fix()
+ {
+    let cluster = node_cluster();
+    let prefix = common::unique("wv");
+    let agent_ns = common::unique("fief-waves");
+    let names: Vec<String> = (0..TENANTS).map(|i| format!("{prefix}-{i:02}")).collect();
+    let server = common::agent::GitServer::new(&waves_repo(&agent_ns, &names));
+    let agent = LocalAgent::start(&server.url(), "2s");
+    let w = Waves {
+        agent_ns,
+        names,
+        server,
+        agent,
     };
+    let rest = w.ring("rest");
 
     // The first sync (the agent's start) is not a rollout: every tenant becomes Ready.
-    let first = head();
-    all_at(
+    let first = w.head();
+    w.all_at(
         "every tenant Ready at the first commit",
-        &names,
+        &w.names,
         &first,
         Duration::from_secs(400),
     );
-    let before = deployments(&names);
+    let before = deployments(&w.names);
     assert!(before.values().all(|(_, _, g)| g == "v1"), "{before:?}");
 
-    // A shared change whose new probe fails for the early tenants only.
-    server.commit(&[template("v2", "nextProbe")], "web v2: probe at nextProbe");
-    let broken = head();
-    let halted = wait_record(
+    a_broken_change_halts_at_the_early_wave(&w, &first, &before);
+    the_status_and_metrics_name_the_halt(cluster, &w, &rest);
+    a_held_tenant_is_repaired_at_its_commit(&rest[0]);
+    a_held_tenants_own_change_goes_through_at_once(&w, &rest, &before);
+
+    // The fix completes the rollout: every tenant Ready at the fix commit with v3.
+    w.server
+        .commit(&[template("v3", "probePath")], "web v3: fix the probe");
+    let fixed = w.head();
+    w.wait_record(
+        "the rollout completes",
+        &fixed,
+        "Complete",
+        None,
+        Duration::from_secs(400),
+    );
+    w.all_at(
+        "every tenant Ready at the fix",
+        &w.names,
+        &fixed,
+        Duration::from_secs(30),
+    );
+    assert!(deployments(&w.names).values().all(|(_, _, g)| g == "v3"));
+}
+
+/// A shared change whose new probe fails for the early tenants only halts the rollout at
+/// wave 2, naming an early tenant and its Deployment: the canary wave is done at the new
+/// commit, the early tenants got it and are not Ready, the rest is untouched (same
+/// resourceVersion and generation, still v1 at the `first` commit) and held.
+fn a_broken_change_halts_at_the_early_wave(
+    w: &Waves,
+    first: &str,
+    before: &BTreeMap<String, (String, i64, String)>,
+) {
+    let (canary, early, rest) = (w.ring("canary"), w.ring("early"), w.ring("rest"));
+    w.server
+        .commit(&[template("v2", "nextProbe")], "web v2: probe at nextProbe");
+    let broken = w.head();
+    let halted = w.wait_record(
         "the rollout halts at wave 2",
         &broken,
         "Halted",
@@ -214,41 +285,41 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
         "the reason names an early tenant and its Deployment: {reason}"
     );
     // Wave 1 is done: the canary tenants run v2 and are Ready at the new commit.
-    all_at(
+    w.all_at(
         "the canary wave Ready at v2",
         &canary,
         &broken,
         Duration::from_secs(5),
     );
-    let now = deployments(&names);
+    let now = deployments(&w.names);
     for t in &canary {
         assert_eq!(now[t].2, "v2", "{t}");
     }
     for t in &early {
         assert_eq!(now[t].2, "v2", "{t} got the change");
         assert_eq!(
-            condition(&inventory_status(&agent_ns, t), "Ready"),
+            condition(&inventory_status(&w.agent_ns, t), "Ready"),
             "False",
             "{t}"
         );
     }
     // Wave 3 is untouched: same resourceVersion, same generation, still v1 at the first commit.
     std::thread::sleep(Duration::from_secs(5));
-    let now = deployments(&names);
+    let now = deployments(&w.names);
     for t in &rest {
         assert_eq!(now[t], before[t], "{t} was touched while held");
-        assert_eq!(
-            inventory_status(&agent_ns, t)["commit"],
-            first.as_str(),
-            "{t}"
-        );
+        assert_eq!(inventory_status(&w.agent_ns, t)["commit"], first, "{t}");
     }
     let held = halted["held"].as_object().map(|m| m.len()).unwrap_or(0);
     assert_eq!(held, rest.len(), "{halted}");
+}
 
-    // `fief status` says which wave halted and why, and which tenants are held.
+/// `fief status` says which wave halted and why, and which tenants are held; the metrics
+/// say the rollout is halted at wave 2.
+fn the_status_and_metrics_name_the_halt(cluster: &NodeCluster, w: &Waves, rest: &[String]) {
+    let port = w.agent.port;
     let out = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(["status", "--namespace", &agent_ns, "--kubeconfig"])
+        .args(["status", "--namespace", &w.agent_ns, "--kubeconfig"])
         .arg(cluster.cp().admin_kubeconfig())
         .args(["--agent", &format!("http://127.0.0.1:{port}")])
         .output()
@@ -266,9 +337,10 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
             .unwrap_or_default();
     assert!(metrics.contains("fief_rollout_halted 1"), "{metrics}");
     assert!(metrics.contains("fief_rollout_wave 2"), "{metrics}");
+}
 
-    // Drift repair of a held tenant renders it at its last synced commit (v1, not v2).
-    let victim = &rest[0];
+/// Drift repair of a held tenant renders it at its last synced commit (v1, not v2).
+fn a_held_tenant_is_repaired_at_its_commit(victim: &String) {
     kubectl(
         &[
             "delete",
@@ -288,51 +360,38 @@ fn a_rollout_in_three_waves_halts_at_the_wave_that_breaks_readiness_holds_the_re
             other => Err(format!("{other:?}")),
         },
     );
+}
 
-    // A tenant's own change is never held: a held tenant's new label goes through at once
-    // (rendered at the head, so with v2, which is healthy for it); the others stay held.
+/// A tenant's own change is never held: a held tenant's new label goes through at once
+/// (rendered at the head, so with v2, which is healthy for it); the others stay held.
+fn a_held_tenants_own_change_goes_through_at_once(
+    w: &Waves,
+    rest: &[String],
+    before: &BTreeMap<String, (String, i64, String)>,
+) {
     let own = &rest[1];
-    let own_index = names.iter().position(|n| n == own).unwrap_or(0);
-    server.commit(
+    let own_index = w.names.iter().position(|n| n == own).unwrap_or(0);
+    w.server.commit(
         &[tenant_file(own, own_index, ", team: blue")],
         "own change of one tenant",
     );
-    let own_commit = head();
-    all_at(
+    let own_commit = w.head();
+    w.all_at(
         "the tenant's own change applied at once",
         std::slice::from_ref(own),
         &own_commit,
         Duration::from_secs(90),
     );
     assert_eq!(deployments(std::slice::from_ref(own))[own].2, "v2");
-    wait_record(
+    w.wait_record(
         "the rollout of the new commit halts at wave 2 again",
         &own_commit,
         "Halted",
         Some(1),
         Duration::from_secs(30),
     );
-    let now = deployments(&names);
+    let now = deployments(&w.names);
     for t in rest.iter().skip(2) {
         assert_eq!(now[t], before[t], "{t} was touched while held");
     }
-
-    // The fix completes the rollout: every tenant Ready at the fix commit with v3.
-    server.commit(&[template("v3", "probePath")], "web v3: fix the probe");
-    let fixed = head();
-    wait_record(
-        "the rollout completes",
-        &fixed,
-        "Complete",
-        None,
-        Duration::from_secs(400),
-    );
-    all_at(
-        "every tenant Ready at the fix",
-        &names,
-        &fixed,
-        Duration::from_secs(30),
-    );
-    assert!(deployments(&names).values().all(|(_, _, g)| g == "v3"));
-    drop(agent);
 }

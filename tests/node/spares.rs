@@ -96,77 +96,18 @@ fn namespace_uid(ns: &str) -> String {
 fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
     let cluster = node_cluster();
     let agent_ns = common::unique("fief-spares");
-    let files = vec![
-        (
-            "fief.yaml".to_string(),
-            format!(
-                "agentNamespace: {agent_ns}\nspares:\n  count: 2\n  prefix: {}-\n  components:\n    - name: web\n",
-                common::unique("sp")
-            ),
-        ),
-        (
-            "components/web/varz.yaml".to_string(),
-            format!("image: {BUSYBOX_IMAGE}\ngreeting: spare\nwarmup: 5\n"),
-        ),
-        (
-            "components/web/component.yaml".to_string(),
-            "health: {timeout: 120s}\n".to_string(),
-        ),
-        (
-            "components/web/templates/web.yaml".to_string(),
-            WEB.to_string(),
-        ),
-    ];
-    let server = GitServer::new(&files);
+    let server = GitServer::new(&spares_repo(&agent_ns));
     let repo = server.repo();
     git(&repo, &["config", "user.name", "Platform"]);
     git(&repo, &["config", "user.email", "platform@example.com"]);
-    // `fief ARGS` (with the node cluster's kubeconfig when `cluster_too`), asserting success.
-    let fief = |args: &[&str], cluster_too: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fief"));
-        cmd.args(args);
-        if cluster_too {
-            cmd.arg("--kubeconfig").arg(cluster.cp().admin_kubeconfig());
-        }
-        let out = cmd.output().expect("run fief");
-        assert!(
-            out.status.success(),
-            "fief {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let kubeconfig = Some(cluster.cp().admin_kubeconfig());
     let repo_arg = repo.to_str().expect("utf-8 path").to_string();
-    let pool: Value = serde_json::from_str(&fief(
-        &["spares", &repo_arg, "--commit", "-o", "json"],
-        false,
-    ))
-    .expect("json");
-    let pool: Vec<String> = pool["added"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect();
+    let pool = fill_the_pool(&repo_arg);
     assert_eq!(pool.len(), 2, "{pool:?}");
 
     let agent = LocalAgent::start(&server.url(), "1s");
-    let port = agent.port;
     let ready_at = |what: &str, tenant: &str, commit: &str, timeout: Duration| {
-        wait_for(what, timeout, || {
-            let s = inventory_status(&agent_ns, tenant);
-            // Applied at the commit, and its objects judged healthy (not only applied).
-            let ready = s["commit"] == commit && condition(&s, "Ready") == "True";
-            if ready && verdict(port, tenant) == "ready" {
-                Ok(s)
-            } else {
-                Err(format!(
-                    "{tenant}: {s}\nagent log tail:\n{}",
-                    agent.log_tail(20)
-                ))
-            }
-        })
-        .0
+        ready_and_healthy(&agent, &agent_ns, what, tenant, commit, timeout)
     };
     let first = head(&server);
     for t in &pool {
@@ -176,7 +117,7 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
 
     // Allocate: the timer starts before `fief allocate` runs.
     let started = Instant::now();
-    let out = fief(
+    let out = fief_ok(
         &[
             "allocate",
             &repo_arg,
@@ -188,7 +129,7 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
             "-o",
             "json",
         ],
-        true,
+        kubeconfig,
     );
     let allocated: Value = serde_json::from_str(&out).expect("json");
     let tenant = allocated["tenant"].as_str().expect("tenant").to_string();
@@ -219,7 +160,108 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
         Duration::from_secs(300),
     );
 
-    // A cold tenant with the same components, from its commit to Ready.
+    let cold_to_ready = a_cold_tenant_ready(&server, &ready_at);
+    drop(agent);
+
+    let timing = serde_json::json!({
+        "allocateToReadySeconds": allocate_to_ready.as_secs_f64(),
+        "coldToReadySeconds": cold_to_ready.as_secs_f64(),
+        "agentInterval": "1s",
+    });
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../spares-timing.json");
+    let _ = fs::write(&path, timing.to_string());
+    eprintln!("spares timing: {timing}");
+}
+
+/// The repo of the spares test: a pool of two spares of the `web` component (healthy after
+/// a 5s warm-up).
+fn spares_repo(agent_ns: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nspares:\n  count: 2\n  prefix: {}-\n  components:\n    - name: web\n",
+                common::unique("sp")
+            ),
+        ),
+        (
+            "components/web/varz.yaml".to_string(),
+            format!("image: {BUSYBOX_IMAGE}\ngreeting: spare\nwarmup: 5\n"),
+        ),
+        (
+            "components/web/component.yaml".to_string(),
+            "health: {timeout: 120s}\n".to_string(),
+        ),
+        (
+            "components/web/templates/web.yaml".to_string(),
+            WEB.to_string(),
+        ),
+    ]
+}
+
+/// `fief ARGS` (with `kubeconfig` when given), asserting success; its stdout.
+fn fief_ok(args: &[&str], kubeconfig: Option<&std::path::Path>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fief"));
+    cmd.args(args);
+    if let Some(kubeconfig) = kubeconfig {
+        cmd.arg("--kubeconfig").arg(kubeconfig);
+    }
+    let out = cmd.output().expect("run fief");
+    assert!(
+        out.status.success(),
+        "fief {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `fief spares --commit` on the repo at `repo_arg`: the spares it added.
+fn fill_the_pool(repo_arg: &str) -> Vec<String> {
+    let pool: Value = serde_json::from_str(&fief_ok(
+        &["spares", repo_arg, "--commit", "-o", "json"],
+        None,
+    ))
+    .expect("json");
+    pool["added"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect()
+}
+
+/// Wait until `tenant` is applied at `commit` and Ready, its objects judged healthy (not only
+/// applied); its status.
+fn ready_and_healthy(
+    agent: &LocalAgent,
+    agent_ns: &str,
+    what: &str,
+    tenant: &str,
+    commit: &str,
+    timeout: Duration,
+) -> Value {
+    wait_for(what, timeout, || {
+        let s = inventory_status(agent_ns, tenant);
+        // Applied at the commit, and its objects judged healthy (not only applied).
+        let ready = s["commit"] == commit && condition(&s, "Ready") == "True";
+        if ready && verdict(agent.port, tenant) == "ready" {
+            Ok(s)
+        } else {
+            Err(format!(
+                "{tenant}: {s}\nagent log tail:\n{}",
+                agent.log_tail(20)
+            ))
+        }
+    })
+    .0
+}
+
+/// A cold tenant with the spares' components, from its commit to Ready (`ready_at`): how
+/// long that took.
+fn a_cold_tenant_ready(
+    server: &GitServer,
+    ready_at: &dyn Fn(&str, &str, &str, Duration) -> Value,
+) -> Duration {
     let cold = common::unique("cold");
     let started = Instant::now();
     server.commit(
@@ -231,22 +273,12 @@ fn an_allocated_spare_is_synced_as_a_change_and_a_cold_tenant_from_nothing() {
         )],
         "a cold tenant",
     );
-    let commit = head(&server);
+    let commit = head(server);
     ready_at(
         "the cold tenant Ready",
         &cold,
         &commit,
         Duration::from_secs(300),
     );
-    let cold_to_ready = started.elapsed();
-    drop(agent);
-
-    let timing = serde_json::json!({
-        "allocateToReadySeconds": allocate_to_ready.as_secs_f64(),
-        "coldToReadySeconds": cold_to_ready.as_secs_f64(),
-        "agentInterval": "1s",
-    });
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../spares-timing.json");
-    let _ = fs::write(&path, timing.to_string());
-    eprintln!("spares timing: {timing}");
+    started.elapsed()
 }
