@@ -330,6 +330,30 @@ pub fn load_and_render_envs(
     Ok((repo, renders))
 }
 
+/// [`load_and_render_envs`] a batch of tenants at a time ([`pipeline::BATCH`]): `each` sees
+/// every batch's renders in tenant order, then their objects are dropped. Out: every render
+/// without its objects (names, namespaces, errors: what the error report and summaries
+/// read), so memory holds one batch's objects, not the fleet's.
+pub fn render_streamed(
+    args: &RepoArgs,
+    without_key: secrets::WithoutKey,
+    envs: &[String],
+    mut each: impl FnMut(&[TenantRender]) -> Result<(), CliError>,
+) -> Result<Vec<TenantRender>, CliError> {
+    let repo = load_repo_with(args, without_key)?;
+    let scope = env_scope(&repo, &args.tenants, envs)?;
+    let mut done: Vec<TenantRender> = Vec::with_capacity(repo.tenants.len());
+    pipeline::render_batches_in(&repo, &args.tenants, &scope, pipeline::BATCH, |batch| {
+        each(&batch)?;
+        done.extend(batch.into_iter().map(|r| TenantRender {
+            objects: Vec::new(),
+            ..r
+        }));
+        Ok::<(), CliError>(())
+    })?;
+    Ok(done)
+}
+
 /// A tokio runtime for the cluster commands.
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()

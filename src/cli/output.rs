@@ -81,25 +81,62 @@ fn stream_part(renders: &[TenantRender], show_secrets: bool) -> Result<String, S
     Ok(out)
 }
 
-/// Every cleanly rendered tenant's objects as one JSON `v1/List` (Secrets redacted unless
-/// `show_secrets`; a redacted Secret will not apply, as in the YAML stream).
-pub fn json_list(renders: &[TenantRender], show_secrets: bool) -> Result<String, String> {
-    let items: Vec<std::borrow::Cow<'_, serde_json::Value>> = renders
-        .iter()
-        .filter(|r| r.is_ok())
-        .flat_map(|r| &r.objects)
-        .map(|o| {
-            if !show_secrets && is_secret(&o.object) {
+/// One JSON `v1/List` of the objects of the tenants that rendered cleanly (`render -o json`),
+/// written a batch of tenants at a time: [`JsonList::items`] for each batch, then
+/// [`JsonList::end`]. The text is `serde_json`'s pretty form of the whole list (keys sorted:
+/// `apiVersion`, `items`, `kind`), without holding every item at once.
+#[derive(Debug, Default)]
+pub struct JsonList {
+    /// Items written so far.
+    written: usize,
+}
+
+/// The list's text up to its first item.
+const JSON_HEAD: &str = "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n";
+
+impl JsonList {
+    /// The text of the objects of `renders` (Secrets redacted unless `show_secrets`), after
+    /// the items written before.
+    pub fn items(
+        &mut self,
+        renders: &[TenantRender],
+        show_secrets: bool,
+    ) -> Result<String, String> {
+        let mut out = String::new();
+        for o in renders
+            .iter()
+            .filter(|r| r.is_ok())
+            .flat_map(|r| &r.objects)
+        {
+            let item = if !show_secrets && is_secret(&o.object) {
                 std::borrow::Cow::Owned(redact(&o.object))
             } else {
                 std::borrow::Cow::Borrowed(&o.object)
+            };
+            let text = serde_json::to_string_pretty(&*item).map_err(|e| e.to_string())?;
+            out.push_str(if self.written == 0 { JSON_HEAD } else { ",\n" });
+            // Strings are escaped, so every line break is the pretty form's: indent each line
+            // to the item's depth.
+            for (i, line) in text.lines().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str("    ");
+                out.push_str(line);
             }
-        })
-        .collect();
-    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-    let mut text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?;
-    text.push('\n');
-    Ok(text)
+            self.written += 1;
+        }
+        Ok(out)
+    }
+
+    /// The text that closes the list.
+    pub fn end(&self) -> &'static str {
+        if self.written == 0 {
+            "{\n  \"apiVersion\": \"v1\",\n  \"items\": [],\n  \"kind\": \"List\"\n}\n"
+        } else {
+            "\n  ],\n  \"kind\": \"List\"\n}\n"
+        }
+    }
 }
 
 /// `<tenant>/<namespace or _cluster>/<kind>.<name>.yaml`.
@@ -113,4 +150,68 @@ pub fn out_path(tenant: &str, o: &RenderedObject) -> PathBuf {
     PathBuf::from(tenant)
         .join(ns)
         .join(format!("{kind}.{}.yaml", o.id.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// [`JsonList`] over `batches`, as one text.
+    fn streamed(batches: &[&[TenantRender]], show_secrets: bool) -> String {
+        let mut list = JsonList::default();
+        let mut out = String::new();
+        for b in batches {
+            out.push_str(&list.items(b, show_secrets).expect("serialize"));
+        }
+        out + list.end()
+    }
+
+    /// The whole list through `serde_json`'s pretty printer at once.
+    fn whole(renders: &[TenantRender], show_secrets: bool) -> String {
+        let items: Vec<serde_json::Value> = renders
+            .iter()
+            .filter(|r| r.is_ok())
+            .flat_map(|r| &r.objects)
+            .map(|o| match !show_secrets && is_secret(&o.object) {
+                true => redact(&o.object),
+                false => o.object.clone(),
+            })
+            .collect();
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        serde_json::to_string_pretty(&list).expect("serialize") + "\n"
+    }
+
+    #[test]
+    fn the_json_list_written_a_tenant_at_a_time_is_the_whole_list_pretty_printed() {
+        const TEMPLATE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: \"x\\ny\"\n  b: []\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  password: hunter2\n";
+        let tenant = |name: &str| {
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  components:\n    - name: app\n"
+            )
+        };
+        let files = [
+            (
+                "components/app/templates/app.yaml".to_string(),
+                TEMPLATE.to_string(),
+            ),
+            ("tenants/alpha.yaml".to_string(), tenant("alpha")),
+            ("tenants/beta.yaml".to_string(), tenant("beta")),
+        ];
+        let snapshot = crate::core::snapshot::Snapshot::from_files(
+            files.iter().map(|(p, t)| (p.as_str(), t.as_str())),
+        );
+        let repo = crate::core::model::Repo::load(Arc::new(snapshot));
+        let renders = crate::core::pipeline::render_all(&repo, &[]);
+        assert!(renders.len() > 1 && renders.iter().any(|r| !r.objects.is_empty()));
+        let batches: Vec<&[TenantRender]> = renders.chunks(1).collect();
+        for show_secrets in [false, true] {
+            assert_eq!(
+                streamed(&batches, show_secrets),
+                whole(&renders, show_secrets)
+            );
+        }
+        assert_eq!(streamed(&[], false), whole(&[], false));
+    }
 }

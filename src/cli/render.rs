@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use super::secrets::WithoutKey;
 use super::{
     CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, load_and_render_envs, output,
-    report_errors, write_err,
+    render_streamed, report_errors, write_err,
 };
 use crate::core::render::TenantRender;
 
@@ -31,21 +31,35 @@ pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
     } else {
         WithoutKey::Never
     };
-    let (_, renders) = load_and_render_envs(&args.repo, without_key, &args.envs)?;
-    match &args.out {
+    let renders = match &args.out {
         None => {
-            let text = match args.output {
-                RenderFormat::Yaml => output::stream(&renders, args.show_secrets),
-                RenderFormat::Json => output::json_list(&renders, args.show_secrets),
+            // Written a batch at a time, so memory holds one batch's objects.
+            let mut stdout = std::io::stdout().lock();
+            let mut json = output::JsonList::default();
+            let renders = render_streamed(&args.repo, without_key, &args.envs, |batch| {
+                let text = match args.output {
+                    RenderFormat::Yaml => output::stream(batch, args.show_secrets),
+                    RenderFormat::Json => json.items(batch, args.show_secrets),
+                }
+                .map_err(CliError::Serialize)?;
+                stdout
+                    .write_all(text.as_bytes())
+                    .map_err(write_err(Path::new("<stdout>")))
+            })?;
+            if args.output == RenderFormat::Json {
+                stdout
+                    .write_all(json.end().as_bytes())
+                    .map_err(write_err(Path::new("<stdout>")))?;
             }
-            .map_err(CliError::Serialize)?;
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .map_err(write_err(Path::new("<stdout>")))?;
+            renders
         }
-        Some(dir) => write_tree(dir, &renders, args.show_secrets)?,
-    }
+        Some(dir) => {
+            // Every path is checked before anything is written: the whole render is held.
+            let (_, renders) = load_and_render_envs(&args.repo, without_key, &args.envs)?;
+            write_tree(dir, &renders, args.show_secrets)?;
+            renders
+        }
+    };
     Ok(if report_errors(&renders) {
         EXIT_INVALID
     } else {

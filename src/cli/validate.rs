@@ -8,26 +8,32 @@ use std::path::Path;
 
 use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, load_and_render_envs, report_errors,
+    CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, render_streamed, report_errors,
     write_err,
 };
 
 /// `fief validate`.
 pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
-    let (_, renders) = load_and_render_envs(&args.repo, WithoutKey::Redact, &args.envs)?;
+    // Rendered a batch at a time; only each tenant's object count is kept of its objects.
+    let mut objects: Vec<usize> = Vec::new();
+    let renders = render_streamed(&args.repo, WithoutKey::Redact, &args.envs, |batch| {
+        objects.extend(batch.iter().map(|r| r.objects.len()));
+        Ok(())
+    })?;
     let failed = report_errors(&renders);
     let mut out = String::new();
     match args.output {
         Format::Json => {
             let summary: Vec<_> = renders
                 .iter()
-                .map(|r| {
+                .zip(&objects)
+                .map(|(r, objects)| {
                     serde_json::json!({
                         "tenant": r.tenant,
                         "ok": r.is_ok(),
                         "state": r.state,
                         "namespaces": namespaces(r),
-                        "objects": r.objects.len(),
+                        "objects": objects,
                         "errors": r.errors.iter().map(|d| serde_json::json!({
                             "file": d.file, "line": d.line, "message": d.problem.to_string(),
                             "hint": d.problem.hint(),
@@ -39,13 +45,13 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
             out.push('\n');
         }
         Format::Text => {
-            for r in &renders {
+            for (r, objects) in renders.iter().zip(&objects) {
                 if r.is_ok() {
                     out.push_str(&format!(
                         "{}: ok ({} namespaces, {} objects)\n",
                         r.tenant,
                         namespaces(r).len(),
-                        r.objects.len()
+                        objects
                     ));
                 } else {
                     out.push_str(&format!(

@@ -91,6 +91,29 @@ pub fn render_all(repo: &Repo, only: &[String]) -> Vec<TenantRender> {
 
 /// [`render_all`] for the environments of `scope` only (`--env`).
 pub fn render_all_in(repo: &Repo, only: &[String], scope: &EnvScope) -> Vec<TenantRender> {
+    let mut out = Vec::new();
+    let _ = render_batches_in(repo, only, scope, usize::MAX, |batch| {
+        out.extend(batch);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
+}
+
+/// Tenants a streaming command ([`render_batches_in`]) renders at a time: enough to keep
+/// every core busy, few enough that one batch's objects are a small part of the memory.
+pub const BATCH: usize = 100;
+
+/// [`render_all_in`], handing the renders to `each` in tenant order, `batch` tenants at a time
+/// (each batch checked across tenants like the whole fleet would be), so a caller that writes
+/// and drops each batch holds one batch's objects, not the fleet's. Stops at the first error
+/// `each` returns.
+pub fn render_batches_in<E>(
+    repo: &Repo,
+    only: &[String],
+    scope: &EnvScope,
+    batch: usize,
+    mut each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
+) -> Result<(), E> {
     let renderer = Renderer::new(repo.snapshot.clone());
     let names: Vec<&String> = if only.is_empty() {
         repo.tenants.keys().collect()
@@ -100,16 +123,31 @@ pub fn render_all_in(repo: &Repo, only: &[String], scope: &EnvScope) -> Vec<Tena
             .filter_map(|n| repo.tenants.get_key_value(n).map(|(k, _)| k))
             .collect()
     };
+    for part in names.chunks(batch.max(1)) {
+        let mut out = render_names(&renderer, repo, part, scope);
+        check_across(&mut out, repo);
+        each(out)?;
+    }
+    Ok(())
+}
+
+/// Render and validate the tenants `names`, in parallel (one thread per core, up to 16), in
+/// their order.
+fn render_names(
+    renderer: &Renderer,
+    repo: &Repo,
+    names: &[&String],
+    scope: &EnvScope,
+) -> Vec<TenantRender> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 16);
     let chunk = names.len().div_ceil(threads).max(1);
-    let mut out: Vec<TenantRender> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let handles: Vec<_> = names
             .chunks(chunk)
             .map(|part| {
-                let renderer = &renderer;
                 let handle = s.spawn(move || {
                     part.iter()
                         .map(|n| {
@@ -130,9 +168,7 @@ pub fn render_all_in(repo: &Repo, only: &[String], scope: &EnvScope) -> Vec<Tena
                     .unwrap_or_else(|p| part.iter().map(|n| panicked(n, p.as_ref())).collect())
             })
             .collect()
-    });
-    check_across(&mut out, repo);
-    out
+    })
 }
 
 /// The checks across tenants (namespace and host-suffix collisions), on `out`: they read the
@@ -245,6 +281,53 @@ mod tests {
         assert_eq!(names, ["acme", "zeta"]);
         let all = render_all(&repo, &[]);
         assert_eq!(renders[1].objects.len(), all[2].objects.len());
+    }
+
+    #[test]
+    fn renders_in_batches_equal_the_whole_fleet_rendered_at_once_with_cross_tenant_errors() {
+        let with = |name: &str, spec: &str| {
+            (
+                format!("tenants/{name}.yaml"),
+                format!(
+                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
+                ),
+            )
+        };
+        let files = [
+            with("acme", "  state: active\n"),
+            // In another batch than acme: claims its host suffix.
+            with("zed", "  hostSuffixes: [acme.example.com]\n"),
+            with("beta", "  state: active\n"),
+            with("gamma", "  state: active\n"),
+            ("tenants/broken.yaml".to_string(), "kind: [".to_string()),
+            (
+                "fief.yaml".to_string(),
+                "baseDomain: example.com\n".to_string(),
+            ),
+        ];
+        let snapshot = Snapshot::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+        let repo = Repo::load(Arc::new(snapshot));
+        let whole = render_all(&repo, &[]);
+        let (mut sizes, mut batched) = (Vec::new(), Vec::new());
+        let done = render_batches_in(&repo, &[], &EnvScope::All, 2, |batch| {
+            sizes.push(batch.len());
+            batched.extend(batch);
+            Ok::<(), ()>(())
+        });
+        assert_eq!(done, Ok(()));
+        assert_eq!(sizes, [2, 2, 1]);
+        let debug = |r: &[TenantRender]| r.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>();
+        assert_eq!(debug(&batched), debug(&whole));
+        let errors = |name: &str| {
+            let r = whole.iter().find(|r| r.tenant == name).expect("rendered");
+            r.errors
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(errors("zed").contains("host suffix"), "{}", errors("zed"));
+        assert!(errors("acme").is_empty(), "{}", errors("acme"));
     }
 
     #[test]
