@@ -575,6 +575,28 @@ async fn raw_same_objects_rate(client: &kube::Client, repo: &Path) -> (f64, usiz
     (ok as f64 / start.elapsed().as_secs_f64(), refused)
 }
 
+/// One line of the benchmark's table.
+fn row(k: &str, v: String) {
+    println!("{k:<58} {v}");
+}
+
+/// What every phase of the benchmark shares.
+struct Bench {
+    /// Tenants of the large repo.
+    tenants: usize,
+    /// Runs of each measurement (the median is reported).
+    runs: usize,
+    /// Tenants of the kubectl comparison.
+    small: usize,
+    /// `FIEF_BENCH_ONLY=cli`: only the CLI phases at `tenants`.
+    cli_only: bool,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    rt: tokio::runtime::Runtime,
+    client: kube::Client,
+    work: tempfile::TempDir,
+}
+
 fn main() {
     // `cargo test --all-targets` builds and runs bench targets too; only `cargo bench` (which
     // passes --bench) measures.
@@ -582,123 +604,193 @@ fn main() {
         println!("benchmark compiled; run it with `cargo bench`");
         return;
     }
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
-    let tenants: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let small: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
-    // `FIEF_BENCH_ONLY=cli`: only render, the raw write rate and fief apply at N tenants (cold
-    // and no-op); no kubectl side by side, no agent.
-    let cli_only = std::env::var("FIEF_BENCH_ONLY").is_ok_and(|v| v == "cli");
-    let cp = common::control_plane();
-    let kubeconfig = cp.admin_kubeconfig().to_path_buf();
-    let kubectl = cp.kubectl_path().to_path_buf();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = rt.block_on(cp.admin_client());
-    let _ = cp
-        .kubectl_admin()
-        .args(["create", "namespace", "kubectl-sets"])
-        .output();
-    let work = tempfile::tempdir().unwrap();
-    let mut rows: Vec<(String, String)> = Vec::new();
-    let mut row = |k: &str, v: String| {
-        println!("{k:<58} {v}");
-        rows.push((k.to_string(), v));
-    };
+    let bench = Bench::start();
     println!(
-        "cluster benchmark: {tenants} tenants (kubectl comparison at {small}), {runs} runs, fief apply with its defaults, agent --concurrency {CONCURRENCY}"
+        "cluster benchmark: {} tenants (kubectl comparison at {}), {} runs, fief apply with its defaults, agent --concurrency {CONCURRENCY}",
+        bench.tenants, bench.small, bench.runs
     );
-
     if std::env::var_os("FIEF_BENCH_AGENT_ONLY").is_some() {
-        let big = work.path().join("big0");
+        bench.agent_only();
+        return;
+    }
+    bench.render();
+    let raw = bench.raw_rate();
+    let mut m = Measured::default();
+    for r in 0..bench.runs {
+        m.big_run(&bench, r);
+        if !bench.cli_only {
+            m.side_by_side(&bench, r);
+        }
+    }
+    m.report_big(&bench, raw);
+    if bench.cli_only {
+        return;
+    }
+    m.report_side_by_side(bench.small);
+    // 4-7, 12: the agent on the last N-tenant repo and on the small one.
+    bench.agent(&m.last_big);
+}
+
+impl Bench {
+    /// The arguments (`[TENANTS] [RUNS] [KUBECTL_TENANTS]`), the control plane, a runtime
+    /// and an admin client, and a work folder.
+    fn start() -> Bench {
+        let args: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--"))
+            .collect();
+        let cp = common::control_plane();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(cp.admin_client());
+        let _ = cp
+            .kubectl_admin()
+            .args(["create", "namespace", "kubectl-sets"])
+            .output();
+        Bench {
+            tenants: args.first().and_then(|a| a.parse().ok()).unwrap_or(1000),
+            runs: args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3),
+            small: args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100),
+            // No kubectl side by side, no agent.
+            cli_only: std::env::var("FIEF_BENCH_ONLY").is_ok_and(|v| v == "cli"),
+            kubeconfig: cp.admin_kubeconfig().to_path_buf(),
+            kubectl: cp.kubectl_path().to_path_buf(),
+            rt,
+            client,
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `FIEF_BENCH_AGENT_ONLY`: apply the large and the small repo with `fief apply`, then
+    /// only the agent's phases (or, with `FIEF_BENCH_AGENT_HOLD`, hold them for a person).
+    fn agent_only(&self) {
+        let (tenants, kubeconfig) = (self.tenants, &self.kubeconfig);
+        let big = self.work.path().join("big0");
         synth::write_files(&big, &synth::repo_files_named(tenants, "big0")).unwrap();
-        let (secs, objects, _) = fief_apply(&big, &kubeconfig);
+        let (secs, objects, _) = fief_apply(&big, kubeconfig);
         row(
             &format!("2. cold apply, {tenants} tenants (fief apply)"),
             format!("{secs:.1} s, {:.0} objects/s", objects as f64 / secs),
         );
         // Its own agent namespace, so neither agent sees the other's inventories (as orphans).
-        let fs0 = work.path().join("fs0");
-        let mut files = synth::repo_files_named(small, "fs0");
+        let fs0 = self.work.path().join("fs0");
+        let mut files = synth::repo_files_named(self.small, "fs0");
         files.push((
             "fief.yaml".into(),
             "baseDomain: bench.example\nagentNamespace: fief-bench-small\n".into(),
         ));
         synth::write_files(&fs0, &files).unwrap();
-        fief_apply(&fs0, &kubeconfig);
+        fief_apply(&fs0, kubeconfig);
         if let Some(file) = std::env::var_os("FIEF_BENCH_AGENT_HOLD") {
-            agent_phases::hold(Path::new(&file), &kubeconfig, work.path(), &big, &fs0);
+            agent_phases::hold(Path::new(&file), kubeconfig, self.work.path(), &big, &fs0);
             return;
         }
+        self.agent(&big);
+    }
+
+    /// The agent's phases on `big` (the N-tenant repo) and on the small one.
+    fn agent(&self, big: &Path) {
         agent_phases::run(
-            &rt,
-            &client,
-            &kubeconfig,
-            work.path(),
-            &big,
-            &fs0,
-            tenants,
-            small,
-            runs,
+            &self.rt,
+            &self.client,
+            &self.kubeconfig,
+            self.work.path(),
+            big,
+            &self.work.path().join("fs0"),
+            self.tenants,
+            self.small,
+            self.runs,
             &mut row,
         );
-        return;
     }
 
-    // 1. Render + validate.
-    let files = synth::repo_files_named(tenants, "big0");
-    let mut t = Vec::new();
-    for _ in 0..runs {
-        let repo = fief::core::model::Repo::load(Arc::new(
-            fief::core::snapshot::Snapshot::from_files(files.clone()),
-        ));
-        let start = Instant::now();
-        let renders = fief::core::pipeline::render_all(&repo, &[]);
-        t.push(start.elapsed().as_secs_f64());
-        assert!(renders.iter().all(|r| r.is_ok()));
+    /// 1. Render + validate.
+    fn render(&self) {
+        let files = synth::repo_files_named(self.tenants, "big0");
+        let mut t = Vec::new();
+        for _ in 0..self.runs {
+            let repo = fief::core::model::Repo::load(Arc::new(
+                fief::core::snapshot::Snapshot::from_files(files.clone()),
+            ));
+            let start = Instant::now();
+            let renders = fief::core::pipeline::render_all(&repo, &[]);
+            t.push(start.elapsed().as_secs_f64());
+            assert!(renders.iter().all(|r| r.is_ok()));
+        }
+        row(
+            &format!("1. render + validate, {} tenants", self.tenants),
+            format!("{:.0} ms", median(t) * 1000.0),
+        );
     }
-    row(
-        &format!("1. render + validate, {tenants} tenants"),
-        format!("{:.0} ms", median(t) * 1000.0),
-    );
 
-    // Raw API server write rate, for reference.
-    let mut raw = Vec::new();
-    for r in 0..runs {
-        raw.push(rt.block_on(raw_write_rate(&client, 2000, &format!("bench-raw-{r}"))));
+    /// The raw API server write rate, for reference.
+    fn raw_rate(&self) -> f64 {
+        let mut raw = Vec::new();
+        for r in 0..self.runs {
+            raw.push(self.rt.block_on(raw_write_rate(
+                &self.client,
+                2000,
+                &format!("bench-raw-{r}"),
+            )));
+        }
+        let raw = median(raw);
+        row(
+            "   API server raw SSA write rate (32 parallel ConfigMaps)",
+            format!("{raw:.0} objects/s"),
+        );
+        raw
     }
-    let raw = median(raw);
-    row(
-        "   API server raw SSA write rate (32 parallel ConfigMaps)",
-        format!("{raw:.0} objects/s"),
-    );
+}
 
-    // 2 + 3. Cold apply and no-op pass, fief at N; fief and kubectl at the small size.
-    let (mut cold, mut cold_rate, mut noop, mut noop_mut, mut noop_reads) =
-        (vec![], vec![], vec![], vec![], vec![]);
-    let (mut fs_cold, mut fs_noop, mut k_cold, mut k_noop, mut fs_change, mut k_change) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    let mut last_big = PathBuf::new();
-    // `FIEF_BENCH_ALT_ARGS="--api-qps 1000 --concurrency 16"`: extra `fief apply` arguments
-    // for the alternative cold apply (`FIEF_BENCH_ALT_QPS=N` is `--api-qps N`).
-    let alt_args: Option<String> = std::env::var("FIEF_BENCH_ALT_ARGS").ok().or_else(|| {
+/// `FIEF_BENCH_ALT_ARGS="--api-qps 1000 --concurrency 16"`: extra `fief apply` arguments for
+/// the alternative cold apply (`FIEF_BENCH_ALT_QPS=N` is `--api-qps N`).
+fn alt_args() -> Option<String> {
+    std::env::var("FIEF_BENCH_ALT_ARGS").ok().or_else(|| {
         std::env::var("FIEF_BENCH_ALT_QPS")
             .ok()
             .map(|q| format!("--api-qps {q}"))
-    });
-    let raw_same_on = std::env::var_os("FIEF_BENCH_RAW_SAME").is_some();
-    let mut raw_same = Vec::new();
-    let mut alt_rate = Vec::new();
-    let mut fief_sent = Vec::new();
-    let (mut cold_rss, mut noop_rss) = (vec![], vec![]);
-    for r in 0..runs {
-        let dir = work.path().join(format!("big{r}"));
+    })
+}
+
+/// `FIEF_BENCH_RAW_SAME=1`: the same objects (another tenant prefix) applied by a plain
+/// parallel SSA client, in the same run: the API server's own rate for them.
+fn raw_same_on() -> bool {
+    std::env::var_os("FIEF_BENCH_RAW_SAME").is_some()
+}
+
+/// 2 + 3. Every run's measurements: cold apply and no-op pass, fief at N; fief and kubectl
+/// at the small size.
+#[derive(Default)]
+struct Measured {
+    cold: Vec<f64>,
+    cold_rate: Vec<f64>,
+    noop: Vec<f64>,
+    noop_mut: Vec<f64>,
+    noop_reads: Vec<f64>,
+    fs_cold: Vec<f64>,
+    fs_noop: Vec<f64>,
+    k_cold: Vec<f64>,
+    k_noop: Vec<f64>,
+    fs_change: Vec<f64>,
+    k_change: Vec<f64>,
+    raw_same: Vec<f64>,
+    alt_rate: Vec<f64>,
+    fief_sent: Vec<f64>,
+    cold_rss: Vec<f64>,
+    noop_rss: Vec<f64>,
+    /// The N-tenant repo of the last run.
+    last_big: PathBuf,
+}
+
+impl Measured {
+    /// Run `r` at N tenants: cold apply and no-op pass (with the API server's own request
+    /// counts), and the alternative and plain-client applies when asked for.
+    fn big_run(&mut self, b: &Bench, r: usize) {
+        let (tenants, kubeconfig) = (b.tenants, &b.kubeconfig);
+        let dir = b.work.path().join(format!("big{r}"));
         // Each run's tenants in their own agent namespace: a run does not see the earlier
         // runs' 1,000s of inventories (as orphans), as one repo's apply would not.
         let mut files = synth::repo_files_named(tenants, &format!("big{r}"));
@@ -707,37 +799,35 @@ fn main() {
             format!("baseDomain: bench.example\nagentNamespace: fief-bench-big{r}\n"),
         ));
         synth::write_files(&dir, &files).unwrap();
-        let (secs, objects, _, rss) = fief_apply_rss(&dir, &kubeconfig);
-        cold.push(secs);
-        cold_rate.push(objects as f64 / secs);
-        cold_rss.push(rss);
+        let (secs, objects, _, rss) = fief_apply_rss(&dir, kubeconfig);
+        self.cold.push(secs);
+        self.cold_rate.push(objects as f64 / secs);
+        self.cold_rss.push(rss);
         // The no-op pass is the steady state: the controller-manager's work on the objects
         // just created (quotas, tokens) is let finish first.
         std::thread::sleep(Duration::from_secs(10));
-        let before = rt.block_on(apiserver_requests(&client));
-        let (secs, objects, sent, rss) = fief_apply_rss(&dir, &kubeconfig);
-        noop_rss.push(rss);
-        fief_sent.push(sent as f64);
-        let d = delta(&before, &rt.block_on(apiserver_requests(&client)));
+        let before = b.rt.block_on(apiserver_requests(&b.client));
+        let (secs, objects, sent, rss) = fief_apply_rss(&dir, kubeconfig);
+        self.noop_rss.push(rss);
+        self.fief_sent.push(sent as f64);
+        let d = delta(&before, &b.rt.block_on(apiserver_requests(&b.client)));
         assert_eq!(objects, 0);
-        noop.push(secs);
-        noop_mut.push(mutating(&d));
-        noop_reads
+        self.noop.push(secs);
+        self.noop_mut.push(mutating(&d));
+        self.noop_reads
             .push(d.get("LIST").copied().unwrap_or(0.0) + d.get("GET").copied().unwrap_or(0.0));
-        last_big = dir;
+        self.last_big = dir;
+        if raw_same_on() {
+            let dir = b.work.path().join(format!("rawsame{r}"));
+            synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("rs{r}"))).unwrap();
+            let (rate, refused) = b.rt.block_on(raw_same_objects_rate(&b.client, &dir));
+            assert_eq!(refused, 0, "the plain client was refused objects");
+            self.raw_same.push(rate);
+        }
         // `FIEF_BENCH_ALT_QPS=N`: the same cold apply with `--api-qps N`, on its own tenants,
         // in the same run (the client-side limit against the default).
-        // `FIEF_BENCH_RAW_SAME=1`: the same objects (another tenant prefix) applied by a plain
-        // parallel SSA client, in the same run: the API server's own rate for them.
-        if raw_same_on {
-            let dir = work.path().join(format!("rawsame{r}"));
-            synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("rs{r}"))).unwrap();
-            let (rate, refused) = rt.block_on(raw_same_objects_rate(&client, &dir));
-            assert_eq!(refused, 0, "the plain client was refused objects");
-            raw_same.push(rate);
-        }
-        if let Some(args) = &alt_args {
-            let dir = work.path().join(format!("alt{r}"));
+        if let Some(args) = alt_args() {
+            let dir = b.work.path().join(format!("alt{r}"));
             let mut files = synth::repo_files_named(tenants, &format!("alt{r}"));
             files.push((
                 "fief.yaml".into(),
@@ -745,145 +835,150 @@ fn main() {
             ));
             synth::write_files(&dir, &files).unwrap();
             let args: Vec<&str> = args.split_whitespace().collect();
-            let (secs, objects, _, _) = fief_apply_rss_with(&dir, &kubeconfig, &args);
-            alt_rate.push(objects as f64 / secs);
+            let (secs, objects, _, _) = fief_apply_rss_with(&dir, kubeconfig, &args);
+            self.alt_rate.push(objects as f64 / secs);
         }
-        if cli_only {
-            continue;
-        }
+    }
 
-        // Side by side at the small size: fief apply vs kubectl, same manifests.
-        let fdir = work.path().join(format!("fs{r}"));
+    /// Run `r` side by side at the small size: fief apply vs kubectl, same manifests; cold,
+    /// no-op, and (5) a shared component change for every tenant.
+    fn side_by_side(&mut self, b: &Bench, r: usize) {
+        let (small, kubeconfig, kubectl) = (b.small, &b.kubeconfig, &b.kubectl);
+        let fdir = b.work.path().join(format!("fs{r}"));
         let kfiles = synth::repo_files_named(small, &format!("fs{r}"));
         synth::write_files(&fdir, &kfiles).unwrap();
-        fs_cold.push(fief_apply(&fdir, &kubeconfig).0);
-        fs_noop.push(fief_apply(&fdir, &kubeconfig).0);
-        let kdir = work.path().join(format!("ks{r}"));
+        self.fs_cold.push(fief_apply(&fdir, kubeconfig).0);
+        self.fs_noop.push(fief_apply(&fdir, kubeconfig).0);
+        let kdir = b.work.path().join(format!("ks{r}"));
         let kfiles = synth::repo_files_named(small, &format!("ks{r}"));
         synth::write_files(&kdir, &kfiles).unwrap();
-        let out = work.path().join(format!("ks{r}-out"));
+        let out = b.work.path().join(format!("ks{r}-out"));
         render_out(&kdir, &out);
         let names: Vec<String> = (0..small).map(|i| format!("ks{r}-{i:05}")).collect();
-        k_cold.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
-        k_noop.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
-        // 5 (side by side): a shared component changes for every tenant.
+        self.k_cold
+            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
+        self.k_noop
+            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
         let change = (
             "components/worker/varz.yaml".to_string(),
             format!("image: registry.example/worker\nqueues: [default, mail, run{r}]\n"),
         );
         synth::write_files(&fdir, std::slice::from_ref(&change)).unwrap();
-        fs_change.push(fief_apply(&fdir, &kubeconfig).0);
+        self.fs_change.push(fief_apply(&fdir, kubeconfig).0);
         synth::write_files(&kdir, std::slice::from_ref(&change)).unwrap();
         render_out(&kdir, &out);
-        k_change.push(kubectl_apply(&out, &names, &kubectl, &kubeconfig));
+        self.k_change
+            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
     }
-    let objects_per_tenant = 26.4;
-    row(
-        &format!("2. cold apply, {tenants} tenants (fief apply)"),
-        format!(
-            "{:.1} s, {:.0} objects/s",
-            median(cold.clone()),
-            median(cold_rate.clone())
-        ),
-    );
-    row(
-        "   fief cold-apply rate / API server raw rate",
-        format!("{:.0} %", 100.0 * median(cold_rate.clone()) / raw),
-    );
-    if raw_same_on {
-        row(
-            "   plain parallel SSA of the same objects (64 in flight, admin)",
-            format!(
-                "{:.0} objects/s; fief cold apply is {:.0} % of it",
-                median(raw_same.clone()),
-                100.0 * median(cold_rate.clone()) / median(raw_same.clone())
-            ),
-        );
-    }
-    if let Some(args) = &alt_args {
-        let same = if raw_same_on {
-            format!(
-                "; {:.0} % of the plain client on the same objects",
-                100.0 * median(alt_rate.clone()) / median(raw_same.clone())
-            )
-        } else {
-            String::new()
-        };
-        row(
-            &format!("   cold apply rate with {args} / API server raw rate"),
-            format!(
-                "{:.0} objects/s, {:.0} %{same}",
-                median(alt_rate.clone()),
-                100.0 * median(alt_rate) / raw
-            ),
-        );
-    }
-    row(
-        &format!("3. no-op pass, {tenants} unchanged tenants"),
-        format!("{:.0} ms", median(noop) * 1000.0),
-    );
-    row(
-        "   mutating requests fief sent in the no-op pass",
-        format!("{:.0}", median(fief_sent)),
-    );
-    row(
-        "   all API requests meanwhile (apiserver_request_total)",
-        format!(
-            "{:.0} mutating, {:.0} reads (controller-manager included)",
-            median(noop_mut),
-            median(noop_reads)
-        ),
-    );
-    row(
-        &format!("   fief apply peak RSS, {tenants} tenants: cold / no-op"),
-        format!("{:.0} MiB / {:.0} MiB", median(cold_rss), median(noop_rss)),
-    );
-    if cli_only {
-        return;
-    }
-    let ratio = |f: &Vec<f64>, k: &Vec<f64>| median(k.clone()) / median(f.clone());
-    row(
-        &format!("2'. cold apply, {small} tenants: fief / kubectl"),
-        format!(
-            "{:.1} s / {:.1} s = {:.1}x faster ({:.0} vs {:.0} objects/s)",
-            median(fs_cold.clone()),
-            median(k_cold.clone()),
-            ratio(&fs_cold, &k_cold),
-            small as f64 * objects_per_tenant / median(fs_cold.clone()),
-            small as f64 * objects_per_tenant / median(k_cold.clone())
-        ),
-    );
-    row(
-        &format!("3'. no-op pass, {small} tenants: fief / kubectl"),
-        format!(
-            "{:.2} s / {:.1} s = {:.0}x faster",
-            median(fs_noop.clone()),
-            median(k_noop.clone()),
-            ratio(&fs_noop, &k_noop)
-        ),
-    );
-    row(
-        &format!("5'. shared component change, {small} tenants: fief / kubectl"),
-        format!(
-            "{:.2} s / {:.1} s = {:.1}x faster",
-            median(fs_change.clone()),
-            median(k_change.clone()),
-            ratio(&fs_change, &k_change)
-        ),
-    );
 
-    // 4-7, 12: the agent on the last N-tenant repo and on the small one.
-    agent_phases::run(
-        &rt,
-        &client,
-        &kubeconfig,
-        work.path(),
-        &last_big,
-        &work.path().join("fs0"),
-        tenants,
-        small,
-        runs,
-        &mut row,
-    );
-    let _ = rows;
+    /// The rows of 2 and 3 at N tenants (`raw`: the API server's raw write rate).
+    fn report_big(&self, b: &Bench, raw: f64) {
+        let tenants = b.tenants;
+        let cold_rate = median(self.cold_rate.clone());
+        row(
+            &format!("2. cold apply, {tenants} tenants (fief apply)"),
+            format!(
+                "{:.1} s, {cold_rate:.0} objects/s",
+                median(self.cold.clone())
+            ),
+        );
+        row(
+            "   fief cold-apply rate / API server raw rate",
+            format!("{:.0} %", 100.0 * cold_rate / raw),
+        );
+        self.report_alternatives(cold_rate, raw);
+        row(
+            &format!("3. no-op pass, {tenants} unchanged tenants"),
+            format!("{:.0} ms", median(self.noop.clone()) * 1000.0),
+        );
+        row(
+            "   mutating requests fief sent in the no-op pass",
+            format!("{:.0}", median(self.fief_sent.clone())),
+        );
+        row(
+            "   all API requests meanwhile (apiserver_request_total)",
+            format!(
+                "{:.0} mutating, {:.0} reads (controller-manager included)",
+                median(self.noop_mut.clone()),
+                median(self.noop_reads.clone())
+            ),
+        );
+        row(
+            &format!("   fief apply peak RSS, {tenants} tenants: cold / no-op"),
+            format!(
+                "{:.0} MiB / {:.0} MiB",
+                median(self.cold_rss.clone()),
+                median(self.noop_rss.clone())
+            ),
+        );
+    }
+
+    /// The rows of the plain client on the same objects and of the alternative cold apply,
+    /// when measured.
+    fn report_alternatives(&self, cold_rate: f64, raw: f64) {
+        let raw_same_on = raw_same_on();
+        if raw_same_on {
+            row(
+                "   plain parallel SSA of the same objects (64 in flight, admin)",
+                format!(
+                    "{:.0} objects/s; fief cold apply is {:.0} % of it",
+                    median(self.raw_same.clone()),
+                    100.0 * cold_rate / median(self.raw_same.clone())
+                ),
+            );
+        }
+        if let Some(args) = alt_args() {
+            let same = if raw_same_on {
+                format!(
+                    "; {:.0} % of the plain client on the same objects",
+                    100.0 * median(self.alt_rate.clone()) / median(self.raw_same.clone())
+                )
+            } else {
+                String::new()
+            };
+            row(
+                &format!("   cold apply rate with {args} / API server raw rate"),
+                format!(
+                    "{:.0} objects/s, {:.0} %{same}",
+                    median(self.alt_rate.clone()),
+                    100.0 * median(self.alt_rate.clone()) / raw
+                ),
+            );
+        }
+    }
+
+    /// The rows 2', 3' and 5': fief against kubectl at `small` tenants.
+    fn report_side_by_side(&self, small: usize) {
+        let objects_per_tenant = 26.4;
+        let ratio = |f: &Vec<f64>, k: &Vec<f64>| median(k.clone()) / median(f.clone());
+        row(
+            &format!("2'. cold apply, {small} tenants: fief / kubectl"),
+            format!(
+                "{:.1} s / {:.1} s = {:.1}x faster ({:.0} vs {:.0} objects/s)",
+                median(self.fs_cold.clone()),
+                median(self.k_cold.clone()),
+                ratio(&self.fs_cold, &self.k_cold),
+                small as f64 * objects_per_tenant / median(self.fs_cold.clone()),
+                small as f64 * objects_per_tenant / median(self.k_cold.clone())
+            ),
+        );
+        row(
+            &format!("3'. no-op pass, {small} tenants: fief / kubectl"),
+            format!(
+                "{:.2} s / {:.1} s = {:.0}x faster",
+                median(self.fs_noop.clone()),
+                median(self.k_noop.clone()),
+                ratio(&self.fs_noop, &self.k_noop)
+            ),
+        );
+        row(
+            &format!("5'. shared component change, {small} tenants: fief / kubectl"),
+            format!(
+                "{:.2} s / {:.1} s = {:.1}x faster",
+                median(self.fs_change.clone()),
+                median(self.k_change.clone()),
+                ratio(&self.fs_change, &self.k_change)
+            ),
+        );
+    }
 }

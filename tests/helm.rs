@@ -209,6 +209,12 @@ fn optional_objects_and_resources_render_what_fief_install_exports_with_those_op
     }
     assert_same_install(&exported, charted);
 
+    the_optional_objects_with_their_defaults_render_the_same();
+}
+
+/// The optional objects with their defaults, and the default resources: the chart renders
+/// what `fief install` exports.
+fn the_optional_objects_with_their_defaults_render_the_same() {
     // The optional objects with their defaults, and the default resources.
     let exported = export(&[
         "--image",

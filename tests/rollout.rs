@@ -134,31 +134,7 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
         .map(|t| resource_version(&format!("{t}-prod"), "configmap", "app-config"))
         .collect();
 
-    // A shared change the early tenants cannot render.
-    server.commit(&needs_extra(APP), "g2 with extra");
-    let broken = head(&server);
-    wait_until(
-        "the rollout halts at the early wave",
-        Duration::from_secs(60),
-        || {
-            let r = record(&agent_ns);
-            r["commit"] == broken.as_str() && r["phase"] == "Halted"
-        },
-    );
-    let r = record(&agent_ns);
-    assert_eq!(r["wave"], 1, "{r}");
-    let reason = r["reason"].as_str().unwrap_or("");
-    assert!(
-        reason.contains("wave 2 \"early\"")
-            && reason.contains("invalid")
-            && reason.contains("extra"),
-        "{reason}"
-    );
-    for t in &canary {
-        assert_eq!(greeting(t).as_deref(), Some("g2"), "{t}");
-    }
-    assert_eq!(r["held"].as_object().map(|h| h.len()), Some(2), "{r}");
-
+    a_change_the_early_tenants_cannot_render_halts_at_their_wave(&server, &agent_ns, &canary);
     // SIGKILL and start again: the rollout is taken up, the rest stays held.
     agent.kill();
     let agent = Agent::start(&server.url(), &["--interval", "1s"]);
@@ -177,24 +153,7 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
         );
     }
     assert_eq!(record(&agent_ns)["phase"], "Halted");
-    // A held tenant's deleted object comes back as it was at its commit.
-    common::control_plane()
-        .kubectl_admin()
-        .args([
-            "delete",
-            "configmap",
-            "-n",
-            &format!("{}-prod", rest[0]),
-            "app-config",
-        ])
-        .output()
-        .expect("kubectl delete");
-    wait_until(
-        "the held tenant's ConfigMap is repaired at g1",
-        Duration::from_secs(30),
-        || greeting(&rest[0]).as_deref() == Some("g1"),
-    );
-
+    a_held_tenants_deleted_object_comes_back_at_its_commit(&rest[0]);
     // The fix completes the rollout through every wave.
     server.commit(
         &[(
@@ -213,6 +172,60 @@ fn a_halted_rollout_survives_an_agent_restart_held_tenants_are_repaired_at_their
     }
     let metrics = agent.get("/metrics").map(|(_, b)| b).unwrap_or_default();
     assert!(metrics.contains("fief_rollout_halted 0"), "{metrics}");
+}
+
+/// A shared change the early tenants cannot render halts the rollout at their wave (the
+/// reason says why), after the canary tenants took it; the two rest tenants are held.
+fn a_change_the_early_tenants_cannot_render_halts_at_their_wave(
+    server: &GitServer,
+    agent_ns: &str,
+    canary: &[String],
+) {
+    // A shared change the early tenants cannot render.
+    server.commit(&needs_extra(APP), "g2 with extra");
+    let broken = head(server);
+    wait_until(
+        "the rollout halts at the early wave",
+        Duration::from_secs(60),
+        || {
+            let r = record(agent_ns);
+            r["commit"] == broken.as_str() && r["phase"] == "Halted"
+        },
+    );
+    let r = record(agent_ns);
+    assert_eq!(r["wave"], 1, "{r}");
+    let reason = r["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("wave 2 \"early\"")
+            && reason.contains("invalid")
+            && reason.contains("extra"),
+        "{reason}"
+    );
+    for t in canary {
+        assert_eq!(greeting(t).as_deref(), Some("g2"), "{t}");
+    }
+    assert_eq!(r["held"].as_object().map(|h| h.len()), Some(2), "{r}");
+}
+
+/// A held tenant's deleted object comes back as it was at its commit (`g1`).
+fn a_held_tenants_deleted_object_comes_back_at_its_commit(held: &str) {
+    // A held tenant's deleted object comes back as it was at its commit.
+    common::control_plane()
+        .kubectl_admin()
+        .args([
+            "delete",
+            "configmap",
+            "-n",
+            &format!("{held}-prod"),
+            "app-config",
+        ])
+        .output()
+        .expect("kubectl delete");
+    wait_until(
+        "the held tenant's ConfigMap is repaired at g1",
+        Duration::from_secs(30),
+        || greeting(held).as_deref() == Some("g1"),
+    );
 }
 
 #[test]
@@ -275,37 +288,12 @@ fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants
         Some("x"),
         "r1 at the head"
     );
-    // The invalid early tenant halts the new commit's rollout at its wave again.
-    wait_until(
-        "the new commit's rollout halts at wave 2",
-        Duration::from_secs(60),
-        || {
-            let r = record(&agent_ns);
-            r["commit"] == own.as_str() && r["phase"] != "Progressing"
-        },
-    );
-    std::thread::sleep(Duration::from_secs(3));
-    let r = record(&agent_ns);
-    assert_eq!(
-        (r["phase"].as_str(), &r["wave"]),
-        (Some("Halted"), &1.into()),
-        "{r}"
-    );
-    let reason = r["reason"].as_str().unwrap_or("");
-    assert!(
-        reason.contains("wave 2 \"early\"")
-            && reason.contains(early[0].as_str())
-            && reason.contains("invalid"),
-        "{reason}"
-    );
-    let held: serde_json::Map<String, Value> = rest[1..]
-        .iter()
-        .map(|t| (t.clone(), Value::from(initial.as_str())))
-        .collect();
-    assert_eq!(
-        r["held"],
-        Value::Object(held),
-        "held at the commit they ran: {r}"
+    let r = the_new_commits_rollout_halts_with_the_others_held_at_their_commit(
+        &agent_ns,
+        &own,
+        &early[0],
+        &rest[1..],
+        &initial,
     );
     let (_, body) = agent.get("/status").unwrap_or_default();
     let status: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
@@ -320,6 +308,50 @@ fn a_held_tenants_own_change_leaves_the_halt_in_place_and_the_other_held_tenants
         assert_eq!(greeting(t).as_deref(), Some("g1"), "{t} held");
     }
     assert!(!agent.log().contains("rollout complete"), "{}", agent.log());
+}
+
+/// The invalid early tenant halts the new commit (`own`)'s rollout at its wave again, naming
+/// it; the held tenants are recorded at the commit they ran (`initial`). The record.
+fn the_new_commits_rollout_halts_with_the_others_held_at_their_commit(
+    agent_ns: &str,
+    own: &str,
+    invalid: &str,
+    held_tenants: &[String],
+    initial: &str,
+) -> Value {
+    // The invalid early tenant halts the new commit's rollout at its wave again.
+    wait_until(
+        "the new commit's rollout halts at wave 2",
+        Duration::from_secs(60),
+        || {
+            let r = record(agent_ns);
+            r["commit"] == own && r["phase"] != "Progressing"
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let r = record(agent_ns);
+    assert_eq!(
+        (r["phase"].as_str(), &r["wave"]),
+        (Some("Halted"), &1.into()),
+        "{r}"
+    );
+    let reason = r["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("wave 2 \"early\"")
+            && reason.contains(invalid)
+            && reason.contains("invalid"),
+        "{reason}"
+    );
+    let held: serde_json::Map<String, Value> = held_tenants
+        .iter()
+        .map(|t| (t.clone(), Value::from(initial)))
+        .collect();
+    assert_eq!(
+        r["held"],
+        Value::Object(held),
+        "held at the commit they ran: {r}"
+    );
+    r
 }
 
 #[test]

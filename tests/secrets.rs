@@ -364,21 +364,12 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     let cp = common::control_plane();
     let kubeconfig = cp.admin_kubeconfig().to_str().unwrap().to_string();
     let key = repo.key_arg();
-    let mut transcript = String::new();
-    let mut run = |cmd: &str, args: &[&str]| {
-        let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
-        if cmd == "render" || cmd == "validate" {
-            all.clear();
-        }
-        all.extend_from_slice(args);
-        let out = repo.fief(cmd, &all);
-        transcript.push_str(&format!(
-            "$ fief {cmd} {all:?}\n{}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        ));
-        out
+    let mut session = Session {
+        repo: &repo,
+        kubeconfig,
+        transcript: String::new(),
     };
+    let mut run = |cmd: &str, args: &[&str]| session.run(cmd, args);
 
     // Without a key, apply fails the tenants that read secrets and applies nothing of them.
     let out = run("apply", &[]);
@@ -405,7 +396,68 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     let summary: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(summary["requests"]["patch"], 0, "{summary}");
 
-    // Rotate a's password with `sops set`: only a's Secret is written.
+    rotation_reaches_only_its_tenant(&mut run, &repo, &b_version);
+    let out = run("apply", &[key[0], key[1]]);
+    assert_eq!(out.status.code(), Some(0));
+
+    // Everything a person or a script sees: render, validate, diff in text and JSON.
+    run("render", &[]);
+    run("render", &[key[0], key[1]]);
+    run("validate", &[key[0], key[1]]);
+    run("validate", &[key[0], key[1], "--output", "json"]);
+    run("diff", &[key[0], key[1]]);
+    run("diff", &[]);
+
+    the_redacted_render_is_refused_by_the_api_server(&repo, cp);
+
+    let inventories = kubectl(&["get", "configmaps", "-n", &repo.agent_ns, "-o", "yaml"]);
+    assert!(inventories.status.success());
+    let inventories = text(&inventories.stdout);
+    assert!(inventories.contains("fief-tenant-e2ea"), "{inventories}");
+    let events = text(&kubectl(&["get", "events", "-A", "-o", "yaml"]).stdout);
+
+    let transcript = &session.transcript;
+    assert!(transcript.contains("Secret"), "{transcript}");
+    assert_no_plaintext("fief output", transcript);
+    assert_no_plaintext("inventories", &inventories);
+    assert_no_plaintext("events", &events);
+}
+
+/// `fief` commands on a repo, with what they printed kept in a transcript.
+struct Session<'a> {
+    repo: &'a TestRepo,
+    /// Given to every command that talks to the cluster.
+    kubeconfig: String,
+    /// Every command and what it printed.
+    transcript: String,
+}
+
+impl Session<'_> {
+    /// `fief CMD ARGS` (with the kubeconfig unless `render` or `validate`), recorded.
+    fn run(&mut self, cmd: &str, args: &[&str]) -> Output {
+        let mut all = vec!["--kubeconfig", self.kubeconfig.as_str()];
+        if cmd == "render" || cmd == "validate" {
+            all.clear();
+        }
+        all.extend_from_slice(args);
+        let out = self.repo.fief(cmd, &all);
+        self.transcript.push_str(&format!(
+            "$ fief {cmd} {all:?}\n{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        ));
+        out
+    }
+}
+
+/// Rotate tenant e2ea's password with `sops set`: diff names only e2ea, apply writes only
+/// its Secret (e2eb's stays at `b_version`).
+fn rotation_reaches_only_its_tenant(
+    run: &mut dyn FnMut(&str, &[&str]) -> Output,
+    repo: &TestRepo,
+    b_version: &Value,
+) {
+    let key = repo.key_arg();
     sops::set(
         repo.path(),
         "secrets/tenants/e2ea.sops.yaml",
@@ -443,20 +495,13 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     );
     assert_eq!(
         live_secret("e2eb-prod")["metadata"]["resourceVersion"],
-        b_version
+        *b_version
     );
-    let out = run("apply", &[key[0], key[1]]);
-    assert_eq!(out.status.code(), Some(0));
+}
 
-    // Everything a person or a script sees: render, validate, diff in text and JSON.
-    run("render", &[]);
-    run("render", &[key[0], key[1]]);
-    run("validate", &[key[0], key[1]]);
-    run("validate", &[key[0], key[1], "--output", "json"]);
-    run("diff", &[key[0], key[1]]);
-    run("diff", &[]);
-
-    // The redacted render does not apply as real values: the API server refuses it.
+/// The redacted render does not apply as real values: the API server refuses it (without
+/// quoting a value).
+fn the_redacted_render_is_refused_by_the_api_server(repo: &TestRepo, cp: &common::ControlPlane) {
     let rendered = repo.fief("render", &["--tenant", "e2ea"]);
     let mut dry = cp
         .kubectl_admin()
@@ -484,17 +529,6 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
         "{}",
         text(&dry.stderr)
     );
-
-    let inventories = kubectl(&["get", "configmaps", "-n", &repo.agent_ns, "-o", "yaml"]);
-    assert!(inventories.status.success());
-    let inventories = text(&inventories.stdout);
-    assert!(inventories.contains("fief-tenant-e2ea"), "{inventories}");
-    let events = text(&kubectl(&["get", "events", "-A", "-o", "yaml"]).stdout);
-
-    assert!(transcript.contains("Secret"), "{transcript}");
-    assert_no_plaintext("fief output", &transcript);
-    assert_no_plaintext("inventories", &inventories);
-    assert_no_plaintext("events", &events);
 }
 
 #[test]

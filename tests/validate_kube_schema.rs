@@ -125,6 +125,37 @@ impl Compactor<'_> {
 /// The compact schema of every built-in kind the API server serves.
 fn generate() -> String {
     let version = raw("/version");
+    let schemas = served_schemas();
+    let (kinds, roots) = kinds_of(&schemas);
+    let mut c = Compactor {
+        schemas: &schemas,
+        types: BTreeMap::new(),
+        queue: VecDeque::new(),
+        seen: BTreeSet::new(),
+    };
+    for root in &roots {
+        c.seen.insert(root.clone());
+        let fields = c.fields(root, true);
+        c.types.insert(short(root), fields);
+    }
+    while let Some(name) = c.queue.pop_front() {
+        let fields = c.fields(&name, false);
+        c.types.insert(short(&name), fields);
+    }
+    let mut out = String::from("{\n");
+    out.push_str(&format!(
+        "\"kubernetes\": {},\n\"kinds\": {{\n",
+        serde_json::to_string(&version["gitVersion"]).unwrap()
+    ));
+    out.push_str(&json_lines(&kinds));
+    out.push_str("\n},\n\"types\": {\n");
+    out.push_str(&json_lines(&c.types));
+    out.push_str("\n}\n}\n");
+    out
+}
+
+/// Every schema of every group/version the API server serves (OpenAPI v3), by name.
+fn served_schemas() -> Map<String, Value> {
     let index = raw("/openapi/v3");
     let mut schemas = Map::new();
     let paths = index["paths"].as_object().expect("openapi v3 paths");
@@ -144,9 +175,17 @@ fn generate() -> String {
             }
         }
     }
+    schemas
+}
+
+/// The kinds by group/version (each to its type's short name), and the names of their
+/// schemas; lists and apimachinery types left out.
+fn kinds_of(
+    schemas: &Map<String, Value>,
+) -> (BTreeMap<String, BTreeMap<String, String>>, Vec<String>) {
     let mut kinds: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut roots = Vec::new();
-    for (name, schema) in &schemas {
+    for (name, schema) in schemas {
         if name.starts_with("io.k8s.apimachinery.") {
             continue;
         }
@@ -177,52 +216,22 @@ fn generate() -> String {
             roots.push(name.clone());
         }
     }
-    let mut c = Compactor {
-        schemas: &schemas,
-        types: BTreeMap::new(),
-        queue: VecDeque::new(),
-        seen: BTreeSet::new(),
-    };
-    for root in &roots {
-        c.seen.insert(root.clone());
-        let fields = c.fields(root, true);
-        c.types.insert(short(root), fields);
-    }
-    while let Some(name) = c.queue.pop_front() {
-        let fields = c.fields(&name, false);
-        c.types.insert(short(&name), fields);
-    }
-    let mut out = String::from("{\n");
-    out.push_str(&format!(
-        "\"kubernetes\": {},\n\"kinds\": {{\n",
-        serde_json::to_string(&version["gitVersion"]).unwrap()
-    ));
-    let kind_lines: Vec<String> = kinds
+    (kinds, roots)
+}
+
+/// One `"key": value` JSON line per entry, joined by `,\n`.
+fn json_lines<V: serde::Serialize>(map: &BTreeMap<String, V>) -> String {
+    let lines: Vec<String> = map
         .iter()
-        .map(|(gv, ks)| {
+        .map(|(k, v)| {
             format!(
                 "{}: {}",
-                serde_json::to_string(gv).unwrap(),
-                serde_json::to_string(ks).unwrap()
+                serde_json::to_string(k).unwrap(),
+                serde_json::to_string(v).unwrap()
             )
         })
         .collect();
-    out.push_str(&kind_lines.join(",\n"));
-    out.push_str("\n},\n\"types\": {\n");
-    let type_lines: Vec<String> = c
-        .types
-        .iter()
-        .map(|(t, fs)| {
-            format!(
-                "{}: {}",
-                serde_json::to_string(t).unwrap(),
-                serde_json::to_string(fs).unwrap()
-            )
-        })
-        .collect();
-    out.push_str(&type_lines.join(",\n"));
-    out.push_str("\n}\n}\n");
-    out
+    lines.join(",\n")
 }
 
 #[test]

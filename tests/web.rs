@@ -69,6 +69,20 @@ fn an_agent_of_1000_tenants_is_browsable_and_names_the_failing_template_and_line
     eprintln!("tenant page: {took:?}");
 
     let base = format!("http://127.0.0.1:{}", agent.port);
+    the_overview_counts_the_fleet(&chromium, &base, &failing, &server);
+    the_tenant_table_filters_and_searches(&chromium, &base, &failing, &prefix);
+    tenant_pages_name_the_error_and_the_objects(&chromium, &base, &failing, &healthy);
+    no_secret_value_is_served_and_the_view_is_read_only(&agent, &prefix, &failing, &healthy);
+}
+
+/// The overview page counts one failed tenant and every other one ready, names the failing
+/// tenant, fief.yaml's waves with their tenants, and the fetched commit.
+fn the_overview_counts_the_fleet(
+    chromium: &Chromium,
+    base: &str,
+    failing: &str,
+    server: &GitServer,
+) {
     let dom = chromium.dump_dom(&format!("{base}/ui/"));
     assert!(
         dom.contains(r#"<span class="badge s-failed">failed</span><span class="n">1</span>"#),
@@ -82,7 +96,7 @@ fn an_agent_of_1000_tenants_is_browsable_and_names_the_failing_template_and_line
         "every other tenant ready:\n{dom}"
     );
     assert!(
-        dom.contains(&failing),
+        dom.contains(failing),
         "the failing tenant needs attention:\n{dom}"
     );
     assert!(
@@ -92,7 +106,15 @@ fn an_agent_of_1000_tenants_is_browsable_and_names_the_failing_template_and_line
     let commit = common::util::git(&server.repo(), &["rev-parse", "HEAD"]);
     assert!(dom.contains(commit.trim()), "the fetched commit:\n{dom}");
     chromium.screenshot(&format!("{base}/ui/"), &screenshots().join("overview.png"));
+}
 
+/// The tenant table filters by state, and searches by name and label (with the wave column).
+fn the_tenant_table_filters_and_searches(
+    chromium: &Chromium,
+    base: &str,
+    failing: &str,
+    prefix: &str,
+) {
     let url = format!("{base}/ui/tenants?state=failed");
     let dom = chromium.dump_dom(&url);
     assert!(
@@ -112,7 +134,16 @@ fn an_agent_of_1000_tenants_is_browsable_and_names_the_failing_template_and_line
         "the wave column:\n{dom}"
     );
     chromium.screenshot(&url, &screenshots().join("tenants-search.png"));
+}
 
+/// The failing tenant's page names the render error at its file and line, and its
+/// namespace; a healthy tenant's page lists its objects.
+fn tenant_pages_name_the_error_and_the_objects(
+    chromium: &Chromium,
+    base: &str,
+    failing: &str,
+    healthy: &str,
+) {
     let url = format!("{base}/ui/tenants/{failing}");
     let dom = chromium.dump_dom(&url);
     let (file, line) = FAILING_TEMPLATE;
@@ -147,7 +178,15 @@ fn an_agent_of_1000_tenants_is_browsable_and_names_the_failing_template_and_line
         );
     }
     chromium.screenshot(&url, &screenshots().join("tenant-healthy.png"));
+}
 
+/// No Secret value on any page; unknown tenants and pages are 404; read only.
+fn no_secret_value_is_served_and_the_view_is_read_only(
+    agent: &Agent,
+    prefix: &str,
+    failing: &str,
+    healthy: &str,
+) {
     // No Secret value on any page; unknown tenants and pages are 404; read only.
     for path in [
         "/ui/".to_string(),

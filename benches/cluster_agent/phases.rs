@@ -208,37 +208,7 @@ pub fn run(
     );
     row("   requests the agent sent for it", format!("{requests:?}"));
 
-    let syncs_before = agent.metric("fief_tenant_syncs_total");
-    let throttled_before = rt.block_on(throttled(client));
-    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
-    std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
-    git(&served.repo, &["commit", "-q", "-am", "shared"]);
-    const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
-    let plane_before = process_cpu(&CONTROL_PLANE);
-    let cpu_before = cpu_seconds(agent.child.id());
-    let start = Instant::now();
-    agent.push();
-    // Polled every 100 ms: each scrape encodes every tenant's metrics (about 1 MB at 1,000
-    // tenants), which at 50 scrapes a second cost the agent ~15 % of its CPU in this phase.
-    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let took = start.elapsed().as_secs_f64();
-    let cpu = cpu_seconds(agent.child.id()) - cpu_before;
-    let plane: Vec<f64> = process_cpu(&CONTROL_PLANE)
-        .iter()
-        .zip(&plane_before)
-        .map(|(a, b)| a - b)
-        .collect();
-    let throttled = rt.block_on(throttled(client)) - throttled_before;
-    row(
-        &format!("5. shared component changed, {tenants} tenants: webhook to converged"),
-        format!("{took:.1} s (agent CPU {cpu:.1} s), {throttled:.0} answers 429"),
-    );
-    row(
-        "   CPU meanwhile: API server, etcd, controller-manager",
-        format!("{:.1} s, {:.1} s, {:.1} s", plane[0], plane[1], plane[2]),
-    );
+    shared_change_converges(rt, client, &agent, &served, tenants, row);
     row(
         &format!("6. agent peak RSS, {tenants} tenants"),
         agent.rss_report(),
@@ -285,6 +255,50 @@ pub fn run(
     );
     drop(agent);
     row("   load average after the agent phases", loadavg());
+}
+
+/// Phase 5, a shared component changes for every one of `tenants`: from the webhook to every
+/// tenant synced, with the agent's and the control plane's CPU meanwhile and the 429s
+/// answered.
+fn shared_change_converges(
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    agent: &AgentProc,
+    served: &Served,
+    tenants: usize,
+    row: &mut dyn FnMut(&str, String),
+) {
+    let syncs_before = agent.metric("fief_tenant_syncs_total");
+    let throttled_before = rt.block_on(throttled(client));
+    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
+    git(&served.repo, &["commit", "-q", "-am", "shared"]);
+    const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
+    let plane_before = process_cpu(&CONTROL_PLANE);
+    let cpu_before = cpu_seconds(agent.child.id());
+    let start = Instant::now();
+    agent.push();
+    // Polled every 100 ms: each scrape encodes every tenant's metrics (about 1 MB at 1,000
+    // tenants), which at 50 scrapes a second cost the agent ~15 % of its CPU in this phase.
+    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(agent.child.id()) - cpu_before;
+    let plane: Vec<f64> = process_cpu(&CONTROL_PLANE)
+        .iter()
+        .zip(&plane_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    let throttled = rt.block_on(throttled(client)) - throttled_before;
+    row(
+        &format!("5. shared component changed, {tenants} tenants: webhook to converged"),
+        format!("{took:.1} s (agent CPU {cpu:.1} s), {throttled:.0} answers 429"),
+    );
+    row(
+        "   CPU meanwhile: API server, etcd, controller-manager",
+        format!("{:.1} s, {:.1} s, {:.1} s", plane[0], plane[1], plane[2]),
+    );
 }
 
 /// `FIEF_BENCH_AGENT_HOLD=FILE`: for profiling the agent by hand. After the two `fief apply`
