@@ -462,3 +462,43 @@ fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wa
         || all_greet(&all, "g2"),
     );
 }
+
+#[test]
+fn a_replica_stopped_with_sigterm_hands_its_shards_to_the_other_at_once() {
+    let (agent_ns, names, server) = fleet("sg", 30);
+    let mut a = replica(&server, &agent_ns, "ga");
+    let b = replica(&server, &agent_ns, "gb");
+    wait_until("30 tenants applied", Duration::from_secs(120), || {
+        all_greet(&names, "one")
+    });
+    wait_until(
+        "each replica holds 6 shards",
+        Duration::from_secs(60),
+        || {
+            per_replica(&holders(&agent_ns))
+                .values()
+                .copied()
+                .collect::<Vec<_>>()
+                == [6, 6]
+        },
+    );
+    let took = a.terminate(Duration::from_secs(30));
+    assert!(took < Duration::from_secs(15), "a exits promptly: {took:?}");
+    let handed = Instant::now();
+    wait_until("b holds every shard", Duration::from_secs(15), || {
+        per_replica(&holders(&agent_ns)).get("gb") == Some(&12)
+    });
+    assert!(
+        handed.elapsed() < Duration::from_secs(8),
+        "taken at once, not after the Leases expired: {:?}",
+        handed.elapsed()
+    );
+    assert!(a.log().contains("handed the shard back"), "{}", a.log());
+    // b takes a change for every tenant, including those a held.
+    let changed: Vec<(String, String)> = names.iter().map(|n| tenant(n, "two")).collect();
+    server.commit(&changed, "greet two");
+    assert_eq!(b.signed_push(), 202);
+    wait_until("b syncs every tenant", Duration::from_secs(60), || {
+        all_greet(&names, "two")
+    });
+}

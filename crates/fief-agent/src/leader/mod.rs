@@ -59,11 +59,13 @@ pub(super) struct Term {
     pod_name: String,
 }
 
-/// This replica's name: the Pod's, else the host's, else one made from the process id.
+/// This replica's name: the Pod's, else the host's with the process id (two agents on one
+/// host are two replicas), else one made from the process id.
 pub(crate) fn identity() -> String {
-    std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| format!("fief-{}", std::process::id()))
+    std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "fief".to_string());
+        format!("{host}-{}", std::process::id())
+    })
 }
 
 /// Set or remove the leader label on this replica's own Pod (when `POD_NAME` and

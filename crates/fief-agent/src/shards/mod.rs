@@ -114,19 +114,27 @@ struct Manager {
     renewed: Instant,
     /// When this replica joined.
     joined: Instant,
+    /// Shards being handed back: no new sync starts, the Lease is still renewed until the
+    /// syncs in flight are done (or [`DRAIN_MAX`] passed).
+    draining: BTreeMap<Shard, Instant>,
+    /// Cancelled by [`Sharding::finish`]: hand every shard back and stop.
+    finish: CancellationToken,
+    /// A term ran out or a shard was found taken: nothing more is written.
+    fatal: bool,
 }
 
 /// A running shard manager.
 pub(super) struct Sharding {
-    /// Cancelled when this replica must stop writing (shutdown, or a Lease term ran out).
+    /// Cancelled when this replica must stop syncing (shutdown, or a Lease term ran out).
     pub(super) lost: CancellationToken,
+    finish: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Sharding {
-    /// Wait for the manager to hand its shards back (on shutdown) and stop.
+    /// Once no sync runs any more: hand the shards back (unless a term ran out) and stop.
     pub(super) async fn finish(self) {
-        self.lost.cancel();
+        self.finish.cancel();
         if let Err(e) = self.task.await {
             tracing::warn!(error = %e, "the shard manager failed; its Leases expire on their own");
         }
@@ -165,6 +173,9 @@ pub(super) async fn start(
         lost: lost.clone(),
         renewed: Instant::now(),
         joined: Instant::now(),
+        draining: BTreeMap::new(),
+        finish: CancellationToken::new(),
+        fatal: false,
     };
     // Membership first: the fence opens with the first renewal.
     loop {
@@ -198,8 +209,9 @@ pub(super) async fn start(
         }
     });
     super::leader::label_own_pod(m.api.clone().into_client(), true).await;
+    let finish = m.finish.clone();
     let task = tokio::spawn(m.run());
-    Some(Sharding { lost, task })
+    Some(Sharding { lost, finish, task })
 }
 
 impl Manager {
@@ -208,7 +220,7 @@ impl Manager {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(TICK) => {}
-                _ = self.lost.cancelled() => break,
+                _ = self.finish.cancelled() => break,
             }
             let renew = Instant::now() >= next_renewal || self.commit_changed();
             match self.tick(renew).await {
@@ -217,6 +229,7 @@ impl Manager {
                 Err(why) => {
                     if self.renewed.elapsed() >= RENEW_DEADLINE || why.fatal {
                         tracing::warn!(reason = why.text, "stepping down from every shard");
+                        self.fatal = true;
                         self.fence.close();
                         self.lost.cancel();
                         break;
@@ -427,6 +440,7 @@ impl Manager {
                 if let Ok(Attempt::Held) = e.hold_from(leases.remove(shard)).await {
                     if sent.duration_since(self.renewed) < RENEW_DEADLINE {
                         tracing::info!(shard, "took the shard");
+                        self.draining.remove(shard);
                         self.own.gain(*shard);
                     } else {
                         // Taken but not inside a valid term: give it back at once.
@@ -434,47 +448,61 @@ impl Manager {
                     }
                 }
             } else if *replica != me && held {
-                self.hand_back(*shard).await;
+                self.hand_back(*shard);
             }
         }
+        self.drain().await;
         Ok(())
     }
 
-    /// Stop new syncs of the shard's tenants, wait for those in flight, release its Lease.
-    async fn hand_back(&mut self, shard: Shard) {
+    /// Stop new syncs of the shard's tenants; its Lease is released once those in flight
+    /// are done ([`Manager::drain`]).
+    fn hand_back(&mut self, shard: Shard) {
         self.own.lose(shard);
+        self.draining.entry(shard).or_insert_with(Instant::now);
+    }
+
+    /// Release the Leases of the shards handed back whose syncs in flight are done (or that
+    /// waited [`DRAIN_MAX`]).
+    async fn drain(&mut self) {
         let count = self.own.count();
-        let drained = Instant::now() + DRAIN_MAX;
-        while Instant::now() < drained
-            && lock(&self.shared.in_flight)
-                .iter()
-                .any(|t| shard_of(t, count) == shard)
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if let Some(e) = self.shards.get_mut(&shard) {
-            match e.release().await {
-                Ok(_) => tracing::info!(shard, "handed the shard back"),
-                Err(e) => {
-                    tracing::warn!(shard, error = %e, "cannot release the shard's Lease; it expires on its own")
+        let busy: BTreeSet<Shard> = lock(&self.shared.in_flight)
+            .iter()
+            .map(|t| shard_of(t, count))
+            .collect();
+        let done: Vec<Shard> = self
+            .draining
+            .iter()
+            .filter(|(s, since)| !busy.contains(*s) || since.elapsed() >= DRAIN_MAX)
+            .map(|(s, _)| *s)
+            .collect();
+        for shard in done {
+            self.draining.remove(&shard);
+            if let Some(e) = self.shards.get_mut(&shard) {
+                match e.release().await {
+                    Ok(_) => tracing::info!(shard, "handed the shard back"),
+                    Err(e) => {
+                        tracing::warn!(shard, error = %e, "cannot release the shard's Lease; it expires on its own")
+                    }
                 }
             }
         }
     }
 
-    /// On shutdown: hand every shard back (after the syncs in flight) and leave the set.
+    /// On shutdown (no sync runs any more): hand every shard back and leave the set. After a
+    /// term ran out, nothing is written: another replica may hold the shards already.
     async fn hand_back_all(&mut self) {
         for shard in self.own.held() {
-            if self.shared.shutdown.is_cancelled() {
-                self.hand_back(shard).await;
-            } else {
-                // The term ran out: another replica may hold it already; write nothing.
-                self.own.lose(shard);
+            self.own.lose(shard);
+            if !self.fatal {
+                self.draining.insert(shard, Instant::now());
             }
         }
-        if self.shared.shutdown.is_cancelled() {
-            let _ = self.member.release().await;
+        if self.fatal {
+            return;
         }
+        self.drain().await;
+        let _ = self.member.release().await;
     }
 }
 
