@@ -247,12 +247,6 @@ impl InputIndex {
     ) -> (InputIndex, HashStats) {
         let snapshot = &repo.snapshot;
         let mut stats = HashStats::default();
-        let touched = |prefix: &str, changed: &BTreeSet<String>| {
-            changed
-                .range(prefix.to_string()..)
-                .next()
-                .is_some_and(|p| p.starts_with(prefix))
-        };
         let shared = match prev {
             Some((p, changed))
                 if !changed.contains("fief.yaml") && !touched("baseline/", changed) =>
@@ -262,31 +256,7 @@ impl InputIndex {
             _ => shared_hash(snapshot),
         };
         let shared_changed = prev.is_none_or(|(p, _)| p.shared != shared);
-        // Components: new, removed or changed ones are "dirty".
-        let mut dirty: BTreeSet<String> = BTreeSet::new();
-        let mut components = BTreeMap::new();
-        for name in repo.components.keys() {
-            let kept = prev.and_then(|(p, changed)| {
-                let old = p.components.get(name)?;
-                let unchanged = !touched(&format!("components/{name}/"), changed)
-                    && old.outside.iter().all(|f| !changed.contains(f));
-                unchanged.then(|| old.clone())
-            });
-            let inputs = kept.unwrap_or_else(|| {
-                stats.components_hashed += 1;
-                dirty.insert(name.clone());
-                component_inputs(snapshot, name)
-            });
-            components.insert(name.clone(), inputs);
-        }
-        if let Some((p, _)) = prev {
-            dirty.extend(
-                p.components
-                    .keys()
-                    .filter(|c| !components.contains_key(*c))
-                    .cloned(),
-            );
-        }
+        let (components, dirty) = index_components(repo, prev, &mut stats);
         let mut hash = |name: &str| {
             stats.tenants_hashed += 1;
             std::sync::Arc::new(tenant_inputs(repo, name, &shared, &components))
@@ -296,44 +266,8 @@ impl InputIndex {
             .filter(|_| !shared_changed && dirty.is_empty())
             .and_then(|(p, changed)| Some((p, owners_of(changed)?)));
         let (tenants, hashes) = match own {
-            Some((p, owners)) => {
-                let (mut tenants, mut hashes) = (p.tenants.clone(), p.hashes.clone());
-                for name in owners {
-                    if repo.tenants.contains_key(&name) {
-                        let inputs = hash(&name);
-                        hashes.insert(name.clone(), inputs.hash.clone());
-                        tenants.insert(name, inputs);
-                    } else {
-                        tenants.remove(&name);
-                        hashes.remove(&name);
-                    }
-                }
-                (tenants, hashes)
-            }
-            None => {
-                let mut tenants = imbl::OrdMap::new();
-                for name in repo.tenants.keys() {
-                    let kept = match prev {
-                        Some((p, changed)) if !shared_changed => {
-                            p.tenants.get(name).filter(|old| {
-                                old.files.iter().all(|f| !changed.contains(f))
-                                    && old.components.iter().all(|c| !dirty.contains(c))
-                            })
-                        }
-                        _ => None,
-                    };
-                    let inputs = match kept {
-                        Some(old) => old.clone(),
-                        None => hash(name),
-                    };
-                    tenants.insert(name.clone(), inputs);
-                }
-                let hashes = tenants
-                    .iter()
-                    .map(|(n, t)| (n.clone(), t.hash.clone()))
-                    .collect();
-                (tenants, hashes)
-            }
+            Some((p, owners)) => rehash_owners(repo, p, owners, &mut hash),
+            None => index_tenants(repo, prev.filter(|_| !shared_changed), &dirty, &mut hash),
         };
         let index = InputIndex {
             shared,
@@ -348,6 +282,98 @@ impl InputIndex {
     pub fn hashes(&self) -> Hashes {
         self.hashes.clone()
     }
+}
+
+/// Whether a path under `prefix` changed.
+fn touched(prefix: &str, changed: &BTreeSet<String>) -> bool {
+    changed
+        .range(prefix.to_string()..)
+        .next()
+        .is_some_and(|p| p.starts_with(prefix))
+}
+
+/// Every component's inputs, kept from `prev` when nothing it reads changed; and the
+/// "dirty" components: new, removed or changed ones.
+fn index_components(
+    repo: &Repo,
+    prev: Option<(&InputIndex, &BTreeSet<String>)>,
+    stats: &mut HashStats,
+) -> (BTreeMap<String, ComponentInputs>, BTreeSet<String>) {
+    let mut dirty: BTreeSet<String> = BTreeSet::new();
+    let mut components = BTreeMap::new();
+    for name in repo.components.keys() {
+        let kept = prev.and_then(|(p, changed)| {
+            let old = p.components.get(name)?;
+            let unchanged = !touched(&format!("components/{name}/"), changed)
+                && old.outside.iter().all(|f| !changed.contains(f));
+            unchanged.then(|| old.clone())
+        });
+        let inputs = kept.unwrap_or_else(|| {
+            stats.components_hashed += 1;
+            dirty.insert(name.clone());
+            component_inputs(&repo.snapshot, name)
+        });
+        components.insert(name.clone(), inputs);
+    }
+    if let Some((p, _)) = prev {
+        dirty.extend(
+            p.components
+                .keys()
+                .filter(|c| !components.contains_key(*c))
+                .cloned(),
+        );
+    }
+    (components, dirty)
+}
+
+/// The tenants of the previous index with exactly `owners` hashed again (or removed).
+fn rehash_owners(
+    repo: &Repo,
+    prev: &InputIndex,
+    owners: BTreeSet<String>,
+    hash: &mut dyn FnMut(&str) -> std::sync::Arc<TenantInputs>,
+) -> (imbl::OrdMap<String, std::sync::Arc<TenantInputs>>, Hashes) {
+    let (mut tenants, mut hashes) = (prev.tenants.clone(), prev.hashes.clone());
+    for name in owners {
+        if repo.tenants.contains_key(&name) {
+            let inputs = hash(&name);
+            hashes.insert(name.clone(), inputs.hash.clone());
+            tenants.insert(name, inputs);
+        } else {
+            tenants.remove(&name);
+            hashes.remove(&name);
+        }
+    }
+    (tenants, hashes)
+}
+
+/// Every tenant's inputs, kept from `prev` (given only when the shared inputs are unchanged)
+/// when none of its files changed and none of its components is dirty.
+fn index_tenants(
+    repo: &Repo,
+    prev: Option<(&InputIndex, &BTreeSet<String>)>,
+    dirty: &BTreeSet<String>,
+    hash: &mut dyn FnMut(&str) -> std::sync::Arc<TenantInputs>,
+) -> (imbl::OrdMap<String, std::sync::Arc<TenantInputs>>, Hashes) {
+    let mut tenants = imbl::OrdMap::new();
+    for name in repo.tenants.keys() {
+        let kept = prev.and_then(|(p, changed)| {
+            p.tenants.get(name).filter(|old| {
+                old.files.iter().all(|f| !changed.contains(f))
+                    && old.components.iter().all(|c| !dirty.contains(c))
+            })
+        });
+        let inputs = match kept {
+            Some(old) => old.clone(),
+            None => hash(name),
+        };
+        tenants.insert(name.clone(), inputs);
+    }
+    let hashes = tenants
+        .iter()
+        .map(|(n, t)| (n.clone(), t.hash.clone()))
+        .collect();
+    (tenants, hashes)
 }
 
 /// The tenants whose own files (tenant file, own secret file) are the changed paths, when
