@@ -12,6 +12,7 @@
 mod desired;
 pub mod drift;
 mod events;
+mod fetches;
 pub mod health;
 pub mod http;
 mod inventories;
@@ -204,7 +205,7 @@ pub struct Shared {
     /// With `--shards`: the shards this replica holds (see [`shards`]).
     shards: Option<Arc<shards::Ownership>>,
     /// The fetches started and finished (a shard taken waits for a fresh one).
-    fetches: source_loop::FetchClock,
+    fetches: fetches::FetchClock,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

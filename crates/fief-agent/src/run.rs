@@ -108,7 +108,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             .as_ref()
             .map(|w| web::Web::new(w, &options.cluster, lease_client.clone())),
         shards: sharded.then(|| Arc::new(shards::Ownership::new(options.shards))),
-        fetches: source_loop::FetchClock::new(),
+        fetches: super::fetches::FetchClock::new(),
     });
     shared
         .gate
