@@ -55,27 +55,7 @@ fn apply_with_env_prunes_and_applies_only_that_environment_and_keeps_the_others_
     repo.remove("components/app/templates/extra.yaml");
     repo.write("components/app/templates/new.yaml", NEW);
 
-    // The diff of dev shows dev's changes only.
-    let diff = fief("diff", repo.path(), &["--tenant", &t, "--env", "dev"]);
-    let shown = text(&diff.stdout);
-    assert_eq!(diff.status.code(), Some(1), "{shown}{}", text(&diff.stderr));
-    assert!(
-        shown.contains(&format!("# tenant {t}: delete ConfigMap/{dev}/app-extra")),
-        "{shown}"
-    );
-    assert!(
-        shown.contains(&format!("# tenant {t}: create ConfigMap/{dev}/app-new")),
-        "{shown}"
-    );
-    assert!(!shown.contains(&prod), "prod is not shown: {shown}");
-    let typo = fief("diff", repo.path(), &["--tenant", &t, "--env", "prd"]);
-    assert_eq!(typo.status.code(), Some(2));
-    assert!(
-        text(&typo.stderr).contains("did you mean `prod`"),
-        "{}",
-        text(&typo.stderr)
-    );
-
+    the_diff_of_one_environment_shows_its_changes_only(&repo, &t, &dev, &prod);
     // Apply dev: dev's copy is pruned and app-new created there; prod is untouched and its
     // app-extra is still recorded.
     let p_status = inventory_status(&repo, &p);
@@ -134,4 +114,34 @@ fn apply_with_env_prunes_and_applies_only_that_environment_and_keeps_the_others_
     assert!(!exists("configmap", &format!("{p}-prod"), "app-extra"));
     let clean = fief("diff", repo.path(), &[]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stdout));
+}
+
+/// `fief diff --env dev` shows dev's changes only; a misspelt environment is a usage error
+/// with a did-you-mean.
+fn the_diff_of_one_environment_shows_its_changes_only(
+    repo: &TestRepo,
+    t: &str,
+    dev: &str,
+    prod: &str,
+) {
+    // The diff of dev shows dev's changes only.
+    let diff = fief("diff", repo.path(), &["--tenant", t, "--env", "dev"]);
+    let shown = text(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{shown}{}", text(&diff.stderr));
+    assert!(
+        shown.contains(&format!("# tenant {t}: delete ConfigMap/{dev}/app-extra")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("# tenant {t}: create ConfigMap/{dev}/app-new")),
+        "{shown}"
+    );
+    assert!(!shown.contains(prod), "prod is not shown: {shown}");
+    let typo = fief("diff", repo.path(), &["--tenant", t, "--env", "prd"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        text(&typo.stderr).contains("did you mean `prod`"),
+        "{}",
+        text(&typo.stderr)
+    );
 }

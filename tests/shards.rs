@@ -179,7 +179,16 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
                 == [4, 4, 4]
         },
     );
-    let by = writers(&names, start);
+    each_tenant_is_written_by_one_replica_with_a_fair_share_each(&names, start);
+    let after =
+        a_fourth_replica_takes_a_quarter_without_writes(&server, &agent_ns, &names, &mut replicas);
+    a_killed_replicas_shards_resume_elsewhere(&server, &agent_ns, &names, &mut replicas, &after);
+}
+
+/// Counted at the API server since `start`: every tenant was written, each by one replica,
+/// and each of the three replicas wrote a fair share.
+fn each_tenant_is_written_by_one_replica_with_a_fair_share_each(names: &[String], start: i64) {
+    let by = writers(names, start);
     assert_eq!(by.len(), names.len(), "every tenant was written");
     let shared: Vec<_> = by.iter().filter(|(_, r)| r.len() != 1).collect();
     assert!(
@@ -195,23 +204,32 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
         load.values().all(|n| *n >= 50),
         "a fair share each: {load:?}"
     );
+}
 
+/// A fourth replica takes a quarter of the shards and writes no tenant object; the shard
+/// holders after.
+fn a_fourth_replica_takes_a_quarter_without_writes(
+    server: &GitServer,
+    agent_ns: &str,
+    names: &[String],
+    replicas: &mut Vec<Agent>,
+) -> BTreeMap<String, String> {
     // A fourth replica takes a quarter of the shards and writes no tenant object.
-    let before = holders(&agent_ns);
+    let before = holders(agent_ns);
     let scaled = now_us();
-    replicas.push(replica(&server, &agent_ns, "r3"));
+    replicas.push(replica(server, agent_ns, "r3"));
     wait_until(
         "each of 4 replicas holds 3 shards",
         Duration::from_secs(90),
         || {
-            per_replica(&holders(&agent_ns))
+            per_replica(&holders(agent_ns))
                 .values()
                 .copied()
                 .collect::<Vec<_>>()
                 == [3, 3, 3, 3]
         },
     );
-    let after = holders(&agent_ns);
+    let after = holders(agent_ns);
     let moved = after
         .iter()
         .filter(|(s, r)| before.get(*s) != Some(r))
@@ -231,7 +249,7 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
             })
     });
     std::thread::sleep(Duration::from_secs(3));
-    let late = writers(&names, scaled);
+    let late = writers(names, scaled);
     let detail: Vec<String> = audit::writes()
         .iter()
         .filter(|w| w.received_us >= scaled && w.namespace.ends_with("-prod"))
@@ -248,7 +266,18 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
         "tenant objects written after the scale-up: {late:?}\n{detail:#?}\n{}",
         replicas[3].log()
     );
+    after
+}
 
+/// r1 is killed: its shards (as held `after` the scale-up) go to the others within the
+/// lease duration, and a commit pushed meanwhile lands on every tenant.
+fn a_killed_replicas_shards_resume_elsewhere(
+    server: &GitServer,
+    agent_ns: &str,
+    names: &[String],
+    replicas: &mut [Agent],
+    after: &BTreeMap<String, String>,
+) {
     // r1 is killed: its shards go to the others, and a commit pushed meanwhile lands.
     let killed_shards: Vec<String> = after
         .iter()
@@ -264,7 +293,7 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
         "the others hold every shard",
         Duration::from_secs(40),
         || {
-            let h = holders(&agent_ns);
+            let h = holders(agent_ns);
             h.len() == 12
                 && killed_shards
                     .iter()
@@ -275,7 +304,7 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
     wait_until(
         "the commit reaches every tenant",
         Duration::from_secs(90),
-        || all_greet(&names, "two"),
+        || all_greet(names, "two"),
     );
     assert!(
         took <= Duration::from_secs(15 + 10),
@@ -344,6 +373,9 @@ fn ringed(name: &str, ring: &str, values: &str) -> (String, String) {
     )
 }
 
+/// The component of the wave test: a ConfigMap with the greeting.
+const WAVE_TEMPLATE: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
+
 #[test]
 fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wave_on_every_replica()
  {
@@ -353,32 +385,7 @@ fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wa
     let canary: Vec<String> = (0..2).map(|i| name("c", i)).collect();
     let early: Vec<String> = (0..4).map(|i| name("e", i)).collect();
     let rest: Vec<String> = (0..12).map(|i| name("r", i)).collect();
-    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
-    let mut files = vec![
-        (
-            "fief.yaml".to_string(),
-            format!(
-                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
-            ),
-        ),
-        (
-            "components/app/varz.yaml".to_string(),
-            "greeting: g1\n".to_string(),
-        ),
-        (
-            "components/app/component.yaml".to_string(),
-            "strictValues: false\n".to_string(),
-        ),
-        (
-            "components/app/templates/app.yaml".to_string(),
-            template.to_string(),
-        ),
-    ];
-    files.extend(canary.iter().map(|t| ringed(t, "canary", "extra: x")));
-    // e0 alone lacks `extra`: the shared change below is invalid for it.
-    files.push(ringed(&early[0], "early", ""));
-    files.extend(early[1..].iter().map(|t| ringed(t, "early", "extra: x")));
-    files.extend(rest.iter().map(|t| ringed(t, "other", "extra: x")));
+    let files = wave_repo(&agent_ns, &canary, &early, &rest);
     let server = GitServer::new(&files);
     kubectl(&["create", "namespace", &agent_ns]);
     let a = replica(&server, &agent_ns, "wa");
@@ -398,23 +405,9 @@ fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wa
                 == [6, 6]
         },
     );
-    let shards = holders(&agent_ns);
-    let holder_of = |t: &str| {
-        let s = fief_core::shard::shard_of(t, 12);
-        shards
-            .get(&format!("fief-shard-{s}-of-12"))
-            .cloned()
-            .unwrap_or_default()
-    };
-    let rest_on: BTreeSet<String> = rest.iter().map(|t| holder_of(t)).collect();
-    assert_eq!(
-        rest_on.len(),
-        2,
-        "the last wave has tenants on both replicas"
-    );
-
+    the_last_wave_is_on_both_replicas(&agent_ns, &rest);
     // A shared change e0 cannot render: the canaries take it, the last wave is held everywhere.
-    let extra = template.replacen(
+    let extra = WAVE_TEMPLATE.replacen(
         "greeting: {{ values.greeting | quote }}\n",
         "greeting: {{ values.greeting | quote }}\n  extra: {{ values.extra | quote }}\n",
         1,
@@ -460,6 +453,60 @@ fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wa
         "every tenant takes the change",
         Duration::from_secs(90),
         || all_greet(&all, "g2"),
+    );
+}
+
+/// The repo of the wave test: two waves by the `ring` label, the `app` component, and the
+/// tenants; e0 alone lacks `extra`, so the shared change of the test is invalid for it.
+fn wave_repo(
+    agent_ns: &str,
+    canary: &[String],
+    early: &[String],
+    rest: &[String],
+) -> Vec<(String, String)> {
+    let mut files = vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
+            ),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g1\n".to_string(),
+        ),
+        (
+            "components/app/component.yaml".to_string(),
+            "strictValues: false\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            WAVE_TEMPLATE.to_string(),
+        ),
+    ];
+    files.extend(canary.iter().map(|t| ringed(t, "canary", "extra: x")));
+    // e0 alone lacks `extra`: the shared change below is invalid for it.
+    files.push(ringed(&early[0], "early", ""));
+    files.extend(early[1..].iter().map(|t| ringed(t, "early", "extra: x")));
+    files.extend(rest.iter().map(|t| ringed(t, "other", "extra: x")));
+    files
+}
+
+/// The tenants of the last wave are on both replicas (by the shard Leases).
+fn the_last_wave_is_on_both_replicas(agent_ns: &str, rest: &[String]) {
+    let shards = holders(agent_ns);
+    let holder_of = |t: &str| {
+        let s = fief_core::shard::shard_of(t, 12);
+        shards
+            .get(&format!("fief-shard-{s}-of-12"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let rest_on: BTreeSet<String> = rest.iter().map(|t| holder_of(t)).collect();
+    assert_eq!(
+        rest_on.len(),
+        2,
+        "the last wave has tenants on both replicas"
     );
 }
 
