@@ -73,6 +73,7 @@ fn progress_line(r: &TenantReport) -> String {
 }
 
 /// `fief apply`.
+#[allow(clippy::too_many_lines)]
 pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     // Without --wait (which needs every render afterwards), tenants are rendered and synced a
     // batch at a time, so memory holds one batch's objects.

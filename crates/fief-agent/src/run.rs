@@ -39,6 +39,7 @@ fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
 }
 
 /// Run the agent until SIGTERM/SIGINT (or until it loses the Lease).
+#[allow(clippy::too_many_lines)]
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     let cluster = |e: ClusterError| AgentError::Cluster(Box::new(e));
     let built = |e| cluster(ClusterError::request("build the client", e));

@@ -84,6 +84,7 @@ async fn bounded<T: Send + 'static>(
 
 /// Clone (with backoff until it works), then fetch on every tick or trigger; publish each new
 /// revision. Returns on shutdown.
+#[allow(clippy::too_many_lines)]
 pub(super) async fn run(
     shared: Arc<Shared>,
     options: AgentOptions,

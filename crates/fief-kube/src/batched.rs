@@ -79,6 +79,7 @@ where
 /// inventory recorded that hash, whose status is settled and whose recorded objects the
 /// metadata pass finds exactly as fief left them is not rendered at all (its report says
 /// every object unchanged). Every other tenant is rendered and synced.
+#[allow(clippy::too_many_lines)]
 pub async fn sync_batched<R>(
     resources: &Resources,
     names: &[String],

@@ -266,6 +266,7 @@ async fn record_failure(
 /// record union(old, desired) before any apply; apply stage by stage; prune unless an apply
 /// failed or a guard holds it; record the final inventory and status. At every crash point
 /// each live object fief made is in the recorded inventory.
+#[allow(clippy::too_many_lines)]
 async fn sync_tenant(
     ctx: &Ctx<'_>,
     render: &TenantRender,

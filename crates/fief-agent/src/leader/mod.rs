@@ -95,6 +95,7 @@ async fn label(pod: &Option<Api<Pod>>, name: &str, leading: bool) {
 
 /// Wait until this replica holds the Lease (`None`: shut down first), then label the Pod,
 /// renew in the background and watch for the Lease being lost.
+#[allow(clippy::too_many_lines)]
 pub(super) async fn lead(
     shared: &Arc<Shared>,
     options: &AgentOptions,

@@ -121,6 +121,7 @@ const CHUNK: usize = 8;
 /// applied are neither rendered nor synced. Every other due tenant's desired objects are
 /// recorded before the watches' first lists are used, so their live hashes are all known (no
 /// re-apply on start).
+#[allow(clippy::too_many_lines)]
 pub(super) async fn batch(
     shared: &Arc<Shared>,
     resources: &Resources,
@@ -344,6 +345,7 @@ struct Each<'a> {
 
 /// Sync the renders one tenant at a time (`concurrency` at once), never starting one after
 /// `stop`; then report orphaned inventories when due.
+#[allow(clippy::too_many_lines)]
 async fn sync_each(ctx: &Each<'_>, state: &mut LoopState, renders: &[TenantRender]) -> SyncResult {
     // Every tenant in git, for the orphan report only: a chunk without it needs none (and
     // building it would cost each chunk a pass over the fleet).
