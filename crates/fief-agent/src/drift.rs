@@ -18,6 +18,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use kube::api::Api;
@@ -88,6 +89,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
         resource: &resource,
         key: &key,
         synced_once: false,
+        listing_since: None,
         known: HashSet::new(),
         seen: HashSet::new(),
     };
@@ -150,6 +152,8 @@ struct KindWatch<'a> {
     known: HashSet<Id>,
     /// Objects seen in the list under way.
     seen: HashSet<Id>,
+    /// When the list under way began (its objects may predate a sync that ended since).
+    listing_since: Option<Instant>,
 }
 
 /// What the watch does after an event.
@@ -171,19 +175,27 @@ impl KindWatch<'_> {
     ) -> Next {
         let shared = self.shared;
         match event {
-            Ok(watcher::Event::Init) => self.seen.clear(),
+            Ok(watcher::Event::Init) => {
+                self.seen.clear();
+                self.listing_since = Some(Instant::now());
+            }
             Ok(watcher::Event::InitApply(obj)) => {
                 let (value, version) = obj.into_parts();
                 let id = live_id(self.resource, &value);
-                let id = observe(shared, &id, &value, &version, self.synced_once)
+                let seen = match (self.synced_once, self.listing_since) {
+                    (true, Some(since)) => Seen::Listed(since),
+                    _ => Seen::First,
+                };
+                let id = observe(shared, &id, &value, &version, seen)
                     .unwrap_or_else(|| shared.intern(&id));
                 self.seen.insert(id);
             }
             Ok(watcher::Event::InitDone) => {
                 if self.synced_once {
                     // A relist: what is gone was deleted during the gap.
+                    let since = self.listing_since.unwrap_or_else(Instant::now);
                     for id in self.known.difference(&self.seen) {
-                        deleted(shared, id);
+                        deleted(shared, id, Seen::Listed(since));
                     }
                 } else {
                     tracing::debug!(kind = self.key, "initial list done");
@@ -197,7 +209,7 @@ impl KindWatch<'_> {
             Ok(watcher::Event::Apply(obj)) => {
                 let (value, version) = obj.into_parts();
                 let id = live_id(self.resource, &value);
-                let id = observe(shared, &id, &value, &version, true)
+                let id = observe(shared, &id, &value, &version, Seen::Event)
                     .unwrap_or_else(|| shared.intern(&id));
                 self.known.insert(id);
             }
@@ -205,7 +217,7 @@ impl KindWatch<'_> {
                 let value = obj.into_body();
                 let id = live_id(self.resource, &value);
                 self.known.remove(&id);
-                deleted(shared, &id);
+                deleted(shared, &id, Seen::Event);
             }
             Err(e) if *streaming && streaming_refused(&e) => {
                 tracing::info!(kind = self.key, error = %e, "streaming lists refused; listing in pages");
@@ -237,13 +249,37 @@ fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e:
     set_state(shared, key, WatchState::Failed(reason));
 }
 
+/// How an object reached the watch: which of its changes may count as drift.
+#[derive(Debug, Clone, Copy)]
+enum Seen {
+    /// In the first list: the baseline, never drift.
+    First,
+    /// In a relist that began at this instant: drift unless its tenant was synced since
+    /// (the list may hold the object as it was before fief's own write).
+    Listed(Instant),
+    /// A watch event: the object as it is now.
+    Event,
+}
+
+/// Whether a change seen as `seen` may be drift of `tenant`: not fief's own sync in flight,
+/// and not a list older than the tenant's last sync.
+fn may_drift(shared: &Shared, tenant: &str, seen: Seen) -> bool {
+    match seen {
+        Seen::First => false,
+        Seen::Event => !shared.is_in_flight(tenant),
+        Seen::Listed(since) => {
+            !shared.is_in_flight(tenant) && shared.synced_at(tenant).is_none_or(|at| at < since)
+        }
+    }
+}
+
 /// A managed object is gone: forget its live hash; if it is desired and its tenant is not
 /// being synced (fief's own prunes are not desired), count it and queue the tenant.
-fn deleted(shared: &Shared, id: &ObjectId) {
+fn deleted(shared: &Shared, id: &ObjectId, seen: Seen) {
     shared.write_live().remove(id);
     if let Some(tenant) = shared.tenant_of(id) {
         shared.gate.gone(&tenant, id);
-        if !shared.is_in_flight(&tenant) {
+        if may_drift(shared, &tenant, seen) {
             drifted(shared, &tenant, id, "managed object deleted");
         }
     }
@@ -264,7 +300,7 @@ fn observe(
     id: &ObjectId,
     value: &Value,
     version: &AppliedVersion,
-    live_event: bool,
+    seen: Seen,
 ) -> Option<Id> {
     let Some(Found {
         id: interned,
@@ -272,13 +308,13 @@ fn observe(
         shape,
     }) = shared.find_desired(id)
     else {
-        return observe_version(shared, id, value, version, live_event);
+        return observe_version(shared, id, value, version, seen);
     };
     let hash = plan::live_digest(&shape, value);
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(interned.clone(), hash);
     shared.gate.observed(&tenant, &interned, Some(hash), value);
-    if live_event && recorded.is_some_and(|r| r != hash) && !shared.is_in_flight(&tenant) {
+    if recorded.is_some_and(|r| r != hash) && may_drift(shared, &tenant, seen) {
         drifted(shared, &tenant, id, "a field fief owns changed");
     }
     Some(interned)
@@ -303,7 +339,7 @@ fn observe_version(
     id: &ObjectId,
     value: &Value,
     version: &AppliedVersion,
-    live_event: bool,
+    seen: Seen,
 ) -> Option<Id> {
     let Some((interned, tenant, hash)) = super::verify::by_version(shared, id, version) else {
         unknown(shared, id, value);
@@ -318,7 +354,7 @@ fn observe_version(
         }
     }
     shared.gate.observed(&tenant, &interned, hash, value);
-    if live_event && hash.is_none() && !shared.is_in_flight(&tenant) {
+    if hash.is_none() && may_drift(shared, &tenant, seen) {
         drifted(
             shared,
             &tenant,

@@ -179,6 +179,9 @@ pub struct Shared {
     watches: Mutex<HashMap<String, WatchState>>,
     /// Tenants being synced now: their objects' events are fief's own writes, not drift.
     in_flight: Mutex<HashSet<String>>,
+    /// When each tenant's last sync ended: a relist that began before holds objects that may
+    /// predate that sync's writes, which are not drift.
+    synced_at: Mutex<HashMap<String, Instant>>,
     webhook_secret: Option<Vec<u8>>,
     branch: String,
     /// Cancelled on SIGTERM/SIGINT.
@@ -269,6 +272,11 @@ impl Shared {
         }
         in_flight.insert(tenant.to_string());
         true
+    }
+
+    /// When `tenant`'s last sync ended.
+    fn synced_at(&self, tenant: &str) -> Option<Instant> {
+        lock(&self.synced_at).get(tenant).copied()
     }
 
     fn is_in_flight(&self, tenant: &str) -> bool {

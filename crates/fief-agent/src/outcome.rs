@@ -72,8 +72,11 @@ pub(super) fn record(
     }
     {
         let mut in_flight = lock(&shared.in_flight);
+        let mut synced_at = lock(&shared.synced_at);
+        let now = Instant::now();
         for r in &result.reports {
             in_flight.remove(&r.tenant);
+            synced_at.insert(r.tenant.clone(), now);
         }
     }
     let now = Instant::now();

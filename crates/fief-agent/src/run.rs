@@ -89,6 +89,7 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         recorded: RwLock::new(HashMap::new()),
         watches: Mutex::new(HashMap::new()),
         in_flight: Mutex::new(HashSet::new()),
+        synced_at: Mutex::new(HashMap::new()),
         webhook_secret: options.webhook_secret.clone(),
         branch: options.branch.clone(),
         shutdown: CancellationToken::new(),
