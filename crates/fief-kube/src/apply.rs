@@ -1,25 +1,29 @@
 //! Apply: one object by server-side apply, as the tenant's identity for component objects;
-//! waiting for a CRD to be Established.
+//! waiting for a CRD to be Established; a tenant's plan stage by stage.
 //!
-//! In: a planned [`Apply`]. Out: the object as the server returned it, or a [`ClusterError`]
-//! naming it. Retries a fresh RoleBinding's 403 (the authorizer's cache lags); a 429 or 503 is
+//! In: a planned [`Apply`] (or a tenant's [`Plan`]). Out: the object as the server returned
+//! it, or a [`ClusterError`] naming it (for a plan: each applied object recorded in the
+//! tenant's inventory, counts and errors in its report). Retries a fresh RoleBinding's 403 (the authorizer's cache lags); a 429 or 503 is
 //! retried by kube's own retry layer under every request.
 
 use std::time::Duration;
 
+use futures::stream::{self, StreamExt};
 use kube::api::Patch;
 use serde_json::Value;
 
-use super::sync::{Ctx, api_version};
+use super::sync::{Ctx, TenantReport, api_version};
 use super::{ClusterError, FIELD_MANAGER, send_as};
+use fief_core::inventory::{Entry, Inventory};
 use fief_core::model::BASELINE;
-use fief_core::plan::Apply;
+use fief_core::plan::{self, Apply, Plan};
+use fief_core::render::TenantRender;
 
 /// How long a component object's 403 is retried after the baseline RBAC changed.
 const FORBIDDEN_RETRY: Duration = Duration::from_secs(20);
 
 /// Server-side apply one object; component objects go as `identity`.
-pub(super) async fn apply_one(
+async fn apply_one(
     ctx: &Ctx<'_>,
     a: &Apply<'_>,
     identity: &str,
@@ -73,7 +77,7 @@ pub(super) async fn apply_one(
 
 /// Wait (up to a minute) until a CRD is Established: a watch on it, through kube-runtime's
 /// `await_condition`, so the answer comes with the event, not at the next poll.
-pub(super) async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(), ClusterError> {
+async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(), ClusterError> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::runtime::wait::{await_condition, conditions};
     let seconds = 60;
@@ -95,4 +99,95 @@ pub(super) async fn wait_established(ctx: &Ctx<'_>, a: &Apply<'_>) -> Result<(),
             seconds,
         }),
     }
+}
+
+/// Apply the plan's stages in order (objects of a stage concurrently), recording each applied
+/// object in `inv`; after the first stage, wait for new CRDs and refresh discovery.
+pub(super) async fn apply_stages(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    plan: &Plan<'_>,
+    inv: &mut Inventory,
+    report: &mut TenantReport,
+) {
+    let mut rbac_changed = false;
+    for (i, stage) in plan.stages.iter().enumerate() {
+        // Component objects after a baseline RBAC change: the tenant identity's new rights
+        // may take a moment to reach the authorizer, so their 403s are retried (bounded).
+        rbac_changed |=
+            i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
+        let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
+            .map(|a| async move {
+                let ns = render
+                    .namespaces
+                    .get(&a.object.env)
+                    .map(String::as_str)
+                    .unwrap_or("");
+                let identity = super::tenant_identity(ns);
+                (a, apply_one(ctx, a, &identity, rbac_changed).await)
+            })
+            .buffer_unordered(ctx.options.object_concurrency.max(1))
+            .collect()
+            .await;
+        let mut crds = Vec::new();
+        for (a, result) in results {
+            match result {
+                Ok(returned) => {
+                    if a.object.id.kind == "CustomResourceDefinition" {
+                        crds.push(a);
+                    }
+                    record_applied(inv, a, &returned);
+                    if a.existed {
+                        report.counts.configured += 1;
+                    } else {
+                        report.counts.created += 1;
+                    }
+                }
+                Err(e) => {
+                    report.counts.failed += 1;
+                    report.errors.push(e.to_string());
+                }
+            }
+        }
+        if i == 0 && !crds.is_empty() {
+            for crd in crds {
+                if let Err(e) = wait_established(ctx, crd).await {
+                    report.errors.push(e.to_string());
+                }
+            }
+            if let Err(e) = ctx.resources.refresh().await {
+                report.errors.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// Record an applied object in `inv` as the server `returned` it (keeping whether fief
+/// created it, for a namespace).
+fn record_applied(inv: &mut Inventory, a: &Apply<'_>, returned: &Value) {
+    let id = a.object.id.clone();
+    let created = inv.entries.get(&id).and_then(|e| e.created);
+    let meta_text = |key: &str| {
+        returned["metadata"][key]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    inv.entries.insert(
+        id.clone(),
+        Entry {
+            id,
+            component: a.object.component.clone(),
+            api_version: api_version(&a.object.object),
+            hash: a.hash.clone(),
+            live: plan::live_hash(&a.object.object, returned),
+            resource_version: meta_text("resourceVersion"),
+            uid: meta_text("uid"),
+            managed: plan::managed_fingerprint(
+                &returned["metadata"]["managedFields"],
+                FIELD_MANAGER,
+            ),
+            created,
+        },
+    );
 }

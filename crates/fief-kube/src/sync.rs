@@ -13,7 +13,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
 use super::adopt::{check_new_namespaces, is_namespace};
-use super::apply::{apply_one, wait_established};
+use super::apply::apply_stages;
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::prune_entries;
 use super::status_access;
@@ -22,7 +22,7 @@ use fief_core::condition::{ConditionType, Reason};
 use fief_core::inventory::{Entry, Inventory, InventoryError};
 use fief_core::model::{PruneGuard, TenantState, is_dns_label};
 use fief_core::objects::ObjectId;
-use fief_core::plan::{self, Apply, Plan};
+use fief_core::plan::{self, Plan};
 use fief_core::render::TenantRender;
 pub use fief_core::status::TenantReport;
 use fief_core::status::{self, Outcome, PruneHeld};
@@ -252,6 +252,17 @@ async fn record_failure(
     let message = report.errors.first().cloned().unwrap_or_default();
     status::stall(&mut inv.status, Reason::ApplyFailed, &message, &ctx.now);
     inv.status.last_error = Some(message);
+    write_or_keep(ctx, inv, prev, report).await
+}
+
+/// Write `inv` over `prev`; returns the report and the inventory that stands (`prev` when the
+/// write failed, its error in the report).
+async fn write_or_keep(
+    ctx: &Ctx<'_>,
+    inv: Inventory,
+    prev: Option<&Inventory>,
+    mut report: TenantReport,
+) -> (TenantReport, Option<Inventory>) {
     match write_inventory(ctx, &inv, prev).await {
         Ok(()) => (report, Some(inv)),
         Err(e) => {
@@ -266,7 +277,6 @@ async fn record_failure(
 /// record union(old, desired) before any apply; apply stage by stage; prune unless an apply
 /// failed or a guard holds it; record the final inventory and status. At every crash point
 /// each live object fief made is in the recorded inventory.
-#[allow(clippy::too_many_lines)]
 async fn sync_tenant(
     ctx: &Ctx<'_>,
     render: &TenantRender,
@@ -277,17 +287,10 @@ async fn sync_tenant(
     let mut inv = prev.cloned().unwrap_or_else(|| Inventory::new(tenant));
     inv.status.remove_condition(ConditionType::Orphaned);
     fief_core::status::moved::clear_moved(&mut inv);
-    let now = ctx.now.as_str();
     if !render.is_ok() {
-        status::record_invalid(&mut inv, &mut report, render, now);
+        status::record_invalid(&mut inv, &mut report, render, &ctx.now);
         status_access::update(ctx, render, &mut inv, &mut report).await;
-        return match write_inventory(ctx, &inv, prev).await {
-            Ok(()) => (report, Some(inv)),
-            Err(e) => {
-                report.errors.push(e.to_string());
-                (report, prev.cloned())
-            }
-        };
+        return write_or_keep(ctx, inv, prev, report).await;
     }
     let plan = plan::plan(
         render,
@@ -307,19 +310,56 @@ async fn sync_tenant(
         }
     };
     let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
-    // Record union(old, desired) before anything is applied: objects not yet applied are
-    // recorded with an empty live hash, so a crash leaves nothing live unrecorded. When every
-    // object is already recorded (a change to existing objects, a prune), the recorded
-    // inventory is that union already: no write, and `Reconciling=True` is not written
-    // either (a crash then leaves the previous status and inputs, so the next sync renders
-    // the tenant and finishes it).
+    if let Err(e) = record_union(ctx, &plan, &created, &mut inv, prev).await {
+        report.outcome = Outcome::Failed;
+        report
+            .errors
+            .push(format!("{e}; nothing applied or pruned"));
+        return (report, prev.cloned());
+    }
+    crash_point("after-union");
+    let recorded = inv.clone();
+    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
+    crash_point("after-apply");
+    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
+    report.prune_held = prune_hold(&plan, &report);
+    if report.prune_held.is_none() {
+        prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
+    }
+    crash_point("after-prune");
+    let purged = render.state == Some(TenantState::Purged);
+    if purged && inv.entries.is_empty() && report.errors.is_empty() {
+        return finish_purge(ctx, tenant, report, recorded).await;
+    }
+    if purged && report.prune_held.is_none() {
+        report.prune_held = Some(PruneHeld::PurgeIncomplete {
+            remaining: inv.entries.len(),
+        });
+    }
+    let changed = changed || changed_plan;
+    record_final(ctx, render, inv, recorded, report, changed).await
+}
+
+/// Record union(old, desired) before anything is applied: objects not yet applied are
+/// recorded with an empty live hash (a namespace noting whether fief creates it, from
+/// `created`), so a crash leaves nothing live unrecorded. When every object is already
+/// recorded (a change to existing objects, a prune), the recorded inventory is that union
+/// already: no write, and `Reconciling=True` is not written either (a crash then leaves the
+/// previous status and inputs, so the next sync renders the tenant and finishes it).
+async fn record_union(
+    ctx: &Ctx<'_>,
+    plan: &Plan<'_>,
+    created: &BTreeSet<String>,
+    inv: &mut Inventory,
+    prev: Option<&Inventory>,
+) -> Result<(), ClusterError> {
     let adds = plan
         .stages
         .iter()
         .flatten()
         .any(|a| !inv.entries.contains_key(&a.object.id));
     if adds {
-        status::mark_reconciling(&mut inv, now);
+        status::mark_reconciling(inv, &ctx.now);
     }
     for a in plan.stages.iter().flatten() {
         let id = &a.object.id;
@@ -341,60 +381,64 @@ async fn sync_tenant(
             },
         );
     }
-    if let Err(e) = write_inventory(ctx, &inv, prev).await {
-        report.outcome = Outcome::Failed;
-        report
-            .errors
-            .push(format!("{e}; nothing applied or pruned"));
-        return (report, prev.cloned());
-    }
-    crash_point("after-union");
-    let recorded = inv.clone();
-    apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
-    crash_point("after-apply");
-    let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
-    report.prune_held = match &plan.hold {
+    write_inventory(ctx, inv, prev).await
+}
+
+/// Why the prune is held, if it is: the plan's own hold (a guard), or an apply that failed
+/// (the new objects may not exist, so nothing old is deleted).
+fn prune_hold(plan: &Plan<'_>, report: &TenantReport) -> Option<PruneHeld> {
+    match &plan.hold {
         Some(h) => Some(h.clone().into()),
-        // An apply failed: the new objects may not exist, so nothing old is deleted.
         None if report.counts.failed > 0 && !plan.prune.is_empty() => {
             Some(PruneHeld::Hold(plan::PruneHold::ApplyFailed {
                 failed: report.counts.failed,
             }))
         }
         None => None,
-    };
-    if report.prune_held.is_none() {
-        prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
     }
-    crash_point("after-prune");
-    let purged = render.state == Some(TenantState::Purged);
-    if purged && inv.entries.is_empty() && report.errors.is_empty() {
-        report.outcome = Outcome::Purged;
-        if let Err(e) = status_access::revoke(ctx, tenant).await {
+}
+
+/// A purged tenant with nothing left: revoke its status access and delete its inventory.
+/// Returns the report and `None`, or `recorded` when either step failed.
+async fn finish_purge(
+    ctx: &Ctx<'_>,
+    tenant: &str,
+    mut report: TenantReport,
+    recorded: Inventory,
+) -> (TenantReport, Option<Inventory>) {
+    report.outcome = Outcome::Purged;
+    if let Err(e) = status_access::revoke(ctx, tenant).await {
+        report.errors.push(e.to_string());
+        report.outcome = Outcome::Failed;
+        return (report, Some(recorded));
+    }
+    match delete_inventory(ctx, tenant).await {
+        Ok(()) => (report, None),
+        Err(e) => {
             report.errors.push(e.to_string());
-            report.outcome = Outcome::Failed;
-            return (report, Some(recorded));
+            (report, Some(recorded))
         }
-        return match delete_inventory(ctx, tenant).await {
-            Ok(()) => (report, None),
-            Err(e) => {
-                report.errors.push(e.to_string());
-                (report, Some(recorded))
-            }
-        };
     }
-    if purged && report.prune_held.is_none() {
-        report.prune_held = Some(PruneHeld::PurgeIncomplete {
-            remaining: inv.entries.len(),
-        });
-    }
+}
+
+/// Record the tenant's final inventory and status over `recorded` (the union written before
+/// the apply); `changed`: the sync changed (or meant to change) something. Returns the report
+/// (failed when it holds an error) and the inventory that stands.
+async fn record_final(
+    ctx: &Ctx<'_>,
+    render: &TenantRender,
+    mut inv: Inventory,
+    recorded: Inventory,
+    mut report: TenantReport,
+    changed: bool,
+) -> (TenantReport, Option<Inventory>) {
     status_access::update(ctx, render, &mut inv, &mut report).await;
     status::finish(
         &mut inv,
         &mut report,
         render,
-        changed || changed_plan,
-        now,
+        changed,
+        &ctx.now,
         ctx.options.commit.as_deref(),
     );
     let written = inv != recorded;
@@ -410,89 +454,4 @@ async fn sync_tenant(
         report.outcome = Outcome::Failed;
     }
     (report, Some(stands))
-}
-
-/// Apply the plan's stages in order (objects of a stage concurrently), recording each applied
-/// object in `inv`; after the first stage, wait for new CRDs and refresh discovery.
-async fn apply_stages(
-    ctx: &Ctx<'_>,
-    render: &TenantRender,
-    plan: &Plan<'_>,
-    inv: &mut Inventory,
-    report: &mut TenantReport,
-) {
-    let mut rbac_changed = false;
-    for (i, stage) in plan.stages.iter().enumerate() {
-        // Component objects after a baseline RBAC change: the tenant identity's new rights
-        // may take a moment to reach the authorizer, so their 403s are retried (bounded).
-        rbac_changed |=
-            i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
-        let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
-            .map(|a| async move {
-                let ns = render
-                    .namespaces
-                    .get(&a.object.env)
-                    .map(String::as_str)
-                    .unwrap_or("");
-                let identity = super::tenant_identity(ns);
-                (a, apply_one(ctx, a, &identity, rbac_changed).await)
-            })
-            .buffer_unordered(ctx.options.object_concurrency.max(1))
-            .collect()
-            .await;
-        let mut crds = Vec::new();
-        for (a, result) in results {
-            match result {
-                Ok(returned) => {
-                    let id = a.object.id.clone();
-                    if id.kind == "CustomResourceDefinition" {
-                        crds.push(a);
-                    }
-                    let created = inv.entries.get(&id).and_then(|e| e.created);
-                    let meta_text = |key: &str| {
-                        returned["metadata"][key]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    inv.entries.insert(
-                        id.clone(),
-                        Entry {
-                            id,
-                            component: a.object.component.clone(),
-                            api_version: api_version(&a.object.object),
-                            hash: a.hash.clone(),
-                            live: plan::live_hash(&a.object.object, &returned),
-                            resource_version: meta_text("resourceVersion"),
-                            uid: meta_text("uid"),
-                            managed: plan::managed_fingerprint(
-                                &returned["metadata"]["managedFields"],
-                                super::FIELD_MANAGER,
-                            ),
-                            created,
-                        },
-                    );
-                    if a.existed {
-                        report.counts.configured += 1;
-                    } else {
-                        report.counts.created += 1;
-                    }
-                }
-                Err(e) => {
-                    report.counts.failed += 1;
-                    report.errors.push(e.to_string());
-                }
-            }
-        }
-        if i == 0 && !crds.is_empty() {
-            for crd in crds {
-                if let Err(e) = wait_established(ctx, crd).await {
-                    report.errors.push(e.to_string());
-                }
-            }
-            if let Err(e) = ctx.resources.refresh().await {
-                report.errors.push(e.to_string());
-            }
-        }
-    }
 }
