@@ -12,13 +12,14 @@
 //! a no-op pass renders nothing.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, Stream, StreamExt};
 
 use super::observe::{Prefetch, prefetch};
 use super::sync::{ClusterState, Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
 use super::{ClusterError, Resources};
+use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::model::is_dns_label;
 use fief_core::objects::{self, ObjectId};
 use fief_core::render::TenantRender;
@@ -79,7 +80,6 @@ where
 /// inventory recorded that hash, whose status is settled and whose recorded objects the
 /// metadata pass finds exactly as fief left them is not rendered at all (its report says
 /// every object unchanged). Every other tenant is rendered and synced.
-#[allow(clippy::too_many_lines)]
 pub async fn sync_batched<R>(
     resources: &Resources,
     names: &[String],
@@ -100,114 +100,25 @@ where
         live: HashMap::new(),
     };
     let inventories = &state.inventories;
-    // Past one batch, the metadata of every kind is listed once for all the tenants (while
-    // the first batch renders) rather than once per batch. The selector names the tenants
-    // (about 12 KB at 1,000 tenants), so other repos' and other tools' objects in the cluster
-    // are not listed; past [`SELECTOR_MAX`] bytes, every object with the tenant label is.
-    let valid: Vec<&str> = names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| is_dns_label(n))
-        .collect();
-    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
-    let selector = if named.len() > SELECTOR_MAX {
-        objects::LABEL_TENANT.to_string()
-    } else {
-        named
+    let batcher = Batcher {
+        resources,
+        names,
+        reusable,
+        inventories,
+        selector: tenant_selector(names),
+        prefetched: tokio::sync::OnceCell::new(),
+        many: names.len() > BATCH,
+        render: Arc::new(render),
     };
-    let prefetched: tokio::sync::OnceCell<Prefetch> = tokio::sync::OnceCell::new();
-    let (prefetched, selector) = (&prefetched, &selector);
-    let many = names.len() > BATCH;
-    let render = Arc::new(render);
     let now = now_rfc3339();
-    // Tenants that recorded their current inputs may need no render: they wait for the
-    // metadata pass; the others are rendered at once.
-    let may_stand = |t: &String| {
-        reusable.get(t).is_some_and(
-            |inputs| matches!(inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
-        )
-    };
     let batches = stream::iter(names.chunks(BATCH))
-        .map(|chunk| {
-            let render = &render;
-            let (maybe, must): (Vec<String>, Vec<String>) =
-                chunk.iter().cloned().partition(|t| may_stand(t));
-            async move {
-                let prefetch = async {
-                    if !many && maybe.is_empty() {
-                        return Ok(None);
-                    }
-                    prefetched
-                        .get_or_try_init(|| prefetch(resources, inventories, names, selector))
-                        .await
-                        .map(Some)
-                };
-                let (mut renders, prefetch) = futures::join!(render_some(render, must), prefetch);
-                let prefetch = prefetch?;
-                let mut unchanged = Vec::new();
-                let mut redo = Vec::new();
-                for t in maybe {
-                    let stands = match (inventories.get(&t), reusable.get(&t), prefetch) {
-                        (Some(Ok(inv)), Some(inputs), Some(p)) => {
-                            status::stands_unrendered(inv, inputs, |e| p.unchanged(e))
-                        }
-                        _ => false,
-                    };
-                    match inventories.get(&t) {
-                        Some(Ok(inv)) if stands => unchanged.push(status::unchanged_report(inv)),
-                        _ => redo.push(t),
-                    }
-                }
-                renders.extend(render_some(render, redo).await);
-                let live =
-                    super::observe::observe_live(resources, &renders, inventories, false, prefetch)
-                        .await?;
-                Ok::<_, ClusterError>(Arc::new(Batch {
-                    renders,
-                    live,
-                    unchanged,
-                }))
-            }
-        })
+        .map(|chunk| batcher.batch(chunk))
         .buffered(BATCHES_AHEAD);
     // A failed read of a batch's live state stops the later batches; the sync ends with that
     // error, as one sync would.
-    let failure: std::sync::Mutex<Option<ClusterError>> = std::sync::Mutex::new(None);
-    let tenants = batches
-        .scan((), |(), batch| {
-            let next = match batch {
-                Ok(b) => Some(b),
-                Err(e) => {
-                    if let Ok(mut f) = failure.lock() {
-                        f.get_or_insert(e);
-                    }
-                    None
-                }
-            };
-            futures::future::ready(next)
-        })
-        .flat_map(|b| {
-            let unchanged: Vec<Turn> = b.unchanged.iter().cloned().map(Turn::Unchanged).collect();
-            let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
-            stream::iter(unchanged.into_iter().chain(syncs))
-        });
-    let mut reports: Vec<TenantReport> = tenants
-        .map(|turn| {
-            let now = now.clone();
-            async move {
-                let (b, i) = match turn {
-                    Turn::Unchanged(report) => return report,
-                    Turn::Sync(b, i) => (b, i),
-                };
-                let ctx = Ctx {
-                    resources,
-                    live: &b.live,
-                    options,
-                    now,
-                };
-                sync_one(&ctx, &b.renders[i], inventories).await.0
-            }
-        })
+    let failure: Mutex<Option<ClusterError>> = Mutex::new(None);
+    let mut reports: Vec<TenantReport> = turns(batches, &failure)
+        .map(|turn| take_turn(resources, options, inventories, now.clone(), turn))
         .buffer_unordered(options.concurrency.max(1))
         .inspect(|report| {
             if let Some(tx) = &options.progress {
@@ -230,4 +141,163 @@ where
     }
     reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     Ok(reports)
+}
+
+/// The label selector of the metadata pass. Past one batch, the metadata of every kind is
+/// listed once for all the tenants (while the first batch renders) rather than once per
+/// batch. The selector names the tenants (about 12 KB at 1,000 tenants), so other repos' and
+/// other tools' objects in the cluster are not listed; past [`SELECTOR_MAX`] bytes, every
+/// object with the tenant label is.
+fn tenant_selector(names: &[String]) -> String {
+    let valid: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| is_dns_label(n))
+        .collect();
+    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
+    if named.len() > SELECTOR_MAX {
+        objects::LABEL_TENANT.to_string()
+    } else {
+        named
+    }
+}
+
+/// What every batch of one [`sync_batched`] shares: it makes each [`Batch`].
+struct Batcher<'a, R> {
+    resources: &'a Resources,
+    /// Every tenant in scope (the metadata pass covers them all).
+    names: &'a [String],
+    reusable: &'a BTreeMap<String, String>,
+    inventories: &'a BTreeMap<String, Result<Inventory, InventoryError>>,
+    selector: String,
+    /// The metadata pass, made by the first batch that needs it.
+    prefetched: tokio::sync::OnceCell<Prefetch>,
+    /// More than one batch: the metadata pass is made for every batch.
+    many: bool,
+    render: Arc<R>,
+}
+
+impl<R> Batcher<'_, R>
+where
+    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
+{
+    /// Whether a tenant recorded its current inputs, so it may need no render: such tenants
+    /// wait for the metadata pass; the others are rendered at once.
+    fn may_stand(&self, t: &String) -> bool {
+        self.reusable.get(t).is_some_and(
+            |inputs| matches!(self.inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
+        )
+    }
+
+    /// The metadata pass, when this batch needs it (more than one batch, or tenants that may
+    /// stand unrendered); made once.
+    async fn prefetch(&self, needed: bool) -> Result<Option<&Prefetch>, ClusterError> {
+        if !self.many && !needed {
+            return Ok(None);
+        }
+        self.prefetched
+            .get_or_try_init(|| {
+                prefetch(self.resources, self.inventories, self.names, &self.selector)
+            })
+            .await
+            .map(Some)
+    }
+
+    /// Render and observe one chunk of tenants: those that must render while the metadata
+    /// pass runs, then those the pass does not find exactly as fief left them.
+    async fn batch(&self, chunk: &[String]) -> Result<Arc<Batch>, ClusterError> {
+        let (maybe, must): (Vec<String>, Vec<String>) =
+            chunk.iter().cloned().partition(|t| self.may_stand(t));
+        let (mut renders, prefetch) = futures::join!(
+            render_some(&self.render, must),
+            self.prefetch(!maybe.is_empty())
+        );
+        let prefetch = prefetch?;
+        let (unchanged, redo) = self.sort_out(maybe, prefetch);
+        renders.extend(render_some(&self.render, redo).await);
+        let live = super::observe::observe_live(
+            self.resources,
+            &renders,
+            self.inventories,
+            false,
+            prefetch,
+        )
+        .await?;
+        Ok(Arc::new(Batch {
+            renders,
+            live,
+            unchanged,
+        }))
+    }
+
+    /// Of the tenants that may stand unrendered: the reports of those whose last sync stands
+    /// (by the metadata pass), and the names of the others, to render.
+    fn sort_out(
+        &self,
+        maybe: Vec<String>,
+        prefetch: Option<&Prefetch>,
+    ) -> (Vec<TenantReport>, Vec<String>) {
+        let mut unchanged = Vec::new();
+        let mut redo = Vec::new();
+        for t in maybe {
+            let stands = match (self.inventories.get(&t), self.reusable.get(&t), prefetch) {
+                (Some(Ok(inv)), Some(inputs), Some(p)) => {
+                    status::stands_unrendered(inv, inputs, |e| p.unchanged(e))
+                }
+                _ => false,
+            };
+            match self.inventories.get(&t) {
+                Some(Ok(inv)) if stands => unchanged.push(status::unchanged_report(inv)),
+                _ => redo.push(t),
+            }
+        }
+        (unchanged, redo)
+    }
+}
+
+/// The batches' tenants as one stream of turns (each batch's unchanged tenants first). A
+/// batch that failed ends the stream, its error kept in `failure`.
+fn turns<'a>(
+    batches: impl Stream<Item = Result<Arc<Batch>, ClusterError>> + 'a,
+    failure: &'a Mutex<Option<ClusterError>>,
+) -> impl Stream<Item = Turn> + 'a {
+    batches
+        .scan((), |(), batch| {
+            let next = match batch {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    None
+                }
+            };
+            futures::future::ready(next)
+        })
+        .flat_map(|b| {
+            let unchanged: Vec<Turn> = b.unchanged.iter().cloned().map(Turn::Unchanged).collect();
+            let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
+            stream::iter(unchanged.into_iter().chain(syncs))
+        })
+}
+
+/// One tenant's turn: its report as it stands, or its sync against its batch's live state.
+async fn take_turn(
+    resources: &Resources,
+    options: &SyncOptions,
+    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
+    now: String,
+    turn: Turn,
+) -> TenantReport {
+    let (b, i) = match turn {
+        Turn::Unchanged(report) => return report,
+        Turn::Sync(b, i) => (b, i),
+    };
+    let ctx = Ctx {
+        resources,
+        live: &b.live,
+        options,
+        now,
+    };
+    sync_one(&ctx, &b.renders[i], inventories).await.0
 }
