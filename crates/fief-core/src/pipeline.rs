@@ -8,6 +8,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod ordered;
+
 use crate::diagnostic::{Diagnostic, Problem};
 
 use crate::model::Repo;
@@ -105,8 +107,9 @@ pub const BATCH: usize = 100;
 
 /// [`render_all_in`], handing the renders to `each` in tenant order, `batch` tenants at a time
 /// (each batch checked across tenants like the whole fleet would be), so a caller that writes
-/// and drops each batch holds one batch's objects, not the fleet's. Stops at the first error
-/// `each` returns.
+/// and drops each batch holds a few batches' objects, not the fleet's: worker threads render
+/// the next batches while `each` runs on this thread (see [`ordered`]). Stops at the first
+/// error `each` returns.
 pub fn render_batches_in<E>(
     repo: &Repo,
     only: &[String],
@@ -123,12 +126,30 @@ pub fn render_batches_in<E>(
             .filter_map(|n| repo.tenants.get_key_value(n).map(|(k, _)| k))
             .collect()
     };
-    for part in names.chunks(batch.max(1)) {
-        let mut out = render_names(&renderer, repo, part, scope);
+    if names.len() <= batch {
+        let mut out = render_names(&renderer, repo, &names, scope);
         check_across(&mut out, repo);
-        each(out)?;
+        return each(out);
     }
-    Ok(())
+    let render = |i: usize| {
+        let name = names[i];
+        catch_unwind(AssertUnwindSafe(|| {
+            render_tenant_in(&renderer, repo, name, scope)
+        }))
+        .unwrap_or_else(|p| panicked(name, p.as_ref()))
+    };
+    ordered::render_in_order(names.len(), batch, threads(), render, |mut out| {
+        check_across(&mut out, repo);
+        each(out)
+    })
+}
+
+/// Render threads: one per core, up to 16.
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16)
 }
 
 /// Render and validate the tenants `names`, in parallel (one thread per core, up to 16), in
@@ -139,11 +160,7 @@ fn render_names(
     names: &[&String],
     scope: &EnvScope,
 ) -> Vec<TenantRender> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 16);
-    let chunk = names.len().div_ceil(threads).max(1);
+    let chunk = names.len().div_ceil(threads()).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = names
             .chunks(chunk)
