@@ -5,91 +5,94 @@
 //! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
 //! held (mass-prune guard, empty render), 5 (with `--wait`) objects not healthy in time.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
     ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
     Format, env_scope, load_and_render_envs, load_repo_with, report_errors, resources, runtime,
 };
 use crate::cli::secrets::WithoutKey;
+use crate::core::inputs::Hashes;
 use crate::core::model::Repo;
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
+use crate::core::scope::EnvScope;
 use crate::core::status::Outcome;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
-use crate::kube::sync::{SyncOptions, TenantReport};
+use crate::kube::sync::{SyncOptions, TenantReport, sync, sync_batched};
 
-/// Orphaned tenants printed one per line before they are summarised in one.
-const ORPHANS_LISTED: usize = 5;
+mod output;
 
-fn progress_line(r: &TenantReport) -> String {
-    let c = &r.counts;
-    let on = super::colour::stdout();
-    let mut line = format!(
-        "{}: {} ({} created, {} configured, {} unchanged, {} pruned, {} failed)",
-        r.tenant,
-        // Problems stand out; success stays plain (scripts grep `t: applied` on a terminal too).
-        match super::colour::style_of(r.outcome.as_str()) {
-            Some(style) if style != super::colour::Style::Good =>
-                super::colour::paint(on, style, r.outcome.as_str()),
-            _ => r.outcome.to_string(),
-        },
-        c.created,
-        c.configured,
-        c.unchanged,
-        c.pruned,
-        c.failed
-    );
-    if let Some(why) = &r.suspended {
-        return format!(
-            "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
-            r.tenant,
-            super::colour::word(super::colour::stdout(), Outcome::Suspended.as_str()),
-            r.tenant
-        );
-    }
-    if let (Outcome::Moved, Some(to)) = (r.outcome, &r.moved_to) {
-        line = format!(
-            "{}: moved to cluster {to}: {} objects left running here (`fief retire` deletes them once the tenant is Ready on {to})",
-            r.tenant, c.objects
-        );
-    }
-    if r.outcome == Outcome::Orphaned {
-        line = format!(
-            "{}: orphaned: tenant file removed from git; {} objects left running (set state: purged to delete)",
-            r.tenant, c.objects
-        );
-    }
-    if let Some(hold) = &r.prune_held {
-        line.push_str(&format!("\n  prune held: {hold}"));
-    }
-    for k in &r.kept {
-        line.push_str(&format!("\n  kept: {k}"));
-    }
-    line
+use output::{json_summary, print_errors, print_progress, text_summary};
+
+/// What `fief apply` syncs, read from the repo before it touches the cluster.
+struct Prepared {
+    /// Shared with the threads that render batches.
+    repo: Arc<Repo>,
+    /// Without --wait (which needs every render afterwards), tenants are rendered and synced a
+    /// batch at a time, so memory holds one batch's objects.
+    batched: bool,
+    /// The tenants rendered up front (with --wait), in scope.
+    renders: Vec<TenantRender>,
+    /// `--env`: only those environments are applied, and pruned only in their namespaces.
+    scope: Arc<EnvScope>,
+    /// Recorded in each synced tenant's status (see `core::inputs`).
+    hashes: Arc<Hashes>,
+    /// The tenants in scope.
+    names: Vec<String>,
+    options: SyncOptions,
+    /// Every tenant file in the repo (inventories of others are orphaned).
+    known: BTreeSet<String>,
+    /// Tenants whose last render may stand in for a new one while their inputs are unchanged.
+    reusable: BTreeMap<String, String>,
+}
+
+/// What the sync brought back.
+struct Synced {
+    /// One per tenant (suspended ones included), sorted by tenant.
+    reports: Vec<TenantReport>,
+    stats: RequestStats,
+    /// With --wait: the objects not healthy in time, by tenant.
+    unhealthy: BTreeMap<String, Vec<Unhealthy>>,
+    /// Tenants whose line was printed as their sync finished.
+    streamed: BTreeSet<String>,
 }
 
 /// `fief apply`.
-#[allow(clippy::too_many_lines)]
 pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
-    // Without --wait (which needs every render afterwards), tenants are rendered and synced a
-    // batch at a time, so memory holds one batch's objects.
+    let prepared = prepare(args)?;
+    // Tenants rendered by this run (all of them with --wait).
+    let rendered = Arc::new(AtomicUsize::new(prepared.renders.len()));
+    let synced = runtime()?.block_on(sync_cluster(args, &prepared, &rendered))?;
+    let rendered = rendered.load(Ordering::Relaxed);
+    print_errors(&synced);
+    let out = match args.output {
+        Format::Json => json_summary(args.wait, &synced, rendered),
+        Format::Text => text_summary(args.wait, &synced, rendered, prepared.names.len()),
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    Ok(exit_code(&synced))
+}
+
+/// Load the repo (and with --wait render it), and work out the tenants in scope and how they
+/// are synced. A broken fief.yaml: every tenant's error on stderr, and [`CliError::Config`].
+fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
     let batched = !args.wait;
     let (repo, mut renders) = if batched {
         (load_repo_with(&args.repo, WithoutKey::Fail)?, Vec::new())
     } else {
         load_and_render_envs(&args.repo, WithoutKey::Fail, &args.envs)?
     };
-    // `--env`: only those environments are applied, and pruned only in their namespaces.
-    let scope = std::sync::Arc::new(env_scope(&repo, &args.repo.tenants, &args.envs)?);
-    // Recorded in each synced tenant's status (see `core::inputs`).
-    let hashes = std::sync::Arc::new(crate::core::inputs::tenant_hashes(&repo));
+    let scope = Arc::new(env_scope(&repo, &args.repo.tenants, &args.envs)?);
+    let hashes = Arc::new(crate::core::inputs::tenant_hashes(&repo));
     crate::core::inputs::stamp(&mut renders, &hashes);
-    // Shared with the threads that render batches.
-    let repo = std::sync::Arc::new(repo);
+    let repo = Arc::new(repo);
     let config = repo.config.as_ref().map_err(|_| CliError::Config);
     if config.is_err() {
         if batched {
@@ -117,9 +120,6 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         progress: None,
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
-    // Tenants rendered by this run (all of them with --wait).
-    let rendered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(renders.len()));
-    // Tenants whose last render may stand in for a new one while their inputs are unchanged.
     let reusable: BTreeMap<String, String> =
         pipeline::reuse_candidates(&repo, &names, &args.cluster_name)
             .into_iter()
@@ -128,194 +128,129 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
                 Some((t, hash))
             })
             .collect();
-    let (reports, stats, unhealthy, streamed) = runtime()?.block_on(async {
-        let (resources, counter) = resources(&args.cluster).await?;
-        // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
-        let suspended = suspended_tenants(&resources, &options.agent_namespace, &names).await?;
-        let names: Vec<String> = names
-            .iter()
-            .filter(|n| !suspended.contains_key(*n))
-            .cloned()
-            .collect();
-        let active: Vec<TenantRender>;
-        let renders: &[TenantRender] = if suspended.is_empty() {
-            &renders
-        } else {
-            active = renders
+    Ok(Prepared {
+        repo,
+        batched,
+        renders,
+        scope,
+        hashes,
+        names,
+        options,
+        known,
+        reusable,
+    })
+}
+
+/// Connect, leave suspended tenants alone, sync the others (printing each tenant's line as
+/// it is done, for text output), publish their Events and (with --wait) wait for health.
+async fn sync_cluster(
+    args: &ApplyArgs,
+    prepared: &Prepared,
+    rendered: &Arc<AtomicUsize>,
+) -> Result<Synced, CliError> {
+    let (resources, counter) = resources(&args.cluster).await?;
+    let mut options = prepared.options.clone();
+    // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
+    let suspended =
+        suspended_tenants(&resources, &options.agent_namespace, &prepared.names).await?;
+    let names: Vec<String> = prepared
+        .names
+        .iter()
+        .filter(|n| !suspended.contains_key(*n))
+        .cloned()
+        .collect();
+    let renders: Cow<'_, [TenantRender]> = if suspended.is_empty() {
+        Cow::Borrowed(&prepared.renders)
+    } else {
+        Cow::Owned(
+            prepared
+                .renders
                 .iter()
                 .filter(|r| !suspended.contains_key(&r.tenant))
                 .cloned()
-                .collect();
-            &active
-        };
-        let total = if batched { names.len() } else { renders.len() };
-        // Text output: each tenant's line as soon as it is done, and on a terminal a
-        // progress line (done/total, elapsed) on stderr.
-        let mut options = options;
-        let printer = (args.output == Format::Text).then(|| {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            options.progress = Some(tx);
-            tokio::spawn(print_progress(rx, total))
-        });
-        let reports = if batched {
-            crate::kube::sync::sync_batched(
-                &resources,
-                &names,
-                {
-                    let repo = std::sync::Arc::clone(&repo);
-                    let hashes = std::sync::Arc::clone(&hashes);
-                    let rendered = std::sync::Arc::clone(&rendered);
-                    let scope = std::sync::Arc::clone(&scope);
-                    move |batch: &[String]| {
-                        rendered.fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
-                        let mut renders = pipeline::render_all_in(&repo, batch, &scope);
-                        crate::core::inputs::stamp(&mut renders, &hashes);
-                        renders
-                    }
-                },
-                &reusable,
-                &known,
-                args.repo.tenants.is_empty(),
-                &options,
-            )
-            .await
-        } else {
-            crate::kube::sync::sync(
-                &resources,
-                renders,
-                &known,
-                args.repo.tenants.is_empty(),
-                &options,
-            )
-            .await
-        };
-        options.progress = None;
-        let streamed = match printer {
-            Some(task) => task.await.unwrap_or_default(),
-            None => BTreeSet::new(),
-        };
-        let mut reports = reports?;
-        tenant_events(&resources, &options.agent_namespace, &reports).await;
-        for (tenant, why) in suspended {
-            let mut r = TenantReport::new(&tenant, Outcome::Suspended);
-            r.suspended = Some(why);
-            reports.push(r);
-        }
-        reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
-        let unhealthy = if args.wait {
-            wait_for_health(&resources, &repo, renders, &reports, args.timeout).await
-        } else {
-            BTreeMap::new()
-        };
-        Ok::<_, CliError>((reports, counter.stats(), unhealthy, streamed))
-    })?;
-    let rendered = rendered.load(std::sync::atomic::Ordering::Relaxed);
-    let mut out = String::new();
-    let mut stderr = std::io::stderr().lock();
-    let error = super::colour::error_prefix();
-    for r in &reports {
-        for e in &r.errors {
-            let _ = writeln!(stderr, "{error} tenant `{}`: {e}", r.tenant);
-        }
-        if let Some(hold) = r.prune_held.as_ref().filter(|h| h.blocks()) {
-            let _ = writeln!(stderr, "{error} tenant `{}`: prune held: {hold}", r.tenant);
-        }
-        for u in unhealthy.get(&r.tenant).into_iter().flatten() {
-            let what = if u.failed { "failed" } else { "not healthy" };
-            let _ = writeln!(
-                stderr,
-                "{error} tenant `{}`: {what}: {}: {}",
-                r.tenant, u.object, u.reason
-            );
-        }
+                .collect(),
+        )
+    };
+    let total = if prepared.batched {
+        names.len()
+    } else {
+        renders.len()
+    };
+    // Text output: each tenant's line as soon as it is done, and on a terminal a
+    // progress line (done/total, elapsed) on stderr.
+    let printer = (args.output == Format::Text).then(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        options.progress = Some(tx);
+        tokio::spawn(print_progress(rx, total))
+    });
+    // Orphaned inventories are reported only when the whole repo is in scope.
+    let orphans = args.repo.tenants.is_empty();
+    let known = &prepared.known;
+    let reports = if prepared.batched {
+        let render = batch_renderer(prepared, rendered);
+        let reusable = &prepared.reusable;
+        sync_batched(
+            &resources, &names, render, reusable, known, orphans, &options,
+        )
+        .await
+    } else {
+        sync(&resources, &renders, known, orphans, &options).await
+    };
+    // The printer ends once the last sender is gone.
+    options.progress = None;
+    let streamed = match printer {
+        Some(task) => task.await.unwrap_or_default(),
+        None => BTreeSet::new(),
+    };
+    let mut reports = reports?;
+    tenant_events(&resources, &options.agent_namespace, &reports).await;
+    for (tenant, why) in suspended {
+        let mut r = TenantReport::new(&tenant, Outcome::Suspended);
+        r.suspended = Some(why);
+        reports.push(r);
     }
-    match args.output {
-        Format::Json => {
-            #[derive(serde::Serialize)]
-            struct Summary<'a> {
-                tenants: &'a [TenantReport],
-                /// Tenants rendered (the others' inputs and objects were as last applied).
-                rendered: usize,
-                requests: RequestStats,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                unhealthy: Option<&'a BTreeMap<String, Vec<Unhealthy>>>,
-            }
-            let summary = Summary {
-                tenants: &reports,
-                rendered,
-                requests: stats,
-                unhealthy: args.wait.then_some(&unhealthy),
-            };
-            out = serde_json::to_string_pretty(&summary).unwrap_or_default();
-            out.push('\n');
-        }
-        Format::Text => {
-            // Inventories without a tenant file here (other repos' tenants, or removed files)
-            // are one summary line, not one line each.
-            let orphans: Vec<&str> = reports
-                .iter()
-                .filter(|r| r.outcome == Outcome::Orphaned && r.errors.is_empty())
-                .map(|r| r.tenant.as_str())
-                .collect();
-            if orphans.len() > ORPHANS_LISTED {
-                out.push_str(&format!(
-                    "{} tenants in the cluster have no tenant file in this repo (orphaned: left running; state: purged deletes): {} and {} more (fief status lists them)\n",
-                    orphans.len(),
-                    orphans[..ORPHANS_LISTED].join(", "),
-                    orphans.len() - ORPHANS_LISTED
-                ));
-            }
-            for r in &reports {
-                let summarised =
-                    orphans.len() > ORPHANS_LISTED && orphans.contains(&r.tenant.as_str());
-                if summarised || streamed.contains(&r.tenant) {
-                    continue;
-                }
-                out.push_str(&progress_line(r));
-                out.push('\n');
-            }
-            if args.wait {
-                for (tenant, bad) in &unhealthy {
-                    let verdict = if bad.is_empty() {
-                        "healthy"
-                    } else {
-                        "not healthy"
-                    };
-                    out.push_str(&format!("{tenant}: {verdict}\n"));
-                }
-            }
-            let failed = reports.iter().filter(|r| !r.is_ok()).count();
-            let total = |f: fn(&TenantReport) -> usize| reports.iter().map(f).sum::<usize>();
-            out.push_str(&format!(
-                "{} tenants: {} ok, {} failed; objects: {} created, {} configured, {} unchanged, {} pruned, {} failed\n",
-                reports.len(),
-                reports.len() - failed,
-                failed,
-                total(|r| r.counts.created),
-                total(|r| r.counts.configured),
-                total(|r| r.counts.unchanged),
-                total(|r| r.counts.pruned),
-                total(|r| r.counts.failed),
-            ));
-            out.push_str(&format!(
-                "API requests: {} reads, {} mutating\n",
-                stats.get,
-                stats.mutating()
-            ));
-            out.push_str(&format!(
-                "rendered {rendered} of {} tenants (the others: inputs and objects as last applied)\n",
-                names.len()
-            ));
-        }
+    reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    let unhealthy = if args.wait {
+        wait_for_health(&resources, &prepared.repo, &renders, &reports, args.timeout).await
+    } else {
+        BTreeMap::new()
+    };
+    Ok(Synced {
+        reports,
+        stats: counter.stats(),
+        unhealthy,
+        streamed,
+    })
+}
+
+/// Render a batch of tenants (in scope, stamped with their input hashes) on a render thread,
+/// counting them in `rendered`.
+fn batch_renderer(
+    prepared: &Prepared,
+    rendered: &Arc<AtomicUsize>,
+) -> impl Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static {
+    let repo = Arc::clone(&prepared.repo);
+    let hashes = Arc::clone(&prepared.hashes);
+    let rendered = Arc::clone(rendered);
+    let scope = Arc::clone(&prepared.scope);
+    move |batch: &[String]| {
+        rendered.fetch_add(batch.len(), Ordering::Relaxed);
+        let mut renders = pipeline::render_all_in(&repo, batch, &scope);
+        crate::core::inputs::stamp(&mut renders, &hashes);
+        renders
     }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+/// The exit code: a failure, then invalid tenants, then a held prune, then unhealthy objects.
+fn exit_code(synced: &Synced) -> u8 {
+    let reports = &synced.reports;
     let invalid = reports.iter().any(|r| r.outcome == Outcome::Invalid);
     let failed = reports
         .iter()
         .any(|r| !r.is_ok() && r.outcome != Outcome::Invalid);
     let held = reports.iter().any(TenantReport::prune_blocked);
-    let sick = unhealthy.values().any(|u| !u.is_empty());
-    Ok(if failed {
+    let sick = synced.unhealthy.values().any(|u| !u.is_empty());
+    if failed {
         EXIT_EXTERNAL
     } else if invalid {
         EXIT_INVALID
@@ -325,7 +260,7 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
         EXIT_UNHEALTHY
     } else {
         EXIT_OK
-    })
+    }
 }
 
 /// Status Events in the tenants' own namespaces for the syncs that changed something or
@@ -383,35 +318,4 @@ async fn wait_for_health(
             (r.tenant.clone(), wait_healthy(resources, r, &limits).await)
         });
     futures::future::join_all(waits).await.into_iter().collect()
-}
-
-/// Print each tenant's line to stdout as its report arrives; on a terminal, keep a progress
-/// line (done/total, elapsed) on stderr. Returns the tenants printed.
-async fn print_progress(
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<TenantReport>,
-    total: usize,
-) -> BTreeSet<String> {
-    use std::io::IsTerminal;
-    let tty = std::io::stderr().is_terminal();
-    let start = std::time::Instant::now();
-    let mut printed = BTreeSet::new();
-    while let Some(r) = rx.recv().await {
-        if tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-        }
-        let _ = writeln!(std::io::stdout(), "{}", progress_line(&r));
-        printed.insert(r.tenant);
-        if tty {
-            let _ = write!(
-                std::io::stderr(),
-                "[{}/{total}] {:.1}s",
-                printed.len(),
-                start.elapsed().as_secs_f64()
-            );
-        }
-    }
-    if tty {
-        let _ = write!(std::io::stderr(), "\r\x1b[K");
-    }
-    printed
 }
