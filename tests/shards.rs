@@ -5,154 +5,18 @@
 //! replica stopped past its Leases writes nothing once it resumes.
 
 mod common;
+#[path = "shards/kit.rs"]
+mod kit;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
+
 use std::time::{Duration, Instant};
 
 use common::agent::*;
 use common::audit;
 use common::cluster_cli::kubectl_ok as kubectl;
 use common::util::wait_until;
-
-const SHARDS: &str = "12";
-
-fn signal(agent: &Agent, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &agent.child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig}");
-}
-
-/// A sharded replica named `name` (its Pod name, and so its User-Agent).
-fn replica(server: &GitServer, agent_ns: &str, name: &str) -> Agent {
-    Agent::spawn(
-        &server.url(),
-        &[
-            "--lease-namespace",
-            agent_ns,
-            "--shards",
-            SHARDS,
-            "--interval",
-            "300s",
-            "--concurrency",
-            "8",
-            "--api-qps",
-            "200",
-        ],
-        &[("POD_NAME", name.to_string())],
-    )
-}
-
-/// Each tenant namespace's `app-config` greeting, in one list.
-fn greetings() -> BTreeMap<String, String> {
-    let list = kubectl_json(&[
-        "get",
-        "configmaps",
-        "-A",
-        "--field-selector",
-        "metadata.name=app-config",
-    ])
-    .unwrap_or_default();
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|cm| {
-            Some((
-                cm["metadata"]["namespace"].as_str()?.to_string(),
-                cm["data"]["greeting"].as_str()?.to_string(),
-            ))
-        })
-        .collect()
-}
-
-fn all_greet(names: &[String], greeting: &str) -> bool {
-    let now = greetings();
-    names
-        .iter()
-        .all(|t| now.get(&format!("{t}-prod")).map(String::as_str) == Some(greeting))
-}
-
-/// The replica that sent a write, by its User-Agent (`fief-agent/<version> (<name>)`).
-fn sender(w: &audit::Write) -> Option<String> {
-    let start = w.user_agent.find("fief-agent/")?;
-    let rest = &w.user_agent[start..];
-    let open = rest.find('(')?;
-    let close = rest[open..].find(')')?;
-    Some(rest[open + 1..open + close].to_string())
-}
-
-/// Tenant → the replicas that wrote its namespace's objects, from the writes received at or
-/// after `since_us`.
-fn writers(names: &[String], since_us: i64) -> BTreeMap<String, BTreeSet<String>> {
-    let wanted: BTreeMap<String, &String> =
-        names.iter().map(|t| (format!("{t}-prod"), t)).collect();
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for w in audit::writes() {
-        if w.received_us < since_us || w.verb == "get" {
-            continue;
-        }
-        if let (Some(t), Some(r)) = (wanted.get(&w.namespace), sender(&w)) {
-            out.entry(t.to_string()).or_default().insert(r);
-        }
-    }
-    out
-}
-
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
-
-/// The shards each replica holds, from the shard Leases.
-fn holders(agent_ns: &str) -> BTreeMap<String, String> {
-    let list = kubectl_json(&[
-        "get",
-        "leases",
-        "-n",
-        agent_ns,
-        "-l",
-        "fief.dev/lease=shard",
-    ])
-    .unwrap_or_default();
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|l| {
-            let holder = l["spec"]["holderIdentity"].as_str()?;
-            (!holder.is_empty()).then(|| {
-                (
-                    l["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                    holder.to_string(),
-                )
-            })
-        })
-        .collect()
-}
-
-fn per_replica(h: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for r in h.values() {
-        *m.entry(r.clone()).or_insert(0) += 1;
-    }
-    m
-}
-
-fn fleet(prefix: &str, n: usize) -> (String, Vec<String>, GitServer) {
-    let agent_ns = common::unique(&format!("fief-{prefix}"));
-    let names: Vec<String> = (0..n)
-        .map(|i| common::unique(&format!("{prefix}{i}")))
-        .collect();
-    let tenants: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "one")).collect();
-    let server = GitServer::new(&small_repo(&agent_ns, &tenants));
-    kubectl(&["create", "namespace", &agent_ns]);
-    (agent_ns, names, server)
-}
+use kit::*;
 
 #[test]
 fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_quarter_without_writes_and_a_killed_ones_resume_elsewhere()
@@ -214,7 +78,17 @@ fn a_fourth_replica_takes_a_quarter_without_writes(
     names: &[String],
     replicas: &mut Vec<Agent>,
 ) -> BTreeMap<String, String> {
-    // A fourth replica takes a quarter of the shards and writes no tenant object.
+    // A fourth replica takes a quarter of the shards and writes no tenant object (once the
+    // others have settled: no fief write of any kind, health verdicts included, for 3 s).
+    wait_until("the replicas settle", Duration::from_secs(90), || {
+        let last = audit::writes()
+            .iter()
+            .filter(|w| sender(w).is_some() && w.resource != "leases")
+            .map(|w| w.received_us)
+            .max()
+            .unwrap_or(0);
+        now_us() - last > 3_000_000
+    });
     let before = holders(agent_ns);
     let scaled = now_us();
     replicas.push(replica(server, agent_ns, "r3"));
@@ -361,16 +235,6 @@ fn a_replica_stopped_past_its_leases_writes_nothing_once_it_resumes() {
         a.log()
     );
     assert!(all_greet(&names, "two"), "nothing older replaced b's work");
-}
-
-/// A tenant of component `app` in rollout ring `ring` with `values`.
-fn ringed(name: &str, ring: &str, values: &str) -> (String, String) {
-    (
-        format!("tenants/{name}.yaml"),
-        format!(
-            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n  labels: {{ring: {ring}}}\nspec:\n  components:\n    - name: app\n      values: {{{values}}}\n"
-        ),
-    )
 }
 
 /// The component of the wave test: a ConfigMap with the greeting.

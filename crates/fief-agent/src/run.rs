@@ -39,19 +39,53 @@ fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
 }
 
 /// Run the agent until SIGTERM/SIGINT (or until it loses the Lease).
-#[allow(clippy::too_many_lines)]
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
+    let clients = clients(&options).await?;
+    let shared = shared_state(&options, &clients);
+    on_signals(shared.shutdown.clone())?;
+    serve(&shared, &options).await?;
+    let Some(resources) = discover(&shared, &clients.client).await else {
+        return Ok(());
+    };
+    shared
+        .gate
+        .spawn_writer(clients.client.clone(), shared.shutdown.clone());
+    let rev_rx = start_source(&shared, &options);
+    let Some(part) = take_part(&shared, &options, clients).await? else {
+        return Ok(());
+    };
+    lock(&shared.health).leading = true;
+    main_loop(&shared, &resources, &options, rev_rx, &part.stop(&shared)).await;
+    lock(&shared.health).leading = false;
+    let lost = !shared.shutdown.is_cancelled();
+    part.leave().await;
+    if lost {
+        return Err(AgentError::Leadership(
+            "lost the lease; stopped between tenants; exiting so a replica takes over".into(),
+        ));
+    }
+    tracing::info!("shutting down: no sync in flight");
+    Ok(())
+}
+
+/// The agent's clients: the syncs' (fenced by the Lease terms when there are any, limited by
+/// `--api-qps`) and the Leases' own (never queued behind the syncs' rate limit).
+struct Clients {
+    client: kube::Client,
+    lease_client: kube::Client,
+    counter: RequestCounter,
+    fence: Option<Fence>,
+}
+
+async fn clients(options: &AgentOptions) -> Result<Clients, AgentError> {
     let cluster = |e: ClusterError| AgentError::Cluster(Box::new(e));
     let built = |e| cluster(ClusterError::request("build the client", e));
-    let config = fief_kube::load_config(options.kubeconfig.as_deref(), options.context.as_deref())
-        .await
-        .map_err(cluster)?;
+    let mut config =
+        fief_kube::load_config(options.kubeconfig.as_deref(), options.context.as_deref())
+            .await
+            .map_err(cluster)?;
     let counter = RequestCounter::default();
-    // With leader election every write is fenced by the Lease term; the Lease and the leader
-    // label go through a client of their own, never queued behind the syncs' rate limit.
-    let sharded = options.shards > 1;
-    let fence = (options.leader_election || sharded).then(Fence::new);
-    let mut config = config;
+    let fence = (options.leader_election || options.shards > 1).then(Fence::new);
     // Each replica names itself to the API server, so its writes can be told apart in the
     // audit log.
     if let Ok(agent) = ::http::HeaderValue::from_str(&format!(
@@ -69,15 +103,26 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     )
     .map_err(built)?;
     let lease_client = fief_kube::build_client(config, &counter, None, None).map_err(built)?;
+    Ok(Clients {
+        client,
+        lease_client,
+        counter,
+        fence,
+    })
+}
+
+/// The state shared by the loop, the tasks and the HTTP handlers.
+fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
     let metrics = Metrics::default();
     let notifier = notify::Notifier::start(
         metrics.notifications.clone(),
         options.age_keys.clone(),
         options.cluster.clone(),
     );
+    let client = clients.client.clone();
     let shared = Arc::new(Shared {
         client: client.clone(),
-        counter,
+        counter: clients.counter.clone(),
         metrics,
         health: Mutex::new(Health::default()),
         fetch_now: Notify::new(),
@@ -103,21 +148,24 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
         rollout: Mutex::new(None),
         rollout_written: tokio::sync::Mutex::new(None),
         rollout_retry: Default::default(),
-        events: events::Events::start(client.clone()),
+        events: events::Events::start(client),
         notify: notifier.clone(),
         web: options
             .web
             .as_ref()
-            .map(|w| web::Web::new(w, &options.cluster, lease_client.clone())),
-        shards: sharded.then(|| Arc::new(shards::Ownership::new(options.shards))),
+            .map(|w| web::Web::new(w, &options.cluster, clients.lease_client.clone())),
+        shards: (options.shards > 1).then(|| Arc::new(shards::Ownership::new(options.shards))),
         fetches: super::fetches::FetchClock::new(),
     });
     shared
         .gate
         .on_verdict(move |tenant, verdict| notifier.verdict(tenant, verdict));
-    on_signals(shared.shutdown.clone())?;
-    // The probes answer from the start: an API server that is not reachable yet makes the
-    // agent not ready, never restarted by its liveness probe.
+    shared
+}
+
+/// Serve the probes, metrics, status, webhook (and web view) from the start: an API server
+/// that is not reachable yet makes the agent not ready, never restarted by its liveness probe.
+async fn serve(shared: &Arc<Shared>, options: &AgentOptions) -> Result<(), AgentError> {
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|source| AgentError::Listen {
@@ -131,14 +179,19 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
             tracing::error!(error = %e, "HTTP server stopped");
         }
     });
-    // An API server that does not answer yet (a Pod started before its network, a busy
-    // control plane) is waited for with backoff, not a restart of the Pod.
+    Ok(())
+}
+
+/// The cluster's API resources. An API server that does not answer yet (a Pod started before
+/// its network, a busy control plane) is waited for with backoff, not a restart of the Pod;
+/// `None` on shutdown.
+async fn discover(shared: &Shared, client: &kube::Client) -> Option<Resources> {
     let mut delay = Duration::from_secs(1);
-    let resources = loop {
+    loop {
         match Resources::discover(client.clone()).await {
             Ok(r) => {
                 lock(&shared.health).cluster_problem = None;
-                break r;
+                return Some(r);
             }
             Err(e) => {
                 lock(&shared.health).cluster_problem =
@@ -146,63 +199,82 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
                 tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
-                    _ = shared.shutdown.cancelled() => return Ok(()),
+                    _ = shared.shutdown.cancelled() => return None,
                 }
                 delay = (delay * 2).min(Duration::from_secs(30));
             }
         }
-    };
-    shared
-        .gate
-        .spawn_writer(client.clone(), shared.shutdown.clone());
+    }
+}
 
-    // Every replica keeps a current clone, so a standby takes over with a revision in hand.
+/// Start the source task; the revisions it reads. Every replica keeps a current clone, so a
+/// standby takes over with a revision in hand.
+fn start_source(
+    shared: &Arc<Shared>,
+    options: &AgentOptions,
+) -> tokio::sync::watch::Receiver<Option<Arc<Revision>>> {
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
-    requests::set_revisions(&shared, rev_rx.clone());
+    requests::set_revisions(shared, rev_rx.clone());
     shared.notify.follow(rev_rx.clone());
     if let Some(web) = &shared.web {
         web.set_revisions(rev_rx.clone());
     }
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
+    rev_rx
+}
 
-    let mut term = None;
-    let mut sharding = None;
-    match (shared.shards.clone(), fence) {
-        (Some(own), Some(fence)) => {
-            let namespace = &options.lease_namespace;
-            match shards::start(&shared, own, namespace, lease_client, fence).await {
-                Some(s) => sharding = Some(s),
-                None => return Ok(()),
-            }
-        }
-        (None, Some(fence)) => match leader::lead(&shared, &options, lease_client, fence).await? {
-            Some(t) => term = Some(t),
-            None => return Ok(()),
-        },
-        _ => {}
-    }
-    lock(&shared.health).leading = true;
-    let stop = match (&term, &sharding) {
-        (Some(t), _) => t.lost.clone(),
-        (_, Some(s)) => s.lost.clone(),
-        _ => shared.shutdown.child_token(),
+/// This replica's part in the work.
+enum Part {
+    /// It leads (leader election).
+    Leader(Box<leader::Term>),
+    /// It holds shards (`--shards`).
+    Shards(shards::Sharding),
+    /// It works alone (`--no-leader-election`).
+    Alone,
+}
+
+/// Wait until this replica may work: it leads, or it joined the shard set (`None`: shut down
+/// first).
+async fn take_part(
+    shared: &Arc<Shared>,
+    options: &AgentOptions,
+    clients: Clients,
+) -> Result<Option<Part>, AgentError> {
+    let Some(fence) = clients.fence else {
+        return Ok(Some(Part::Alone));
     };
-    main_loop(&shared, &resources, &options, rev_rx, &stop).await;
-    lock(&shared.health).leading = false;
-    let lost = !shared.shutdown.is_cancelled();
-    if let Some(term) = term {
-        term.step_down().await;
+    let lease_client = clients.lease_client;
+    Ok(match shared.shards.clone() {
+        Some(own) => {
+            let namespace = &options.lease_namespace;
+            shards::start(shared, own, namespace, lease_client, fence)
+                .await
+                .map(Part::Shards)
+        }
+        None => leader::lead(shared, options, lease_client, fence)
+            .await?
+            .map(|t| Part::Leader(Box::new(t))),
+    })
+}
+
+impl Part {
+    /// Cancelled when this replica must stop working (shutdown, lost Lease or term).
+    fn stop(&self, shared: &Shared) -> CancellationToken {
+        match self {
+            Part::Leader(t) => t.lost.clone(),
+            Part::Shards(s) => s.lost.clone(),
+            Part::Alone => shared.shutdown.child_token(),
+        }
     }
-    if let Some(s) = sharding {
-        s.finish().await;
+
+    /// Stop leading, or hand the shards back, once no sync runs any more.
+    async fn leave(self) {
+        match self {
+            Part::Leader(t) => t.step_down().await,
+            Part::Shards(s) => s.finish().await,
+            Part::Alone => {}
+        }
     }
-    if lost {
-        return Err(AgentError::Leadership(
-            "lost the lease; stopped between tenants; exiting so a replica takes over".into(),
-        ));
-    }
-    tracing::info!("shutting down: no sync in flight");
-    Ok(())
 }
 
 /// The leader's loop: take new revisions, run due syncs, resync periodically; returns when

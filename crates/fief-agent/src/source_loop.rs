@@ -84,50 +84,22 @@ async fn bounded<T: Send + 'static>(
 
 /// Clone (with backoff until it works), then fetch on every tick or trigger; publish each new
 /// revision. Returns on shutdown.
-#[allow(clippy::too_many_lines)]
 pub(super) async fn run(
     shared: Arc<Shared>,
     options: AgentOptions,
     tx: watch::Sender<Option<Arc<Revision>>>,
 ) {
-    let stop = shared.shutdown.clone();
-    let mut delay = Duration::from_secs(1);
-    let mut pending: Option<JoinHandle<Result<GitSource, GitError>>> = None;
-    let git = loop {
-        if pending.is_none() {
-            let (url, branch, dir, auth) = (
-                options.repo.clone(),
-                options.branch.clone(),
-                options.cache_dir.clone(),
-                options.auth.clone(),
-            );
-            pending = Some(tokio::task::spawn_blocking(move || {
-                GitSource::open_or_clone(&url, &branch, &dir, auth)
-            }));
-        }
-        let outcome = tokio::select! {
-            o = bounded(&mut pending, options.git_timeout) => o,
-            _ = stop.cancelled() => return,
-        };
-        match outcome {
-            Some(Ok(git)) => break git,
-            Some(Err(e)) => {
-                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot clone the tenants repo; not ready, retrying");
-                report_failure(&shared, "git clone", e);
-            }
-            None => {}
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = shared.fetch_now.notified() => {}
-            _ = stop.cancelled() => return,
-        }
-        delay = (delay * 2).min(CLONE_BACKOFF_MAX);
+    let Some(git) = clone(&shared, &options).await else {
+        return;
     };
-    let git = Arc::new(Mutex::new(git));
-    let mut current: Option<String> = None;
-    let mut cache = Arc::new(Mutex::new(ReadCache::default()));
-    let mut pins = super::pins::Resolved::new();
+    let stop = shared.shutdown.clone();
+    let mut follow = Follow {
+        git: Arc::new(Mutex::new(git)),
+        current: None,
+        cache: Arc::new(Mutex::new(ReadCache::default())),
+        pins: super::pins::Resolved::new(),
+        tx,
+    };
     let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
     let mut started = Instant::now();
     let mut fetch_id = 0;
@@ -137,7 +109,7 @@ pub(super) async fn run(
             let _ = futures::FutureExt::now_or_never(shared.fetch_now.notified());
             started = Instant::now();
             fetch_id = shared.fetches.start();
-            let g = git.clone();
+            let g = follow.git.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
                 g.lock().unwrap_or_else(|e| e.into_inner()).fetch()
             }));
@@ -148,44 +120,11 @@ pub(super) async fn run(
         };
         match outcome {
             Some(Ok(commit)) => {
-                shared.metrics.fetch_result(true);
-                {
-                    let mut h = lock(&shared.health);
-                    h.last_fetch_error = None;
-                    h.last_commit = Some(commit.clone());
-                }
-                let moved = !pins.is_empty() && {
-                    let g = git.clone();
-                    let p = pins.clone();
-                    tokio::task::spawn_blocking(move || {
-                        super::pins::moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
-                    })
-                    .await
-                    .unwrap_or(true)
-                };
-                if current.as_deref() != Some(commit.as_str()) || moved {
-                    let read = read_revision(&git, &commit, &shared, &mut cache).await;
-                    match read {
-                        Ok(rev) => {
-                            current = Some(commit.clone());
-                            pins = rev.pins.clone();
-                            {
-                                let mut h = lock(&shared.health);
-                                h.has_revision = true;
-                                h.source_problem = None;
-                            }
-                            let _ = tx.send(Some(Arc::new(rev)));
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");
-                            report_failure(&shared, "git", e);
-                        }
-                    }
-                }
+                follow.fetched(&shared, commit).await;
                 shared.fetches.finish(fetch_id);
             }
             Some(Err(e)) => {
-                tracing::error!(error = %e, commit = current.as_deref().unwrap_or(""), "git fetch failed; keeping the last good revision");
+                tracing::error!(error = %e, commit = follow.current.as_deref().unwrap_or(""), "git fetch failed; keeping the last good revision");
                 report_failure(&shared, "git fetch", e);
             }
             None => {}
@@ -201,6 +140,95 @@ pub(super) async fn run(
                 }
             }
             _ = stop.cancelled() => return,
+        }
+    }
+}
+
+/// Open or clone the repo, with backoff until it works (`None`: shut down first).
+async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
+    let stop = shared.shutdown.clone();
+    let mut delay = Duration::from_secs(1);
+    let mut pending: Option<JoinHandle<Result<GitSource, GitError>>> = None;
+    loop {
+        if pending.is_none() {
+            let (url, branch, dir, auth) = (
+                options.repo.clone(),
+                options.branch.clone(),
+                options.cache_dir.clone(),
+                options.auth.clone(),
+            );
+            pending = Some(tokio::task::spawn_blocking(move || {
+                GitSource::open_or_clone(&url, &branch, &dir, auth)
+            }));
+        }
+        let outcome = tokio::select! {
+            o = bounded(&mut pending, options.git_timeout) => o,
+            _ = stop.cancelled() => return None,
+        };
+        match outcome {
+            Some(Ok(git)) => return Some(git),
+            Some(Err(e)) => {
+                tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot clone the tenants repo; not ready, retrying");
+                report_failure(shared, "git clone", e);
+            }
+            None => {}
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shared.fetch_now.notified() => {}
+            _ = stop.cancelled() => return None,
+        }
+        delay = (delay * 2).min(CLONE_BACKOFF_MAX);
+    }
+}
+
+/// What the source task keeps between fetches.
+struct Follow {
+    git: Arc<Mutex<GitSource>>,
+    /// The commit of the last revision published.
+    current: Option<String>,
+    cache: Arc<Mutex<ReadCache>>,
+    /// What each pinned ref resolved to in the last revision.
+    pins: super::pins::Resolved,
+    tx: watch::Sender<Option<Arc<Revision>>>,
+}
+
+impl Follow {
+    /// A fetch succeeded at `commit`: read and publish it when it (or a pinned ref) moved.
+    async fn fetched(&mut self, shared: &Arc<Shared>, commit: String) {
+        shared.metrics.fetch_result(true);
+        {
+            let mut h = lock(&shared.health);
+            h.last_fetch_error = None;
+            h.last_commit = Some(commit.clone());
+        }
+        let moved = !self.pins.is_empty() && {
+            let g = self.git.clone();
+            let p = self.pins.clone();
+            tokio::task::spawn_blocking(move || {
+                super::pins::moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
+            })
+            .await
+            .unwrap_or(true)
+        };
+        if self.current.as_deref() == Some(commit.as_str()) && !moved {
+            return;
+        }
+        match read_revision(&self.git, &commit, shared, &mut self.cache).await {
+            Ok(rev) => {
+                self.current = Some(commit);
+                self.pins = rev.pins.clone();
+                {
+                    let mut h = lock(&shared.health);
+                    h.has_revision = true;
+                    h.source_problem = None;
+                }
+                let _ = self.tx.send(Some(Arc::new(rev)));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");
+                report_failure(shared, "git", e);
+            }
         }
     }
 }

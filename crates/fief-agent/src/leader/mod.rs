@@ -95,7 +95,6 @@ async fn label(pod: &Option<Api<Pod>>, name: &str, leading: bool) {
 
 /// Wait until this replica holds the Lease (`None`: shut down first), then label the Pod,
 /// renew in the background and watch for the Lease being lost.
-#[allow(clippy::too_many_lines)]
 pub(super) async fn lead(
     shared: &Arc<Shared>,
     options: &AgentOptions,
@@ -104,14 +103,60 @@ pub(super) async fn lead(
 ) -> Result<Option<Term>, AgentError> {
     let me = identity();
     let lease_api: Api<Lease> = Api::namespaced(client.clone(), &options.lease_namespace);
+    let Some(elector) = campaign(shared, &lease_api, &me, &fence).await else {
+        return Ok(None);
+    };
+    tracing::info!(identity = me, "leading");
+    let lost = shared.shutdown.child_token();
+    let renewals = tokio::spawn(renew(elector, lost.clone(), fence.clone()));
+    // A write refused after the term ran out (the process was stopped past it) ends the term.
+    let (l, f) = (lost.clone(), fence.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = f.closed() => {
+                tracing::warn!("the Lease term ran out before a renewal; stopping every write");
+                l.cancel();
+            }
+            _ = l.cancelled() => {}
+        }
+    });
+    tokio::spawn(watch_takeover(lease_api, me, lost.clone(), fence.clone()));
+    let (pod, pod_name) = match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
+        (Ok(name), Ok(ns)) => (Some(Api::namespaced(client, &ns)), name),
+        _ => (None, String::new()),
+    };
+    label(&pod, &pod_name, true).await;
+    Ok(Some(Term {
+        lost,
+        fence,
+        renewals,
+        pod,
+        pod_name,
+    }))
+}
+
+/// The watch on the Lease, from this replica's side.
+fn lease_watch(
+    api: Api<Lease>,
+) -> futures::stream::BoxStream<'static, Result<Lease, watcher::Error>> {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
-    // A standby watches the Lease: each renewal restarts the holder's term as this replica
-    // sees it, and a release (SIGTERM on the leader) starts a campaign at once.
-    let mut leases = watcher(lease_api.clone(), config.clone())
+    watcher(api, config)
         .default_backoff()
         .applied_objects()
-        .boxed();
-    let mut elector = Elector::new(lease_api.clone(), LEASE, &me);
+        .boxed()
+}
+
+/// Stand by until this replica takes the Lease (`None`: shut down first). A standby watches
+/// the Lease: each renewal restarts the holder's term as this replica sees it, and a release
+/// (SIGTERM on the leader) starts a campaign at once.
+async fn campaign(
+    shared: &Shared,
+    lease_api: &Api<Lease>,
+    me: &str,
+    fence: &Fence,
+) -> Option<Elector> {
+    let mut leases = lease_watch(lease_api.clone());
+    let mut elector = Elector::new(lease_api.clone(), LEASE, me);
     tracing::info!(identity = me, "standby: waiting to become the leader");
     let mut reported = String::new();
     loop {
@@ -119,7 +164,7 @@ pub(super) async fn lead(
         let wait = match elector.try_hold().await {
             Ok(Attempt::Held) => {
                 fence.extend((sent + RENEW_DEADLINE).into_std());
-                break;
+                return Some(elector);
             }
             Ok(Attempt::Busy { holder, wait }) => {
                 if holder != reported {
@@ -153,63 +198,34 @@ pub(super) async fn lead(
                     Some(Err(e)) => tracing::debug!(error = %e, "Lease watch error; retrying"),
                     None => break,
                 },
-                _ = shared.shutdown.cancelled() => return Ok(None),
+                _ = shared.shutdown.cancelled() => return None,
             }
         }
     }
-    drop(leases);
-    tracing::info!(identity = me, "leading");
-    let lost = shared.shutdown.child_token();
-    let renewals = tokio::spawn(renew(elector, lost.clone(), fence.clone()));
-    // A write refused after the term ran out (the process was stopped past it) ends the term.
-    let (l, f) = (lost.clone(), fence.clone());
-    tokio::spawn(async move {
+}
+
+/// Renewals notice a takeover only every few seconds; a watch on the Lease sees it at once:
+/// another holder closes the fence and ends the term.
+async fn watch_takeover(lease_api: Api<Lease>, me: String, lost: CancellationToken, fence: Fence) {
+    let mut leases = lease_watch(lease_api);
+    loop {
         tokio::select! {
-            _ = f.closed() => {
-                tracing::warn!("the Lease term ran out before a renewal; stopping every write");
-                l.cancel();
-            }
-            _ = l.cancelled() => {}
-        }
-    });
-    // Renewals notice a takeover only every few seconds; a watch on the Lease sees it at once.
-    let (l, who, f) = (lost.clone(), me.clone(), fence.clone());
-    tokio::spawn(async move {
-        let mut leases = watcher(lease_api, config)
-            .default_backoff()
-            .applied_objects()
-            .boxed();
-        loop {
-            tokio::select! {
-                _ = l.cancelled() => return,
-                next = leases.next() => match next {
-                    Some(Ok(lease)) => {
-                        let holder = holder_of(&lease).unwrap_or("");
-                        if holder != who {
-                            tracing::warn!(identity = who, holder, "the Lease is held by another replica");
-                            f.close();
-                            l.cancel();
-                            return;
-                        }
+            _ = lost.cancelled() => return,
+            next = leases.next() => match next {
+                Some(Ok(lease)) => {
+                    let holder = holder_of(&lease).unwrap_or("");
+                    if holder != me {
+                        tracing::warn!(identity = me, holder, "the Lease is held by another replica");
+                        fence.close();
+                        lost.cancel();
+                        return;
                     }
-                    Some(Err(e)) => tracing::warn!(error = %e, "Lease watch error; retrying"),
-                    None => return,
                 }
+                Some(Err(e)) => tracing::warn!(error = %e, "Lease watch error; retrying"),
+                None => return,
             }
         }
-    });
-    let (pod, pod_name) = match (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE")) {
-        (Ok(name), Ok(ns)) => (Some(Api::namespaced(client, &ns)), name),
-        _ => (None, String::new()),
-    };
-    label(&pod, &pod_name, true).await;
-    Ok(Some(Term {
-        lost,
-        fence,
-        renewals,
-        pod,
-        pod_name,
-    }))
+    }
 }
 
 /// Renew every [`RENEW_EVERY`] until `lost` is cancelled, extending the fence's term with
