@@ -32,17 +32,7 @@ fn three_replicas_share_300_tenants_each_written_by_one_and_a_fourth_takes_a_qua
         Duration::from_secs(240),
         || all_greet(&names, "one"),
     );
-    wait_until(
-        "each replica holds 4 shards",
-        Duration::from_secs(60),
-        || {
-            per_replica(&holders(&agent_ns))
-                .values()
-                .copied()
-                .collect::<Vec<_>>()
-                == [4, 4, 4]
-        },
-    );
+    wait_split(&agent_ns, &[4, 4, 4], Duration::from_secs(60));
     each_tenant_is_written_by_one_replica_with_a_fair_share_each(&names, start);
     let after =
         a_fourth_replica_takes_a_quarter_without_writes(&server, &agent_ns, &names, &mut replicas);
@@ -92,17 +82,7 @@ fn a_fourth_replica_takes_a_quarter_without_writes(
     let before = holders(agent_ns);
     let scaled = now_us();
     replicas.push(replica(server, agent_ns, "r3"));
-    wait_until(
-        "each of 4 replicas holds 3 shards",
-        Duration::from_secs(90),
-        || {
-            per_replica(&holders(agent_ns))
-                .values()
-                .copied()
-                .collect::<Vec<_>>()
-                == [3, 3, 3, 3]
-        },
-    );
+    wait_split(agent_ns, &[3, 3, 3, 3], Duration::from_secs(90));
     let after = holders(agent_ns);
     let moved = after
         .iter()
@@ -191,22 +171,7 @@ fn a_killed_replicas_shards_resume_elsewhere(
 #[test]
 fn a_replica_stopped_past_its_leases_writes_nothing_once_it_resumes() {
     let (agent_ns, names, server) = fleet("st", 40);
-    let a = replica(&server, &agent_ns, "sa");
-    let b = replica(&server, &agent_ns, "sb");
-    wait_until("40 tenants applied", Duration::from_secs(120), || {
-        all_greet(&names, "one")
-    });
-    wait_until(
-        "each replica holds 6 shards",
-        Duration::from_secs(60),
-        || {
-            per_replica(&holders(&agent_ns))
-                .values()
-                .copied()
-                .collect::<Vec<_>>()
-                == [6, 6]
-        },
-    );
+    let (a, b) = two_replicas(&server, &agent_ns, ["sa", "sb"], &names);
     signal(&a, "-STOP");
     let stopped = now_us();
     let changed: Vec<(String, String)> = names.iter().map(|n| tenant(n, "two")).collect();
@@ -258,17 +223,7 @@ fn a_rollout_wave_spans_shards_a_tenant_failing_on_one_replica_holds_the_next_wa
     wait_until("every tenant applied", Duration::from_secs(120), || {
         all_greet(&all, "g1")
     });
-    wait_until(
-        "each replica holds 6 shards",
-        Duration::from_secs(60),
-        || {
-            per_replica(&holders(&agent_ns))
-                .values()
-                .copied()
-                .collect::<Vec<_>>()
-                == [6, 6]
-        },
-    );
+    wait_split(&agent_ns, &[6, 6], Duration::from_secs(60));
     the_last_wave_is_on_both_replicas(&agent_ns, &rest);
     // A shared change e0 cannot render: the canaries take it, the last wave is held everywhere.
     let extra = WAVE_TEMPLATE.replacen(
@@ -377,22 +332,7 @@ fn the_last_wave_is_on_both_replicas(agent_ns: &str, rest: &[String]) {
 #[test]
 fn a_replica_stopped_with_sigterm_hands_its_shards_to_the_other_at_once() {
     let (agent_ns, names, server) = fleet("sg", 30);
-    let mut a = replica(&server, &agent_ns, "ga");
-    let b = replica(&server, &agent_ns, "gb");
-    wait_until("30 tenants applied", Duration::from_secs(120), || {
-        all_greet(&names, "one")
-    });
-    wait_until(
-        "each replica holds 6 shards",
-        Duration::from_secs(60),
-        || {
-            per_replica(&holders(&agent_ns))
-                .values()
-                .copied()
-                .collect::<Vec<_>>()
-                == [6, 6]
-        },
-    );
+    let (mut a, b) = two_replicas(&server, &agent_ns, ["ga", "gb"], &names);
     let took = a.terminate(Duration::from_secs(30));
     assert!(took < Duration::from_secs(15), "a exits promptly: {took:?}");
     let handed = Instant::now();

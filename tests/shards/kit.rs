@@ -157,3 +157,32 @@ pub fn ringed(name: &str, ring: &str, values: &str) -> (String, String) {
         ),
     )
 }
+
+/// Wait until the replicas hold `want` shards each (in the replicas' name order).
+pub fn wait_split(agent_ns: &str, want: &[usize], timeout: std::time::Duration) {
+    crate::common::util::wait_until(&format!("the shards split {want:?}"), timeout, || {
+        per_replica(&holders(agent_ns))
+            .values()
+            .copied()
+            .collect::<Vec<_>>()
+            == want
+    });
+}
+
+/// Two replicas named `names`, once every tenant greets "one" and each holds 6 shards.
+pub fn two_replicas(
+    server: &GitServer,
+    agent_ns: &str,
+    names: [&str; 2],
+    tenants: &[String],
+) -> (Agent, Agent) {
+    let a = replica(server, agent_ns, names[0]);
+    let b = replica(server, agent_ns, names[1]);
+    crate::common::util::wait_until(
+        "every tenant applied",
+        std::time::Duration::from_secs(120),
+        || all_greet(tenants, "one"),
+    );
+    wait_split(agent_ns, &[6, 6], std::time::Duration::from_secs(60));
+    (a, b)
+}
