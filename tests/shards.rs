@@ -69,11 +69,14 @@ fn a_fourth_replica_takes_a_quarter_without_writes(
     replicas: &mut Vec<Agent>,
 ) -> BTreeMap<String, String> {
     // A fourth replica takes a quarter of the shards and writes no tenant object (once the
-    // others have settled: no fief write of any kind, health verdicts included, for 3 s).
+    // others have settled: none of their writes, health verdicts included, for 3 s).
     wait_until("the replicas settle", Duration::from_secs(90), || {
         let last = audit::writes()
             .iter()
-            .filter(|w| sender(w).is_some() && w.resource != "leases")
+            .filter(|w| {
+                let ours = sender(w).is_some_and(|r| ["r0", "r1", "r2"].contains(&r.as_str()));
+                ours && w.resource != "leases"
+            })
             .map(|w| w.received_us)
             .max()
             .unwrap_or(0);
