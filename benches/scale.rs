@@ -2,8 +2,9 @@
 //! as a user runs it) on a synthetic repo of SMALL and of LARGE tenants (default 1,000 and
 //! 10,000), RUNS times each, interleaved so both sizes see the same machine. Per command and
 //! size: the median wall time and the median peak RSS of the process (`ru_maxrss` of its own
-//! `wait4`), and the ratios LARGE/SMALL against the goals (wall time at most 11 times, peak
-//! RSS at most 2 times, for ten times the tenants). Prints a table and writes
+//! `wait4`), its median CPU time (user + system: on a shared machine, the figure other
+//! processes disturb least), and the ratios LARGE/SMALL against the goals (wall time at most
+//! 11 times, peak RSS at most 2 times, for ten times the tenants). Prints a table and writes
 //! `target/scale.json`.
 //!
 //! `cargo bench --bench scale [-- SMALL LARGE RUNS]`
@@ -23,10 +24,12 @@ const RSS_GOAL: f64 = 2.0;
 /// The commands measured: `fief <command> REPO`, stdout discarded.
 const COMMANDS: [&str; 2] = ["validate", "render"];
 
-/// One run of the binary: wall time and peak resident memory in KiB.
+/// One run of the binary: wall time, CPU time (user + system) and peak resident memory in
+/// KiB.
 #[derive(Clone, Copy)]
 struct Run {
     wall: Duration,
+    cpu: Duration,
     rss_kib: u64,
 }
 
@@ -56,8 +59,10 @@ fn run(command: &str, repo: &Path) -> Run {
         repo.display()
     );
     drop(child);
+    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Run {
         wall,
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
         // Linux reports ru_maxrss in KiB.
         rss_kib: usage.ru_maxrss as u64,
     }
@@ -68,11 +73,34 @@ fn median<T: Copy + Ord>(mut v: Vec<T>) -> T {
     v[v.len() / 2]
 }
 
-/// The medians of `runs`: wall seconds and peak RSS in MiB.
-fn medians(runs: &[Run]) -> (f64, f64) {
+/// The medians of `runs`: wall seconds, CPU seconds and peak RSS in MiB.
+fn medians(runs: &[Run]) -> (f64, f64, f64) {
     let wall = median(runs.iter().map(|r| r.wall).collect());
+    let cpu = median(runs.iter().map(|r| r.cpu).collect());
     let rss = median(runs.iter().map(|r| r.rss_kib).collect());
-    (wall.as_secs_f64(), rss as f64 / 1024.0)
+    (wall.as_secs_f64(), cpu.as_secs_f64(), rss as f64 / 1024.0)
+}
+
+/// `runs` runs of every command on a synthetic repo of each size, interleaved so that both
+/// sizes share the machine: `[command][size]`.
+fn measure(sizes: &[usize], runs: usize) -> Vec<Vec<Vec<Run>>> {
+    let dirs: Vec<tempfile::TempDir> = sizes
+        .iter()
+        .map(|&n| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            synth::write_repo(dir.path(), n).expect("write synthetic repo");
+            dir
+        })
+        .collect();
+    let mut measured = vec![vec![Vec::new(); sizes.len()]; COMMANDS.len()];
+    for _ in 0..runs {
+        for (c, command) in COMMANDS.iter().enumerate() {
+            for (s, dir) in dirs.iter().enumerate() {
+                measured[c][s].push(run(command, dir.path()));
+            }
+        }
+    }
+    measured
 }
 
 fn main() {
@@ -91,23 +119,7 @@ fn main() {
     let large = args.get(1).copied().unwrap_or(10_000);
     let runs = args.get(2).copied().unwrap_or(3).max(1);
     let sizes = [small, large];
-    let dirs: Vec<tempfile::TempDir> = sizes
-        .iter()
-        .map(|&n| {
-            let dir = tempfile::tempdir().expect("temp dir");
-            synth::write_repo(dir.path(), n).expect("write synthetic repo");
-            dir
-        })
-        .collect();
-    // measured[command][size]: the runs, interleaved so that both sizes share the machine.
-    let mut measured = vec![vec![Vec::new(); sizes.len()]; COMMANDS.len()];
-    for _ in 0..runs {
-        for (c, command) in COMMANDS.iter().enumerate() {
-            for (s, dir) in dirs.iter().enumerate() {
-                measured[c][s].push(run(command, dir.path()));
-            }
-        }
-    }
+    let measured = measure(&sizes, runs);
     println!(
         "scale benchmark: {small} and {large} tenants, {runs} runs, {} cores, {}",
         std::thread::available_parallelism()
@@ -128,17 +140,24 @@ fn main() {
     let mut json = Vec::new();
     let mut met = true;
     for (c, command) in COMMANDS.iter().enumerate() {
-        let (wall_s, rss_s) = medians(&measured[c][0]);
-        let (wall_l, rss_l) = medians(&measured[c][1]);
+        let (wall_s, cpu_s, rss_s) = medians(&measured[c][0]);
+        let (wall_l, cpu_l, rss_l) = medians(&measured[c][1]);
         let (wall_ratio, rss_ratio) = (wall_l / wall_s, rss_l / rss_s);
         met &= wall_ratio <= WALL_GOAL && rss_ratio <= RSS_GOAL;
         println!(
             "  {command:<9} {wall_s:>8.2} s {wall_l:>8.2} s {wall_ratio:>7.2} {rss_s:>7.1} MiB {rss_l:>7.1} MiB {rss_ratio:>7.2}"
         );
+        println!(
+            "  {:<9} {cpu_s:>8.2} s {cpu_l:>8.2} s {:>7.2}   (CPU, user + system)",
+            "",
+            cpu_l / cpu_s
+        );
         json.push(serde_json::json!({
             "command": command,
             "tenants": sizes,
             "wall_seconds": [wall_s, wall_l],
+            "cpu_seconds": [cpu_s, cpu_l],
+            "cpu_ratio": cpu_l / cpu_s,
             "peak_rss_mib": [rss_s, rss_l],
             "wall_ratio": wall_ratio,
             "rss_ratio": rss_ratio,
