@@ -12,8 +12,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::render::TenantRender;
 
-/// How many batches past the one being handed out the workers may render.
-const AHEAD: usize = 2;
+/// How many batches past the one being handed out (and written by the caller) the workers
+/// may render.
+const AHEAD: usize = 3;
 
 /// What the workers and the handing thread share.
 #[derive(Default)]
@@ -53,7 +54,7 @@ impl Shared {
             if state.stop || state.next >= total {
                 return None;
             }
-            if state.next < state.handed + (AHEAD + 1) * batch {
+            if state.next < state.handed + AHEAD * batch {
                 state.next += 1;
                 return Some(state.next - 1);
             }
@@ -160,11 +161,8 @@ mod tests {
         });
         assert_eq!(done, Err("stop"));
         let rendered = rendered.into_inner();
-        // Three batches handed out, at most AHEAD + 1 more batches rendered past them.
-        assert!(
-            (30..=30 + (AHEAD + 1) * 10).contains(&rendered),
-            "{rendered}"
-        );
+        // Three batches handed out, at most AHEAD more batches rendered past them.
+        assert!((30..=30 + AHEAD * 10).contains(&rendered), "{rendered}");
     }
 
     #[test]
