@@ -307,10 +307,7 @@ fn uninstall_keeps_the_agent_namespace_and_the_tenant(
     tenant_ns: &str,
 ) {
     // Uninstall: the agent goes, its namespace (with the inventories) and the tenant stay.
-    helm(
-        home,
-        &["uninstall", release, "--wait", "--timeout", "120s"],
-    );
+    helm(home, &["uninstall", release, "--wait", "--timeout", "120s"]);
     assert!(
         !kubectl(&["get", "deployment", "-n", ns, "fief-agent"], None)
             .status

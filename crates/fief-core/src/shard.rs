@@ -147,7 +147,10 @@ mod tests {
     fn a_replica_added_takes_a_fair_share_and_only_that_moves() {
         let three = replicas(&["a", "b", "c"]);
         let before = assign(12, &three, &BTreeMap::new());
-        assert_eq!(per_replica(&before).values().copied().collect::<Vec<_>>(), [4, 4, 4]);
+        assert_eq!(
+            per_replica(&before).values().copied().collect::<Vec<_>>(),
+            [4, 4, 4]
+        );
         let four = replicas(&["a", "b", "c", "d"]);
         let after = assign(12, &four, &before);
         let moved = (0..12).filter(|s| before.get(s) != after.get(s)).count();
