@@ -4,6 +4,8 @@
 #[path = "common/offline.rs"]
 mod offline;
 
+use std::path::Path;
+
 use offline::{fief, stderr, stdout, write_file};
 
 fn init(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
@@ -124,17 +126,23 @@ fn fief_schemas_writes_the_four_schemas_editors_use() {
 }
 
 #[test]
-fn validate_and_render_refuse_a_folder_that_is_not_a_tenants_repo_and_point_at_fief_init() {
+fn validate_render_diff_and_apply_refuse_a_folder_that_is_not_a_tenants_repo_and_point_at_fief_init()
+ {
     let dir = tempfile::tempdir().expect("tempdir");
     write_file(dir.path(), "README.md", "not a tenants repo\n");
-    for command in ["validate", "render"] {
-        let out = fief(&[command, dir.path().to_str().expect("utf-8")]);
-        assert_eq!(out.status.code(), Some(2), "{command}: {}", stdout(&out));
-        assert!(
-            stderr(&out).contains("is not a tenants repo") && stderr(&out).contains("fief init"),
-            "{command}: {}",
-            stderr(&out)
-        );
+    // A repo's components/ folder, given by mistake, is not a repo either.
+    let components = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tenants-repo/components");
+    for folder in [dir.path(), components.as_path()] {
+        for command in ["validate", "render", "diff", "apply"] {
+            let out = fief(&[command, folder.to_str().expect("utf-8")]);
+            assert_eq!(out.status.code(), Some(2), "{command}: {}", stdout(&out));
+            assert!(
+                stderr(&out).contains("is not a tenants repo")
+                    && stderr(&out).contains("fief init"),
+                "{command}: {}",
+                stderr(&out)
+            );
+        }
     }
     // A repo with fief.yaml and no tenant yet is a repo: an empty fleet is valid.
     write_file(dir.path(), "fief.yaml", "baseDomain: example.com\n");
