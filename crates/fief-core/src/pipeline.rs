@@ -260,6 +260,16 @@ mod tests {
     use super::*;
     use crate::snapshot::Snapshot;
 
+    /// A tenant file `tenants/<name>.yaml` whose spec is `spec` (indented lines).
+    fn with(name: &str, spec: &str) -> (String, String) {
+        (
+            format!("tenants/{name}.yaml"),
+            format!(
+                "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
+            ),
+        )
+    }
+
     /// Rendering a tenant of this name panics (test builds only).
     pub(super) const PANIC_TENANT: &str = "panics-in-render";
 
@@ -302,14 +312,6 @@ mod tests {
 
     #[test]
     fn renders_in_batches_equal_the_whole_fleet_rendered_at_once_with_cross_tenant_errors() {
-        let with = |name: &str, spec: &str| {
-            (
-                format!("tenants/{name}.yaml"),
-                format!(
-                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
-                ),
-            )
-        };
         let files = [
             with("acme", "  state: active\n"),
             // In another batch than acme: claims its host suffix.
@@ -349,14 +351,6 @@ mod tests {
 
     #[test]
     fn only_tenants_no_other_tenant_file_can_fail_are_candidates_for_reuse() {
-        let with = |name: &str, spec: &str| {
-            (
-                format!("tenants/{name}.yaml"),
-                format!(
-                    "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n{spec}"
-                ),
-            )
-        };
         let files = [
             with("acme", "  state: active\n"),
             // Claims acme's host suffix: it fails, acme does not.

@@ -147,13 +147,7 @@ impl Elector {
         let seen_for = self.seen.observe(&lease);
         let spec = lease.spec.take().unwrap_or_default();
         let holder = holder_of_spec(&spec).map(str::to_string);
-        let term = spec
-            .lease_duration_seconds
-            .and_then(|s| u64::try_from(s.max(1)).ok())
-            .map_or(
-                Duration::from_secs(LEASE_SECONDS as u64),
-                Duration::from_secs,
-            );
+        let term = term_of(&spec);
         if let Claim::Wait(wait) = decide(holder.as_deref(), &self.me, term, seen_for) {
             return Ok(Attempt::Busy {
                 holder: holder.unwrap_or_default(),
@@ -242,6 +236,16 @@ impl Elector {
         }
         Ok(false)
     }
+}
+
+/// How long a holder's claim in `spec` lasts without a renewal (ours when it names none).
+pub(crate) fn term_of(spec: &LeaseSpec) -> Duration {
+    spec.lease_duration_seconds
+        .and_then(|s| u64::try_from(s.max(1)).ok())
+        .map_or(
+            Duration::from_secs(LEASE_SECONDS as u64),
+            Duration::from_secs,
+        )
 }
 
 /// The holder a Lease spec names (an empty name is none).

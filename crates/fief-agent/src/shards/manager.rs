@@ -32,10 +32,8 @@ fn live(lease: &Lease, seen_for: Duration) -> bool {
     let term = lease
         .spec
         .as_ref()
-        .and_then(|s| s.lease_duration_seconds)
-        .and_then(|s| u64::try_from(s.max(1)).ok())
-        .unwrap_or(LEASE_SECONDS as u64);
-    lease::holder_of(lease).is_some() && seen_for < Duration::from_secs(term)
+        .map_or(Duration::from_secs(LEASE_SECONDS as u64), lease::term_of);
+    lease::holder_of(lease).is_some() && seen_for < term
 }
 
 /// A replica's view of the Leases and the writes it makes.
