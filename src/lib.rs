@@ -33,7 +33,7 @@
 //! - [`cli`] (this crate) and [`agent`] (`fief-agent`) wire them together; `main.rs` only
 //!   parses and maps exit codes.
 //!
-//! `tests/layout.rs` checks what each crate pulls in on every test run.
+//! `tests/offline/layout.rs` checks what each crate pulls in on every test run.
 
 pub mod cli;
 

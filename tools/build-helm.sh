@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned `helm` CLI (helm.sh/helm/v3/cmd/helm) from the Go module proxy, for the
-# chart's tests (tests/helm.rs, tests/node/helm.rs) and tools/release.sh (`helm package`).
+# chart's tests (tests/offline/chart.rs, tests/node/helm.rs) and tools/release.sh (`helm package`).
 # `go install module@version` verifies the module against the Go checksum database.
 #
 # In: nothing but the pinned version below ($FIEF_HELM_CACHE moves the cache).

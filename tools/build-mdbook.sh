@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned `mdbook` CLI from crates.io, for the book in docs/ and its test
-# (tests/docs.rs builds the book and fails on any warning). `cargo install --locked`
+# (tests/offline/docs.rs builds the book and fails on any warning). `cargo install --locked`
 # uses the crate's own Cargo.lock, so the build is the same on every machine.
 #
 # The binary lands in a cache folder keyed by the pinned version:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned `promtool` (github.com/prometheus/prometheus/cmd/promtool) from the Go
-# module proxy, for the monitoring tests (tests/monitoring.rs): `promtool check rules` and
+# module proxy, for the monitoring tests (tests/agent/monitoring.rs): `promtool check rules` and
 # `promtool test rules` on the agent's alerts and the dashboard's queries.
 # `go install module@version` verifies the module against the Go checksum database.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned `sops` CLI (github.com/getsops/sops/v3/cmd/sops) from the Go
-# module proxy, for fief's SOPS interop tests (tests/secrets.rs). `go install
+# module proxy, for fief's SOPS interop tests (tests/cluster/secrets.rs). `go install
 # module@version` verifies the module against the Go checksum database.
 #
 # The binary lands in a cache folder keyed by the pinned version:

@@ -24,7 +24,7 @@
 #   FIEF_CP_BIN_DIR         folder with the four binaries; default: the output
 #                           of tools/build-control-plane.sh (builds if needed)
 #   FIEF_CP_USERS           non-admin user names, space or comma separated
-#                           (default: "alice bob carol dave fief-agent")
+#                           (default: "alice bob carol dave reader replica-a replica-b no-leases operator fief-agent")
 #   FIEF_CP_USER_GROUPS     groups of those users, comma separated
 #                           (default: "fief:users")
 #   FIEF_CP_CONTROLLERS     kube-controller-manager --controllers value
@@ -66,7 +66,7 @@ cleanup_dir="${FIEF_CP_CLEANUP:-${cleanup_default}}"
 [[ "${work_dir}" != *"'"* ]] || die "work folder path must not contain a single quote"
 [[ ! -e "${work_dir}/ready" ]] || die "${work_dir} was already used by a control plane"
 
-users_raw="${FIEF_CP_USERS-alice bob carol dave fief-agent}"
+users_raw="${FIEF_CP_USERS-alice bob carol dave reader replica-a replica-b no-leases operator fief-agent}"
 read -r -a users <<<"${users_raw//,/ }"
 for user in "${users[@]}"; do
   [[ "${user}" =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "bad user name '${user}'"

@@ -13,21 +13,21 @@ cd "${repo_root}"
 bin_dir="$(tools/build-control-plane.sh)"
 export FIEF_CP_BIN_DIR="${bin_dir}"
 printf 'test.sh: control plane binaries in %s\n' "${bin_dir}" >&2
-# The pinned sops CLI for the SOPS interop tests (tests/secrets.rs), cached like the above.
+# The pinned sops CLI for the SOPS interop tests (tests/cluster/secrets.rs), cached like the above.
 FIEF_SOPS_BIN="$(tools/build-sops.sh)"
 export FIEF_SOPS_BIN
-# The pinned helm CLI for the chart's tests (tests/helm.rs, tests/node.rs), cached the same way.
+# The pinned helm CLI for the chart's tests (tests/offline/chart.rs, tests/node/main.rs), cached the same way.
 FIEF_HELM_BIN="$(tools/build-helm.sh)"
 export FIEF_HELM_BIN
-# The pinned promtool for the alert rules' and dashboard's checks (tests/monitoring.rs), cached
+# The pinned promtool for the alert rules' and dashboard's checks (tests/agent/monitoring.rs), cached
 # the same way.
 FIEF_PROMTOOL_BIN="$(tools/build-promtool.sh)"
 export FIEF_PROMTOOL_BIN
-# The pinned mdbook for the book's build and link check (tests/docs.rs), cached like the above.
+# The pinned mdbook for the book's build and link check (tests/offline/docs.rs), cached like the above.
 FIEF_MDBOOK_BIN="$(tools/build-mdbook.sh)"
 export FIEF_MDBOOK_BIN
 
-# Headless Chromium for the web view's tests (tests/web.rs): FIEF_CHROMIUM_BIN, else the first
+# Headless Chromium for the web view's tests (tests/agent/web.rs): FIEF_CHROMIUM_BIN, else the first
 # of chromium and chromium-browser on PATH (the tests fail without one).
 if [ -z "${FIEF_CHROMIUM_BIN:-}" ]; then
   for candidate in chromium chromium-browser; do

@@ -250,16 +250,7 @@ pub fn fief_apply(repo: &Path) {
 }
 
 pub fn kubectl_json(args: &[&str]) -> Option<Value> {
-    let out = super::control_plane()
-        .kubectl_admin()
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
+    super::kubectl::Kubectl::admin().json(args)
 }
 
 pub fn configmap_value(ns: &str, name: &str, key: &str) -> Option<String> {
@@ -343,4 +334,31 @@ impl Agent {
         s.read_to_string(&mut out).ok()?;
         out.split_whitespace().nth(1)?.parse().ok()
     }
+}
+
+/// fief.yaml with waves canary and early (the rest last), and component `app` of `template`
+/// with greeting g1.
+pub fn waves(agent_ns: &str, template: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "fief.yaml".to_string(),
+            format!(
+                "agentNamespace: {agent_ns}\nrollout:\n  waves:\n    - {{name: canary, selector: {{ring: canary}}}}\n    - {{name: early, selector: {{ring: early}}}}\n"
+            ),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "greeting: g1\n".to_string(),
+        ),
+        // `extra` is defined by no layer on purpose: the shared change needs it, and the
+        // tenants without it halt the rollout.
+        (
+            "components/app/component.yaml".to_string(),
+            "strictValues: false\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            template.to_string(),
+        ),
+    ]
 }

@@ -1,5 +1,5 @@
 //! A throw-away tenants repo and `fief` / `kubectl` runners for the cluster-side tests
-//! (`tests/safety.rs`, `tests/diff.rs`): each repo has its own agent namespace, so tests
+//! (`tests/cluster/apply_safety.rs`, `tests/cluster/diff.rs`): each repo has its own agent namespace, so tests
 //! share one control plane without seeing each other's inventories.
 
 use std::path::Path;
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::kubectl::Kubectl;
 use super::util::text;
 
 /// A tenants repo in a temporary folder.
@@ -121,33 +122,21 @@ pub fn tenant_report<'a>(summary: &'a Value, tenant: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no report for {tenant} in {summary}"))
 }
 
+/// kubectl as admin of the test control plane; its output.
 pub fn kubectl(args: &[&str]) -> Output {
-    super::control_plane()
-        .kubectl_admin()
-        .args(args)
-        .output()
-        .expect("run kubectl")
+    Kubectl::admin().output(args)
 }
 
+/// kubectl as admin, which must succeed.
 pub fn kubectl_ok(args: &[&str]) {
-    let out = kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        text(&out.stderr)
-    );
+    Kubectl::admin().ok(args);
 }
 
+/// `kubectl ... -o json` as admin, which must succeed.
 pub fn kubectl_json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
-    let out = kubectl(&all);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        text(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&Kubectl::admin().ok(&all)).expect("kubectl printed JSON")
 }
 
 pub fn exists(kind: &str, ns: &str, name: &str) -> bool {

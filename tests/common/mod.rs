@@ -16,7 +16,7 @@
 //! A control plane that cannot be built or started is a test failure, never
 //! a skip: [`control_plane()`] panics with the tail of the logs.
 //!
-//! [`node::node_cluster()`] is a second kind of cluster, for `tests/node.rs`: a control plane
+//! [`node::node_cluster()`] is a second kind of cluster, for `tests/node/main.rs`: a control plane
 //! with kube-scheduler and the workload controllers, and a real node (kubelet, containerd,
 //! runc) joined to it by `tools/start-node.sh`, with fief's image built from the test binary.
 //!
@@ -28,6 +28,7 @@ pub mod agent;
 pub mod audit;
 pub mod browser;
 pub mod cluster_cli;
+pub mod kubectl;
 pub mod node;
 pub mod offline;
 pub mod receiver;
@@ -92,8 +93,23 @@ pub fn second_control_plane() -> &'static ControlPlane {
 }
 
 /// The non-admin users that have kubeconfigs (no RBAC bindings; group
-/// `fief:users`), unless `FIEF_CP_USERS` overrides them.
-pub const DEFAULT_USERS: [&str; 5] = ["alice", "bob", "carol", "dave", "fief-agent"];
+/// `fief:users`), unless `FIEF_CP_USERS` overrides them. The tests of one binary share the
+/// control plane, so a test that grants a user rights uses a user of its own: `reader` (read
+/// everything), `replica-a` and `replica-b` (admins, two agent replicas), `no-leases`
+/// (everything but Leases), `operator` (the day-2 Role); `alice`, `bob`, `carol` and `dave`
+/// get rights only inside a test's own namespaces.
+pub const DEFAULT_USERS: [&str; 10] = [
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "reader",
+    "replica-a",
+    "replica-b",
+    "no-leases",
+    "operator",
+    "fief-agent",
+];
 
 impl ControlPlane {
     /// Work folder of the control plane (`pki/`, `logs/`, `kubeconfigs/`, `env`).

@@ -49,7 +49,7 @@ fn tenant_file(name: &str, i: usize, extra_label: &str) -> (String, String) {
 fn template(greeting: &str, probe: &str) -> (String, String) {
     (
         "components/web/templates/deployment.yaml".to_string(),
-        super::WEB_TEMPLATE
+        super::workload::WEB_TEMPLATE
             .replace("{{ values.greeting }}", greeting)
             .replace(
                 "path: /index.html",

@@ -5,7 +5,7 @@
 //! In: rendered objects and the snapshot (to find the field's line in the template). Out:
 //! diagnostics at the template file and line. The schema is `kube-schema.json` beside this
 //! file: fields and types of every built-in kind, compacted from the `/openapi/v3` of the
-//! Kubernetes API server the tests run (`tests/validate_kube_schema.rs` checks that it still
+//! Kubernetes API server the tests run (`tests/cluster/validate_cluster_schema.rs` checks that it still
 //! matches and regenerates it). Kinds of API groups it does not know (custom resources) are
 //! left to the cluster. Pure; the schema is parsed once per process.
 

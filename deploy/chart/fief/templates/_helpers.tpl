@@ -1,6 +1,6 @@
 {{/*
 Shared pieces of the templates. The object names, keys and paths are those of deploy/ and
-`fief install` (src/cli/install/manifests.rs); tests/helm.rs holds the two to each other.
+`fief install` (src/cli/install/manifests.rs); tests/offline/chart.rs holds the two to each other.
 */}}
 
 {{/* The agent's namespace. */}}
@@ -18,7 +18,7 @@ appended, so installs in two namespaces never share one. Call with (list "name" 
 {{- if eq $ns "fief-system" -}}{{ $name }}{{- else -}}{{ printf "%s-%s" $name $ns }}{{- end -}}
 {{- end -}}
 
-{{/* Labels Helm's tools expect on every object; tests/helm.rs leaves them out of the comparison. */}}
+{{/* Labels Helm's tools expect on every object; tests/offline/chart.rs leaves them out of the comparison. */}}
 {{- define "fief.helmLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}

@@ -4,7 +4,7 @@
 //! In: the agent's namespace and the [`GrafanaDashboard`] settings. Out: the ConfigMap holding
 //! `deploy/monitoring/grafana-dashboard.json` (built into the binary) under
 //! [`DASHBOARD_KEY`]. The chart's `templates/grafana-dashboard.yaml` renders the same object
-//! from its copy of the file (tests/monitoring.rs keeps the copies equal). Pure.
+//! from its copy of the file (tests/agent/monitoring.rs keeps the copies equal). Pure.
 
 use serde_json::{Value, json};
 

@@ -1,0 +1,22 @@
+//! The agent against a real control plane (one per process, shared by every module; each test
+//! runs its agents in their own namespaces): sync and drift, faults, health, leader election,
+//! shards across replicas, pins, start-up, rollouts, spares, notifications, the web view,
+//! metrics and alerts, the day-2 commands and `fief status`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod day2;
+mod faults;
+mod health;
+mod leader;
+mod monitoring;
+mod notifications;
+mod pins;
+mod rollout;
+mod shards;
+mod spares;
+mod start;
+mod status;
+mod sync;
+mod web;

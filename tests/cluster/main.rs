@@ -1,0 +1,22 @@
+//! The CLI against a real control plane (one per process, shared by every module; each test
+//! uses its own tenant and namespace names): apply and its no-op pass, safety and prune rules,
+//! `--env`, diff, isolation between tenants, secrets, moving a tenant between two clusters,
+//! install and the deploy manifests, kubectl reading the rendered YAML back, and the test
+//! control plane itself.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod apply;
+mod apply_env;
+mod apply_noop;
+mod apply_safety;
+mod control_plane;
+mod deploy;
+mod diff;
+mod install;
+mod isolation;
+mod move_cluster;
+mod render_kubectl;
+mod secrets;
+mod validate_cluster_schema;

@@ -1,0 +1,22 @@
+//! Tests that need no cluster: render and validate (their messages, safety checks, schemas
+//! and values), `fief init` and `fief bump`, pull-request diffs and pins from git, the git
+//! source, the generated references, the crate layout, the book and the Helm chart.
+//!
+//! One binary, so the fief crates are linked once for all of them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bump;
+mod chart;
+mod diff_from_git;
+mod docs;
+mod git_source;
+mod init;
+mod layout;
+mod reference;
+mod render;
+mod validate;
+mod validate_safety;
+mod validate_schema;
+mod values;
