@@ -8,20 +8,33 @@
 //! server's raw write rate from a plain parallel client.
 //!
 //! `FIEF_BENCH_AGENT_ONLY=1 cargo bench --bench cluster -- 1000 3 100` runs only the agent's
-//! phases (benches/cluster_agent/phases.rs) on repos it applies first with `fief apply`.
+//! phases (benches/cluster/phases.rs) on repos it applies first with `fief apply`.
 //! `FIEF_BENCH_ONLY=cli` runs only the CLI phases at TENANTS (render, raw rate, cold and
 //! no-op `fief apply` with their peak RSS); with `FIEF_BENCH_ALT_ARGS="..."` (or
 //! `FIEF_BENCH_ALT_QPS=N`: `--api-qps N`) also a cold apply with those arguments in each run,
 //! and with `FIEF_BENCH_RAW_SAME=1` the same objects applied by a plain parallel SSA client
 //! (the API server's own rate for fief's objects).
+//! `FIEF_BENCH_SCALE=1 cargo bench --bench cluster -- 1000,10000 3` runs the CLI and the
+//! agent at each size in one sitting (benches/cluster/scale.rs).
 
-#[path = "cluster_agent/phases.rs"]
-mod agent_phases;
+#[path = "cluster/agent_proc.rs"]
+mod agent_proc;
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "cluster/measured.rs"]
+mod measured;
+#[path = "cluster/phases.rs"]
+mod phases;
+#[path = "cluster/raw.rs"]
+mod raw;
+#[path = "cluster/scale.rs"]
+mod scale;
 
+use agent_proc::*;
 use common::synth;
 use common::util::{Daemon, git_daemon};
+use measured::Measured;
+use raw::*;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -45,8 +58,25 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The fief binary the benchmark runs: this build's, unless `FIEF_BENCH_BINS` set another.
+static FIEF_BIN: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+fn fief_bin() -> PathBuf {
+    FIEF_BIN
+        .lock()
+        .ok()
+        .and_then(|b| b.clone())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_fief")))
+}
+
+fn set_fief_bin(path: &Path) {
+    if let Ok(mut b) = FIEF_BIN.lock() {
+        *b = Some(path.to_path_buf());
+    }
+}
+
 fn fief() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
+    Command::new(fief_bin())
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -139,9 +169,9 @@ fn fief_apply_rss_with(repo: &Path, kubeconfig: &Path, extra: &[&str]) -> (f64, 
     let timed = Path::new("/usr/bin/time").exists();
     let mut cmd = if timed {
         let mut c = Command::new("/usr/bin/time");
-        c.args(["-f", "%M", "-o"])
+        c.args(["-f", "%M %U %S", "-o"])
             .arg(rss_file.path())
-            .arg(env!("CARGO_BIN_EXE_fief"));
+            .arg(fief_bin());
         c
     } else {
         fief()
@@ -176,11 +206,34 @@ fn fief_apply_rss_with(repo: &Path, kubeconfig: &Path, extra: &[&str]) -> (f64, 
         .iter()
         .map(|k| r[*k].as_u64().unwrap_or(0))
         .sum();
-    let rss_kib: f64 = std::fs::read_to_string(rss_file.path())
-        .ok()
-        .and_then(|t| t.trim().lines().last()?.trim().parse().ok())
-        .unwrap_or(0.0);
-    (secs, objects, sent, rss_kib / 1024.0)
+    // `/usr/bin/time`'s last line: peak RSS in KiB, user and system CPU seconds.
+    let timing = std::fs::read_to_string(rss_file.path()).unwrap_or_default();
+    let fields: Vec<f64> = timing
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    if let (Some(user), Some(sys), Ok(mut cpu)) =
+        (fields.get(1), fields.get(2), LAST_APPLY_CPU.lock())
+    {
+        *cpu = user + sys;
+    }
+    (
+        secs,
+        objects,
+        sent,
+        fields.first().copied().unwrap_or(0.0) / 1024.0,
+    )
+}
+
+/// The CPU seconds (user + system) of the last `fief apply` run under `/usr/bin/time`.
+static LAST_APPLY_CPU: std::sync::Mutex<f64> = std::sync::Mutex::new(0.0);
+
+fn last_apply_cpu() -> f64 {
+    LAST_APPLY_CPU.lock().map(|c| *c).unwrap_or(0.0)
 }
 
 /// The same manifests through kubectl, as a kubectl pipeline would run them: per tenant, the
@@ -290,291 +343,6 @@ fn strip_part_of(dir: &Path) {
     }
 }
 
-struct AgentProc {
-    child: Child,
-    port: u16,
-}
-impl Drop for AgentProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    body: &str,
-) -> (u16, String) {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return (0, String::new());
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    if s.write_all(req.as_bytes()).is_err() {
-        return (0, String::new());
-    }
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (
-        code,
-        out.split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default(),
-    )
-}
-
-impl AgentProc {
-    fn start(url: &str, kubeconfig: &Path, cache: &Path, secret: &Path) -> AgentProc {
-        let port = free_port();
-        let child = fief()
-            .args([
-                "agent",
-                "--repo",
-                url,
-                "--no-leader-election",
-                "--interval",
-                "600s",
-                "--concurrency",
-                CONCURRENCY,
-            ])
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--cache-dir")
-            .arg(cache)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--webhook-secret-file")
-            .arg(secret)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let agent = AgentProc { child, port };
-        let start = Instant::now();
-        while http(port, "GET", "/readyz", &[], "").0 != 200 {
-            assert!(
-                start.elapsed() < Duration::from_secs(900),
-                "agent not ready"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        agent
-    }
-
-    fn metric(&self, name: &str) -> f64 {
-        let (_, text) = http(self.port, "GET", "/metrics", &[], "");
-        text.lines()
-            .filter(|l| l.starts_with(name))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-
-    fn requests(&self) -> BTreeMap<String, f64> {
-        let (_, text) = http(self.port, "GET", "/metrics", &[], "");
-        text.lines()
-            .filter(|l| l.starts_with("fief_api_requests_total{"))
-            .filter_map(|l| {
-                let verb = l.split("verb=\"").nth(1)?.split('"').next()?.to_string();
-                Some((verb, l.rsplit(' ').next()?.parse().ok()?))
-            })
-            .collect()
-    }
-
-    fn push(&self) {
-        let body = r#"{"ref":"refs/heads/main"}"#;
-        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-        mac.update(body.as_bytes());
-        let sig: String = mac
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let (code, _) = http(
-            self.port,
-            "POST",
-            "/hooks/git",
-            &[("X-Hub-Signature-256", format!("sha256={sig}"))],
-            body,
-        );
-        assert_eq!(code, 202);
-    }
-
-    /// A field of /proc/<pid>/status given in kB, in MiB.
-    fn status_mib(&self, field: &str) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with(field))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(0.0)
-    }
-
-    /// Peak resident set size (VmHWM), MiB.
-    fn peak_rss_mib(&self) -> f64 {
-        self.status_mib("VmHWM:")
-    }
-
-    /// The peak RSS with what is resident now, split: anonymous (the heap, stacks) and
-    /// file-backed (the mapped binary and shared libraries), MiB.
-    fn rss_report(&self) -> String {
-        format!(
-            "{:.0} MiB (now: {:.0} MiB anonymous + {:.0} MiB file-backed)",
-            self.peak_rss_mib(),
-            self.status_mib("RssAnon:"),
-            self.status_mib("RssFile:")
-        )
-    }
-}
-
-async fn wait_value(
-    api: &Api<k8s_openapi::api::core::v1::ConfigMap>,
-    name: &str,
-    key: &str,
-    want: &str,
-) {
-    loop {
-        if let Ok(cm) = api.get(name).await
-            && cm
-                .data
-                .as_ref()
-                .and_then(|d| d.get(key))
-                .map(String::as_str)
-                == Some(want)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// A plain parallel client: server-side apply `n` ConfigMaps, 32 at a time. Objects/s.
-async fn raw_write_rate(client: &kube::Client, n: usize, ns: &str) -> f64 {
-    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let _ = nsapi
-        .patch(
-            ns,
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-            ),
-        )
-        .await;
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), ns);
-    let start = Instant::now();
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let name = format!("raw-{i}");
-                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"bench": "raw"}}, "data": {"k": "v", "i": i.to_string()}});
-                let _ = api.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(cm)).await;
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await;
-    n as f64 / start.elapsed().as_secs_f64()
-}
-
-/// The API server's SSA rate for the very objects `fief apply` writes for `repo` (its render,
-/// as admin: no inventory, no impersonation, no Events; Namespaces first, then the rest, 64
-/// in flight). Objects per second of those accepted, and how many were refused.
-async fn raw_same_objects_rate(client: &kube::Client, repo: &Path) -> (f64, usize) {
-    use kube::discovery::{ApiCapabilities, ApiResource, Scope, pinned_kind};
-    let out = fief()
-        .args([
-            "render",
-            repo.to_str().unwrap(),
-            "-o",
-            "json",
-            "--show-secrets",
-        ])
-        .arg("--age-key-file")
-        .arg(age_key())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let items = list["items"].as_array().cloned().unwrap_or_default();
-    let mut kinds: BTreeMap<(String, String), (ApiResource, ApiCapabilities)> = BTreeMap::new();
-    for o in &items {
-        let key = (
-            o["apiVersion"].as_str().unwrap_or_default().to_string(),
-            o["kind"].as_str().unwrap_or_default().to_string(),
-        );
-        if !kinds.contains_key(&key) {
-            let (group, version) = key.0.rsplit_once('/').unwrap_or(("", &key.0));
-            let gvk = kube::api::GroupVersionKind::gvk(group, version, &key.1);
-            kinds.insert(key.clone(), pinned_kind(client, &gvk).await.unwrap());
-        }
-    }
-    let (namespaces, rest): (Vec<Value>, Vec<Value>) =
-        items.into_iter().partition(|o| o["kind"] == "Namespace");
-    let kinds = &kinds;
-    let start = Instant::now();
-    let mut ok = 0;
-    let mut refused = 0;
-    for stage in [namespaces, rest] {
-        let results: Vec<bool> = futures::stream::iter(stage)
-            .map(|o| async move {
-                let key = (
-                    o["apiVersion"].as_str().unwrap_or_default().to_string(),
-                    o["kind"].as_str().unwrap_or_default().to_string(),
-                );
-                let (ar, caps) = &kinds[&key];
-                let name = o["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let api: Api<kube::api::DynamicObject> = match caps.scope {
-                    Scope::Namespaced => Api::namespaced_with(
-                        client.clone(),
-                        o["metadata"]["namespace"].as_str().unwrap_or_default(),
-                        ar,
-                    ),
-                    Scope::Cluster => Api::all_with(client.clone(), ar),
-                };
-                api.patch(
-                    &name,
-                    &PatchParams::apply("bench-raw").force(),
-                    &Patch::Apply(&o),
-                )
-                .await
-                .is_ok()
-            })
-            .buffer_unordered(64)
-            .collect()
-            .await;
-        ok += results.iter().filter(|r| **r).count();
-        refused += results.iter().filter(|r| !**r).count();
-    }
-    (ok as f64 / start.elapsed().as_secs_f64(), refused)
-}
-
 /// One line of the benchmark's table.
 fn row(k: &str, v: String) {
     println!("{k:<58} {v}");
@@ -582,6 +350,8 @@ fn row(k: &str, v: String) {
 
 /// What every phase of the benchmark shares.
 struct Bench {
+    /// `FIEF_BENCH_SCALE`: the fleet sizes, smallest first.
+    sizes: Vec<usize>,
     /// Tenants of the large repo.
     tenants: usize,
     /// Runs of each measurement (the median is reported).
@@ -611,6 +381,10 @@ fn main() {
     );
     if std::env::var_os("FIEF_BENCH_AGENT_ONLY").is_some() {
         bench.agent_only();
+        return;
+    }
+    if std::env::var_os("FIEF_BENCH_SCALE").is_some() {
+        scale::run(&bench, &bench.sizes, bench.runs);
         return;
     }
     bench.render();
@@ -651,6 +425,11 @@ impl Bench {
             .args(["create", "namespace", "kubectl-sets"])
             .output();
         Bench {
+            // `FIEF_BENCH_SCALE`: TENANTS is a comma-separated list of sizes.
+            sizes: args
+                .first()
+                .map(|a| a.split(',').filter_map(|n| n.parse().ok()).collect())
+                .unwrap_or_default(),
             tenants: args.first().and_then(|a| a.parse().ok()).unwrap_or(1000),
             runs: args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3),
             small: args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100),
@@ -685,7 +464,7 @@ impl Bench {
         synth::write_files(&fs0, &files).unwrap();
         fief_apply(&fs0, kubeconfig);
         if let Some(file) = std::env::var_os("FIEF_BENCH_AGENT_HOLD") {
-            agent_phases::hold(Path::new(&file), kubeconfig, self.work.path(), &big, &fs0);
+            phases::hold(Path::new(&file), kubeconfig, self.work.path(), &big, &fs0);
             return;
         }
         self.agent(&big);
@@ -693,7 +472,7 @@ impl Bench {
 
     /// The agent's phases on `big` (the N-tenant repo) and on the small one.
     fn agent(&self, big: &Path) {
-        agent_phases::run(
+        phases::run(
             &self.rt,
             &self.client,
             &self.kubeconfig,
@@ -759,226 +538,4 @@ fn alt_args() -> Option<String> {
 /// parallel SSA client, in the same run: the API server's own rate for them.
 fn raw_same_on() -> bool {
     std::env::var_os("FIEF_BENCH_RAW_SAME").is_some()
-}
-
-/// 2 + 3. Every run's measurements: cold apply and no-op pass, fief at N; fief and kubectl
-/// at the small size.
-#[derive(Default)]
-struct Measured {
-    cold: Vec<f64>,
-    cold_rate: Vec<f64>,
-    noop: Vec<f64>,
-    noop_mut: Vec<f64>,
-    noop_reads: Vec<f64>,
-    fs_cold: Vec<f64>,
-    fs_noop: Vec<f64>,
-    k_cold: Vec<f64>,
-    k_noop: Vec<f64>,
-    fs_change: Vec<f64>,
-    k_change: Vec<f64>,
-    raw_same: Vec<f64>,
-    alt_rate: Vec<f64>,
-    fief_sent: Vec<f64>,
-    cold_rss: Vec<f64>,
-    noop_rss: Vec<f64>,
-    /// The N-tenant repo of the last run.
-    last_big: PathBuf,
-}
-
-impl Measured {
-    /// Run `r` at N tenants: cold apply and no-op pass (with the API server's own request
-    /// counts), and the alternative and plain-client applies when asked for.
-    fn big_run(&mut self, b: &Bench, r: usize) {
-        let (tenants, kubeconfig) = (b.tenants, &b.kubeconfig);
-        let dir = b.work.path().join(format!("big{r}"));
-        // Each run's tenants in their own agent namespace: a run does not see the earlier
-        // runs' 1,000s of inventories (as orphans), as one repo's apply would not.
-        let mut files = synth::repo_files_named(tenants, &format!("big{r}"));
-        files.push((
-            "fief.yaml".into(),
-            format!("baseDomain: bench.example\nagentNamespace: fief-bench-big{r}\n"),
-        ));
-        synth::write_files(&dir, &files).unwrap();
-        let (secs, objects, _, rss) = fief_apply_rss(&dir, kubeconfig);
-        self.cold.push(secs);
-        self.cold_rate.push(objects as f64 / secs);
-        self.cold_rss.push(rss);
-        // The no-op pass is the steady state: the controller-manager's work on the objects
-        // just created (quotas, tokens) is let finish first.
-        std::thread::sleep(Duration::from_secs(10));
-        let before = b.rt.block_on(apiserver_requests(&b.client));
-        let (secs, objects, sent, rss) = fief_apply_rss(&dir, kubeconfig);
-        self.noop_rss.push(rss);
-        self.fief_sent.push(sent as f64);
-        let d = delta(&before, &b.rt.block_on(apiserver_requests(&b.client)));
-        assert_eq!(objects, 0);
-        self.noop.push(secs);
-        self.noop_mut.push(mutating(&d));
-        self.noop_reads
-            .push(d.get("LIST").copied().unwrap_or(0.0) + d.get("GET").copied().unwrap_or(0.0));
-        self.last_big = dir;
-        if raw_same_on() {
-            let dir = b.work.path().join(format!("rawsame{r}"));
-            synth::write_files(&dir, &synth::repo_files_named(tenants, &format!("rs{r}"))).unwrap();
-            let (rate, refused) = b.rt.block_on(raw_same_objects_rate(&b.client, &dir));
-            assert_eq!(refused, 0, "the plain client was refused objects");
-            self.raw_same.push(rate);
-        }
-        // `FIEF_BENCH_ALT_QPS=N`: the same cold apply with `--api-qps N`, on its own tenants,
-        // in the same run (the client-side limit against the default).
-        if let Some(args) = alt_args() {
-            let dir = b.work.path().join(format!("alt{r}"));
-            let mut files = synth::repo_files_named(tenants, &format!("alt{r}"));
-            files.push((
-                "fief.yaml".into(),
-                format!("baseDomain: bench.example\nagentNamespace: fief-bench-alt{r}\n"),
-            ));
-            synth::write_files(&dir, &files).unwrap();
-            let args: Vec<&str> = args.split_whitespace().collect();
-            let (secs, objects, _, _) = fief_apply_rss_with(&dir, kubeconfig, &args);
-            self.alt_rate.push(objects as f64 / secs);
-        }
-    }
-
-    /// Run `r` side by side at the small size: fief apply vs kubectl, same manifests; cold,
-    /// no-op, and (5) a shared component change for every tenant.
-    fn side_by_side(&mut self, b: &Bench, r: usize) {
-        let (small, kubeconfig, kubectl) = (b.small, &b.kubeconfig, &b.kubectl);
-        let fdir = b.work.path().join(format!("fs{r}"));
-        let kfiles = synth::repo_files_named(small, &format!("fs{r}"));
-        synth::write_files(&fdir, &kfiles).unwrap();
-        self.fs_cold.push(fief_apply(&fdir, kubeconfig).0);
-        self.fs_noop.push(fief_apply(&fdir, kubeconfig).0);
-        let kdir = b.work.path().join(format!("ks{r}"));
-        let kfiles = synth::repo_files_named(small, &format!("ks{r}"));
-        synth::write_files(&kdir, &kfiles).unwrap();
-        let out = b.work.path().join(format!("ks{r}-out"));
-        render_out(&kdir, &out);
-        let names: Vec<String> = (0..small).map(|i| format!("ks{r}-{i:05}")).collect();
-        self.k_cold
-            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
-        self.k_noop
-            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
-        let change = (
-            "components/worker/varz.yaml".to_string(),
-            format!("image: registry.example/worker\nqueues: [default, mail, run{r}]\n"),
-        );
-        synth::write_files(&fdir, std::slice::from_ref(&change)).unwrap();
-        self.fs_change.push(fief_apply(&fdir, kubeconfig).0);
-        synth::write_files(&kdir, std::slice::from_ref(&change)).unwrap();
-        render_out(&kdir, &out);
-        self.k_change
-            .push(kubectl_apply(&out, &names, kubectl, kubeconfig));
-    }
-
-    /// The rows of 2 and 3 at N tenants (`raw`: the API server's raw write rate).
-    fn report_big(&self, b: &Bench, raw: f64) {
-        let tenants = b.tenants;
-        let cold_rate = median(self.cold_rate.clone());
-        row(
-            &format!("2. cold apply, {tenants} tenants (fief apply)"),
-            format!(
-                "{:.1} s, {cold_rate:.0} objects/s",
-                median(self.cold.clone())
-            ),
-        );
-        row(
-            "   fief cold-apply rate / API server raw rate",
-            format!("{:.0} %", 100.0 * cold_rate / raw),
-        );
-        self.report_alternatives(cold_rate, raw);
-        row(
-            &format!("3. no-op pass, {tenants} unchanged tenants"),
-            format!("{:.0} ms", median(self.noop.clone()) * 1000.0),
-        );
-        row(
-            "   mutating requests fief sent in the no-op pass",
-            format!("{:.0}", median(self.fief_sent.clone())),
-        );
-        row(
-            "   all API requests meanwhile (apiserver_request_total)",
-            format!(
-                "{:.0} mutating, {:.0} reads (controller-manager included)",
-                median(self.noop_mut.clone()),
-                median(self.noop_reads.clone())
-            ),
-        );
-        row(
-            &format!("   fief apply peak RSS, {tenants} tenants: cold / no-op"),
-            format!(
-                "{:.0} MiB / {:.0} MiB",
-                median(self.cold_rss.clone()),
-                median(self.noop_rss.clone())
-            ),
-        );
-    }
-
-    /// The rows of the plain client on the same objects and of the alternative cold apply,
-    /// when measured.
-    fn report_alternatives(&self, cold_rate: f64, raw: f64) {
-        let raw_same_on = raw_same_on();
-        if raw_same_on {
-            row(
-                "   plain parallel SSA of the same objects (64 in flight, admin)",
-                format!(
-                    "{:.0} objects/s; fief cold apply is {:.0} % of it",
-                    median(self.raw_same.clone()),
-                    100.0 * cold_rate / median(self.raw_same.clone())
-                ),
-            );
-        }
-        if let Some(args) = alt_args() {
-            let same = if raw_same_on {
-                format!(
-                    "; {:.0} % of the plain client on the same objects",
-                    100.0 * median(self.alt_rate.clone()) / median(self.raw_same.clone())
-                )
-            } else {
-                String::new()
-            };
-            row(
-                &format!("   cold apply rate with {args} / API server raw rate"),
-                format!(
-                    "{:.0} objects/s, {:.0} %{same}",
-                    median(self.alt_rate.clone()),
-                    100.0 * median(self.alt_rate.clone()) / raw
-                ),
-            );
-        }
-    }
-
-    /// The rows 2', 3' and 5': fief against kubectl at `small` tenants.
-    fn report_side_by_side(&self, small: usize) {
-        let objects_per_tenant = 26.4;
-        let ratio = |f: &Vec<f64>, k: &Vec<f64>| median(k.clone()) / median(f.clone());
-        row(
-            &format!("2'. cold apply, {small} tenants: fief / kubectl"),
-            format!(
-                "{:.1} s / {:.1} s = {:.1}x faster ({:.0} vs {:.0} objects/s)",
-                median(self.fs_cold.clone()),
-                median(self.k_cold.clone()),
-                ratio(&self.fs_cold, &self.k_cold),
-                small as f64 * objects_per_tenant / median(self.fs_cold.clone()),
-                small as f64 * objects_per_tenant / median(self.k_cold.clone())
-            ),
-        );
-        row(
-            &format!("3'. no-op pass, {small} tenants: fief / kubectl"),
-            format!(
-                "{:.2} s / {:.1} s = {:.0}x faster",
-                median(self.fs_noop.clone()),
-                median(self.k_noop.clone()),
-                ratio(&self.fs_noop, &self.k_noop)
-            ),
-        );
-        row(
-            &format!("5'. shared component change, {small} tenants: fief / kubectl"),
-            format!(
-                "{:.2} s / {:.1} s = {:.1}x faster",
-                median(self.fs_change.clone()),
-                median(self.k_change.clone()),
-                ratio(&self.fs_change, &self.k_change)
-            ),
-        );
-    }
 }

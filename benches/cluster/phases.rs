@@ -72,7 +72,7 @@ async fn throttled(client: &kube::Client) -> f64 {
 }
 
 /// Mutating requests the agent sent (its own client counter).
-fn agent_mutating(agent: &AgentProc) -> f64 {
+pub fn agent_mutating(agent: &AgentProc) -> f64 {
     let r = agent.requests();
     ["POST", "PUT", "PATCH", "DELETE"]
         .iter()
@@ -116,7 +116,7 @@ pub fn serve(applied: &Path, base: &Path) -> Served {
 /// agent's over each change's window (push to applied, plus 500 ms for the sync's last
 /// writes), less what it spends idle over windows as long with no change (after a start the
 /// agent still settles; that is not the change's), divided by the changes.
-fn one_tenant_changes(
+pub fn one_tenant_changes(
     rt: &tokio::runtime::Runtime,
     client: &kube::Client,
     agent: &AgentProc,
@@ -268,23 +268,10 @@ fn shared_change_converges(
     tenants: usize,
     row: &mut dyn FnMut(&str, String),
 ) {
-    let syncs_before = agent.metric("fief_tenant_syncs_total");
     let throttled_before = rt.block_on(throttled(client));
-    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
-    std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
-    git(&served.repo, &["commit", "-q", "-am", "shared"]);
     const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
     let plane_before = process_cpu(&CONTROL_PLANE);
-    let cpu_before = cpu_seconds(agent.child.id());
-    let start = Instant::now();
-    agent.push();
-    // Polled every 100 ms: each scrape encodes every tenant's metrics (about 1 MB at 1,000
-    // tenants), which at 50 scrapes a second cost the agent ~15 % of its CPU in this phase.
-    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let took = start.elapsed().as_secs_f64();
-    let cpu = cpu_seconds(agent.child.id()) - cpu_before;
+    let (took, cpu) = shared_change(agent, served, tenants);
     let plane: Vec<f64> = process_cpu(&CONTROL_PLANE)
         .iter()
         .zip(&plane_before)
@@ -324,4 +311,25 @@ pub fn hold(file: &Path, kubeconfig: &Path, work: &Path, big: &Path, small_repo:
     while file.exists() {
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// Commit a change to the shared worker component and push it; (seconds from the webhook to
+/// `tenants` more syncs counted, the agent's CPU seconds meanwhile).
+pub fn shared_change(agent: &AgentProc, served: &Served, tenants: usize) -> (f64, f64) {
+    let syncs_before = agent.metric("fief_tenant_syncs_total");
+    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
+    git(&served.repo, &["commit", "-q", "-am", "shared"]);
+    let cpu_before = cpu_seconds(agent.child.id());
+    let start = Instant::now();
+    agent.push();
+    // Polled every 100 ms: each scrape encodes every tenant's metrics (about 1 MB at 1,000
+    // tenants), which at 50 scrapes a second cost the agent ~15 % of its CPU in this phase.
+    while agent.metric("fief_tenant_syncs_total") < syncs_before + tenants as f64 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (
+        start.elapsed().as_secs_f64(),
+        cpu_seconds(agent.child.id()) - cpu_before,
+    )
 }

@@ -1,0 +1,212 @@
+//! The cluster benchmark at several fleet sizes, or for two fief builds, in one sitting.
+//!
+//! `FIEF_BENCH_SCALE=1 cargo bench --bench cluster -- 1000,10000 RUNS`: for each size, on the
+//! same control plane, a cold `fief apply` (objects/s, peak RSS), the no-op `fief apply`
+//! (median of RUNS: wall time, mutating requests, peak RSS), the agent's start to ready on
+//! that applied cluster (with the mutating requests it sent), a one-tenant change through the
+//! webhook (p50 over 10 changes, the agent's CPU per change), a shared change every tenant
+//! takes (webhook to every tenant synced, then 5 s more to count any sync or drift beyond one
+//! per tenant), and the agent's peak RSS. Out: one table, a column per size and the ratio of
+//! the last to the first.
+//!
+//! `FIEF_BENCH_BINS="before=PATH,after=PATH"` with one size: the same figures for each build,
+//! builds taking turns for RUNS rounds, each figure the median of its rounds; the ratio is the
+//! last build's to the first's.
+//!
+//! Every run has its own tenant names and agent namespace, so an agent never sees another
+//! run's inventories.
+
+use super::*;
+use phases::loadavg;
+
+/// The control plane's processes, for the CPU they spend in a phase.
+const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
+
+/// One run's figures, in the order of the table: (name, value, decimals shown).
+struct Figures {
+    tenants: usize,
+    rows: Vec<(&'static str, f64, usize)>,
+}
+
+impl Figures {
+    fn push(&mut self, what: &'static str, value: f64, digits: usize) {
+        self.rows.push((what, value, digits));
+    }
+
+    /// Figure by figure, the median of `runs` (which all measured the same figures).
+    fn median_of(runs: Vec<Figures>) -> Figures {
+        let first = &runs[0];
+        let rows = (0..first.rows.len())
+            .map(|k| {
+                let (what, _, digits) = first.rows[k];
+                (
+                    what,
+                    median(runs.iter().map(|r| r.rows[k].1).collect()),
+                    digits,
+                )
+            })
+            .collect();
+        Figures {
+            tenants: first.tenants,
+            rows,
+        }
+    }
+}
+
+/// Every size in `sizes` (or, with `FIEF_BENCH_BINS`, every build at the first size), then
+/// the table.
+pub fn run(bench: &Bench, sizes: &[usize], runs: usize) {
+    let secret = bench.work.path().join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    if let Ok(bins) = std::env::var("FIEF_BENCH_BINS") {
+        return compare(bench, &bins, sizes[0], runs, &secret);
+    }
+    let columns: Vec<(String, Figures)> = sizes
+        .iter()
+        .map(|&n| {
+            row("   load average before this size", loadavg());
+            let name = format!("s{n}");
+            (
+                format!("{n} tenants"),
+                one_size(bench, n, runs, &secret, &name),
+            )
+        })
+        .collect();
+    report(&columns);
+}
+
+/// `FIEF_BENCH_BINS`: each build in turn, `runs` rounds, at `tenants`.
+fn compare(bench: &Bench, bins: &str, tenants: usize, runs: usize, secret: &Path) {
+    let bins: Vec<(String, PathBuf)> = bins
+        .split(',')
+        .filter_map(|b| b.split_once('='))
+        .map(|(label, path)| (label.to_string(), PathBuf::from(path)))
+        .collect();
+    let mut by: Vec<Vec<Figures>> = bins.iter().map(|_| Vec::new()).collect();
+    for r in 0..runs.max(1) {
+        for (i, (label, path)) in bins.iter().enumerate() {
+            set_fief_bin(path);
+            row(&format!("   round {r}, {label}: load average"), loadavg());
+            by[i].push(one_size(bench, tenants, 1, secret, &format!("{label}{r}")));
+        }
+    }
+    let columns: Vec<(String, Figures)> = bins
+        .into_iter()
+        .zip(by)
+        .map(|((label, _), runs)| {
+            (
+                format!("{label}, {tenants} tenants"),
+                Figures::median_of(runs),
+            )
+        })
+        .collect();
+    report(&columns);
+}
+
+fn one_size(bench: &Bench, tenants: usize, runs: usize, secret: &Path, name: &str) -> Figures {
+    let repo = bench.work.path().join(name);
+    let mut files = synth::repo_files_named(tenants, name);
+    files.push((
+        "fief.yaml".into(),
+        format!("baseDomain: bench.example\nagentNamespace: fief-bench-{name}\n"),
+    ));
+    synth::write_files(&repo, &files).unwrap();
+    let mut f = Figures {
+        tenants,
+        rows: Vec::new(),
+    };
+    let plane_before = phases::process_cpu(&CONTROL_PLANE);
+    let (secs, objects, _, rss) = fief_apply_rss(&repo, &bench.kubeconfig);
+    let plane: Vec<f64> = phases::process_cpu(&CONTROL_PLANE)
+        .iter()
+        .zip(&plane_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    row(
+        &format!("cold apply, {name}"),
+        format!("{secs:.1} s, {objects} objects, {rss:.0} MiB"),
+    );
+    f.push("cold apply, wall s", secs, 1);
+    f.push("cold apply, objects/s", objects as f64 / secs, 0);
+    f.push("cold apply, peak RSS MiB", rss, 0);
+    f.push("  fief CPU s", last_apply_cpu(), 1);
+    f.push("  API server CPU s", plane[0], 1);
+    f.push("  etcd CPU s", plane[1], 1);
+    f.push("  controller-manager CPU s", plane[2], 1);
+    let (mut wall, mut peak, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let (secs, _, sent, rss) = fief_apply_rss(&repo, &bench.kubeconfig);
+        wall.push(secs);
+        peak.push(rss);
+        writes.push(sent as f64);
+    }
+    f.push("no-op apply, wall s", median(wall), 2);
+    f.push("  fief CPU s", last_apply_cpu(), 2);
+    f.push("  mutating requests", median(writes), 0);
+    f.push("no-op apply, peak RSS MiB", median(peak), 0);
+    agent_phases(bench, &repo, secret, name, &mut f);
+    f
+}
+
+/// The agent's start, one-tenant change and shared change on the applied repo.
+fn agent_phases(bench: &Bench, repo: &Path, secret: &Path, name: &str, f: &mut Figures) {
+    let base = bench.work.path().join(format!("git-{name}"));
+    let served = phases::serve(repo, &base);
+    let start = Instant::now();
+    let agent = AgentProc::start(&served.url, &bench.kubeconfig, &base.join("cache"), secret);
+    let ready = start.elapsed().as_secs_f64();
+    let sent = phases::agent_mutating(&agent);
+    row(
+        &format!("agent start to ready, {name}"),
+        format!("{ready:.1} s, {sent:.0} mutating"),
+    );
+    f.push("agent start to ready, s", ready, 2);
+    f.push("  mutating requests at start", sent, 0);
+    f.push("  agent peak RSS at ready, MiB", agent.peak_rss_mib(), 0);
+    let (p50, cpu, _) =
+        phases::one_tenant_changes(&bench.rt, &bench.client, &agent, &served, 10, "scale");
+    f.push("one-tenant change, webhook to applied p50 ms", p50, 0);
+    f.push("  agent CPU per change, ms", cpu * 1000.0, 1);
+    let drift_before = agent.metric("fief_drift_detected_total");
+    let syncs_before = agent.metric("fief_tenant_syncs_total");
+    let (took, cpu) = phases::shared_change(&agent, &served, f.tenants);
+    std::thread::sleep(Duration::from_secs(5));
+    let extra = agent.metric("fief_tenant_syncs_total") - syncs_before - f.tenants as f64;
+    let drifts = agent.metric("fief_drift_detected_total") - drift_before;
+    row(
+        &format!("shared change, {name}"),
+        format!(
+            "{took:.1} s, agent CPU {cpu:.1} s, {extra:.0} syncs beyond one per tenant, {drifts:.0} drifts"
+        ),
+    );
+    f.push("shared change, webhook to converged s", took, 1);
+    f.push("  agent CPU s", cpu, 1);
+    f.push("  syncs beyond one per tenant", extra, 0);
+    f.push("  drifts counted", drifts, 0);
+    let peak = agent.peak_rss_mib();
+    f.push("agent peak RSS, whole run, MiB", peak, 0);
+    f.push("  KiB per tenant", peak * 1024.0 / f.tenants as f64, 1);
+}
+
+/// One Markdown table: a column per entry, then the last column's ratio to the first's.
+fn report(columns: &[(String, Figures)]) {
+    let (Some((_, first)), Some((_, last))) = (columns.first(), columns.last()) else {
+        return;
+    };
+    let heads: Vec<&str> = columns.iter().map(|(h, _)| h.as_str()).collect();
+    println!("\n| figure | {} | ratio |", heads.join(" | "));
+    println!("|---|{}---|", "---|".repeat(columns.len()));
+    for (k, (what, a, digits)) in first.rows.iter().enumerate() {
+        let b = last.rows[k].1;
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|(_, f)| format!("{:.digits$}", f.rows[k].1, digits = *digits))
+            .collect();
+        let ratio = if *a > 0.0 {
+            format!("{:.2}", b / a)
+        } else {
+            "—".into()
+        };
+        println!("| {what} | {} | {ratio} |", cells.join(" | "));
+    }
+}
