@@ -17,7 +17,6 @@ mod install;
 mod installed_agent;
 mod rollout;
 mod spares;
-mod tutorial;
 mod workload;
 
 use std::fs;

@@ -2,8 +2,11 @@
 //! in one shell, on a real node with the locally built image and a git server the agent's pods
 //! reach. Only the two names a reader chooses are replaced (the image and the repo URL), so the
 //! page cannot drift from what fief does.
+//!
+//! A binary of its own: it installs the agent into `fief-system` as a reader would, which the
+//! node tests' install guide does too, so the two get a node cluster each.
 
-use crate::common;
+mod common;
 
 use std::net::TcpListener;
 use std::path::Path;
