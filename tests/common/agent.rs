@@ -17,22 +17,33 @@ pub use super::util::{free_port, git};
 
 pub const SECRET: &str = "s3cret-webhook";
 
-/// A tenants repo in a work tree, served by `git daemon` on loopback.
+/// The tests' one git server: a tenants repo in a work tree (branch `main`), served by
+/// `git daemon` on one address only. Stopped on drop.
+#[derive(Debug)]
 pub struct GitServer {
     pub base: tempfile::TempDir,
     pub port: u16,
+    ip: String,
     pub daemon: Option<super::util::Daemon>,
 }
 
 impl GitServer {
+    /// `files` committed and served on loopback.
     pub fn new(files: &[(String, String)]) -> GitServer {
+        GitServer::on("127.0.0.1", files)
+    }
+
+    /// `files` committed and served on `ip` only (the node's bridge address: its pods reach
+    /// it, nothing outside the machine can).
+    pub fn on(ip: &str, files: &[(String, String)]) -> GitServer {
         let base = tempfile::tempdir().unwrap();
         let repo = base.path().join("repo");
         std::fs::create_dir_all(&repo).unwrap();
         git(&repo, &["init", "-q", "-b", "main"]);
         let mut server = GitServer {
             base,
-            port: free_port(),
+            port: super::util::free_port_on(ip),
+            ip: ip.to_string(),
             daemon: None,
         };
         server.commit(files, "initial");
@@ -45,13 +56,17 @@ impl GitServer {
     }
 
     pub fn url(&self) -> String {
-        format!("git://127.0.0.1:{}/repo", self.port)
+        format!("git://{}:{}/repo", self.ip, self.port)
     }
 
     /// Serve the repo (a daemon already running is stopped first, never left behind).
     pub fn start(&mut self) {
         self.stop();
-        self.daemon = Some(super::util::git_daemon(self.base.path(), self.port));
+        self.daemon = Some(super::util::git_daemon_on(
+            self.base.path(),
+            &self.ip,
+            self.port,
+        ));
     }
 
     pub fn stop(&mut self) {

@@ -46,10 +46,15 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A TCP port free on loopback right now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+    free_port_on("127.0.0.1")
+}
+
+/// A port free on `ip` now (bound, then let go).
+pub fn free_port_on(ip: &str) -> u16 {
+    std::net::TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .expect("bind a loopback port")
+        .unwrap_or_else(|e| panic!("cannot bind a port on {ip}: {e}"))
 }
 
 /// Poll `check` every 50 ms until it holds; returns how long it took, panics after `timeout`.

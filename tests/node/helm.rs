@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::common;
 use super::common::node::{
-    FIEF_IMAGE, FIEF_IMAGE_NEXT, GitDaemon, kubectl, kubectl_json, node_cluster, wait_for,
+    FIEF_IMAGE, FIEF_IMAGE_NEXT, GitServer, kubectl, kubectl_json, node_cluster, wait_for,
 };
 use super::{configmap_value, tenant_file, tenants_repo};
 
@@ -107,7 +107,7 @@ fn helm_install_goes_live_upgrade_rolls_without_tenant_writes_and_uninstall_keep
     let tenant_ns = format!("{tenant}-prod");
     let mut files = tenants_repo(std::slice::from_ref(&tenant), "hello");
     files.push(("fief.yaml".to_string(), format!("agentNamespace: {ns}\n")));
-    let git = GitDaemon::start(cluster.node_ip(), &files);
+    let git = GitServer::on(cluster.node_ip(), &files);
     let dir = tempfile::tempdir().expect("tempdir");
     let key = common::sops::age_keygen(dir.path(), "keys.txt");
     let home = dir.path().join("helm");
@@ -204,7 +204,7 @@ fn install_the_release(home: &Path, release: &str, ns: &str, repo_url: &str, age
 
 /// The agent of the release in `ns` applies the tenant, then a change pushed to `git`.
 fn the_tenant_and_a_pushed_change_go_live(
-    git: &GitDaemon,
+    git: &GitServer,
     tenant: &str,
     tenant_ns: &str,
     ns: &str,

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::common;
-use super::common::node::{FIEF_IMAGE, GitDaemon, kubectl, kubectl_json, node_cluster, wait_for};
+use super::common::node::{FIEF_IMAGE, GitServer, kubectl, kubectl_json, node_cluster, wait_for};
 use super::{configmap_value, tenant_file, tenants_repo};
 
 fn fief(args: &[&str]) -> std::process::Output {
@@ -41,7 +41,7 @@ fn fief_install_takes_a_namespace_from_nothing_to_a_pushed_change_live_and_unins
     // The repo names the namespace its inventories live in: the one the agent is installed in.
     let mut files = tenants_repo(std::slice::from_ref(&tenant), "hello");
     files.push(("fief.yaml".to_string(), format!("agentNamespace: {ns}\n")));
-    let git = GitDaemon::start(cluster.node_ip(), &files);
+    let git = GitServer::on(cluster.node_ip(), &files);
     let dir = tempfile::tempdir().expect("tempdir");
     let key = common::sops::age_keygen(dir.path(), "keys.txt");
     let key = key.file.display().to_string();

@@ -30,7 +30,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use common::node::{
-    ApiProxy, FIEF_IMAGE, FIEF_IMAGE_NEXT, GitDaemon, NODE_NAME, NodeCluster, http_request,
+    ApiProxy, FIEF_IMAGE, FIEF_IMAGE_NEXT, GitServer, NODE_NAME, NodeCluster, http_request,
     kubectl, kubectl_json, kubectl_ok, node_cluster, wait_for,
 };
 
@@ -53,7 +53,7 @@ fn agent_lock() -> MutexGuard<'static, ()> {
 
 /// The agent as installed by [`install`].
 struct Install {
-    git: GitDaemon,
+    git: GitServer,
     tenants: Vec<String>,
     webhook_secret: String,
     /// Holds `fief` (a link to this checkout) and `fief-install/` (the overlay).
@@ -154,7 +154,7 @@ fn install() -> Install {
     let started = Instant::now();
     let cluster = node_cluster();
     let tenants = vec![common::unique("node-a"), common::unique("node-b")];
-    let git = GitDaemon::start(cluster.node_ip(), &tenants_repo(&tenants, "hello"));
+    let git = GitServer::on(cluster.node_ip(), &tenants_repo(&tenants, "hello"));
 
     let (base, overlay_dir) = write_the_overlay(&git);
     // Section 3, except `rollout status` (asserted by its own test).
@@ -197,7 +197,7 @@ fn install() -> Install {
 
 /// Section 2 of the install guide: the overlay next to a checkout of fief (a link to this
 /// one), its image and repo URL set to the test's; the folder both are in.
-fn write_the_overlay(git: &GitDaemon) -> (tempfile::TempDir, PathBuf) {
+fn write_the_overlay(git: &GitServer) -> (tempfile::TempDir, PathBuf) {
     // Section 2: the overlay next to a checkout of fief (a link to this one).
     let base = tempfile::tempdir().expect("tempdir");
     std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), base.path().join("fief"))

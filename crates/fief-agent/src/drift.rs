@@ -59,6 +59,7 @@ pub fn ensure_watches(shared: &Arc<Shared>, resources: Vec<Resource>) {
 fn set_state(shared: &Shared, key: &str, state: WatchState) {
     lock(&shared.watches).insert(key.to_string(), state);
     shared.wake.notify_one();
+    shared.changed.notify_waiters();
 }
 
 /// Objects per page of a watch's list. A page is read whole before its objects are handed

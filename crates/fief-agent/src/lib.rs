@@ -165,6 +165,10 @@ pub struct Shared {
     health: Mutex<Health>,
     fetch_now: Notify,
     wake: Notify,
+    /// Notified when state another task waits on changes: a watch listed or failed, the
+    /// requests watch listed, a fetch finished or a revision was published (see
+    /// [`wait_for`]).
+    changed: Notify,
     queue: Mutex<Queue>,
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<desired::Desired>,
@@ -221,6 +225,33 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Wait until `ready()` holds, `deadline` passes or `stop` is cancelled; whether it held.
+/// `ready` is checked again each time [`Shared::changed`] is notified, which every change it
+/// may read notifies; the waiter is registered before each check, so no change is missed.
+async fn wait_for(
+    shared: &Shared,
+    deadline: Instant,
+    stop: &CancellationToken,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    loop {
+        let notified = shared.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if ready() {
+            return true;
+        }
+        if Instant::now() >= deadline || stop.is_cancelled() {
+            return false;
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+            _ = stop.cancelled() => {}
+        }
+    }
 }
 
 impl Shared {

@@ -127,6 +127,7 @@ fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
         health: Mutex::new(Health::default()),
         fetch_now: Notify::new(),
         wake: Notify::new(),
+        changed: Notify::new(),
         queue: Mutex::new(Queue::default()),
         desired: RwLock::new(desired::Desired::default()),
         ids: Mutex::new(desired::Interner::default()),

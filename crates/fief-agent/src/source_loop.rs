@@ -57,6 +57,8 @@ fn report_failure(shared: &Shared, what: &str, error: String) {
         h.source_problem = Some(format!("{what}: {error}"));
     }
     h.last_fetch_error = Some(error);
+    drop(h);
+    shared.changed.notify_waiters();
 }
 
 /// Wait for a blocking git call, at most `timeout`; a call that takes longer goes on in the
@@ -202,6 +204,7 @@ impl Follow {
             h.last_fetch_error = None;
             h.last_commit = Some(commit.clone());
         }
+        shared.changed.notify_waiters();
         let moved = !self.pins.is_empty() && {
             let g = self.git.clone();
             let p = self.pins.clone();
@@ -224,6 +227,7 @@ impl Follow {
                     h.source_problem = None;
                 }
                 let _ = self.tx.send(Some(Arc::new(rev)));
+                shared.changed.notify_waiters();
             }
             Err(e) => {
                 tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");

@@ -20,48 +20,9 @@ pub fn git(dir: &Path, args: &[&str]) {
     );
 }
 
-/// A tenants repo served by `git daemon` on the node's bridge address only, so pods reach it
-/// and nothing outside the machine can. Stopped on drop.
-#[derive(Debug)]
-pub struct GitDaemon {
-    base: tempfile::TempDir,
-    addr: SocketAddr,
-    daemon: super::super::util::Daemon,
-}
-
-impl GitDaemon {
-    /// A repo `tenants` with `files` committed on branch `main`, served on `ip`.
-    pub fn start(ip: &str, files: &[(String, String)]) -> GitDaemon {
-        let base = tempfile::tempdir().expect("tempdir");
-        let repo = base.path().join("tenants");
-        fs::create_dir_all(&repo).expect("mkdir repo");
-        git(&repo, &["init", "-q", "-b", "main"]);
-        let addr = TcpListener::bind((ip, 0))
-            .and_then(|l| l.local_addr())
-            .unwrap_or_else(|e| panic!("cannot bind a port on {ip}: {e}"));
-        let daemon = super::super::util::git_daemon_on(base.path(), ip, addr.port());
-        let server = GitDaemon { base, addr, daemon };
-        server.commit(files, "initial");
-        server
-    }
-
-    /// `git://<ip>:<port>/tenants`.
-    pub fn url(&self) -> String {
-        format!("git://{}/tenants", self.addr)
-    }
-
-    /// Writes `files` into the work tree and commits them.
-    pub fn commit(&self, files: &[(String, String)], message: &str) {
-        let repo = self.base.path().join("tenants");
-        for (path, text) in files {
-            let p = repo.join(path);
-            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            fs::write(p, text).expect("write");
-        }
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "--allow-empty", "-m", message]);
-    }
-}
+/// The test kit's git server, served on the node's bridge address (`GitServer::on`).
+#[allow(unused_imports)] // each test binary uses its own subset of the helpers
+pub use super::super::agent::GitServer;
 
 // --- HTTP through the API server ---------------------------------------------------------------
 

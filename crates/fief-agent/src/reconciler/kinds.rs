@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
@@ -49,18 +49,13 @@ pub(super) async fn watch_kinds(
         }
     }
     drift::ensure_watches(shared, to_watch);
-    let deadline = Instant::now() + LIST_WAIT;
-    loop {
-        let listing = {
-            let watches = lock(&shared.watches);
-            keys.iter()
-                .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
-        };
-        if !listing || Instant::now() >= deadline || stop.is_cancelled() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    super::super::wait_for(shared, Instant::now() + LIST_WAIT, stop, || {
+        let watches = lock(&shared.watches);
+        !keys
+            .iter()
+            .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
+    })
+    .await;
     let watches = lock(&shared.watches);
     let mut degraded = BTreeMap::new();
     for (k, tenants) in keys {

@@ -113,15 +113,12 @@ pub(super) async fn admit(
     // At start, wait (bounded) for the watch's first list; later, a watch that has not
     // listed (it is failing) is replaced by one metadata LIST for this batch.
     let deadline = Instant::now() + if start { LIST_WAIT } else { Duration::ZERO };
-    loop {
-        if lock(&shared.requests.inner).listed {
-            break;
-        }
-        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            fallback_list(shared, &namespace).await;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let listed = crate::wait_for(shared, deadline, &shared.shutdown, || {
+        lock(&shared.requests.inner).listed
+    })
+    .await;
+    if !listed {
+        fallback_list(shared, &namespace).await;
     }
     let mut inner = lock(&shared.requests.inner);
     inner.batches += 1;
@@ -312,6 +309,7 @@ async fn run_watch(shared: Arc<Shared>, namespace: String) {
                 }
                 inner.listed = true;
                 inner.error = None;
+                shared.changed.notify_waiters();
             }
             Ok(watcher::Event::Apply(m)) => seen(&shared, &mut inner, &namespace, &m),
             Ok(watcher::Event::Delete(m)) => {

@@ -93,31 +93,40 @@ async fn fetched_revision(
     before: u64,
     deadline: Instant,
 ) -> Result<Arc<Revision>, String> {
-    while fetches(shared) <= before {
-        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            return Err("the git fetch did not finish in time".to_string());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let fetched = crate::wait_for(shared, deadline, &shared.shutdown, || {
+        fetches(shared) > before
+    })
+    .await;
+    if !fetched {
+        return Err("the git fetch did not finish in time".to_string());
     }
-    loop {
-        let (commit, error) = {
-            let h = lock(&shared.health);
-            (h.last_commit.clone(), h.last_fetch_error.clone())
-        };
-        if let Some(e) = error {
-            return Err(format!("git fetch failed: {e}"));
-        }
-        let current = revisions.and_then(|r| r.borrow().clone());
-        if let (Some(rev), Some(c)) = (&current, &commit)
-            && &rev.commit == c
-        {
-            return Ok(rev.clone());
-        }
-        if Instant::now() >= deadline || shared.shutdown.is_cancelled() {
-            return Err("the fetched commit was not read in time".to_string());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut found: Result<Option<Arc<Revision>>, String> = Ok(None);
+    crate::wait_for(shared, deadline, &shared.shutdown, || {
+        found = read_revision(shared, revisions);
+        !matches!(found, Ok(None))
+    })
+    .await;
+    found.and_then(|rev| rev.ok_or_else(|| "the fetched commit was not read in time".to_string()))
+}
+
+/// The published revision when it is the last fetched commit's (`None`: not read yet), or
+/// why the fetch failed.
+fn read_revision(
+    shared: &Shared,
+    revisions: Option<&watch::Receiver<Option<Arc<Revision>>>>,
+) -> Result<Option<Arc<Revision>>, String> {
+    let (commit, error) = {
+        let h = lock(&shared.health);
+        (h.last_commit.clone(), h.last_fetch_error.clone())
+    };
+    if let Some(e) = error {
+        return Err(format!("git fetch failed: {e}"));
     }
+    let current = revisions.and_then(|r| r.borrow().clone());
+    Ok(match (current, commit) {
+        (Some(rev), Some(c)) if rev.commit == c => Some(rev),
+        _ => None,
+    })
 }
 
 /// Record the request as pending on `tenants` (suspended ones are skipped) and queue each
