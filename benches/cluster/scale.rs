@@ -10,8 +10,8 @@
 //! the last to the first.
 //!
 //! `FIEF_BENCH_BINS="before=PATH,after=PATH"` with one size: the same figures for each build,
-//! builds taking turns for RUNS rounds, each figure the median of its rounds; the ratio is the
-//! last build's to the first's.
+//! builds taking turns for RUNS rounds (first and last in turn), each figure the median of its
+//! rounds; the ratio is the last build's to the first's.
 //!
 //! Every run has its own tenant names and agent namespace, so an agent never sees another
 //! run's inventories.
@@ -84,7 +84,14 @@ fn compare(bench: &Bench, bins: &str, tenants: usize, runs: usize, secret: &Path
         .collect();
     let mut by: Vec<Vec<Figures>> = bins.iter().map(|_| Vec::new()).collect();
     for r in 0..runs.max(1) {
-        for (i, (label, path)) in bins.iter().enumerate() {
+        // Every run leaves its tenants in the cluster, and an agent watches every fief object
+        // in it, so a later run sees more: the builds take turns first and last (ABBA).
+        let mut order: Vec<usize> = (0..bins.len()).collect();
+        if r % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (label, path) = &bins[i];
             set_fief_bin(path);
             row(&format!("   round {r}, {label}: load average"), loadavg());
             by[i].push(one_size(bench, tenants, 1, secret, &format!("{label}{r}")));
