@@ -37,18 +37,14 @@ use measured::Measured;
 use raw::*;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use hmac::{Hmac, Mac};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use sha2::Sha256;
 
 const CONCURRENCY: &str = "8";
 const SECRET: &str = "bench-secret";

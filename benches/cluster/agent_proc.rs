@@ -1,6 +1,7 @@
 //! The agent as a process for the cluster benchmark: started against a served repo and
 //! waited on until ready, its metrics and peak RSS read, pushes sent to its webhook with a
-//! signature; a plain HTTP/1.1 client for its port, and a wait for a ConfigMap value.
+//! signature (the test kit's HTTP client and webhook signature), and a wait for a ConfigMap
+//! value.
 
 use super::*;
 
@@ -22,35 +23,7 @@ pub fn http(
     headers: &[(&str, String)],
     body: &str,
 ) -> (u16, String) {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return (0, String::new());
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    if s.write_all(req.as_bytes()).is_err() {
-        return (0, String::new());
-    }
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (
-        code,
-        out.split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default(),
-    )
+    common::util::http_request(("127.0.0.1", port), method, path, headers, body).unwrap_or_default()
 }
 
 impl AgentProc {
@@ -116,19 +89,14 @@ impl AgentProc {
 
     pub fn push(&self) {
         let body = r#"{"ref":"refs/heads/main"}"#;
-        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-        mac.update(body.as_bytes());
-        let sig: String = mac
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
         let (code, _) = http(
             self.port,
             "POST",
             "/hooks/git",
-            &[("X-Hub-Signature-256", format!("sha256={sig}"))],
+            &[(
+                "X-Hub-Signature-256",
+                common::agent::hub_signature(SECRET, body),
+            )],
             body,
         );
         assert_eq!(code, 202);

@@ -216,15 +216,7 @@ impl Agent {
 
     pub fn signed_push(&self) -> u16 {
         let body = r#"{"ref":"refs/heads/main"}"#;
-        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-        mac.update(body.as_bytes());
-        let hex: String = mac
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        self.push_webhook(Some(format!("sha256={hex}")))
+        self.push_webhook(Some(hub_signature(SECRET, body)))
     }
 
     /// A metric's value (sum over its label sets matching `filter`).
@@ -376,4 +368,18 @@ pub fn waves(agent_ns: &str, template: &str) -> Vec<(String, String)> {
             template.to_string(),
         ),
     ]
+}
+
+/// The `X-Hub-Signature-256` header value of `body` signed with `secret`, as a git host sends
+/// it with a push webhook.
+pub fn hub_signature(secret: &str, body: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(body.as_bytes());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
 }

@@ -25,9 +25,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
 use serde_json::Value;
-use sha2::Sha256;
 
 use common::node::{
     ApiProxy, FIEF_IMAGE, FIEF_IMAGE_NEXT, GitServer, NODE_NAME, NodeCluster, http_request,
@@ -364,15 +362,7 @@ fn agent_diagnostics() -> String {
 }
 
 fn signature(secret: &str, body: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("hmac key");
-    mac.update(body.as_bytes());
-    let hex: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
+    common::agent::hub_signature(secret, body)
 }
 
 // --- the tests ----------------------------------------------------------------------------------
