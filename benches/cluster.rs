@@ -370,6 +370,12 @@ fn main() {
         println!("benchmark compiled; run it with `cargo bench`");
         return;
     }
+    if std::env::var_os("FIEF_BENCH_SCALE").is_some()
+        && std::env::var_os("FIEF_BENCH_BINS").is_none()
+    {
+        scale::run_fresh();
+        return;
+    }
     let bench = Bench::start();
     println!(
         "cluster benchmark: {} tenants (kubectl comparison at {}), {} runs, fief apply with its defaults, agent --concurrency {CONCURRENCY}",
@@ -402,14 +408,18 @@ fn main() {
 }
 
 impl Bench {
-    /// The arguments (`[TENANTS] [RUNS] [KUBECTL_TENANTS]`), the control plane, a runtime
-    /// and an admin client, and a work folder.
+    /// The arguments (`[TENANTS] [RUNS] [KUBECTL_TENANTS]`), the shared control plane, a
+    /// runtime and an admin client, and a work folder.
     fn start() -> Bench {
+        Bench::with(common::control_plane())
+    }
+
+    /// [`Bench::start`] on the control plane `cp`.
+    fn with(cp: &common::ControlPlane) -> Bench {
         let args: Vec<String> = std::env::args()
             .skip(1)
             .filter(|a| !a.starts_with("--"))
             .collect();
-        let cp = common::control_plane();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -2,10 +2,15 @@
 //! git fetch over `git://` from a local `git daemon`, then [`fief::agent::read_commit`]
 //! (snapshot, load, input hashes) — at a small and a large fleet, in one run. No cluster.
 //!
-//! Prints, per size, the median CPU time of the calling thread (from
+//! Prints, per size and for two layouts of `tenants/` (one folder; folders of 100), the median CPU time of the calling thread (from
 //! `CLOCK_THREAD_CPUTIME_ID`) for the fetch and for the read, over several
 //! one-tenant commits, and the large/small ratio. A change to one tenant should cost the same
 //! at any fleet size.
+//!
+//! Then, for the same sizes, the wall time of the same kind of commit fetched by the git CLI
+//! (`git fetch` over `git://`: client and server, as any git client pays it), with the tenant
+//! files in one directory and grouped in directories of 100: what the layout of `tenants/`
+//! costs git itself, whatever reads the commit.
 //!
 //! `cargo bench --bench commit [-- SMALL LARGE CHANGES]` (default 100 1000 21)
 
@@ -40,11 +45,16 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[v.len() / 2]
 }
 
-/// Fetch and read CPU µs of each of `changes` one-tenant commits, in order.
-fn measure(tenants: usize, changes: usize) -> (Vec<u64>, Vec<u64>) {
+/// Fetch and read CPU µs of each of `changes` one-tenant commits, in order; the tenant files
+/// in `tenants/` or (`grouped`) in folders of 100 under it.
+fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let repo = dir.path().join("repo");
-    synth::write_repo(&repo, tenants).expect("write synthetic repo");
+    let mut files = synth::repo_files(tenants);
+    if grouped {
+        files = synth::in_folders(files, 100);
+    }
+    synth::write_files(&repo, &files).expect("write synthetic repo");
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
@@ -57,7 +67,7 @@ fn measure(tenants: usize, changes: usize) -> (Vec<u64>, Vec<u64>) {
     let mut cache = ReadCache::default();
     let head = source.fetch().expect("fetch");
     read_commit(&source, &head, &mut cache, None).expect("read");
-    let tenant_file = repo.join(format!("tenants/{}.yaml", synth::tenant_name(1)));
+    let tenant_file = synth::tenant_file(&repo, &synth::tenant_name(1)).expect("tenant file");
     let original = std::fs::read_to_string(&tenant_file).expect("tenant file");
     let (mut fetch, mut read) = (Vec::new(), Vec::new());
     for i in 0..changes {
@@ -80,6 +90,37 @@ fn measure(tenants: usize, changes: usize) -> (Vec<u64>, Vec<u64>) {
     (fetch, read)
 }
 
+/// Median wall µs of `git fetch` (the git CLI, from a local `git daemon`) of each of `changes`
+/// one-tenant commits to a repo of `tenants` tenant files, all in `tenants/` or (`grouped`)
+/// in directories of 100 under it.
+fn git_cli_fetch(tenants: usize, changes: usize, grouped: bool) -> u64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("repo");
+    let mut files = synth::repo_files(tenants);
+    if grouped {
+        files = synth::in_folders(files, 100);
+    }
+    synth::write_files(&repo, &files).expect("write synthetic repo");
+    let tenant_path = synth::tenant_file(&repo, &synth::tenant_name(1)).expect("tenant file");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let port = free_port();
+    let _daemon = git_daemon(dir.path(), port);
+    let url = format!("git://127.0.0.1:{port}/repo");
+    let clone = dir.path().join("clone");
+    git(dir.path(), &["clone", "-q", &url, &clone.to_string_lossy()]);
+    let mut walls = Vec::new();
+    for i in 0..changes {
+        std::fs::write(&tenant_path, format!("# change {i}\n")).expect("write");
+        git(&repo, &["commit", "-q", "-am", &format!("change {i}")]);
+        let start = std::time::Instant::now();
+        git(&clone, &["fetch", "-q", "origin"]);
+        walls.push(start.elapsed().as_micros() as u64);
+    }
+    median(walls)
+}
+
 /// Median total (fetch + read) µs of the first and of the last fifth of the commits: whether a
 /// commit's cost grows with the commits fetched before it.
 fn drift(fetch: &[u64], read: &[u64]) -> (u64, u64) {
@@ -91,21 +132,10 @@ fn drift(fetch: &[u64], read: &[u64]) -> (u64, u64) {
     )
 }
 
-fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("benchmark compiled; run it with `cargo bench`");
-        return;
-    }
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let small = args.first().copied().unwrap_or(100);
-    let large = args.get(1).copied().unwrap_or(1000);
-    let changes = args.get(2).copied().unwrap_or(21);
-    let (small_fetch, small_read) = measure(small, changes);
-    let (large_fetch, large_read) = measure(large, changes);
+/// The fetch and read table of one layout of `tenants/`.
+fn report(small: usize, large: usize, changes: usize, grouped: bool) {
+    let (small_fetch, small_read) = measure(small, changes, grouped);
+    let (large_fetch, large_read) = measure(large, changes, grouped);
     // A merge of the cache's packs (one fetch in MAX_PACKS) is an outlier the medians leave
     // out; the mean and the slowest fetch show it.
     let mean = |v: &[u64]| v.iter().sum::<u64>() / (v.len().max(1) as u64);
@@ -121,7 +151,12 @@ fn main() {
     let (large_early, large_late) = drift(&large_fetch, &large_read);
     let (sf, sr) = (median(small_fetch), median(small_read));
     let (lf, lr) = (median(large_fetch), median(large_read));
-    println!("one-tenant commit, CPU of the reading thread (median of {changes}):");
+    let layout = if grouped {
+        "tenant files in folders of 100"
+    } else {
+        "tenant files in one folder"
+    };
+    println!("\none-tenant commit, {layout}, CPU of the reading thread (median of {changes}):");
     println!("| tenants | fetch | read | total |");
     println!("|---|---|---|---|");
     println!("| {small} | {sf} µs | {sr} µs | {} µs |", sf + sr);
@@ -137,4 +172,30 @@ fn main() {
     println!(
         "first / last fifth of the commits (total): {small} tenants {small_early} / {small_late} µs, {large} tenants {large_early} / {large_late} µs"
     );
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark compiled; run it with `cargo bench`");
+        return;
+    }
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let small = args.first().copied().unwrap_or(100);
+    let large = args.get(1).copied().unwrap_or(1000);
+    let changes = args.get(2).copied().unwrap_or(21);
+    for grouped in [false, true] {
+        report(small, large, changes, grouped);
+    }
+    println!("\none-tenant commit, `git fetch` by the git CLI, wall (median of {changes}):");
+    println!("| tenants | tenant files in one directory | in directories of 100 |");
+    println!("|---|---|---|");
+    for n in [small, large] {
+        let flat = git_cli_fetch(n, changes, false);
+        let grouped = git_cli_fetch(n, changes, true);
+        println!("| {n} | {flat} µs | {grouped} µs |");
+    }
 }

@@ -102,7 +102,7 @@ fn edit_tenants(
     let mut edits = Vec::new();
     let mut problems = Vec::new();
     for tenant in chosen {
-        let rel = format!("tenants/{tenant}.yaml");
+        let rel = repo.tenant_file(tenant);
         let Some(Ok(text)) = repo.snapshot.get(&rel) else {
             problems.push(format!("{rel}: tenant `{tenant}`: cannot read the file"));
             continue;

@@ -64,7 +64,7 @@ pub struct ControlPlane {
     env: BTreeMap<String, String>,
     /// The start script; kept so the handle is not dropped (it is never
     /// waited on: the script exits by itself when this process is gone).
-    _script: Mutex<Child>,
+    script: Mutex<Child>,
 }
 
 static CONTROL_PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
@@ -92,6 +92,13 @@ pub fn second_control_plane() -> &'static ControlPlane {
     }
 }
 
+/// A control plane of the caller's own, shared with nothing else in this process; stopped by
+/// [`ControlPlane::stop`] (or when this process exits).
+pub fn own_control_plane() -> ControlPlane {
+    ControlPlane::start(&[])
+        .unwrap_or_else(|reason| panic!("a test control plane is unavailable: {reason}"))
+}
+
 /// The non-admin users that have kubeconfigs (no RBAC bindings; group
 /// `fief:users`), unless `FIEF_CP_USERS` overrides them. The tests of one binary share the
 /// control plane, so a test that grants a user rights uses a user of its own: `reader` (read
@@ -112,6 +119,18 @@ pub const DEFAULT_USERS: [&str; 10] = [
 ];
 
 impl ControlPlane {
+    /// Stop the control plane: its start script tears it down (every process, then its
+    /// folder) on SIGTERM; returns once the script exited.
+    pub fn stop(self) {
+        let Ok(mut script) = self.script.lock() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &script.id().to_string()])
+            .status();
+        let _ = script.wait();
+    }
+
     /// Work folder of the control plane (`pki/`, `logs/`, `kubeconfigs/`, `env`).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -251,7 +270,7 @@ impl ControlPlane {
             bin_dir,
             dir,
             env,
-            _script: Mutex::new(child),
+            script: Mutex::new(child),
         })
     }
 }

@@ -145,6 +145,39 @@ fn light_tenant(prefix: &str, i: usize, component: &str) -> (String, String) {
     )
 }
 
+/// The same files with the tenant files in folders of `per` under `tenants/`
+/// (`tenants/g000/…`, `tenants/g001/…`, in tenant order): the layout the docs suggest for
+/// thousands of tenants.
+pub fn in_folders(files: Vec<(String, String)>, per: usize) -> Vec<(String, String)> {
+    let mut k = 0;
+    files
+        .into_iter()
+        .map(|(path, text)| match path.strip_prefix("tenants/") {
+            Some(file) => {
+                let moved = format!("tenants/g{:03}/{file}", k / per.max(1));
+                k += 1;
+                (moved, text)
+            }
+            None => (path, text),
+        })
+        .collect()
+}
+
+/// Where the tenant file of `name` is in the repo at `dir`: `tenants/<name>.yaml` or in a
+/// folder under `tenants/`.
+pub fn tenant_file(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    let file = format!("{name}.yaml");
+    let flat = dir.join("tenants").join(&file);
+    if flat.exists() {
+        return Some(flat);
+    }
+    std::fs::read_dir(dir.join("tenants"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join(&file))
+        .find(|p| p.exists())
+}
+
 /// Write a synthetic repo under `dir`.
 pub fn write_repo(dir: &Path, tenants: usize) -> std::io::Result<()> {
     write_files(dir, &repo_files(tenants))

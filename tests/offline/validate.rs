@@ -343,3 +343,47 @@ fn an_environment_typo_is_reported_alone_without_the_errors_that_follow_from_it(
         stdout(&out)
     );
 }
+
+/// Tenant files in folders under `tenants/` are tenants like any other; the same name in two
+/// folders fails that tenant alone, at both files, and the others still render.
+#[test]
+fn tenant_files_in_folders_render_and_a_name_in_two_folders_fails_that_tenant_at_both_files() {
+    let repo = Repo::new(&configmap("  a: \"1\""), &["flat"]);
+    let tenant = |n: &str| {
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {n}\nspec:\n  components:\n    - name: app\n"
+        )
+    };
+    repo.write("tenants/eu/shops/nested.yaml", &tenant("nested"));
+    let dir = repo.dir.path().to_str().unwrap();
+    let out = fief(&["render", dir, "--tenant", "nested"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("namespace: nested-"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        repo.validate(&[]).status.code(),
+        Some(0),
+        "{}",
+        stderr(&repo.validate(&[]))
+    );
+
+    repo.write("tenants/us/nested.yaml", &tenant("nested"));
+    let err = assert_invalid(
+        &repo.validate(&[]),
+        &[
+            "tenants/eu/shops/nested.yaml",
+            "tenants/us/nested.yaml",
+            "tenant `nested` is declared twice",
+            "rename or remove one of the two files",
+        ],
+    );
+    assert!(
+        !err.contains("flat"),
+        "only the tenant declared twice fails: {err}"
+    );
+    let out = fief(&["render", dir, "--tenant", "flat"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

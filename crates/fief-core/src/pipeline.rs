@@ -136,7 +136,7 @@ pub fn render_batches_in<E>(
         catch_unwind(AssertUnwindSafe(|| {
             render_tenant_in(&renderer, repo, name, scope)
         }))
-        .unwrap_or_else(|p| panicked(name, p.as_ref()))
+        .unwrap_or_else(|p| panicked(repo, name, p.as_ref()))
     };
     ordered::render_in_order(names.len(), batch, threads(), render, |mut out| {
         check_across(&mut out, repo);
@@ -171,7 +171,7 @@ fn render_names(
                             catch_unwind(AssertUnwindSafe(|| {
                                 render_tenant_in(renderer, repo, n, scope)
                             }))
-                            .unwrap_or_else(|p| panicked(n, p.as_ref()))
+                            .unwrap_or_else(|p| panicked(repo, n, p.as_ref()))
                         })
                         .collect::<Vec<_>>()
                 });
@@ -181,8 +181,9 @@ fn render_names(
         handles
             .into_iter()
             .flat_map(|(part, h)| {
-                h.join()
-                    .unwrap_or_else(|p| part.iter().map(|n| panicked(n, p.as_ref())).collect())
+                h.join().unwrap_or_else(|p| {
+                    part.iter().map(|n| panicked(repo, n, p.as_ref())).collect()
+                })
             })
             .collect()
     })
@@ -233,7 +234,7 @@ pub fn reuse_candidates(
 }
 
 /// A failed render for `tenant` whose thread panicked with `payload`.
-fn panicked(tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
+fn panicked(repo: &Repo, tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -243,7 +244,7 @@ fn panicked(tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender 
         tenant: tenant.to_string(),
         errors: vec![
             Diagnostic::new(
-                format!("tenants/{tenant}.yaml"),
+                repo.tenant_file(tenant),
                 None,
                 Problem::RenderPanicked { message },
             )

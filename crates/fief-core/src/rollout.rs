@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::snapshot::{Snapshot, same_entry};
+use crate::model::Repo;
+use crate::snapshot::same_entry;
 
 mod record;
 
@@ -173,17 +174,19 @@ pub fn plan(
         .collect()
 }
 
-/// Whether `tenant`'s own files (its tenant file and its own secret file) differ between
-/// two commits: such a change is the tenant's own and is never held by a rollout.
-pub fn own_change(from: &Snapshot, to: &Snapshot, tenant: &str) -> bool {
-    let files = [
-        format!("tenants/{tenant}.yaml"),
-        format!("tenants/{tenant}.yml"),
-    ];
-    files
+/// Whether `tenant`'s own files (its tenant file, wherever it is under `tenants/`, and its own
+/// secret file) differ between two commits: such a change is the tenant's own and is never
+/// held by a rollout.
+pub fn own_change(from: &Repo, to: &Repo, tenant: &str) -> bool {
+    let paths = |r: &Repo| r.tenant_files.get(tenant).cloned().unwrap_or_default();
+    let tenant_files = paths(from);
+    if tenant_files != paths(to) {
+        return true;
+    }
+    tenant_files
         .into_iter()
         .chain(crate::secrets::tenant_paths(tenant))
-        .any(|p| match (from.get(&p), to.get(&p)) {
+        .any(|p| match (from.snapshot.get(&p), to.snapshot.get(&p)) {
             (None, None) => false,
             (Some(a), Some(b)) => !same_entry(a, b),
             _ => true,
@@ -434,7 +437,11 @@ mod tests {
 
     #[test]
     fn only_the_tenant_file_or_its_secret_file_makes_a_change_its_own() {
-        let snap = |files: &[(&str, &str)]| Snapshot::from_files(files.iter().copied());
+        let snap = |files: &[(&str, &str)]| {
+            Repo::load(std::sync::Arc::new(crate::snapshot::Snapshot::from_files(
+                files.iter().copied(),
+            )))
+        };
         let before = snap(&[("tenants/a.yaml", "x"), ("components/web/t.yaml", "1")]);
         let shared = snap(&[("tenants/a.yaml", "x"), ("components/web/t.yaml", "2")]);
         let own = snap(&[("tenants/a.yaml", "y"), ("components/web/t.yaml", "1")]);
@@ -447,5 +454,7 @@ mod tests {
         assert!(own_change(&before, &own, "a"));
         assert!(own_change(&before, &secret, "a"));
         assert!(!own_change(&before, &own, "b"));
+        let moved = snap(&[("tenants/eu/a.yaml", "x"), ("components/web/t.yaml", "1")]);
+        assert!(own_change(&before, &moved, "a"));
     }
 }

@@ -105,7 +105,7 @@ where
         names,
         reusable,
         inventories,
-        selector: tenant_selector(names),
+        selectors: tenant_selectors(names),
         prefetched: tokio::sync::OnceCell::new(),
         many: names.len() > BATCH,
         render: Arc::new(render),
@@ -143,23 +143,33 @@ where
     Ok(reports)
 }
 
-/// The label selector of the metadata pass. Past one batch, the metadata of every kind is
+/// The label selectors of the metadata pass. Past one batch, the metadata of every kind is
 /// listed once for all the tenants (while the first batch renders) rather than once per
-/// batch. The selector names the tenants (about 12 KB at 1,000 tenants), so other repos' and
-/// other tools' objects in the cluster are not listed; past [`SELECTOR_MAX`] bytes, every
-/// object with the tenant label is.
-fn tenant_selector(names: &[String]) -> String {
-    let valid: Vec<&str> = names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| is_dns_label(n))
-        .collect();
-    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
-    if named.len() > SELECTOR_MAX {
-        objects::LABEL_TENANT.to_string()
-    } else {
-        named
+/// batch. Each selector names tenants (about 12 KB at 1,000 tenants), so other repos' and
+/// other tools' objects in the cluster are not listed; past [`SELECTOR_MAX`] bytes, the names
+/// are split over several selectors, each listed on its own.
+fn tenant_selectors(names: &[String]) -> Vec<String> {
+    let mut selectors = Vec::new();
+    let mut chunk: Vec<&str> = Vec::new();
+    let mut len = 0;
+    for name in names.iter().filter(|n| is_dns_label(n)) {
+        if !chunk.is_empty() && len + name.len() + 1 > SELECTOR_MAX {
+            selectors.push(named(&chunk));
+            chunk.clear();
+            len = 0;
+        }
+        len += name.len() + 1;
+        chunk.push(name);
     }
+    if !chunk.is_empty() || selectors.is_empty() {
+        selectors.push(named(&chunk));
+    }
+    selectors
+}
+
+/// `fief.dev/tenant in (names)`.
+fn named(names: &[&str]) -> String {
+    format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
 }
 
 /// What every batch of one [`sync_batched`] shares: it makes each [`Batch`].
@@ -169,7 +179,7 @@ struct Batcher<'a, R> {
     names: &'a [String],
     reusable: &'a BTreeMap<String, String>,
     inventories: &'a BTreeMap<String, Result<Inventory, InventoryError>>,
-    selector: String,
+    selectors: Vec<String>,
     /// The metadata pass, made by the first batch that needs it.
     prefetched: tokio::sync::OnceCell<Prefetch>,
     /// More than one batch: the metadata pass is made for every batch.
@@ -197,7 +207,12 @@ where
         }
         self.prefetched
             .get_or_try_init(|| {
-                prefetch(self.resources, self.inventories, self.names, &self.selector)
+                prefetch(
+                    self.resources,
+                    self.inventories,
+                    self.names,
+                    &self.selectors,
+                )
             })
             .await
             .map(Some)
@@ -300,4 +315,38 @@ async fn take_turn(
         now,
     };
     sync_one(&ctx, &b.renders[i], inventories).await.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_tenants_are_named_in_one_selector() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(tenant_selectors(&names), vec!["fief.dev/tenant in (a,b)"]);
+    }
+
+    #[test]
+    fn many_tenants_are_split_over_selectors_that_each_fit_and_name_every_tenant_once() {
+        let names: Vec<String> = (0..12_000).map(|i| format!("tenant-{i:06}")).collect();
+        let selectors = tenant_selectors(&names);
+        assert!(selectors.len() > 1, "{} selectors", selectors.len());
+        let mut named = Vec::new();
+        for s in &selectors {
+            assert!(s.len() <= SELECTOR_MAX + 64, "{} bytes", s.len());
+            let list = s
+                .strip_prefix("fief.dev/tenant in (")
+                .and_then(|r| r.strip_suffix(')'))
+                .unwrap();
+            named.extend(list.split(',').map(str::to_string));
+        }
+        assert_eq!(named, names);
+    }
+
+    #[test]
+    fn names_that_are_no_label_values_are_left_out_of_the_selectors() {
+        let names = vec!["ok".to_string(), "Not_A_Label".to_string()];
+        assert_eq!(tenant_selectors(&names), vec!["fief.dev/tenant in (ok)"]);
+    }
 }

@@ -51,7 +51,7 @@ pub fn allocate_cmd(args: &AllocateArgs) -> Result<u8, CliError> {
         return Err(CliError::Usage(format!("spare `{chosen}` does not parse")));
     };
     let customer = allocate(spare, &allocation).map_err(|e| CliError::Usage(e.to_string()))?;
-    let path = args.repo.join("tenants").join(format!("{chosen}.yaml"));
+    let path = args.repo.join(repo.tenant_file(&chosen));
     write(&path, &tenant_yaml(&customer).map_err(CliError::Serialize)?)?;
     let mut taken: BTreeSet<String> = repo.tenants.keys().cloned().collect();
     let missing = spares.count.saturating_sub(candidates.len() - 1);

@@ -211,7 +211,7 @@ fn short(commit: &str) -> &str {
 
 fn orphaned_text(tenant: &str) -> String {
     format!(
-        "tenants/{tenant}.yaml left git; its objects are left running and nothing of it is pruned (to delete them, restore the file with `spec.state: purged`)"
+        "the tenant file of {tenant} (tenants/{tenant}.yaml, or under a directory of tenants/) left git; its objects are left running and nothing of it is pruned (to delete them, restore the file with `spec.state: purged`)"
     )
 }
 

@@ -221,7 +221,7 @@ async fn run_chunks(b: &Batch<'_>, state: &mut LoopState, mut plan: Plan) -> Vec
         }
         for r in renders.iter_mut() {
             if let Some(why) = plan.degraded.get(&r.tenant) {
-                degrade(r, why);
+                degrade(r, why, b.rev.repo.tenant_file(&r.tenant));
             }
         }
         cancelled.extend(sync_chunk(b, state, &plan, chunk, &renders, read_ahead).await);

@@ -73,11 +73,11 @@ pub(super) async fn watch_kinds(
 
 /// A degraded tenant's render becomes a failed one: its status says why (a cluster-access
 /// failure, not an invalid repo), and nothing is applied or pruned.
-pub(super) fn degrade(render: &mut TenantRender, why: &str) {
+pub(super) fn degrade(render: &mut TenantRender, why: &str, file: String) {
     render.objects.clear();
     render.errors.push(
         Diagnostic::new(
-            format!("tenants/{}.yaml", render.tenant),
+            file,
             None,
             Problem::ClusterAccess {
                 detail: why.to_string(),

@@ -119,8 +119,7 @@ pub(super) fn begin(
             .partition(|t| match state.synced_rev.get(t) {
                 None => true,
                 Some(from) => {
-                    from.hashes.get(t) == rev.hashes.get(t)
-                        || own_change(&from.repo.snapshot, &rev.repo.snapshot, t)
+                    from.hashes.get(t) == rev.hashes.get(t) || own_change(&from.repo, &rev.repo, t)
                 }
             });
     if rolled.is_empty() {

@@ -24,6 +24,9 @@ impl Problem {
             Problem::NameMismatch { .. } => {
                 "rename the file to <metadata.name>.yaml or change metadata.name"
             }
+            Problem::TenantFileTwice { .. } => {
+                "a tenant's name is its file name, wherever it is under tenants/: rename or remove one of the two files"
+            }
             Problem::UnknownComponent { .. } => {
                 "add components/<name>/ to the repo or correct the name"
             }

@@ -55,6 +55,15 @@ pub enum Problem {
         /// The name inside the file.
         name: String,
     },
+    /// Two tenant files in different directories under `tenants/` have the same file name,
+    /// so they declare the same tenant.
+    #[error("tenant `{tenant}` is declared twice: here and in {other}")]
+    TenantFileTwice {
+        /// The tenant's name (the file name without `.yaml`).
+        tenant: String,
+        /// The other file's path.
+        other: String,
+    },
     /// A tenant or environment file names a component that does not exist.
     #[error("unknown component `{component}`{suggestion}")]
     UnknownComponent {

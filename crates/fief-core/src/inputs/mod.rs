@@ -169,15 +169,12 @@ fn tenant_inputs(
     components: &BTreeMap<String, ComponentInputs>,
 ) -> TenantInputs {
     let snapshot = &repo.snapshot;
-    let mut files = vec![
-        format!("tenants/{name}.yaml"),
-        format!("tenants/{name}.yml"),
-    ];
+    let mut files: Vec<String> = repo.tenant_files.get(name).cloned().unwrap_or_default();
     files.extend(crate::secrets::SHARED.map(str::to_string));
     files.extend(crate::secrets::tenant_paths(name));
     let mut h = Sha256::new();
     h.update(shared.as_bytes());
-    let file = format!("tenants/{name}.yaml");
+    let file = repo.tenant_file(name);
     hash_entry(&mut h, &file, snapshot.get(&file));
     for path in repo.secrets.paths_for(name) {
         hash_entry(&mut h, &path, snapshot.get(&path));
@@ -356,10 +353,22 @@ fn index_tenants(
     hash: &mut dyn FnMut(&str) -> std::sync::Arc<TenantInputs>,
 ) -> (imbl::OrdMap<String, std::sync::Arc<TenantInputs>>, Hashes) {
     let mut tenants = imbl::OrdMap::new();
+    // A tenant file added anywhere under `tenants/` is one of its tenant's files, though no
+    // earlier hash read it.
+    let named: BTreeSet<&str> = prev
+        .map(|(_, changed)| {
+            changed
+                .range("tenants/".to_string()..)
+                .take_while(|p| p.starts_with("tenants/"))
+                .filter_map(|p| crate::model::tenant_stem(p))
+                .collect()
+        })
+        .unwrap_or_default();
     for name in repo.tenants.keys() {
         let kept = prev.and_then(|(p, changed)| {
             p.tenants.get(name).filter(|old| {
-                old.files.iter().all(|f| !changed.contains(f))
+                !named.contains(name.as_str())
+                    && old.files.iter().all(|f| !changed.contains(f))
                     && old.components.iter().all(|c| !dirty.contains(c))
             })
         });
@@ -387,7 +396,8 @@ fn owners_of(changed: &BTreeSet<String>) -> Option<BTreeSet<String>> {
                 let name = suffixes.iter().find_map(|s| rest.strip_suffix(s))?;
                 (!name.contains('/')).then(|| name.to_string())
             };
-            stem("tenants/", &[".yaml", ".yml"])
+            crate::model::tenant_stem(path)
+                .map(str::to_string)
                 .or_else(|| stem("secrets/tenants/", &[".sops.yaml", ".sops.json"]))
         })
         .collect()

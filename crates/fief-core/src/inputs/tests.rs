@@ -223,6 +223,46 @@ fn an_incremental_pass_equals_a_full_one_and_touches_only_what_changed() {
 }
 
 #[test]
+fn tenant_files_in_directories_are_hashed_and_updated_as_flat_ones() {
+    let (_, t) = tenant("b", &["db", "web"]);
+    let (_, moved) = tenant("c", &["web"]);
+    // A tenant file moved into a directory: one tenant parsed and hashed, equal to a full pass.
+    let (loaded, hashed) = incremental(
+        &[],
+        &[
+            ("tenants/c.yaml", ""),
+            ("tenants/eu/c.yaml", moved.as_str()),
+        ],
+    );
+    assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (1, 1));
+    // A change to a tenant file in a directory touches that tenant alone.
+    let (loaded, hashed) = incremental(
+        &[
+            ("tenants/b.yaml", ""),
+            ("tenants/eu/b.yaml", moved.as_str()),
+        ],
+        &[("tenants/b.yaml", ""), ("tenants/eu/b.yaml", t.as_str())],
+    );
+    assert_eq!((loaded.tenants_parsed, hashed.tenants_hashed), (1, 1));
+    // A second file of a tenant, in another directory, beside a shared change.
+    let (_, hashed) = incremental(
+        &[],
+        &[("tenants/us/b.yaml", t.as_str()), ("shared/s.txt", "two")],
+    );
+    assert_eq!(
+        hashed.tenants_hashed, 3,
+        "a and c include s.txt; b has a new file"
+    );
+    // A `.yml` tenant file's content is in its hash.
+    let (_, a) = tenant("a", &["web"]);
+    let yml = |text: &str| {
+        let files = [("tenants/a.yml".to_string(), text.to_string())];
+        tenant_hashes(&Repo::load(Arc::new(Snapshot::from_files(files))))
+    };
+    assert_ne!(yml(&a)["a"], yml(&a.replace("name: web", "name: db"))["a"]);
+}
+
+#[test]
 fn a_pinned_component_is_hashed_as_the_folder_read_at_its_ref() {
     let pinned = (
         "tenants/a.yaml",

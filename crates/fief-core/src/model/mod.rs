@@ -23,7 +23,7 @@ pub use config::{
     glob_match, parse_component_kind, plural_of,
 };
 pub use json_schema::RepoFile;
-pub use load::{LoadStats, is_dns_label, line_of_key};
+pub use load::{LoadStats, is_dns_label, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretRef, UrlError, UrlSource, resolve_url,
 };
@@ -49,6 +49,12 @@ pub type Parsed<T> = Result<T, Vec<Diagnostic>>;
 /// Every tenant file of a repo by file stem, parsed or not.
 pub type Tenants = imbl::OrdMap<String, Parsed<Arc<Tenant>>>;
 
+/// The files of each tenant by tenant name (the file name without `.yaml` or `.yml`): every
+/// such file under `tenants/`, at any depth, sorted. One path, or `x.yaml` and `x.yml` side by
+/// side, load the tenant; paths in two directories are an error. A persistent map, as
+/// [`Tenants`].
+pub type TenantFiles = imbl::OrdMap<String, Vec<String>>;
+
 /// The whole repo, part by part.
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -59,6 +65,8 @@ pub struct Repo {
     /// Tenants by file stem (a persistent map: a repo loaded from the previous one shares its
     /// unchanged tenants, and copying it costs nothing).
     pub tenants: Tenants,
+    /// The file of each tenant, by name (see [`Repo::tenant_file`]).
+    pub tenant_files: TenantFiles,
     /// The tenants whose file pins a component to a git ref (kept beside `tenants` by an
     /// incremental load, so finding the pins costs the pinning tenants, not the fleet).
     pub pinning: imbl::OrdSet<String>,
@@ -76,6 +84,16 @@ pub struct Repo {
 }
 
 impl Repo {
+    /// The file a tenant is read from: its path under `tenants/` (of `x.yaml` and `x.yml`
+    /// side by side, `x.yml`), or `tenants/<name>.yaml` for a name no file declares.
+    pub fn tenant_file(&self, name: &str) -> String {
+        self.tenant_files
+            .get(name)
+            .and_then(|paths| paths.last())
+            .cloned()
+            .unwrap_or_else(|| format!("tenants/{name}.yaml"))
+    }
+
     /// What the checks across tenants read of every tenant file (built once per repo).
     pub fn across(&self) -> &crate::validate::across::Across {
         self.across.get_or_init(|| {

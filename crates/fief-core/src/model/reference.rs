@@ -172,7 +172,8 @@ fn one_line(text: &str) -> String {
 const INTRO: &str = "# The tenants repo format\n\n\
 <!-- Generated from the Rust types by `cargo test --test offline reference::` with FIEF_BLESS=1; do not edit. -->\n\n\
 A tenants repo is a git repository (or a folder) with `fief.yaml` at its root, one file per \
-tenant under `tenants/`, one folder per component under `components/` (`component.yaml`, \
+tenant under `tenants/` (directly or in folders of any depth, `tenants/eu/acme.yaml`: the \
+tenant's name is its file name, unique across `tenants/`), one folder per component under `components/` (`component.yaml`, \
 `varz.yaml`, `templates/`, optionally `values.schema.json`) and one file per environment \
 under `environments/`. Every file is YAML. Unknown fields are errors in every file, reported \
 with file and line. The files carry no version of their own; tenant files say \

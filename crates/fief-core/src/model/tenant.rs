@@ -45,7 +45,8 @@ pub struct Tenant {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantMeta {
-    /// DNS-1123 label, equal to the file name.
+    /// DNS-1123 label, equal to the file name (without `.yaml`; wherever the file is under
+    /// `tenants/`).
     pub name: String,
     /// Free-form labels, given to templates.
     #[serde(default)]

@@ -49,7 +49,7 @@ pub(super) fn env_component<'a>(
         Some(Err(ds)) => Err(ds.clone()),
         // The repo was loaded without its pins (no git history to read them from).
         None => Err(vec![Diagnostic::new(
-            format!("tenants/{}.yaml", tenant.metadata.name),
+            repo.tenant_file(&tenant.metadata.name),
             None,
             Problem::PinnedRef {
                 component: component.name.clone(),

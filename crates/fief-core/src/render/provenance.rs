@@ -50,7 +50,7 @@ pub fn trace(repo: &Repo, tenant_name: &str) -> Result<Vec<ValuesTrace>, Vec<Dia
         Some(Err(ds)) => return Err(ds.clone()),
         None => return Ok(Vec::new()),
     };
-    let file = format!("tenants/{tenant_name}.yaml");
+    let file = repo.tenant_file(tenant_name);
     let order = component_order(repo, tenant, &file)?;
     let envs = environments(config, tenant);
     let mut out = Vec::new();
@@ -68,7 +68,7 @@ pub fn trace(repo: &Repo, tenant_name: &str) -> Result<Vec<ValuesTrace>, Vec<Dia
             let sources = LayerSources {
                 dir: &dir,
                 component: &component.name,
-                tenant: tenant_name,
+                tenant_file: &file,
                 env,
             };
             let layers = value_layers(&sources, component, env_file, cref, over);

@@ -55,7 +55,7 @@ pub fn render_tenant_in(
     out.namespaces = namespaces(config, tenant);
     out.status_readers = Some(tenant.spec.status_readers());
     out.spare = tenant.spec.spare;
-    let order = match component_order(repo, tenant, &format!("tenants/{name}.yaml")) {
+    let order = match component_order(repo, tenant, &repo.tenant_file(name)) {
         Ok(order) => order,
         Err(ds) => {
             out.errors = tagged(name, &ds);
@@ -175,7 +175,8 @@ pub(super) struct LayerSources<'a> {
     /// The component's folder (`name@ref` when pinned).
     pub(super) dir: &'a str,
     pub(super) component: &'a str,
-    pub(super) tenant: &'a str,
+    /// The tenant's file (see [`Repo::tenant_file`]).
+    pub(super) tenant_file: &'a str,
     pub(super) env: &'a str,
 }
 
@@ -189,9 +190,9 @@ pub(super) fn value_layers<'a>(
     cref: Option<&'a crate::model::ComponentRef>,
     over: Option<&'a crate::model::ComponentOverride>,
 ) -> [Layer<'a>; 5] {
-    let (dir, component, tenant, env) = (at.dir, at.component, at.tenant, at.env);
+    let (dir, component, env) = (at.dir, at.component, at.env);
     let env_path = format!("environments/{env}.yaml");
-    let tenant_path = format!("tenants/{tenant}.yaml");
+    let tenant_path = at.tenant_file.to_string();
     [
         Layer {
             value: Some(&parsed.values),
@@ -334,11 +335,11 @@ impl Emitter<'_, '_> {
             .and_then(|o| o.version.as_deref())
             .or(cref.and_then(|c| c.version.as_deref()))
             .or(component.meta.version.as_deref());
-        let tenant = self.out.tenant.clone();
+        let tenant_file = self.repo.tenant_file(&self.out.tenant);
         let sources = LayerSources {
             dir: &dir,
             component: &component.name,
-            tenant: &tenant,
+            tenant_file: &tenant_file,
             env,
         };
         let layers = value_layers(&sources, component, env_file, cref, over);

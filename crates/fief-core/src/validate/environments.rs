@@ -27,7 +27,7 @@ pub fn check_declared(repo: &Repo, tenant: &str, envs: &[String]) -> Vec<Diagnos
     let Some(declared) = declared(repo) else {
         return Vec::new();
     };
-    let file = format!("tenants/{tenant}.yaml");
+    let file = repo.tenant_file(tenant);
     let line = repo
         .snapshot
         .get(&file)

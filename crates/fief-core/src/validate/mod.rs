@@ -190,7 +190,7 @@ pub fn check_namespace_collisions(renders: &mut [TenantRender], repo: &Repo) {
         let Some(claims) = across.tenants.get(&render.tenant) else {
             continue;
         };
-        let file = format!("tenants/{}.yaml", render.tenant);
+        let file = repo.tenant_file(&render.tenant);
         let line = repo
             .snapshot
             .get(&file)

@@ -41,11 +41,7 @@ pub fn check_notifications(repo: &Repo, config: &Config, tenant: &Tenant) -> Vec
     }
     if !tenant.spec.notifications.is_empty() {
         let name = tenant.metadata.name.as_str();
-        let file = ["yaml", "yml"]
-            .map(|ext| format!("tenants/{name}.{ext}"))
-            .into_iter()
-            .find(|p| repo.snapshot.get(p).is_some())
-            .unwrap_or_else(|| format!("tenants/{name}.yaml"));
+        let file = repo.tenant_file(name);
         let text = text_of(repo, &file);
         let list = List {
             file,

@@ -17,7 +17,7 @@ pub fn check_overrides(repo: &Repo, tenant: &Tenant, envs: &[String]) -> Vec<Dia
     if overrides.is_empty() {
         return Vec::new();
     }
-    let file = format!("tenants/{}.yaml", tenant.metadata.name);
+    let file = repo.tenant_file(&tenant.metadata.name);
     let text = repo
         .snapshot
         .get(&file)

@@ -27,7 +27,7 @@ pub fn check_reserved_namespaces(
     tenant: &Tenant,
     namespaces: &BTreeMap<String, String>,
 ) -> Vec<Diagnostic> {
-    let file = format!("tenants/{}.yaml", tenant.metadata.name);
+    let file = repo.tenant_file(&tenant.metadata.name);
     let text = tenant_text(repo, &file);
     let mut errors = Vec::new();
     for (env, ns) in namespaces {
@@ -147,7 +147,7 @@ pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
         let Some(mine) = across.tenants.get(&render.tenant) else {
             continue;
         };
-        let file = format!("tenants/{}.yaml", render.tenant);
+        let file = repo.tenant_file(&render.tenant);
         let text = tenant_text(repo, &file);
         for mine in &mine.suffixes {
             let overlapping = across.overlapping(&mine.suffix);

@@ -21,6 +21,7 @@ mod tenants;
 
 use components::load_components;
 use config::load_config;
+pub use tenants::tenant_stem;
 use tenants::{load_tenants, pinning};
 
 /// The text of `path`, `None` when absent, a diagnostic when it cannot be read.
@@ -96,7 +97,7 @@ impl Repo {
     fn load_inner(snapshot: Arc<Snapshot>, reuse: Reuse<'_>) -> (Repo, LoadStats) {
         let mut stats = LoadStats::default();
         let config = load_config(&snapshot, reuse);
-        let (tenants, changed_tenants) = load_tenants(&snapshot, reuse, &mut stats);
+        let (tenants, tenant_files, changed_tenants) = load_tenants(&snapshot, reuse, &mut stats);
         let pinning = pinning(reuse, changed_tenants.as_ref(), &tenants);
         let components = load_components(&snapshot, reuse, &mut stats);
         let environments = load_environments(&snapshot, reuse);
@@ -120,6 +121,7 @@ impl Repo {
             snapshot,
             config,
             tenants,
+            tenant_files,
             pinning,
             components,
             environments,

@@ -1,81 +1,140 @@
-//! Loading the tenant files (`tenants/<name>.yaml`) and the set of tenants that pin a ref.
+//! Loading the tenant files (`tenants/<name>.yaml`, at any depth under `tenants/`) and the
+//! set of tenants that pin a ref.
 //!
 //! In: the snapshot (and, for an incremental load, the previous repo and the changed paths).
-//! Out: the [`Tenants`] map, each tenant parsed and checked or its diagnostics; the stems
-//! parsed again (for an incremental load); the names of the tenants that pin a component to
-//! a git ref. An incremental load parses only the tenant files whose path changed.
+//! Out: the [`Tenants`] map, each tenant parsed and checked or its diagnostics; the
+//! [`TenantFiles`] each was read from; the stems parsed again (for an incremental load); the
+//! names of the tenants that pin a component to a git ref. An incremental load parses only
+//! the tenants one of whose files changed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::{LoadStats, Reuse, is_dns_label, line_of_key, parse_file, read, yaml_stem};
+use super::{LoadStats, Reuse, is_dns_label, line_of_key, parse_file, read};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{API_VERSION, Parsed, Tenant, Tenants};
+use crate::model::{API_VERSION, Parsed, Tenant, TenantFiles, Tenants};
 use crate::snapshot::Snapshot;
 
-/// Every tenant, and (for an incremental load) the stems that were parsed again.
+/// Every tenant, the files they were read from, and (for an incremental load) the stems that
+/// were parsed again.
 pub(super) fn load_tenants(
     snapshot: &Snapshot,
     reuse: Reuse<'_>,
     stats: &mut LoadStats,
-) -> (Tenants, Option<BTreeSet<String>>) {
+) -> (Tenants, TenantFiles, Option<BTreeSet<String>>) {
     match reuse {
         Some((prev, changed)) => {
-            let (tenants, stems) = reload_changed(snapshot, prev.tenants.clone(), changed, stats);
-            (tenants, Some(stems))
+            let (tenants, files, stems) = reload_changed(snapshot, prev, changed, stats);
+            (tenants, files, Some(stems))
         }
-        None => (load_all(snapshot, stats), None),
+        None => {
+            let (tenants, files) = load_all(snapshot, stats);
+            (tenants, files, None)
+        }
     }
+}
+
+/// The tenant a path under `tenants/` declares: its file name without `.yaml` or `.yml`, at
+/// any depth (`tenants/eu/shop.yaml` declares `shop`); none for any other path.
+pub fn tenant_stem(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("tenants/")?;
+    let file = rest.rsplit('/').next().unwrap_or(rest);
+    file.strip_suffix(".yaml")
+        .or_else(|| file.strip_suffix(".yml"))
+        .filter(|stem| !stem.is_empty())
 }
 
 /// Every tenant file of the snapshot, parsed.
-fn load_all(snapshot: &Snapshot, stats: &mut LoadStats) -> Tenants {
-    let mut tenants = Tenants::new();
+fn load_all(snapshot: &Snapshot, stats: &mut LoadStats) -> (Tenants, TenantFiles) {
+    let mut by_stem: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (path, _) in snapshot.under("tenants") {
-        let Some(stem) = yaml_stem(path, "tenants/") else {
-            continue;
-        };
-        stats.tenants_parsed += 1;
-        tenants.insert(
-            stem.to_string(),
-            load_tenant(snapshot, path, stem).map(Arc::new),
-        );
+        if let Some(stem) = tenant_stem(path) {
+            by_stem
+                .entry(stem.to_string())
+                .or_default()
+                .push(path.clone());
+        }
     }
-    tenants
+    let mut tenants = Tenants::new();
+    for (stem, paths) in &by_stem {
+        tenants.insert(stem.clone(), load_stem(snapshot, stem, paths, stats));
+    }
+    (tenants, by_stem.into_iter().collect())
 }
 
 /// The previous tenants (a persistent map: an O(1) copy) with the stems of the changed paths
-/// parsed again, so a one-tenant change costs one tenant.
+/// parsed again, so a one-tenant change costs one tenant. A stem's files are its previous
+/// ones and the changed paths that name it, those still present.
 fn reload_changed(
     snapshot: &Snapshot,
-    mut tenants: Tenants,
+    prev: &crate::model::Repo,
     changed: &BTreeSet<String>,
     stats: &mut LoadStats,
-) -> (Tenants, BTreeSet<String>) {
-    let stems: BTreeSet<String> = changed
+) -> (Tenants, TenantFiles, BTreeSet<String>) {
+    let mut touched: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for path in changed
         .range("tenants/".to_string()..)
         .take_while(|p| p.starts_with("tenants/"))
-        .filter_map(|p| yaml_stem(p, "tenants/"))
-        .map(str::to_string)
-        .collect();
-    for stem in &stems {
-        // As a whole load does: of `a.yaml` and `a.yml`, the last present wins.
-        let mut parsed = None;
-        for path in [
-            format!("tenants/{stem}.yaml"),
-            format!("tenants/{stem}.yml"),
-        ] {
-            if snapshot.get(&path).is_some() {
-                stats.tenants_parsed += 1;
-                parsed = Some(load_tenant(snapshot, &path, stem).map(Arc::new));
-            }
+    {
+        if let Some(stem) = tenant_stem(path) {
+            touched
+                .entry(stem.to_string())
+                .or_default()
+                .push(path.clone());
         }
-        match parsed {
-            Some(tenant) => tenants.insert(stem.clone(), tenant),
-            None => tenants.remove(stem),
-        };
     }
-    (tenants, stems)
+    let (mut tenants, mut files) = (prev.tenants.clone(), prev.tenant_files.clone());
+    for (stem, changed_paths) in &touched {
+        let mut paths: Vec<String> = files.get(stem).cloned().unwrap_or_default();
+        paths.extend(changed_paths.iter().cloned());
+        paths.retain(|p| snapshot.get(p).is_some());
+        paths.sort();
+        paths.dedup();
+        if paths.is_empty() {
+            tenants.remove(stem);
+            files.remove(stem);
+        } else {
+            tenants.insert(stem.clone(), load_stem(snapshot, stem, &paths, stats));
+            files.insert(stem.clone(), paths);
+        }
+    }
+    (tenants, files, touched.into_keys().collect())
+}
+
+/// One tenant from its files (sorted): the last of those in one directory (of `x.yaml` and
+/// `x.yml`, `x.yml`); files in two directories declare the tenant twice, an error at each.
+fn load_stem(
+    snapshot: &Snapshot,
+    stem: &str,
+    paths: &[String],
+    stats: &mut LoadStats,
+) -> Parsed<Arc<Tenant>> {
+    let dir = |p: &str| {
+        p.rsplit_once('/')
+            .map_or(String::new(), |(d, _)| d.to_string())
+    };
+    let twice: Vec<Diagnostic> = paths
+        .iter()
+        .filter_map(|p| {
+            let other = paths.iter().find(|o| dir(o) != dir(p))?;
+            Some(Diagnostic::new(
+                p.as_str(),
+                None,
+                Problem::TenantFileTwice {
+                    tenant: stem.to_string(),
+                    other: other.clone(),
+                },
+            ))
+        })
+        .collect();
+    if !twice.is_empty() {
+        return Err(twice);
+    }
+    let Some(path) = paths.last() else {
+        return Err(Vec::new());
+    };
+    stats.tenants_parsed += 1;
+    load_tenant(snapshot, path, stem).map(Arc::new)
 }
 
 /// The tenants that pin a component to a git ref; an incremental load updates only the

@@ -75,3 +75,83 @@ fn dns_label_rules() {
     assert!(!is_dns_label("Acme"));
     assert!(!is_dns_label(&"a".repeat(64)));
 }
+
+/// The repo of `files`, loaded afresh and loaded incrementally from the load of `before`;
+/// both loads must agree on the tenants and their files.
+fn both_loads(before: &[(&str, &str)], files: &[(&str, &str)]) -> Repo {
+    let prev = repo(before);
+    let snapshot = Arc::new(Snapshot::from_files(files.iter().copied()));
+    let changed = snapshot.changed_since(&prev.snapshot);
+    let (reloaded, _) = Repo::load_reusing(Arc::clone(&snapshot), &prev, &changed);
+    let fresh = Repo::load(snapshot);
+    assert_eq!(reloaded.tenant_files, fresh.tenant_files);
+    let names = |r: &Repo| -> Vec<(String, bool)> {
+        r.tenants
+            .iter()
+            .map(|(n, t)| (n.clone(), t.is_ok()))
+            .collect()
+    };
+    assert_eq!(names(&reloaded), names(&fresh));
+    fresh
+}
+
+#[test]
+fn a_tenant_file_in_a_directory_under_tenants_declares_the_tenant_of_its_file_name() {
+    let r = both_loads(&[], &[("tenants/eu/shops/acme.yaml", TENANT)]);
+    assert!(r.tenants["acme"].is_ok());
+    assert_eq!(r.tenant_file("acme"), "tenants/eu/shops/acme.yaml");
+    assert_eq!(r.tenant_file("nobody"), "tenants/nobody.yaml");
+}
+
+#[test]
+fn one_tenant_in_two_directories_is_an_error_at_both_files() {
+    let r = both_loads(
+        &[("tenants/eu/acme.yaml", TENANT)],
+        &[
+            ("tenants/eu/acme.yaml", TENANT),
+            ("tenants/us/acme.yaml", TENANT),
+        ],
+    );
+    let errs = r.tenants["acme"].as_ref().unwrap_err();
+    let files: Vec<&str> = errs.iter().map(|d| d.file.as_str()).collect();
+    assert_eq!(files, ["tenants/eu/acme.yaml", "tenants/us/acme.yaml"]);
+    assert!(
+        errs[0].to_string().contains("declared twice")
+            && errs[0].to_string().contains("tenants/us/acme.yaml"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn a_tenant_file_moved_to_another_directory_is_the_same_tenant_read_from_its_new_place() {
+    let r = both_loads(
+        &[("tenants/acme.yaml", TENANT)],
+        &[("tenants/eu/acme.yaml", TENANT)],
+    );
+    assert!(r.tenants["acme"].is_ok());
+    assert_eq!(r.tenant_file("acme"), "tenants/eu/acme.yaml");
+}
+
+#[test]
+fn removing_one_of_two_files_of_a_tenant_leaves_the_other_in_force() {
+    let r = both_loads(
+        &[
+            ("tenants/eu/acme.yaml", TENANT),
+            ("tenants/us/acme.yaml", TENANT),
+        ],
+        &[("tenants/us/acme.yaml", TENANT)],
+    );
+    assert!(r.tenants["acme"].is_ok());
+    assert_eq!(r.tenant_file("acme"), "tenants/us/acme.yaml");
+}
+
+#[test]
+fn removing_a_tenant_file_in_a_directory_removes_the_tenant() {
+    let r = both_loads(
+        &[("tenants/eu/acme.yaml", TENANT), ("fief.yaml", "")],
+        &[("fief.yaml", "")],
+    );
+    assert!(!r.tenants.contains_key("acme"));
+    assert!(!r.tenant_files.contains_key("acme"));
+}
