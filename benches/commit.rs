@@ -8,7 +8,7 @@
 //! at any fleet size.
 //!
 //! Then, for the same sizes, the wall time of the same kind of commit fetched by the git CLI
-//! (`git fetch` over `git://`: client and server, as any git client pays it), with the tenant
+//! (`git fetch` over `file://`: client and server, as any git client pays it), with the tenant
 //! files in one directory and grouped in directories of 100: what the layout of `tenants/`
 //! costs git itself, whatever reads the commit.
 //!
@@ -90,7 +90,7 @@ fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>
     (fetch, read)
 }
 
-/// Median wall µs of `git fetch` (the git CLI, from a local `git daemon`) of each of `changes`
+/// Median wall µs of `git fetch` (the git CLI, over `file://`) of each of `changes`
 /// one-tenant commits to a repo of `tenants` tenant files, all in `tenants/` or (`grouped`)
 /// in directories of 100 under it.
 fn git_cli_fetch(tenants: usize, changes: usize, grouped: bool) -> u64 {
@@ -105,9 +105,8 @@ fn git_cli_fetch(tenants: usize, changes: usize, grouped: bool) -> u64 {
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
-    let port = free_port();
-    let _daemon = git_daemon(dir.path(), port);
-    let url = format!("git://127.0.0.1:{port}/repo");
+    // Over `file://`: git-upload-pack on a pipe, as a server runs it, with no daemon.
+    let url = format!("file://{}", repo.display());
     let clone = dir.path().join("clone");
     git(dir.path(), &["clone", "-q", &url, &clone.to_string_lossy()]);
     let mut walls = Vec::new();

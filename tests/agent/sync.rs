@@ -404,3 +404,60 @@ fn assert_nothing_lost_or_orphaned(files: &[(String, String)], agent_ns: &str) {
     let orphans: Vec<_> = live_ids.difference(&inventory_ids).collect();
     assert!(orphans.is_empty(), "orphaned: {orphans:?}");
 }
+
+/// A tenant file in a folder under `tenants/` is a tenant like any other: applied, changed by a
+/// push, and moved to another folder with one sync that deletes and recreates nothing.
+#[test]
+fn a_tenant_file_in_a_folder_is_applied_changed_and_moved_without_a_prune() {
+    let agent_ns = common::unique("fief-agf");
+    let a = common::unique("folder-a");
+    let in_folder = |dir: &str, greeting: &str| {
+        let (path, text) = tenant(&a, greeting);
+        (path.replace("tenants/", &format!("tenants/{dir}/")), text)
+    };
+    let mut files = small_repo(&agent_ns, &[]);
+    files.push(in_folder("eu/shops", "hi"));
+    let server = GitServer::new(&files);
+    let agent = Agent::start(&server.url(), &["--interval", "300s"]);
+    let ns = format!("{a}-prod");
+    assert_eq!(
+        configmap_value(&ns, "app-config", "greeting").as_deref(),
+        Some("hi")
+    );
+    server.commit(
+        &[in_folder("eu/shops", "bonjour")],
+        "change a in its folder",
+    );
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("the change applied", Duration::from_secs(10), || {
+        configmap_value(&ns, "app-config", "greeting").as_deref() == Some("bonjour")
+    });
+    wait_until("the sync finished", Duration::from_secs(10), || {
+        condition(&status(&agent_ns, &a), "Ready") == "True"
+    });
+    let uid = |name: &str| {
+        kubectl_json(&["get", "configmap", "-n", &ns, name])
+            .map(|cm| cm["metadata"]["uid"].to_string())
+            .unwrap_or_default()
+    };
+    let uids = (uid("app-config"), uid("app-extra"));
+    let inputs = status(&agent_ns, &a)["inputs"].to_string();
+
+    let (old, _) = in_folder("eu/shops", "");
+    std::fs::remove_file(server.repo().join(old)).unwrap();
+    server.commit(&[in_folder("us", "bonjour")], "move a to another folder");
+    assert_eq!(agent.signed_push(), 202);
+    wait_until("the move synced", Duration::from_secs(10), || {
+        let s = status(&agent_ns, &a);
+        s["inputs"].to_string() != inputs && condition(&s, "Ready") == "True"
+    });
+    assert_eq!(
+        (uid("app-config"), uid("app-extra")),
+        uids,
+        "the move deleted or recreated an object"
+    );
+    assert_eq!(
+        configmap_value(&ns, "app-config", "greeting").as_deref(),
+        Some("bonjour")
+    );
+}

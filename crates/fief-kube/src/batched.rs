@@ -33,9 +33,13 @@ pub const BATCH: usize = 50;
 /// did not make a 1,000-tenant no-op pass faster (it is render-bound) and held ~20 MiB more.
 const BATCHES_AHEAD: usize = 1;
 
-/// The longest label selector naming the tenants that a metadata LIST carries (in its URL;
-/// the API server takes request lines up to 1 MiB): about 5,000 tenants.
-const SELECTOR_MAX: usize = 64 * 1024;
+/// The longest label selector naming the tenants that a metadata LIST carries in its URL
+/// (about 2,000 tenants of 14-character names). A request URL is at most 65,534 bytes (the
+/// `http` crate's limit), and the query string encodes each `,` between names as `%2C`, so a
+/// selector takes up to twice its length there. Past this, one selector for every fief
+/// object lists each kind once: a LIST with a label selector costs the API server every
+/// object of the kind it holds anyway, so more, shorter selectors would cost it more.
+const SELECTOR_MAX: usize = 30 * 1024;
 
 /// One rendered, observed batch; its tenants' syncs share it.
 struct Batch {
@@ -105,7 +109,7 @@ where
         names,
         reusable,
         inventories,
-        selectors: tenant_selectors(names),
+        selector: tenant_selector(names),
         prefetched: tokio::sync::OnceCell::new(),
         many: names.len() > BATCH,
         render: Arc::new(render),
@@ -143,33 +147,23 @@ where
     Ok(reports)
 }
 
-/// The label selectors of the metadata pass. Past one batch, the metadata of every kind is
+/// The label selector of the metadata pass. Past one batch, the metadata of every kind is
 /// listed once for all the tenants (while the first batch renders) rather than once per
-/// batch. Each selector names tenants (about 12 KB at 1,000 tenants), so other repos' and
-/// other tools' objects in the cluster are not listed; past [`SELECTOR_MAX`] bytes, the names
-/// are split over several selectors, each listed on its own.
-fn tenant_selectors(names: &[String]) -> Vec<String> {
-    let mut selectors = Vec::new();
-    let mut chunk: Vec<&str> = Vec::new();
-    let mut len = 0;
-    for name in names.iter().filter(|n| is_dns_label(n)) {
-        if !chunk.is_empty() && len + name.len() + 1 > SELECTOR_MAX {
-            selectors.push(named(&chunk));
-            chunk.clear();
-            len = 0;
-        }
-        len += name.len() + 1;
-        chunk.push(name);
+/// batch. The selector names the tenants (about 12 KB at 1,000 tenants), so other repos' and
+/// other tools' objects in the cluster are not listed; past [`SELECTOR_MAX`] bytes, every
+/// object with the tenant label is.
+fn tenant_selector(names: &[String]) -> String {
+    let valid: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| is_dns_label(n))
+        .collect();
+    let named = format!("{} in ({})", objects::LABEL_TENANT, valid.join(","));
+    if named.len() > SELECTOR_MAX {
+        objects::LABEL_TENANT.to_string()
+    } else {
+        named
     }
-    if !chunk.is_empty() || selectors.is_empty() {
-        selectors.push(named(&chunk));
-    }
-    selectors
-}
-
-/// `fief.dev/tenant in (names)`.
-fn named(names: &[&str]) -> String {
-    format!("{} in ({})", objects::LABEL_TENANT, names.join(","))
 }
 
 /// What every batch of one [`sync_batched`] shares: it makes each [`Batch`].
@@ -179,7 +173,7 @@ struct Batcher<'a, R> {
     names: &'a [String],
     reusable: &'a BTreeMap<String, String>,
     inventories: &'a BTreeMap<String, Result<Inventory, InventoryError>>,
-    selectors: Vec<String>,
+    selector: String,
     /// The metadata pass, made by the first batch that needs it.
     prefetched: tokio::sync::OnceCell<Prefetch>,
     /// More than one batch: the metadata pass is made for every batch.
@@ -207,12 +201,7 @@ where
         }
         self.prefetched
             .get_or_try_init(|| {
-                prefetch(
-                    self.resources,
-                    self.inventories,
-                    self.names,
-                    &self.selectors,
-                )
+                prefetch(self.resources, self.inventories, self.names, &self.selector)
             })
             .await
             .map(Some)
@@ -321,32 +310,39 @@ async fn take_turn(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_few_tenants_are_named_in_one_selector() {
-        let names = vec!["a".to_string(), "b".to_string()];
-        assert_eq!(tenant_selectors(&names), vec!["fief.dev/tenant in (a,b)"]);
+    /// The selector's length in a query string (`form_urlencoded`: letters, digits and `*-._`
+    /// as they are, a space as `+`, every other byte as `%XX`).
+    fn encoded_len(s: &str) -> usize {
+        s.bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' | b' ' => 1,
+                _ => 3,
+            })
+            .sum()
     }
 
     #[test]
-    fn many_tenants_are_split_over_selectors_that_each_fit_and_name_every_tenant_once() {
-        let names: Vec<String> = (0..12_000).map(|i| format!("tenant-{i:06}")).collect();
-        let selectors = tenant_selectors(&names);
-        assert!(selectors.len() > 1, "{} selectors", selectors.len());
-        let mut named = Vec::new();
-        for s in &selectors {
-            assert!(s.len() <= SELECTOR_MAX + 64, "{} bytes", s.len());
-            let list = s
-                .strip_prefix("fief.dev/tenant in (")
-                .and_then(|r| r.strip_suffix(')'))
-                .unwrap();
-            named.extend(list.split(',').map(str::to_string));
+    fn the_metadata_selector_always_fits_in_a_request_url() {
+        for len in [1, 14, 63] {
+            for count in [10, 1_000, 2_000, 2_100, 4_000, 5_000, 20_000] {
+                let names: Vec<String> = (0..count)
+                    .map(|i| format!("{i:0len$}").chars().rev().take(len).collect())
+                    .collect();
+                let selector = tenant_selector(&names);
+                assert!(
+                    encoded_len(&selector) + 1024 < 65_534,
+                    "{count} names of {len}: {} bytes encoded",
+                    encoded_len(&selector)
+                );
+            }
         }
-        assert_eq!(named, names);
     }
 
     #[test]
-    fn names_that_are_no_label_values_are_left_out_of_the_selectors() {
-        let names = vec!["ok".to_string(), "Not_A_Label".to_string()];
-        assert_eq!(tenant_selectors(&names), vec!["fief.dev/tenant in (ok)"]);
+    fn a_fleet_that_fits_is_named_and_a_larger_one_is_selected_by_the_tenant_label() {
+        let names: Vec<String> = (0..100).map(|i| format!("tenant-{i:05}")).collect();
+        assert!(tenant_selector(&names).starts_with("fief.dev/tenant in (tenant-00000,"));
+        let names: Vec<String> = (0..10_000).map(|i| format!("tenant-{i:05}")).collect();
+        assert_eq!(tenant_selector(&names), "fief.dev/tenant");
     }
 }

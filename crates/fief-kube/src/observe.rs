@@ -170,14 +170,13 @@ impl Prefetch {
 }
 
 /// Read, once for all of `tenants`, the metadata of every kind their inventories record: one
-/// metadata-only LIST per kind and selector (paged, the kinds concurrently; `selectors`
-/// together name the tenants), instead of one per batch of tenants. Keeps only identities
-/// and recorded hashes, not the pages.
+/// metadata-only LIST per kind (paged, the kinds concurrently) with `selector`, instead of one
+/// per batch of tenants. Keeps only identities and recorded hashes, not the pages.
 pub async fn prefetch(
     resources: &Resources,
     inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
     tenants: &[String],
-    selectors: &[String],
+    selector: &str,
 ) -> Result<Prefetch, ClusterError> {
     let mut kinds: HashMap<(String, String), HashMap<&ObjectId, &Entry>> = HashMap::new();
     for t in tenants {
@@ -197,23 +196,21 @@ pub async fn prefetch(
             let Some(resource) = resources.resolve(&api_version, &kind).await else {
                 return Ok(out);
             };
-            for selector in selectors {
-                let failed = |source| {
-                    ClusterError::request(
-                        format!("list {kind} ({api_version}) where {selector}"),
-                        source,
-                    )
-                };
-                each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
-                    let Some(e) = recorded.get(&id) else { return };
-                    if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
-                        out.trusted.insert(id.clone(), e.live.clone());
-                    }
-                    out.found.insert(id);
-                })
-                .await
-                .map_err(failed)?;
-            }
+            let failed = |source| {
+                ClusterError::request(
+                    format!("list {kind} ({api_version}) where {selector}"),
+                    source,
+                )
+            };
+            each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
+                let Some(e) = recorded.get(&id) else { return };
+                if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
+                    out.trusted.insert(id.clone(), e.live.clone());
+                }
+                out.found.insert(id);
+            })
+            .await
+            .map_err(failed)?;
             Ok(out)
         })
         .buffer_unordered(KINDS_AT_ONCE)
