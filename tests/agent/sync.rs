@@ -441,16 +441,22 @@ fn a_tenant_file_in_a_folder_is_applied_changed_and_moved_without_a_prune() {
             .unwrap_or_default()
     };
     let uids = (uid("app-config"), uid("app-extra"));
-    let inputs = status(&agent_ns, &a)["inputs"].to_string();
 
     let (old, _) = in_folder("eu/shops", "");
     std::fs::remove_file(server.repo().join(old)).unwrap();
     server.commit(&[in_folder("us", "bonjour")], "move a to another folder");
+    let head = git(&server.repo(), &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
     assert_eq!(agent.signed_push(), 202);
+    // The tenant's last sync attempt is at the move's commit, and it succeeded.
     wait_until("the move synced", Duration::from_secs(10), || {
-        let s = status(&agent_ns, &a);
-        s["inputs"].to_string() != inputs && condition(&s, "Ready") == "True"
+        let body = agent.get("/status").map(|(_, b)| b).unwrap_or_default();
+        let view: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let attempt = &view["tenants"][a.as_str()];
+        attempt["commit"] == head.as_str() && attempt["outcome"] == "applied"
     });
+    assert_eq!(condition(&status(&agent_ns, &a), "Ready"), "True");
     assert_eq!(
         (uid("app-config"), uid("app-extra")),
         uids,
