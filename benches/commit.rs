@@ -45,11 +45,10 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[v.len() / 2]
 }
 
-/// Fetch and read CPU µs of each of `changes` one-tenant commits, in order; the tenant files
-/// in `tenants/` or (`grouped`) in folders of 100 under it.
-fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let repo = dir.path().join("repo");
+/// A git repo at `dir/repo` with the synthetic repo of `tenants` committed, its tenant files in
+/// `tenants/` or (`grouped`) in folders of 100 under it.
+fn committed_repo(dir: &std::path::Path, tenants: usize, grouped: bool) -> std::path::PathBuf {
+    let repo = dir.join("repo");
     let mut files = synth::repo_files(tenants);
     if grouped {
         files = synth::in_folders(files, 100);
@@ -58,6 +57,14 @@ fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "init"]);
+    repo
+}
+
+/// Fetch and read CPU µs of each of `changes` one-tenant commits, in order; the tenant files
+/// in `tenants/` or (`grouped`) in folders of 100 under it.
+fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = committed_repo(dir.path(), tenants, grouped);
     let port = free_port();
     let _daemon = git_daemon(dir.path(), port);
     let url = format!("git://127.0.0.1:{port}/repo");
@@ -95,16 +102,8 @@ fn measure(tenants: usize, changes: usize, grouped: bool) -> (Vec<u64>, Vec<u64>
 /// in directories of 100 under it.
 fn git_cli_fetch(tenants: usize, changes: usize, grouped: bool) -> u64 {
     let dir = tempfile::tempdir().expect("temp dir");
-    let repo = dir.path().join("repo");
-    let mut files = synth::repo_files(tenants);
-    if grouped {
-        files = synth::in_folders(files, 100);
-    }
-    synth::write_files(&repo, &files).expect("write synthetic repo");
+    let repo = committed_repo(dir.path(), tenants, grouped);
     let tenant_path = synth::tenant_file(&repo, &synth::tenant_name(1)).expect("tenant file");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
     // Over `file://`: git-upload-pack on a pipe, as a server runs it, with no daemon.
     let url = format!("file://{}", repo.display());
     let clone = dir.path().join("clone");
