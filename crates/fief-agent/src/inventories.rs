@@ -164,16 +164,24 @@ pub(super) async fn restore_evicted(
             }
         }
     }
-    let known = state.rev.as_ref().map(|r| &r.hashes);
-    let need: Vec<String> = state
-        .evicted
+    // The chunk's own tenants are looked up in the evicted set (a chunk costs its tenants, not
+    // the fleet); only an orphan check walks every evicted tenant.
+    let mut need: std::collections::BTreeSet<String> = renders
         .iter()
-        .filter(|t| {
-            renders.iter().any(|r| &r.tenant == *t)
-                || (state.check_orphans && !known.is_some_and(|k| k.contains_key(*t)))
-        })
-        .cloned()
+        .filter(|r| state.evicted.contains(&r.tenant))
+        .map(|r| r.tenant.clone())
         .collect();
+    if state.check_orphans {
+        let known = state.rev.as_ref().map(|r| &r.hashes);
+        need.extend(
+            state
+                .evicted
+                .iter()
+                .filter(|t| !known.is_some_and(|k| k.contains_key(*t)))
+                .cloned(),
+        );
+    }
+    let need: Vec<String> = need.into_iter().collect();
     if need.is_empty() {
         return true;
     }

@@ -102,7 +102,7 @@ pub fn resolve(repo: &Repo, keys: Option<&Keys>, cluster: &str, cache: &mut UrlC
     }
     for (name, tenant) in repo.tenants.iter() {
         let Ok(tenant) = tenant else { continue };
-        if tenant.spec.cluster != cluster || tenant.spec.notifications.is_empty() {
+        if tenant.spec.notifications.is_empty() || tenant.spec.cluster != cluster {
             continue;
         }
         let own: Vec<Target> = tenant
