@@ -6,7 +6,7 @@ cargo bench --bench cluster -- 1000 (writes /tmp/hold.env; the cluster stays up 
 is removed). Then run builds A and B alternately:
 
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
-env: WHICH=BIG|SMALL (repo), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
+env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
      CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
      "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change) or PERF=changes
      (perf record the agent over the one-tenant changes).
@@ -146,6 +146,15 @@ def git(*args):
 port = free_port()
 cache = f"/tmp/agentrun-cache-{tag}"
 subprocess.run(["rm", "-rf", cache])
+def server_cpu():
+    out = {}
+    for name in ("kube-apiserver", "bin/etcd"):
+        pid = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout.split()
+        out[name] = sum(cpu(int(x)) for x in pid)
+    return out
+
+
+srv_start = server_cpu()
 t0 = time.time()
 p = subprocess.Popen(os.environ.get("WRAP", "").split() + [binary, "agent", "--repo", env[f"{WHICH}_URL"], "--no-leader-election",
                       "--interval", "600s", "--api-qps", os.environ.get("QPS", "500"), "--concurrency", os.environ.get("CONC", "8"), "--kubeconfig", env["KUBECONFIG"],
@@ -157,13 +166,14 @@ sample_rss(p.pid)
 while get(port, "/readyz")[0] != 200:
     time.sleep(0.05)
 ready = time.time() - t0
-print(f"{tag}: ready {ready:.2f} s, hwm {hwm(p.pid):.0f} MiB, load {open('/proc/loadavg').read().split()[:3]}")
+srv_ready = {k: round(v - srv_start[k], 1) for k, v in server_cpu().items()}
+print(f"{tag}: ready {ready:.2f} s, agent CPU {cpu(p.pid):.1f} s, server CPU {srv_ready}, hwm {hwm(p.pid):.0f} MiB, load {open('/proc/loadavg').read().split()[:3]}")
 
 # One-tenant changes: tenant file of the first tenant.
 tenants = sorted(os.listdir(f"{repo}/tenants"))
 tfile = f"{repo}/tenants/{tenants[0]}"
 original = re.sub(r"      values: \{queues: \[[^\]]*\]\}\n", "", open(tfile).read())
-time.sleep(2)
+time.sleep(float(os.environ.get("SETTLE", "2")))
 c0 = cpu(p.pid)
 walls = []
 req0 = requests(port)
@@ -198,6 +208,8 @@ reqs = {k: (req1.get(k, 0) - req0.get(k, 0)) / changes for k in req1}
 print(f"{tag}: one-tenant change: p50 {walls[len(walls)//2]*1000:.0f} ms, CPU/change {per*1000:.1f} ms "
       f"(raw {(c1-c0)/changes*1000:.1f}, idle {(c2-c1)/changes*1000:.1f}), requests/change {reqs}")
 
+if os.environ.get("SHARED") == "0":
+    p.terminate(); p.wait(); sys.exit(0)
 # Shared change
 varz = f"{repo}/components/worker/varz.yaml"
 open(varz, "w").write(f"image: registry.example/worker\nqueues: [default, mail, {tag}{time.time_ns()}]\n")
@@ -229,7 +241,7 @@ i0 = idle()
 api0 = apiserver_requests()
 s = time.time()
 push(port)
-n = len(tenants)
+n = sum(f.endswith((".yaml", ".yml")) for _, _, fs in os.walk(f"{repo}/tenants") for f in fs)
 while metric(port, "fief_tenant_syncs_total") < syncs + n:
     time.sleep(0.1)
 took = time.time() - s

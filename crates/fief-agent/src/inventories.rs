@@ -16,7 +16,7 @@ use super::verify::Seeder;
 use super::{LoopState, Shared, read};
 use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::render::TenantRender;
-use fief_kube::inventory_store::{each_inventory, load_inventories};
+use fief_kube::inventory_store::{each_inventory, get_inventories, load_inventories};
 use fief_kube::sync::{ClusterState, SyncOptions};
 use fief_kube::{ClusterError, Resources};
 
@@ -93,6 +93,29 @@ pub(super) struct Ahead {
 /// Inventories by tenant, as read.
 type Inventories = BTreeMap<String, Result<Inventory, InventoryError>>;
 
+/// Tenants whose inventories are read one GET each; more are read in one LIST. A LIST that
+/// names tenants in its label selector costs the API server every ConfigMap of the agent
+/// namespace, a GET only the one it reads, so a chunk (and a one-tenant change) is read by
+/// name whatever the fleet's size; the rare large read (orphans after a resync) by one LIST.
+const BY_NAME_MAX: usize = 64;
+
+/// The inventories of `tenants` (those that exist), by name or in one LIST ([`BY_NAME_MAX`]).
+async fn read_named(
+    client: kube::Client,
+    namespace: String,
+    tenants: Vec<String>,
+) -> Result<Inventories, ClusterError> {
+    if tenants.len() <= BY_NAME_MAX {
+        return get_inventories(&client, &namespace, &tenants).await;
+    }
+    let mut out = BTreeMap::new();
+    each_inventory(&client, &namespace, Some(&tenants), |t, inv| {
+        out.insert(t, inv);
+    })
+    .await?;
+    Ok(out)
+}
+
 /// Start reading the evicted inventories of `chunk` (none when every inventory is still to
 /// be read at once, or none of the chunk's is evicted).
 pub(super) fn read_ahead(
@@ -115,14 +138,7 @@ pub(super) fn read_ahead(
         namespace.to_string(),
         tenants.clone(),
     );
-    let read = tokio::spawn(async move {
-        let mut out = BTreeMap::new();
-        each_inventory(&client, &namespace, Some(&names), |t, inv| {
-            out.insert(t, inv);
-        })
-        .await
-        .map(|()| out)
-    });
+    let read = tokio::spawn(read_named(client, namespace, names));
     Some(Ahead { tenants, read })
 }
 
@@ -185,12 +201,15 @@ pub(super) async fn restore_evicted(
     if need.is_empty() {
         return true;
     }
-    let read = each_inventory(resources.client(), namespace, Some(&need), |t, inv| {
-        inventories.insert(t, inv);
-    })
-    .await;
-    match read {
-        Ok(()) => {
+    match read_named(
+        resources.client().clone(),
+        namespace.to_string(),
+        need.clone(),
+    )
+    .await
+    {
+        Ok(read) => {
+            inventories.extend(read);
             for t in &need {
                 state.evicted.remove(t);
             }

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use futures::stream::{self, StreamExt};
+
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
@@ -68,66 +70,110 @@ pub async fn each_inventory(
         Some(t) if t.len() < 4 * PAGE as usize => t.len() as u32 + 1,
         _ => PAGE,
     };
-    let mut token: Option<String> = None;
-    loop {
+    let read_page = |token: Option<String>| {
         let mut params = ListParams::default().labels(&selector).limit(page);
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
-        // Read straight into JSON values (one decode; no typed detour).
-        let request = kube::core::Request::new(api.resource_url())
-            .list(&params)
-            .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-        let page: Value = client.request(request).await.map_err(failed)?;
-        for cm in page["items"].as_array().into_iter().flatten() {
-            let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            each(tenant, Inventory::from_configmap(cm));
+        let request = kube::core::Request::new(api.resource_url()).list(&params);
+        async move {
+            let request = request.map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+            // Read straight into JSON values (one decode; no typed detour).
+            client.request::<Value>(request).await.map_err(failed)
         }
-        match page["metadata"]["continue"].as_str() {
-            Some(t) if !t.is_empty() => token = Some(t.to_string()),
-            _ => break,
+    };
+    let mut current = read_page(None).await?;
+    loop {
+        let token = current["metadata"]["continue"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        let items = current["items"].take();
+        // The next page is asked for before this one is parsed: the API server encodes it
+        // while the inventories of this one are decoded.
+        let next = async {
+            match token {
+                Some(t) => read_page(Some(t)).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let parse = async {
+            for cm in items.as_array().into_iter().flatten() {
+                let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                each(tenant, Inventory::from_configmap(cm));
+            }
+        };
+        let (next, ()) = futures::join!(next, parse);
+        match next? {
+            Some(page) => current = page,
+            None => return Ok(()),
         }
     }
-    Ok(())
 }
 
-/// The inventories of `tenants`, each read by name (absent ones are left out): what a
-/// tenant's own people may read, who cannot list the agent namespace (see
-/// [`crate::status_access`]).
+/// The inventories of `tenants`, each read by name, a few at once (absent ones are left out,
+/// as is a ConfigMap of that name that is not fief's inventory of that tenant). A GET costs
+/// the API server one object, where a LIST naming the tenants in a label selector costs it
+/// every ConfigMap of the namespace: the agent reads a chunk's inventories this way so that a
+/// change to a few tenants costs the same at any fleet size. Also what a tenant's own people
+/// may read, who cannot list the agent namespace (see [`crate::status_access`]).
 pub async fn get_inventories(
     client: &kube::Client,
     namespace: &str,
     tenants: &[String],
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let mut out = BTreeMap::new();
-    for tenant in tenants.iter().filter(|t| fief_core::model::is_dns_label(t)) {
-        let name = objects::inventory_name(tenant);
-        let request = kube::core::Request::new(api.resource_url())
-            .get(&name, &Default::default())
-            .map_err(|e| {
-                ClusterError::request(
-                    format!("get ConfigMap/{namespace}/{name}"),
-                    kube::Error::BuildRequest(e),
-                )
-            })?;
-        match client.request::<Value>(request).await {
-            Ok(cm) => {
-                out.insert(tenant.clone(), Inventory::from_configmap(&cm));
-            }
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => {
-                return Err(ClusterError::request(
-                    format!("get ConfigMap/{namespace}/{name}"),
-                    e,
-                ));
-            }
+    let named: Vec<String> = tenants
+        .iter()
+        .filter(|t| fief_core::model::is_dns_label(t))
+        .cloned()
+        .collect();
+    let reads = named.into_iter().map(|tenant| {
+        let (client, namespace) = (client.clone(), namespace.to_string());
+        async move {
+            let got = get_inventory(&client, &namespace, &tenant).await?;
+            Ok::<_, ClusterError>(got.map(|inv| (tenant, inv)))
         }
+    });
+    let found: Vec<_> = stream::iter(reads)
+        .buffer_unordered(GETS_AT_ONCE)
+        .collect()
+        .await;
+    let mut out = BTreeMap::new();
+    for one in found {
+        out.extend(one?);
     }
     Ok(out)
+}
+
+/// Inventories [`get_inventories`] reads at once.
+const GETS_AT_ONCE: usize = 8;
+
+/// One tenant's inventory, read by name; `None` when there is none.
+async fn get_inventory(
+    client: &kube::Client,
+    namespace: &str,
+    tenant: &str,
+) -> Result<Option<Result<Inventory, InventoryError>>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let name = objects::inventory_name(tenant);
+    let failed = |e| ClusterError::request(format!("get ConfigMap/{namespace}/{name}"), e);
+    let request = kube::core::Request::new(api.resource_url())
+        .get(&name, &Default::default())
+        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+    let cm = match client.request::<Value>(request).await {
+        Ok(cm) => cm,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(failed(e)),
+    };
+    // What the LIST's label selector would have matched: fief's inventory of this tenant.
+    let labels = &cm["metadata"]["labels"];
+    let ours = labels[LABEL_APPLYSET_ID].is_string()
+        && labels[objects::LABEL_MANAGED_BY].as_str() == Some("fief")
+        && labels[objects::LABEL_TENANT].as_str() == Some(tenant);
+    Ok(ours.then(|| Inventory::from_configmap(&cm)))
 }
 
 /// Write the inventory unless it equals `previous` (steady state writes nothing).
@@ -226,5 +272,53 @@ pub(super) async fn delete_inventory(ctx: &Ctx<'_>, tenant: &str) -> Result<(), 
             format!("delete inventory ConfigMap/{ns}/{name}"),
             source,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+    use serde_json::json;
+
+    use super::*;
+    use crate::fixtures::{Scenario, mock_api_server};
+
+    const COLLECTION: &str = "/api/v1/namespaces/fief-system/configmaps";
+
+    fn path(tenant: &str) -> String {
+        format!("{COLLECTION}/{}", objects::inventory_name(tenant))
+    }
+
+    #[tokio::test]
+    async fn inventories_read_by_name_are_fiefs_own_and_absent_ones_are_left_out() {
+        let acme = Inventory::new("acme").to_configmap("fief-system");
+        // A ConfigMap with an inventory's name that fief did not write.
+        let stray = json!({"metadata": {"name": objects::inventory_name("bob"),
+            "namespace": "fief-system", "labels": {objects::LABEL_TENANT: "bob"}}});
+        let (client, server) = mock_api_server(
+            Scenario::new()
+                .with_object(&path("acme"), acme)
+                .with_object(&path("bob"), stray),
+        );
+        let names = ["acme", "bob", "carol", "Not_A_Label"].map(String::from);
+        let read = get_inventories(&client, "fief-system", &names)
+            .await
+            .expect("the mock answers every GET");
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["acme"]);
+        assert!(read["acme"].as_ref().is_ok_and(|i| i.tenant == "acme"));
+        let mut asked: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+        asked.sort();
+        assert_eq!(asked, [path("acme"), path("bob"), path("carol")]);
+        assert!(server.requests().iter().all(|r| r.method == Method::GET));
+    }
+
+    #[tokio::test]
+    async fn a_refused_read_by_name_is_an_error_naming_the_configmap() {
+        let (client, _server) =
+            mock_api_server(Scenario::new().failing(Method::GET, &path("acme"), 500));
+        let err = get_inventories(&client, "fief-system", &["acme".to_string()])
+            .await
+            .expect_err("a refused GET fails the read");
+        assert!(err.to_string().contains("fief-tenant-acme"), "{err}");
     }
 }
