@@ -162,6 +162,11 @@ p = subprocess.Popen(os.environ.get("WRAP", "").split() + [binary, "agent", "--r
                       "--webhook-secret-file", "/tmp/bench-secret"],
                      env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
                      stdout=subprocess.DEVNULL, stderr=open(f"/tmp/agentrun-{tag}.log", "w"))
+# The agent never outlives this script (an agent left running would sync beside the next
+# one and spoil its figures): not on an exception, not when stdout is a closed pipe.
+import atexit, signal
+atexit.register(lambda: p.poll() is None and p.kill())
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 sample_rss(p.pid)
 while get(port, "/readyz")[0] != 200:
     time.sleep(0.05)

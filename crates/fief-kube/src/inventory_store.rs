@@ -16,11 +16,11 @@ use super::{ClusterError, FIELD_MANAGER};
 use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use fief_core::objects;
 
-/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed and dropped before
-/// the next is read, so at thousands of tenants the read holds one page's text, not the whole
-/// namespace's. An inventory of 26 objects is about 24 KB of JSON, and a page is held as
-/// received, as one body and as parsed JSON at once: 25 a page is about 2 MiB of it, 100 was
-/// about 8 MiB. (The agent reads a chunk's inventories, 10 tenants, in one page either way.)
+/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed while the next one
+/// is read, and dropped after, so at thousands of tenants the read holds two pages' text, not
+/// the whole namespace's. An inventory of 26 objects is about 24 KB of JSON, and a page is
+/// held as received, as one body and as parsed JSON at once: 25 a page is about 2 MiB of it.
+/// (The agent reads a chunk's inventories by name: [`get_inventories`].)
 const PAGE: u32 = 25;
 
 /// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
