@@ -37,7 +37,7 @@ pub(super) async fn offer(
             // every inventory is read back (a chunk's at a time) before its tenant is synced,
             // so a start that renders every tenant does not hold every inventory either.
             let mut evicted = BTreeSet::new();
-            let read = each_inventory(resources.client(), agent_namespace, None, |t, inv| {
+            let read = each_inventory(resources.client(), agent_namespace, |t, inv| {
                 if let Ok(i) = &inv {
                     seeder.offer(shared, &t, i);
                 }
@@ -93,13 +93,15 @@ pub(super) struct Ahead {
 /// Inventories by tenant, as read.
 type Inventories = BTreeMap<String, Result<Inventory, InventoryError>>;
 
-/// Tenants whose inventories are read one GET each; more are read in one LIST. A LIST that
-/// names tenants in its label selector costs the API server every ConfigMap of the agent
-/// namespace, a GET only the one it reads, so a chunk (and a one-tenant change) is read by
-/// name whatever the fleet's size; the rare large read (orphans after a resync) by one LIST.
+/// Tenants whose inventories are read one GET each; past this, every inventory is listed
+/// (in pages) and theirs kept. A LIST that names tenants in its label selector costs the API
+/// server every ConfigMap of the agent namespace anyway, a GET only the one it reads, so a
+/// chunk (and a one-tenant change) is read by name whatever the fleet's size; the rare large
+/// read (orphans after a resync) lists them all, with no names in its URL to outgrow it.
 const BY_NAME_MAX: usize = 64;
 
-/// The inventories of `tenants` (those that exist), by name or in one LIST ([`BY_NAME_MAX`]).
+/// The inventories of `tenants` (those that exist), by name or from a LIST of every
+/// inventory ([`BY_NAME_MAX`]).
 async fn read_named(
     client: kube::Client,
     namespace: String,
@@ -108,9 +110,12 @@ async fn read_named(
     if tenants.len() <= BY_NAME_MAX {
         return get_inventories(&client, &namespace, &tenants).await;
     }
+    let wanted: BTreeSet<String> = tenants.into_iter().collect();
     let mut out = BTreeMap::new();
-    each_inventory(&client, &namespace, Some(&tenants), |t, inv| {
-        out.insert(t, inv);
+    each_inventory(&client, &namespace, |t, inv| {
+        if wanted.contains(&t) {
+            out.insert(t, inv);
+        }
     })
     .await?;
     Ok(out)

@@ -29,49 +29,27 @@ pub async fn load_inventories(
     namespace: &str,
 ) -> Result<BTreeMap<String, Result<Inventory, InventoryError>>, ClusterError> {
     let mut out = BTreeMap::new();
-    each_inventory(client, namespace, None, |tenant, inv| {
+    each_inventory(client, namespace, |tenant, inv| {
         out.insert(tenant, inv);
     })
     .await?;
     Ok(out)
 }
 
-/// Read the inventory ConfigMaps of the agent namespace in pages of [`PAGE`] (only those of
-/// `tenants` when given; names that are not DNS labels have none), handing each to `each` as
-/// it is parsed: the caller keeps what it needs, a page at a time.
+/// Read every inventory ConfigMap of the agent namespace in pages of [`PAGE`], handing each
+/// to `each` as it is parsed: the caller keeps what it needs, a page at a time. (A few
+/// tenants' inventories are read by name: [`get_inventories`].)
 pub async fn each_inventory(
     client: &kube::Client,
     namespace: &str,
-    tenants: Option<&[String]>,
     mut each: impl FnMut(String, Result<Inventory, InventoryError>),
 ) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let failed =
         |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    let mut selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
-    if let Some(tenants) = tenants {
-        let names: Vec<&str> = tenants
-            .iter()
-            .map(String::as_str)
-            .filter(|t| fief_core::model::is_dns_label(t))
-            .collect();
-        if names.is_empty() {
-            return Ok(());
-        }
-        selector.push_str(&format!(
-            ",{} in ({})",
-            objects::LABEL_TENANT,
-            names.join(",")
-        ));
-    }
-    // Named tenants (a chunk's) fit one page: one more than asked, so the server does not
-    // hand back a continue token for an empty second page.
-    let page = match tenants {
-        Some(t) if t.len() < 4 * PAGE as usize => t.len() as u32 + 1,
-        _ => PAGE,
-    };
+    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
     let read_page = |token: Option<String>| {
-        let mut params = ListParams::default().labels(&selector).limit(page);
+        let mut params = ListParams::default().labels(&selector).limit(PAGE);
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
