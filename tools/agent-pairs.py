@@ -8,7 +8,9 @@ is removed). Then run builds A and B alternately:
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
 env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
      CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
-     "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change) or PERF=changes
+     "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change), PERF=pprof (the API server's
+     own CPU profile of the shared change's first PPROF_SECONDS, default 30, into
+     /tmp/pprof-apiserver-TAG.pb.gz; needs FIEF_CP_PROFILING=1) or PERF=changes
      (perf record the agent over the one-tenant changes).
 Prints: start to ready and VmHWM; per one-tenant change the p50 webhook-to-applied and the
 agent's CPU (total over CHANGES minus the same idle time, divided by CHANGES, so finer than a
@@ -239,6 +241,15 @@ if os.environ.get("PERF") in ("1", "apiserver"):
     perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", *(["-g"] if os.environ.get("PERF") == "apiserver" else ["--call-graph", "dwarf,16384"]), "-F", "500", "-p", target, "-o", f"/tmp/perf-{tag}.data"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
+if os.environ.get("PERF") == "pprof":
+    # The API server's own CPU profile (the control plane started with FIEF_CP_PROFILING=1).
+    import threading
+    def pprof():
+        url = f"{server}/debug/pprof/profile?seconds={os.environ.get('PPROF_SECONDS', '30')}"
+        with urllib.request.urlopen(url, context=ctx, timeout=600) as r:
+            open(f"/tmp/pprof-apiserver-{tag}.pb.gz", "wb").write(r.read())
+    perf = threading.Thread(target=pprof)
+    perf.start()
 def idle():
     f = open("/proc/stat").readline().split()[1:]
     return int(f[3]) + int(f[4]), sum(int(x) for x in f)
@@ -247,8 +258,10 @@ api0 = apiserver_requests()
 s = time.time()
 push(port)
 n = sum(f.endswith((".yaml", ".yml")) for _, _, fs in os.walk(f"{repo}/tenants") for f in fs)
+# Polled every 100 ms per 1,000 tenants, as the scale bench does: each scrape encodes every
+# tenant's series.
 while metric(port, "fief_tenant_syncs_total") < syncs + n:
-    time.sleep(0.1)
+    time.sleep(0.1 * max(1, -(-n // 1000)))
 took = time.time() - s
 i1 = idle()
 api1 = apiserver_requests()
@@ -258,8 +271,10 @@ print(f"{tag}: machine idle during the shared change: {100 * (i1[0] - i0[0]) / m
 c1 = cpu(p.pid)
 srv1 = {n: total([n]) - srv0[n] for n in srv0}
 print(f"{tag}: server CPU during the shared change: {srv1}")
-if perf:
+if isinstance(perf, subprocess.Popen):
     perf.send_signal(2); perf.wait()
+elif perf:
+    perf.join()
 req1 = requests(port)
 reqs = {k: req1.get(k, 0) - req0.get(k, 0) for k in req1}
 print(f"{tag}: shared change: {took:.2f} s, CPU {c1-c0:.2f} s, hwm {hwm(p.pid):.0f} MiB, requests {reqs}, load {open('/proc/loadavg').read().split()[:3]}")

@@ -38,6 +38,8 @@
 #                           (default: 1 without DIR, 0 with DIR). A failed
 #                           start always keeps DIR/logs for inspection.
 #   FIEF_CP_START_TIMEOUT   seconds to wait for readiness (default: 180)
+#   FIEF_CP_PROFILING       1: kube-apiserver serves /debug/pprof (for profiling
+#                           the API server by hand; default 0)
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -77,6 +79,8 @@ IFS=',' read -r -a user_groups <<<"${groups_raw}"
 for group in "${user_groups[@]}"; do
   [[ "${group}" =~ ^[A-Za-z0-9:._-]+$ ]] || die "bad group name '${group}'"
 done
+profiling=false
+if [[ "${FIEF_CP_PROFILING:-0}" == 1 ]]; then profiling=true; fi
 controllers="${FIEF_CP_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller,root-ca-certificate-publisher-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller}"
 if [[ -n "${FIEF_CP_EXTRA_CONTROLLERS:-}" ]]; then
   [[ "${FIEF_CP_EXTRA_CONTROLLERS}" =~ ^[a-z,-]+$ ]] || die "bad FIEF_CP_EXTRA_CONTROLLERS"
@@ -415,7 +419,7 @@ POLICY
     --kubelet-preferred-address-types=InternalIP \
     --endpoint-reconciler-type=none \
     --enable-priority-and-fairness=true \
-    --profiling=false \
+    --profiling="${profiling}" \
     --cert-dir="${components}/kube-apiserver" \
     --audit-policy-file="${components}/audit-policy.yaml" \
     --audit-log-path="${logs}/audit.log" \

@@ -9,6 +9,9 @@
 //! per tenant), and the agent's peak RSS. Out: one table, a column per size and the ratio of
 //! the last to the first.
 //!
+//! `FIEF_BENCH_ONLY=cli`: only the `fief apply` figures. `FIEF_BENCH_SERVICES=headless`: the
+//! synthetic repo's Services without cluster IPs (see [`headless_services`]).
+//!
 //! `FIEF_BENCH_BINS="before=PATH,after=PATH"` with one size: the same figures for each build,
 //! builds taking turns for RUNS rounds (first and last in turn), each figure the median of its
 //! rounds; the ratio is the last build's to the first's.
@@ -133,6 +136,9 @@ fn one_size(bench: &Bench, tenants: usize, runs: usize, secret: &Path, name: &st
         "fief.yaml".into(),
         format!("baseDomain: bench.example\nagentNamespace: fief-bench-{name}\n"),
     ));
+    if std::env::var("FIEF_BENCH_SERVICES").is_ok_and(|v| v == "headless") {
+        headless_services(&mut files);
+    }
     synth::write_files(&repo, &files).unwrap();
     let mut f = Figures {
         tenants,
@@ -167,8 +173,25 @@ fn one_size(bench: &Bench, tenants: usize, runs: usize, secret: &Path, name: &st
     f.push("  fief CPU s", last_apply_cpu(), 2);
     f.push("  mutating requests", median(writes), 0);
     f.push("no-op apply, peak RSS MiB", median(peak), 0);
-    agent_phases(bench, &repo, secret, name, &mut f);
+    if !bench.cli_only {
+        agent_phases(bench, &repo, secret, name, &mut f);
+    }
     f
+}
+
+/// `FIEF_BENCH_SERVICES=headless`: every Service of the synthetic repo without a cluster IP.
+/// The API server allocates a Service's cluster IP by listing every IPAddress it holds, so
+/// its CPU per Service grows with the Services in the cluster; without cluster IPs, the
+/// cold apply measures the rest of the control plane's cost, and fief's.
+fn headless_services(files: &mut [(String, String)]) {
+    const WEB: &str = "kind: Service\nmetadata:\n  name: web\nspec:\n";
+    let web = files
+        .iter_mut()
+        .find(|(path, text)| path.starts_with("components/web/") && text.contains(WEB));
+    let Some((_, text)) = web else {
+        panic!("FIEF_BENCH_SERVICES=headless: the synthetic repo has no web Service");
+    };
+    *text = text.replace(WEB, &format!("{WEB}  clusterIP: None\n"));
 }
 
 /// The agent's start, one-tenant change and shared change on the applied repo.

@@ -6,7 +6,7 @@
 //! and the metrics reference page built from the same registry ([`reference_markdown`]).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -73,6 +73,8 @@ pub struct Metrics {
     registry: Registry,
     /// Held for a scrape: the gauges set at scrape time are filled and encoded together.
     scrape: Mutex<()>,
+    /// The length of the last scrape's text, to size the next one's buffer.
+    last_size: AtomicUsize,
     /// Tenant syncs by result.
     pub syncs: Family<ResultLabel, Counter>,
     /// Objects applied (created or configured).
@@ -145,6 +147,7 @@ impl Default for Metrics {
         let mut metrics = Metrics {
             registry: Registry::default(),
             scrape: Mutex::new(()),
+            last_size: AtomicUsize::new(0),
             syncs: Family::default(),
             applied: Counter::default(),
             pruned: Counter::default(),
@@ -424,26 +427,19 @@ impl Metrics {
             let seen = counter.get();
             counter.inc_by(n.saturating_sub(seen));
         }
-        // Sized first, then written once: at 1,000 tenants the text is over 1 MB (a
-        // histogram per tenant), and a String grown by doubling would hold its old and new
-        // buffers at once on every scrape.
-        let mut size = Count(0);
-        let _ = prometheus_client::encoding::text::encode(&mut size, &self.registry);
-        let mut out = String::with_capacity(size.0);
+        // Written once into a buffer sized by the last scrape plus an eighth: at thousands
+        // of tenants the text is megabytes (a histogram per tenant). A String grown by
+        // doubling would hold its old and new buffers at once, and sizing each scrape by a
+        // counting pass would encode it twice. Series only grow by tenants added since the
+        // last scrape, so the eighth covers them (past it, the buffer grows once); the first scrape
+        // grows its buffer as it writes.
+        let last = self.last_size.load(Ordering::Relaxed);
+        let mut out = String::with_capacity(last + last / 8);
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
+        self.last_size.store(out.len(), Ordering::Relaxed);
         out
-    }
-}
-
-/// A writer that only counts the bytes written to it.
-struct Count(usize);
-
-impl std::fmt::Write for Count {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0 += s.len();
-        Ok(())
     }
 }
 

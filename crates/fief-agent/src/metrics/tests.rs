@@ -1,10 +1,10 @@
-//! The registry's exposition: written once into a buffer of its size, and the rollout's
-//! figures with their help.
+//! The registry's exposition: written once into a buffer sized by the last scrape, and the
+//! rollout's figures with their help.
 
 use super::*;
 
 #[test]
-fn the_exposition_is_written_once_into_a_buffer_of_its_size() {
+fn the_exposition_is_written_once_into_a_buffer_sized_by_the_last_scrape() {
     let metrics = Metrics::default();
     for n in 0..200 {
         let tenant = format!("tenant-{n:04}");
@@ -16,7 +16,14 @@ fn the_exposition_is_written_once_into_a_buffer_of_its_size() {
     assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
     assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
     assert!(text.ends_with("# EOF\n"));
-    assert_eq!(text.capacity(), text.len(), "sized before it was written");
+    metrics.observe_tenant("tenant-new", 0.5);
+    let next = metrics.encode(RequestStats::default(), |_| {});
+    assert!(next.len() > text.len(), "the new tenant's series are in");
+    assert_eq!(
+        next.capacity(),
+        text.len() + text.len() / 8,
+        "the last scrape's size plus an eighth, never grown while written"
+    );
 }
 
 #[test]
