@@ -13,7 +13,8 @@
 //! Without a cluster: ROWS synthetic tenants (a repo of that many tenant files, each with a
 //! history entry) through the table's own code: building every row, and building them plus
 //! selecting and rendering a page (what `/ui/tenants` does per request, and the overview's
-//! row pass).
+//! row pass); and the agent's `/metrics` text at ROWS tenants, with a sync-duration histogram
+//! per tenant and with one for the fleet (`--sync-durations fleet`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -166,6 +167,33 @@ fn without_a_cluster(tenants: usize, requests: usize) {
     }
 }
 
+/// The agent's `/metrics` text at `tenants` tenants (each with one sync observed and its
+/// ready gauge set), encoded `requests` times with each kind of sync-duration histogram.
+fn metrics_scrape(tenants: usize, requests: usize) {
+    use fief::agent::metrics::{Metrics, SyncDurations};
+    println!("\n/metrics at {tenants} tenants, {requests} scrapes each:");
+    for (name, durations) in [
+        ("a histogram per tenant", SyncDurations::PerTenant),
+        ("one histogram for the fleet", SyncDurations::Fleet),
+    ] {
+        let metrics = Metrics::new(durations);
+        for i in 0..tenants {
+            let tenant = format!("t-{i:05}");
+            metrics.observe_tenant(&tenant, 0.02 + (i % 50) as f64 * 0.01);
+            metrics.tenant_ready(&tenant, i % 97 != 0);
+        }
+        let mut size = 0;
+        let times = (0..requests)
+            .map(|_| {
+                let start = Instant::now();
+                size = metrics.encode(Default::default(), |_| {}).len();
+                start.elapsed()
+            })
+            .collect();
+        summary(&format!("scrape, {name} ({size} bytes)"), times);
+    }
+}
+
 fn main() {
     // `cargo test --all-targets` builds and runs bench targets too; only `cargo bench` (which
     // passes --bench) measures.
@@ -185,6 +213,7 @@ fn main() {
         "web bench: {tenants} tenants, {requests} requests, {rows} rows; load at start: {load}"
     );
     without_a_cluster(rows, requests);
+    metrics_scrape(rows, requests);
     if tenants > 0 {
         against_the_cluster(tenants, requests);
     }

@@ -271,7 +271,7 @@ fn shared_change_converges(
     let throttled_before = rt.block_on(throttled(client));
     const CONTROL_PLANE: [&str; 3] = ["kube-apiserver", "etcd", "kube-controller"];
     let plane_before = process_cpu(&CONTROL_PLANE);
-    let (took, cpu) = shared_change(agent, served, tenants);
+    let (took, cpu) = shared_change(agent, served, tenants, 0);
     let plane: Vec<f64> = process_cpu(&CONTROL_PLANE)
         .iter()
         .zip(&plane_before)
@@ -313,11 +313,18 @@ pub fn hold(file: &Path, kubeconfig: &Path, work: &Path, big: &Path, small_repo:
     }
 }
 
-/// Commit a change to the shared worker component and push it; (seconds from the webhook to
-/// `tenants` more syncs counted, the agent's CPU seconds meanwhile).
-pub fn shared_change(agent: &AgentProc, served: &Served, tenants: usize) -> (f64, f64) {
+/// Commit a change to the shared worker component (the `round`th, each one different) and
+/// push it; (seconds from the webhook to `tenants` more syncs counted, the agent's CPU seconds
+/// meanwhile).
+pub fn shared_change(
+    agent: &AgentProc,
+    served: &Served,
+    tenants: usize,
+    round: usize,
+) -> (f64, f64) {
     let syncs_before = agent.metric("fief_tenant_syncs_total");
-    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    let change =
+        format!("image: registry.example/worker\nqueues: [default, mail, shared-{round}]\n");
     std::fs::write(served.repo.join("components/worker/varz.yaml"), change).unwrap();
     git(&served.repo, &["commit", "-q", "-am", "shared"]);
     let cpu_before = cpu_seconds(agent.child.id());

@@ -8,7 +8,7 @@
 //! fetched or applied. A credential that is not there never silently means an anonymous fetch,
 //! a webhook turned off or tenants failing on their secrets.
 
-use super::{AgentArgs, CliError, EXIT_EXTERNAL, EXIT_OK, LogFormat, runtime};
+use super::{AgentArgs, CliError, EXIT_EXTERNAL, EXIT_OK, LogFormat, SyncDurations, runtime};
 use crate::agent::{self, AgentOptions};
 use crate::source::git::GitAuth;
 
@@ -161,6 +161,10 @@ pub fn agent_cmd(args: &AgentArgs) -> Result<u8, CliError> {
         max_in_flight: args.max_in_flight,
         health_timeout: args.health_timeout,
         web,
+        sync_durations: match args.sync_durations {
+            SyncDurations::Tenant => agent::metrics::SyncDurations::PerTenant,
+            SyncDurations::Fleet => agent::metrics::SyncDurations::Fleet,
+        },
     };
     let rt = runtime()?;
     let outcome = rt.block_on(agent::run(options));

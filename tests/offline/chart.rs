@@ -68,6 +68,8 @@ fn every_option_and_inline_credentials_render_what_fief_install_exports_plus_its
         "3",
         "--shards",
         "6",
+        "--sync-durations",
+        "fleet",
         "--cluster-name",
         "eu-1",
         "--git-token-file",
@@ -79,7 +81,7 @@ fn every_option_and_inline_credentials_render_what_fief_install_exports_plus_its
     ]);
     let charted = template_ok(&format!(
         "namespace: platform-gitops\nimage: {{repository: example.test/fief, tag: 1.2.3}}\n\
-         repo: {{url: {REPO_URL}, branch: live}}\ninterval: 1m\nreplicas: 3\nshards: 6\nclusterName: eu-1\n\
+         repo: {{url: {REPO_URL}, branch: live}}\ninterval: 1m\nreplicas: 3\nshards: 6\nsyncDurations: fleet\nclusterName: eu-1\n\
          git: {{token: \"tok-123\\n\"}}\nwebhook: {{secret: \"hook-secret\\n\"}}\n\
          ageKey: {{key: \"AGE-SECRET-KEY-1TESTONLY\\n\"}}\n"
     ));
@@ -101,6 +103,10 @@ fn every_option_and_inline_credentials_render_what_fief_install_exports_plus_its
     assert!(
         exported.contains("--shards=6"),
         "the shards reach the agent's flags"
+    );
+    assert!(
+        exported.contains("--sync-durations=fleet"),
+        "the fleet durations reach the agent's flags"
     );
     assert_same_install(&exported, charted);
 }

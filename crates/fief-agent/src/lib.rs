@@ -100,6 +100,8 @@ pub struct AgentOptions {
     /// Split the tenants into this many shards, each a Lease, so every replica works on its
     /// share (0 or 1: no shards; one leader does all the work).
     pub shards: u32,
+    /// How `/metrics` keeps tenant sync durations: a histogram per tenant, or one for the fleet.
+    pub sync_durations: metrics::SyncDurations,
 }
 
 /// Why the agent stopped.

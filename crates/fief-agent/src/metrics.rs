@@ -68,6 +68,19 @@ pub struct NotificationLabel {
     pub result: &'static str,
 }
 
+/// How `fief_tenant_reconcile_duration_seconds` is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncDurations {
+    /// A histogram per tenant (label `tenant`): each tenant's own sync times, at about a
+    /// kilobyte of exposition per tenant.
+    #[default]
+    PerTenant,
+    /// One histogram of every tenant's syncs, without the `tenant` label: for fleets whose
+    /// per-tenant series would make every scrape megabytes. Fleet-wide queries (`sum by (le)`)
+    /// read the same.
+    Fleet,
+}
+
 /// Every metric of the agent, in one registry.
 pub struct Metrics {
     registry: Registry,
@@ -93,8 +106,12 @@ pub struct Metrics {
     pub fetch_last: Gauge,
     /// API requests by verb (a counter, read at scrape time from the client's counter).
     pub api_requests: Family<VerbLabel, Counter>,
-    /// Per-tenant sync duration.
+    /// How tenant sync durations are kept.
+    durations: SyncDurations,
+    /// Per-tenant sync duration ([`SyncDurations::PerTenant`]).
     pub tenant_seconds: Family<TenantLabel, Histogram>,
+    /// Every tenant's sync duration in one histogram ([`SyncDurations::Fleet`]).
+    pub fleet_seconds: Histogram,
     /// 1 when the tenant's last sync succeeded, else 0.
     pub tenant_ready: Family<TenantLabel, Gauge>,
     /// 1 while this replica holds the Lease (set at scrape time).
@@ -144,6 +161,13 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
+        Metrics::new(SyncDurations::default())
+    }
+}
+
+impl Metrics {
+    /// Every metric, registered; tenant sync durations kept as `durations` says.
+    pub fn new(durations: SyncDurations) -> Self {
         let mut metrics = Metrics {
             registry: Registry::default(),
             scrape: Mutex::new(()),
@@ -157,7 +181,9 @@ impl Default for Metrics {
             queue_depth: Gauge::default(),
             fetch_last: Gauge::default(),
             api_requests: Family::default(),
+            durations,
             tenant_seconds: Family::new_with_constructor(tenant_histogram as fn() -> Histogram),
+            fleet_seconds: tenant_histogram(),
             tenant_ready: Family::default(),
             leader: Gauge::default(),
             shards_held: Gauge::default(),
@@ -240,11 +266,12 @@ impl Metrics {
 
     /// Per-tenant syncs, API requests and the work new commits cost.
     fn register_tenants(&self, r: &mut Registry) {
-        r.register(
-            "tenant_reconcile_duration_seconds",
-            "Duration of one tenant's sync",
-            self.tenant_seconds.clone(),
-        );
+        const DURATION: &str = "tenant_reconcile_duration_seconds";
+        const HELP: &str = "Duration of one tenant's sync";
+        match self.durations {
+            SyncDurations::PerTenant => r.register(DURATION, HELP, self.tenant_seconds.clone()),
+            SyncDurations::Fleet => r.register(DURATION, HELP, self.fleet_seconds.clone()),
+        }
         r.register(
             "tenant_ready",
             "1 when the tenant's last sync succeeded, else 0",
@@ -376,11 +403,15 @@ impl Metrics {
 
     /// Record one tenant's sync duration.
     pub fn observe_tenant(&self, tenant: &str, seconds: f64) {
-        self.tenant_seconds
-            .get_or_create(&TenantLabel {
-                tenant: tenant.to_string(),
-            })
-            .observe(seconds);
+        match self.durations {
+            SyncDurations::PerTenant => self
+                .tenant_seconds
+                .get_or_create(&TenantLabel {
+                    tenant: tenant.to_string(),
+                })
+                .observe(seconds),
+            SyncDurations::Fleet => self.fleet_seconds.observe(seconds),
+        }
     }
 
     /// Set whether a tenant is ready.

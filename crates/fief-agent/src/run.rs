@@ -113,7 +113,7 @@ async fn clients(options: &AgentOptions) -> Result<Clients, AgentError> {
 
 /// The state shared by the loop, the tasks and the HTTP handlers.
 fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
-    let metrics = Metrics::default();
+    let metrics = Metrics::new(options.sync_durations);
     let notifier = notify::Notifier::start(
         metrics.notifications.clone(),
         options.age_keys.clone(),

@@ -91,9 +91,23 @@ pub struct AgentArgs {
     /// form); without it the view is open to whoever reaches the port.
     #[arg(long, value_name = "FILE", requires = "web")]
     pub web_token_file: Option<PathBuf>,
+    /// How /metrics keeps tenant sync durations: `tenant`, a histogram per tenant (label
+    /// `tenant`), or `fleet`, one histogram of every tenant's syncs without the label, for
+    /// fleets whose per-tenant series would make each scrape megabytes.
+    #[arg(long, value_enum, default_value_t = SyncDurations::Tenant)]
+    pub sync_durations: SyncDurations,
     /// Cluster connection.
     #[command(flatten)]
     pub cluster_args: ClusterArgs,
+}
+
+/// How the agent's /metrics keeps tenant sync durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SyncDurations {
+    /// A histogram per tenant.
+    Tenant,
+    /// One histogram for the whole fleet.
+    Fleet,
 }
 
 /// Log format of the agent.

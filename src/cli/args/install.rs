@@ -35,6 +35,9 @@ pub struct InstallArgs {
     /// --shards`); 0: one leader does all the work.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub shards: u32,
+    /// How the agent's /metrics keeps tenant sync durations (`fief agent --sync-durations`).
+    #[arg(long, value_enum, default_value_t = super::SyncDurations::Tenant)]
+    pub sync_durations: super::SyncDurations,
     /// The `spec.cluster` of the tenants this agent owns.
     #[arg(long = "cluster-name", default_value = "default", value_name = "NAME")]
     pub cluster_name: String,

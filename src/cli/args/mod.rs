@@ -11,7 +11,7 @@ mod install;
 mod retire;
 mod spares;
 
-pub use agent::{AgentArgs, LogFormat};
+pub use agent::{AgentArgs, LogFormat, SyncDurations};
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
 pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};

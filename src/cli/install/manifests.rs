@@ -93,6 +93,8 @@ pub struct Settings {
     pub replicas: u32,
     /// Shards the tenants are split into across the replicas (0: none, one leader).
     pub shards: u32,
+    /// The agent keeps one sync-duration histogram for the fleet (`--sync-durations fleet`).
+    pub fleet_durations: bool,
     /// The `spec.cluster` this agent owns.
     pub cluster: String,
     /// The agent container's requests and limits.
@@ -221,24 +223,8 @@ fn secret(namespace: &str, name: &str, data: &[(&str, &str)]) -> Value {
 /// Pod template carries a hash of the credentials, so a new key rolls the Pods.
 fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
     deployment["spec"]["replicas"] = json!(s.replicas);
-    let mut hash = Sha256::new();
-    for part in [&c.git_token, &c.webhook_secret, &c.age_key, &c.web_token]
-        .into_iter()
-        .flatten()
-    {
-        hash.update(part.as_bytes());
-        hash.update([0]);
-    }
-    if let Some((key, hosts)) = &c.ssh {
-        hash.update(key.as_bytes());
-        hash.update(hosts.as_bytes());
-    }
-    let digest: String = hash.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     deployment["spec"]["template"]["metadata"]["annotations"]["fief.dev/credentials"] =
-        json!(digest);
+        json!(credentials_digest(c));
     let Some(container) = deployment["spec"]["template"]["spec"]["containers"]
         .as_array_mut()
         .and_then(|cs| cs.iter_mut().find(|c| c["name"] == "agent"))
@@ -292,6 +278,9 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
     if s.shards > 1 {
         args.push(json!(format!("--shards={}", s.shards)));
     }
+    if s.fleet_durations {
+        args.push(json!("--sync-durations=fleet"));
+    }
     if s.web {
         args.push(json!("--web"));
         if c.web_token.is_some() {
@@ -299,6 +288,26 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
         }
     }
     container["args"] = json!(args);
+}
+
+/// A short hash of every credential, for the Pod template: a new key rolls the Pods.
+fn credentials_digest(c: &Credentials) -> String {
+    let mut hash = Sha256::new();
+    for part in [&c.git_token, &c.webhook_secret, &c.age_key, &c.web_token]
+        .into_iter()
+        .flatten()
+    {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    if let Some((key, hosts)) = &c.ssh {
+        hash.update(key.as_bytes());
+        hash.update(hosts.as_bytes());
+    }
+    hash.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn flag(name: &str, path: &str) -> String {
@@ -318,6 +327,7 @@ mod tests {
             interval: "1m".into(),
             replicas: 3,
             shards: 0,
+            fleet_durations: false,
             cluster: "eu-1".into(),
             resources: Resources::default(),
             optional: Optional::default(),

@@ -27,6 +27,42 @@ fn the_exposition_is_written_once_into_a_buffer_sized_by_the_last_scrape() {
 }
 
 #[test]
+fn fleet_sync_durations_are_one_histogram_without_the_tenant_label() {
+    let metrics = Metrics::new(SyncDurations::Fleet);
+    for n in 0..200 {
+        metrics.observe_tenant(&format!("tenant-{n:04}"), 0.001);
+        metrics.tenant_ready(&format!("tenant-{n:04}"), true);
+    }
+    let text = metrics.encode(RequestStats::default(), |_| {});
+    let durations: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("fief_tenant_reconcile_duration_seconds"))
+        .collect();
+    assert!(
+        durations.iter().all(|l| !l.contains("tenant=")),
+        "{durations:?}"
+    );
+    assert!(
+        durations.contains(&"fief_tenant_reconcile_duration_seconds_count 200"),
+        "every tenant's sync counted once: {durations:?}"
+    );
+    assert!(
+        durations.contains(&"fief_tenant_reconcile_duration_seconds_bucket{le=\"0.005\"} 200"),
+        "{durations:?}"
+    );
+    assert!(
+        text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 1"),
+        "the per-tenant gauges stay"
+    );
+    let per_tenant = Metrics::default();
+    per_tenant.observe_tenant("tenant-0001", 0.001);
+    let text = per_tenant.encode(RequestStats::default(), |_| {});
+    assert!(
+        text.contains("fief_tenant_reconcile_duration_seconds_count{tenant=\"tenant-0001\"} 1")
+    );
+}
+
+#[test]
 fn the_rollout_figures_are_exposed_with_their_help() {
     use fief_core::rollout::{Phase, Record, Wave};
     let wave = |name: &str, tenants: &[&str]| Wave {
