@@ -6,7 +6,7 @@ cargo bench --bench cluster -- 1000 (writes /tmp/hold.env; the cluster stays up 
 is removed). Then run builds A and B alternately:
 
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
-env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 500), CONC (--concurrency, default 8),
+env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 1000 as fief's own), CONC (--concurrency, default 8),
      CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
      "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change), PERF=pprof (the API server's
      own CPU profile of the shared change's first PPROF_SECONDS, default 30, into
@@ -159,7 +159,7 @@ def server_cpu():
 srv_start = server_cpu()
 t0 = time.time()
 p = subprocess.Popen(os.environ.get("WRAP", "").split() + [binary, "agent", "--repo", env[f"{WHICH}_URL"], "--no-leader-election",
-                      "--interval", "600s", "--api-qps", os.environ.get("QPS", "500"), "--concurrency", os.environ.get("CONC", "8"), "--kubeconfig", env["KUBECONFIG"],
+                      "--interval", "600s", "--api-qps", os.environ.get("QPS", "1000"), "--concurrency", os.environ.get("CONC", "8"), "--kubeconfig", env["KUBECONFIG"],
                       "--cache-dir", cache, "--listen", f"127.0.0.1:{port}",
                       "--webhook-secret-file", "/tmp/bench-secret"],
                      env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},

@@ -71,8 +71,8 @@ pub struct NotificationLabel {
 /// How `fief_tenant_reconcile_duration_seconds` is kept.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SyncDurations {
-    /// A histogram per tenant (label `tenant`): each tenant's own sync times, at about a
-    /// kilobyte of exposition per tenant.
+    /// A histogram per tenant (label `tenant`): each tenant's own sync times, 15 series per
+    /// tenant.
     #[default]
     PerTenant,
     /// One histogram of every tenant's syncs, without the `tenant` label: for fleets whose
@@ -461,9 +461,9 @@ impl Metrics {
         // Written once into a buffer sized by the last scrape plus an eighth: at thousands
         // of tenants the text is megabytes (a histogram per tenant). A String grown by
         // doubling would hold its old and new buffers at once, and sizing each scrape by a
-        // counting pass would encode it twice. Series only grow by tenants added since the
-        // last scrape, so the eighth covers them (past it, the buffer grows once); the first scrape
-        // grows its buffer as it writes.
+        // counting pass would encode it twice. Series only grow by the tenants added since
+        // the last scrape, so the eighth covers them (past it, the buffer grows once); the
+        // first scrape grows its buffer as it writes.
         let last = self.last_size.load(Ordering::Relaxed);
         let mut out = String::with_capacity(last + last / 8);
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
