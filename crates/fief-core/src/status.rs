@@ -186,6 +186,12 @@ pub const ANNOTATION_REQUESTED_AT: &str = "fief.dev/requestedAt";
 pub const ANNOTATION_HANDLED_AT: &str = "fief.dev/lastHandledReconcileAt";
 /// Annotation set by the agent with [`ANNOTATION_HANDLED_AT`]: `Ready: ...` or `Failed: ...`.
 pub const ANNOTATION_RECONCILE_RESULT: &str = "fief.dev/reconcileResult";
+/// Annotation set by `fief reconcile --tenant T --allow-mass-prune` beside
+/// [`ANNOTATION_REQUESTED_AT`] on the tenant's inventory ConfigMap: a person releases the
+/// tenant's held mass prune for the sync that answers that request. The value says who and
+/// when ([`suspension_note`] without a reason); the agent records it in the tenant's status
+/// and removes the annotation once the request is answered.
+pub const ANNOTATION_ALLOW_MASS_PRUNE: &str = "fief.dev/allowMassPrune";
 /// Name of the ConfigMap (agent namespace) whose `requestedAt` asks for every tenant.
 pub const RECONCILE_ALL: &str = "fief-reconcile";
 
@@ -205,6 +211,9 @@ pub struct Flags {
     /// The result of the last handled request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// A person's release of the held mass prune for the pending request: who, when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_mass_prune: Option<String>,
 }
 
 impl Flags {
@@ -216,6 +225,7 @@ impl Flags {
             requested_at: get(ANNOTATION_REQUESTED_AT),
             handled_at: get(ANNOTATION_HANDLED_AT),
             result: get(ANNOTATION_RECONCILE_RESULT),
+            allow_mass_prune: get(ANNOTATION_ALLOW_MASS_PRUNE),
         }
     }
 
