@@ -18,6 +18,7 @@ use common::agent::*;
 use common::kubectl::Kubectl;
 use serde_json::Value;
 
+mod fleet;
 mod in_flight;
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: \"registry.example/web:{{ values.tag }}\"\n";

@@ -313,7 +313,7 @@ impl Metrics {
     fn register_health(&self, r: &mut Registry) {
         r.register(
             "tenants_in_flight",
-            "Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight)",
+            "Tenants of a rollout's current wave released and not yet healthy, stalled or failed (bounded by --max-in-flight; other syncs never wait)",
             self.tenants_in_flight.clone(),
         );
         r.register(

@@ -376,7 +376,7 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
     }
     state.unsettled = changed.iter().cloned().collect();
     let changed_count = changed.len();
-    let queued = super::rollout::begin(state, &rev, changed);
+    let queued = super::rollout::begin(state, &rev, changed, shared.gate.max_in_flight());
     let held = changed_count - queued.len();
     let mut q = lock(&shared.queue);
     for tenant in &queued {

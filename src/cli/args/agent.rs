@@ -50,7 +50,9 @@ pub struct AgentArgs {
     /// Tenants synced at once.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
-    /// Tenants applied but not yet healthy at once; others wait their turn.
+    /// Tenants of a shared change's rollout wave applied but not yet healthy at once (the
+    /// rest of the wave waits its turn); the first sync, restarts and independent changes
+    /// are never held.
     #[arg(long, default_value_t = 20)]
     pub max_in_flight: usize,
     /// How long a component without `health.timeout` may take to become healthy before its

@@ -1,18 +1,21 @@
 //! Health gating in the agent: after a tenant is applied, its objects are judged by kstatus
 //! rules ([`fief_core::health`]) from the events of the watches the agent already runs (no
-//! polling), and at most `--max-in-flight` tenants may be applied but not yet healthy at once.
+//! polling). Waiting for health never holds up an apply: a tenant is synced as soon as it is
+//! due, whatever other tenants' health. The in-flight bound (`--max-in-flight`) is kept here
+//! but applied by the rollout of a shared change ([`crate::rollout`]), which releases a wave's
+//! tenants at most that many unsettled at once; the gate only reports the rollout's count.
 //!
-//! In: admissions before each tenant's sync, each sync's result (the live hashes it applied,
-//! the components' `health:` settings), watch events of desired objects (their live hash and
-//! health) and deletions. Out: one permit per tenant between its apply and its verdict (others
-//! wait for one), the tenant's verdict — `Reconciling` while waiting, `Ready` once every
-//! waited-on object is current, `Stalled` naming the unhealthy objects when one failed or its
-//! component's `health.timeout` passed — written onto its inventory status by one writer task,
-//! and the figures for `/metrics` and `/status`. An object counts only once the watch has seen
-//! it at the version the sync applied (its live hash equals the one recorded after apply, or
-//! its resourceVersion is the one the apply returned), so a status from before the apply is
-//! never taken for the new version's. A stalled tenant frees
-//! its permit and is still watched: it turns `Ready` when its objects become healthy.
+//! In: the start of each tenant's sync, each sync's result (the live hashes it applied, the
+//! components' `health:` settings), watch events of desired objects (their live hash and
+//! health) and deletions, and the rollout's count of its tenants in flight. Out: the tenant's
+//! verdict — `Reconciling` while waiting, `Ready` once every waited-on object is current,
+//! `Stalled` naming the unhealthy objects when one failed or its component's `health.timeout`
+//! passed — written onto its inventory status by one writer task, each tenant's state for the
+//! rollout, and the figures for `/metrics` and `/status`. An object counts only once the
+//! watch has seen it at the version the sync applied (its live hash equals the one recorded
+//! after apply, or its resourceVersion is the one the apply returned), so a status from
+//! before the apply is never taken for the new version's. A stalled tenant is still watched:
+//! it turns `Ready` when its objects become healthy.
 
 mod report;
 
@@ -22,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use fief_core::digest::Digest;
@@ -46,8 +49,6 @@ struct Applied {
 struct Waiting {
     /// Each waited-on object with the version its sync applied.
     objects: BTreeMap<ObjectId, Applied>,
-    /// Held until the verdict is `Ready` or `Stalled`.
-    permit: Option<OwnedSemaphorePermit>,
     /// Which sync this is (timers of older syncs are ignored).
     sync: u64,
     /// When the wait began.
@@ -105,10 +106,13 @@ struct Tracker {
     seq: u64,
 }
 
-/// The health gate: the in-flight bound, the tracker and the status writer's queue.
+/// The health gate: the tracker, the status writer's queue, and the in-flight bound a
+/// rollout applies.
 pub struct Gate {
-    permits: Arc<Semaphore>,
+    /// `--max-in-flight`: a rollout's tenants applied and not yet settled at once.
     max: usize,
+    /// The rollout's tenants applied (or released to be) and not yet settled.
+    in_flight: AtomicUsize,
     default_timeout: Duration,
     peak: AtomicUsize,
     tracker: Mutex<Tracker>,
@@ -128,14 +132,14 @@ fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
 }
 
 impl Gate {
-    /// A gate letting `max` tenants be applied-but-unhealthy at once; components without a
-    /// `health.timeout` wait `default_timeout`.
+    /// A gate whose rollouts keep at most `max` tenants applied-but-unsettled at once;
+    /// components without a `health.timeout` wait `default_timeout`.
     pub fn new(max: usize, default_timeout: Duration) -> Gate {
         let max = max.max(1);
         let (writes, receiver) = mpsc::unbounded_channel();
         Gate {
-            permits: Arc::new(Semaphore::new(max)),
             max,
+            in_flight: AtomicUsize::new(0),
             default_timeout,
             peak: AtomicUsize::new(0),
             tracker: Mutex::new(Tracker::default()),
@@ -152,28 +156,28 @@ impl Gate {
         let _ = self.listener.set(Box::new(f));
     }
 
-    /// Tenants applied and not yet judged healthy or stalled (permits held).
+    /// The rollout's tenants applied (or released to be) and not yet judged healthy or
+    /// stalled, as the rollout last counted them.
     pub fn in_flight(&self) -> usize {
-        self.max - self.permits.available_permits()
+        self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Wait for a permit to sync `tenant` (a tenant still waiting from its last sync takes
-    /// its own permit over). `None` when `stop` is cancelled first.
-    pub async fn admit(&self, tenant: &str, stop: &CancellationToken) -> Option<Permit> {
-        let own = {
-            let mut t = lock(&self.tracker);
-            t.waiting.get_mut(tenant).and_then(|w| w.permit.take())
-        };
-        let permit = match own {
-            Some(p) => p,
-            None => tokio::select! {
-                p = self.permits.clone().acquire_owned() => p.ok()?,
-                _ = stop.cancelled() => return None,
-            },
-        };
-        self.peak.fetch_max(self.in_flight(), Ordering::Relaxed);
+    /// The bound on [`Self::in_flight`] (`--max-in-flight`).
+    pub fn max_in_flight(&self) -> usize {
+        self.max
+    }
+
+    /// The rollout counted `n` of its tenants in flight.
+    pub fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n, Ordering::Relaxed);
+        self.peak.fetch_max(n, Ordering::Relaxed);
+    }
+
+    /// `tenant`'s sync starts: never waits (another tenant's health never holds up an
+    /// apply). Its verdict is left to the sync until [`Self::after_sync`].
+    pub fn admit(&self, tenant: &str) -> Permit {
         lock(&self.tracker).syncing.insert(tenant.to_string());
-        Some(Permit(permit))
+        Permit(())
     }
 
     /// A watch saw a desired object of `tenant` (its live hash against the desired object).
@@ -213,14 +217,14 @@ impl Gate {
 
     /// After `render`'s sync: wait for its component objects (those of components with
     /// `health.wait` unset or true) at the live hashes the sync recorded; judge at once from
-    /// what the watches know; arm the timeouts. A failed sync frees the permit and leaves the
-    /// status the sync wrote.
+    /// what the watches know; arm the timeouts. A failed sync leaves the status the sync
+    /// wrote.
     pub fn after_sync(
         self: &Arc<Self>,
         repo: Option<&Repo>,
         render: &TenantRender,
         result: &SyncResult,
-        permit: Permit,
+        _started: Permit,
     ) {
         let tenant = render.tenant.as_str();
         let ok = result.reports.iter().any(|r| {
@@ -234,7 +238,6 @@ impl Gate {
         let inventory = result.inventories.get(tenant).and_then(Option::as_ref);
         let (Some(repo), Some(inv), true) = (repo, inventory, ok) else {
             t.waiting.remove(tenant);
-            drop(permit);
             return;
         };
         let limits = fief_kube::health::deadlines(repo, render, self.default_timeout);
@@ -252,7 +255,6 @@ impl Gate {
             tenant.to_string(),
             Waiting {
                 objects,
-                permit: Some(permit.0),
                 sync,
                 since: match &previous {
                     Some(w) if all_kept => w.since,
@@ -311,8 +313,8 @@ impl Gate {
         t.dirty.remove(tenant);
     }
 
-    /// Judge a waiting tenant; `Ready` ends the wait, `Stalled` frees the permit; a changed
-    /// verdict is queued for the writer.
+    /// Judge a waiting tenant; `Ready` ends the wait (a `Stalled` one is still watched); a
+    /// changed verdict is queued for the writer.
     fn judge(&self, t: &mut Tracker, tenant: &str) {
         let now = Instant::now();
         let Some(w) = t.waiting.get(tenant) else {
@@ -332,16 +334,8 @@ impl Gate {
             })
             .collect();
         let v = verdict(&objects);
-        match &v {
-            Verdict::Ready => {
-                t.waiting.remove(tenant);
-            }
-            Verdict::Stalled(_) => {
-                if let Some(w) = t.waiting.get_mut(tenant) {
-                    w.permit = None;
-                }
-            }
-            Verdict::Reconciling(_) => {}
+        if v == Verdict::Ready {
+            t.waiting.remove(tenant);
         }
         if t.verdicts.get(tenant) != Some(&v) {
             tracing::info!(tenant, health = v.name(), detail = ?v, "tenant health");
@@ -442,8 +436,8 @@ impl Gate {
     }
 }
 
-/// A tenant's permit between its admission and its verdict.
-pub struct Permit(OwnedSemaphorePermit);
+/// A tenant's sync under way, from [`Gate::admit`] to [`Gate::after_sync`].
+pub struct Permit(());
 
 /// The objects of `render` to wait for (components whose wait has a limit), each at the live
 /// hash and version its sync recorded in `inv`, with its deadline; the deadlines; and whether

@@ -60,7 +60,7 @@ fn the_gate_figures_are_exposed_and_a_tenant_no_longer_judged_leaves_them() {
     };
     let text = scrape();
     for line in [
-        "# HELP fief_tenants_in_flight Tenants applied and not yet judged healthy or stalled (bounded by --max-in-flight).",
+        "# HELP fief_tenants_in_flight Tenants of a rollout's current wave released and not yet healthy, stalled or failed (bounded by --max-in-flight; other syncs never wait).",
         "# TYPE fief_tenants_in_flight gauge",
         "fief_tenants_in_flight 0",
         "# HELP fief_tenants_in_flight_peak Highest fief_tenants_in_flight since start.",

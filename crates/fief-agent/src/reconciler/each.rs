@@ -1,4 +1,4 @@
-//! One chunk's sync: each tenant through the health gate and [`sync_with`], several at once,
+//! One chunk's sync: each tenant through [`sync_with`] and then the health gate, several at once,
 //! never one started after `stop`, then the orphan report when it is due.
 //!
 //! In: the chunk's renders, the cluster's state for them, the loop state (each tenant's
@@ -89,8 +89,7 @@ fn known_for_orphans(ctx: &Each<'_>, state: &LoopState) -> BTreeSet<String> {
 }
 
 /// Sync one tenant at `rev` (its revision, when a rollout holds it at another than the
-/// batch's), once the health gate admits it and while this replica owns it; `None` when it
-/// was not started.
+/// batch's) while this replica owns it; `None` when it was not started.
 async fn sync_one(
     ctx: &Each<'_>,
     r: &TenantRender,
@@ -111,11 +110,12 @@ async fn sync_one(
     if ctx.stop.is_cancelled() {
         return None;
     }
-    let permit = ctx.shared.gate.admit(&r.tenant, ctx.stop).await?;
     if !ctx.shared.start_sync(&r.tenant) {
         // Its shard was handed back meanwhile: the new holder syncs it.
         return None;
     }
+    // Never waits: another tenant's health does not hold up this apply.
+    let permit = ctx.shared.gate.admit(&r.tenant);
     let trigger = ctx.triggers.get(&r.tenant).copied().unwrap_or("commit");
     let span = tracing::info_span!(
         "sync",

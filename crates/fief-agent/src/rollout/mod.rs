@@ -1,14 +1,17 @@
 //! Progressive rollouts in the agent: a change that reaches tenants through shared inputs
 //! (a component's templates or varz, an environment file, the baseline, fief.yaml) goes
 //! through fief.yaml's `rollout.waves`, one wave at a time, each waiting until its tenants
-//! are healthy; an unhealthy or failed tenant halts it.
+//! are healthy; an unhealthy or failed tenant halts it. Within a wave, at most
+//! `--max-in-flight` of its tenants are applied and not yet settled at once ([`bound`]); the
+//! others of the wave are held like a later wave's until a place frees.
 //!
 //! In: each new revision with the tenants whose input hash changed, each tenant's last synced
 //! revision, the sync attempts and the health gate's verdicts. Out: the tenants to queue now
 //! (a tenant's own change — its tenant file or own secret file — and new tenants at once, the
-//! first wave of the rest), the revision each tenant renders at (a held tenant stays at the
-//! commit it was last synced at, drift repair included), the next wave released when the
-//! current one is healthy, and the rollout [`Record`] for `/status`, `/metrics` and the
+//! first wave of the rest, up to the bound), the revision each tenant renders at (a held tenant stays at the
+//! commit it was last synced at, drift repair included), more of the current wave as its
+//! released tenants settle, the next wave released when the current one is healthy, the
+//! count of tenants in flight for the health gate's figures, and the rollout [`Record`] for `/status`, `/metrics` and the
 //! `fief-rollout` ConfigMap. A new commit replaces the rollout: tenants already at the old
 //! target and held ones alike go through the new one's waves from the first.
 //!
@@ -20,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod across;
+mod bound;
 mod restore;
 
 pub(super) use restore::restore;
@@ -43,6 +47,8 @@ pub(super) struct Active {
     wave_of: HashMap<String, usize>,
     /// The wave released last (index).
     wave: usize,
+    /// The tenants of that wave released so far (the others of it are held: [`bound`]).
+    released: BTreeSet<String>,
     /// Where it stands.
     phase: Phase,
     reason: Option<String>,
@@ -51,9 +57,25 @@ pub(super) struct Active {
 }
 
 impl Active {
-    /// Whether `tenant` is held: in a wave not released yet.
+    /// Whether `tenant` is held: in a wave not released yet, or in the current wave and not
+    /// released yet (the in-flight bound).
     pub(super) fn holds(&self, tenant: &str) -> bool {
-        self.phase != Phase::Complete && self.wave_of.get(tenant).is_some_and(|w| *w > self.wave)
+        self.phase != Phase::Complete
+            && self.wave_of.get(tenant).is_some_and(|w| {
+                *w > self.wave || (*w == self.wave && !self.released.contains(tenant))
+            })
+    }
+
+    /// Release more of the current wave: as many as the bound `max` leaves places for once
+    /// the released tenants not settled yet are counted. Returns the tenants to queue and
+    /// how many of the wave are in flight.
+    fn release(&mut self, max: usize, unsettled: impl Fn(&str) -> bool) -> (Vec<String>, usize) {
+        let Some(wave) = self.waves.get(self.wave) else {
+            return (Vec::new(), 0);
+        };
+        let r = bound::release(&wave.tenants, &self.released, max, unsettled);
+        self.released.extend(r.now.iter().cloned());
+        (r.now, r.in_flight)
     }
 }
 
@@ -85,11 +107,13 @@ fn labels_of(rev: &Revision) -> BTreeMap<String, BTreeMap<String, String>> {
 }
 
 /// Take a new revision: start a rollout when fief.yaml declares waves and `changed` tenants
-/// changed through shared inputs; return the tenants to queue now.
+/// changed through shared inputs; return the tenants to queue now (of the first wave, `max`
+/// at most: the in-flight bound).
 pub(super) fn begin(
     state: &mut LoopState,
     rev: &Arc<Revision>,
     changed: Vec<String>,
+    max: usize,
 ) -> Vec<String> {
     let config = rev
         .repo
@@ -145,7 +169,6 @@ pub(super) fn begin(
         .flat_map(|(i, w)| w.tenants.iter().map(move |t| (t.clone(), i)))
         .collect();
     let first = next_wave(&members, 0).unwrap_or(0);
-    now.extend(waves[first].tenants.iter().cloned());
     let at = fief_kube::sync::now_rfc3339();
     tracing::info!(
         commit = rev.commit,
@@ -154,17 +177,21 @@ pub(super) fn begin(
         wave = waves[first].name,
         "rollout started"
     );
-    state.rollout = Some(Active {
+    let mut active = Active {
         target: rev.clone(),
         waves,
         members,
         wave_of,
         wave: first,
+        released: BTreeSet::new(),
         phase: Phase::Progressing,
         reason: None,
         started_at: at.clone(),
         updated_at: at,
-    });
+    };
+    // Nothing of the new rollout is applied yet: the first `max` of its wave go now.
+    now.extend(active.release(max, |_| true).0);
+    state.rollout = Some(active);
     now
 }
 
@@ -199,10 +226,57 @@ fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &st
     })
 }
 
-/// Move the rollout on: release the next wave when the current one is healthy, halt on a
-/// failed tenant (and resume if it turns healthy). Returns whether it is still waiting on
-/// health (the caller looks again soon).
+/// Release more of the current wave as its released tenants settle (the in-flight bound),
+/// halted or not: a halt holds the later waves. Tells the health gate how many are in
+/// flight (none without a rollout under way).
+fn fill(shared: &Shared, state: &mut LoopState) {
+    let Some(active) = state
+        .rollout
+        .as_ref()
+        .filter(|a| a.phase != Phase::Complete)
+    else {
+        shared.gate.set_in_flight(0);
+        return;
+    };
+    let unsettled: BTreeSet<String> = active
+        .released
+        .iter()
+        .filter(|t| {
+            shared.owns(t)
+                && matches!(
+                    tenant_state(shared, state, active, t),
+                    TenantState::Pending | TenantState::Waiting
+                )
+        })
+        .cloned()
+        .collect();
+    let Some(active) = state.rollout.as_mut() else {
+        return;
+    };
+    let (now, in_flight) = active.release(shared.gate.max_in_flight(), |t| unsettled.contains(t));
+    shared.gate.set_in_flight(in_flight);
+    queue(shared, &now);
+}
+
+/// Queue `tenants` for the rollout at once.
+fn queue(shared: &Shared, tenants: &[String]) {
+    if tenants.is_empty() {
+        return;
+    }
+    let at = Instant::now();
+    let mut q = lock(&shared.queue);
+    for t in tenants {
+        q.push_for(t, at, "rollout");
+    }
+    drop(q);
+    shared.wake.notify_one();
+}
+
+/// Move the rollout on: release more of the current wave as the bound allows, the next wave
+/// when the current one is healthy, halt on a failed tenant (and resume if it turns
+/// healthy). Returns whether it is still waiting on health (the caller looks again soon).
 pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
+    fill(shared, state);
     let Some(active) = state
         .rollout
         .as_ref()
@@ -257,6 +331,7 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
         }
         Step::Release(i) => {
             active.wave = i;
+            active.released.clear();
             active.phase = Phase::Progressing;
             active.reason = None;
             active.updated_at = now;
@@ -266,13 +341,9 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
                 tenants = active.waves[i].tenants.len(),
                 "rollout: next wave released"
             );
-            let at = Instant::now();
-            let mut q = lock(&shared.queue);
-            for t in &active.waves[i].tenants {
-                q.push_for(t, at, "rollout");
-            }
-            drop(q);
-            shared.wake.notify_one();
+            let (now, in_flight) = active.release(shared.gate.max_in_flight(), |_| true);
+            shared.gate.set_in_flight(in_flight);
+            queue(shared, &now);
             true
         }
         Step::Complete => {

@@ -2,7 +2,7 @@
 //!
 //! In: the record (read from the cluster), the head revision and the agent's clone. Out: the
 //! loop state with each tenant synced at its held commit (or the rollout's), and the rollout
-//! active again at its wave; nothing when there is no record, it is complete, or it cannot be
+//! active again at its wave with the tenants of it released before; nothing when there is no record, it is complete, or it cannot be
 //! read.
 
 use std::collections::{BTreeSet, HashMap};
@@ -73,12 +73,25 @@ pub(crate) async fn restore(
         held = record.held.len(),
         "rollout taken up again after a restart"
     );
+    // The current wave's tenants not recorded as held were released before the restart.
+    let released = record
+        .waves
+        .get(record.wave)
+        .map(|w| {
+            w.tenants
+                .iter()
+                .filter(|t| !record.held.contains_key(*t))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
     state.rollout = Some(Active {
         target,
         waves: record.waves,
         members,
         wave_of,
         wave: record.wave,
+        released,
         phase: match record.phase {
             Phase::Halted => Phase::Halted,
             Phase::Progressing | Phase::Complete => Phase::Progressing,
