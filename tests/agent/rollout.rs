@@ -16,6 +16,8 @@ use serde_json::Value;
 use common::agent::{Agent, GitServer, kubectl_json, resource_version, waves};
 use common::util::wait_until;
 
+mod health_gated;
+
 const APP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  greeting: {{ values.greeting | quote }}\n";
 
 fn tenant(name: &str, ring: &str, values: &str) -> (String, String) {
