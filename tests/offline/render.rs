@@ -148,6 +148,46 @@ fn secrets_are_redacted_unless_asked() {
     assert!(stdout(&shown).contains("username: YXBw"));
 }
 
+/// The plaintext of the example's `secrets.shared.analytics.apiKey` (not a valid name).
+const SHARED_API_KEY: &str = "ak_example_shared_analytics_0001";
+
+#[test]
+fn a_secret_rendered_where_a_name_goes_is_named_by_its_key_never_its_value() {
+    let repo = Repo::new();
+    let shared = std::fs::read_to_string(example().join("secrets/shared.sops.yaml")).unwrap();
+    repo.write("secrets/shared.sops.yaml", &shared);
+    repo.write(
+        "components/app/templates/token.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ secrets.shared.analytics.apiKey }}\ndata:\n  a: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ secrets.shared.analytics.apiKey | upper }}-up\ndata:\n  a: b\n",
+    );
+    let key = example().join("age-key.TEST-ONLY.txt");
+    let key = key.to_str().unwrap();
+    let mut seen = String::new();
+    for args in [
+        vec!["validate", repo.path(), "--age-key-file", key],
+        vec!["validate", repo.path(), "--age-key-file", key, "-o", "json"],
+        vec!["render", repo.path(), "--age-key-file", key],
+        vec!["render", repo.path(), "--age-key-file", key, "-o", "json"],
+    ] {
+        let out = fief(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        seen.push_str(&format!("{args:?}\n{}{}", stdout(&out), stderr(&out)));
+    }
+    assert!(
+        seen.contains("ConfigMap `<secret secrets.shared.analytics.apiKey>`: "),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("ConfigMap `<secret secrets.shared.analytics.apiKey>-up`: "),
+        "{seen}"
+    );
+    assert!(seen.contains("DNS-1123"), "{seen}");
+    assert!(
+        !seen.to_ascii_lowercase().contains(SHARED_API_KEY),
+        "a secret value was printed:\n{seen}"
+    );
+}
+
 #[test]
 fn render_output_json_is_one_list_of_the_same_objects_with_secrets_redacted() {
     let repo = example();

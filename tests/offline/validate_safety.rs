@@ -99,6 +99,34 @@ fn validate_refuses_reserved_namespaces_with_the_tenant_file_line() {
 }
 
 #[test]
+fn reserved_namespaces_of_one_tenant_are_told_once_naming_each_namespace() {
+    let dir = repo(&[(
+        "tenants/kube.yaml",
+        &tenant("kube", "  environments: [system, public, node-lease]\n"),
+    )]);
+    let out = validate(dir.path());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "one folded error: {err}"
+    );
+    let folded = err
+        .lines()
+        .find(|l| l.starts_with("error: tenants/kube.yaml:6: tenant `kube`: namespace `"))
+        .unwrap_or_else(|| panic!("the folded error: {err}"));
+    for ns in ["kube-system", "kube-public", "kube-node-lease"] {
+        assert!(folded.contains(ns), "{ns} named in: {err}");
+    }
+    assert!(
+        folded.ends_with("is reserved (matches `kube-*`); no tenant may have it (3 times)"),
+        "{err}"
+    );
+    assert!(!folded.contains("<namespace>"), "{err}");
+}
+
+#[test]
 fn validate_refuses_a_host_suffix_claimed_by_another_tenant() {
     let dir = repo(&[
         // `thief` claims the default suffix of `victim`: only the thief fails.

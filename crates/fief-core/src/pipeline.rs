@@ -1,7 +1,8 @@
 //! The one entry both the CLI and the agent call: load → render → validate.
 //!
 //! In: a [`Repo`] (loaded from a snapshot). Out: one [`TenantRender`] per tenant, rendered
-//! and validated, with every diagnostic tagged with its tenant and sorted by file and line.
+//! and validated, with every diagnostic tagged with its tenant, scrubbed of the secret values
+//! the tenant read (each named by its key), and sorted by file and line.
 //! A tenant with any diagnostic is neither applied nor pruned. A tenant whose render panics
 //! (a bug) is reported failed with the panic message; the others go on. Pure (threads, no
 //! I/O).
@@ -34,7 +35,21 @@ pub fn render_tenant_in(
     if name == tests::PANIC_TENANT {
         panic!("test hook: render of `{name}` panics");
     }
-    let mut out = render::render_tenant_in(renderer, repo, name, scope);
+    let (out, leaves) = render::render_with_secrets(renderer, repo, name, scope);
+    let mut out = validated(repo, name, out);
+    // Every diagnostic of the tenant, from the render and from the checks, is scrubbed: a
+    // check that quotes rendered text (an object's name) names the secret key, never a value.
+    crate::secrets::scrub(&mut out.errors, &leaves);
+    if !out.errors.is_empty() {
+        out.errors
+            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        out.errors.dedup();
+    }
+    out
+}
+
+/// `out`, the render of tenant `name`, with the diagnostics of every check on it added.
+fn validated(repo: &Repo, name: &str, mut out: TenantRender) -> TenantRender {
     if let (Ok(config), Some(Ok(tenant))) = (&repo.config, repo.tenants.get(name)) {
         let envs: Vec<String> = out.namespaces.keys().cloned().collect();
         let undeclared = validate::check_declared(repo, name, &envs);
@@ -75,11 +90,6 @@ pub fn render_tenant_in(
         ));
         out.errors
             .extend(errors.into_iter().map(|d| d.for_tenant(name)));
-    }
-    if !out.errors.is_empty() {
-        out.errors
-            .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-        out.errors.dedup();
     }
     out
 }

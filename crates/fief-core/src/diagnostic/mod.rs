@@ -5,12 +5,16 @@
 //! hint; the CLI prints them on stderr, the agent records them in tenant status.
 //!
 //! Here: [`Diagnostic`]; the kinds of problem in `problem`, their hints in `hint`, the
-//! reading of deserializer messages in `yaml_error`.
+//! reading of deserializer messages in `yaml_error`, the text fields a problem quotes in
+//! `texts`, and [`fold`], which tells one problem repeated across environments and tenants
+//! once, with the values that differ.
 
 use std::fmt;
 
+pub mod fold;
 mod hint;
 mod problem;
+mod texts;
 mod yaml_error;
 
 pub use problem::{OverrideTarget, Problem};

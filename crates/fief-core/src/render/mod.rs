@@ -16,6 +16,7 @@ mod state;
 mod tenant;
 pub mod values;
 
+pub(crate) use tenant::render_with_secrets;
 pub use tenant::{render_tenant, render_tenant_in};
 
 use std::collections::{BTreeMap, HashMap};

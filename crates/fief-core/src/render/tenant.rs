@@ -37,6 +37,21 @@ pub fn render_tenant_in(
     name: &str,
     scope: &EnvScope,
 ) -> TenantRender {
+    let (mut out, leaves) = render_with_secrets(renderer, repo, name, scope);
+    // A diagnostic that quotes rendered text names the secret key, never the value.
+    crate::secrets::scrub(&mut out.errors, &leaves);
+    out
+}
+
+/// [`render_tenant_in`] without scrubbing its diagnostics, and the plaintext secrets the
+/// tenant read, `(secrets.<shared|tenant>.<path>, value)`: the caller runs more checks and
+/// scrubs every diagnostic of the tenant with them once it has all of them.
+pub(crate) fn render_with_secrets(
+    renderer: &Renderer,
+    repo: &Repo,
+    name: &str,
+    scope: &EnvScope,
+) -> (TenantRender, Vec<(String, String)>) {
     let mut out = TenantRender {
         tenant: name.to_string(),
         scope: scope.clone(),
@@ -44,10 +59,10 @@ pub fn render_tenant_in(
     };
     let (config, tenant) = match resolve(repo, name) {
         Ok(Some(found)) => found,
-        Ok(None) => return out,
+        Ok(None) => return (out, Vec::new()),
         Err(ds) => {
             out.errors = tagged(name, ds);
-            return out;
+            return (out, Vec::new());
         }
     };
     out.state = Some(tenant.spec.state);
@@ -59,18 +74,18 @@ pub fn render_tenant_in(
         Ok(order) => order,
         Err(ds) => {
             out.errors = tagged(name, &ds);
-            return out;
+            return (out, Vec::new());
         }
     };
     if tenant.spec.state == TenantState::Purged {
-        return out;
+        return (out, Vec::new());
     }
     let envs = environments(config, tenant);
     let secrets = match repo.secrets.for_tenant(name) {
         Ok(s) => s,
         Err(ds) => {
             out.errors = tagged(name, &ds);
-            return out;
+            return (out, Vec::new());
         }
     };
     let mut errors = Vec::new();
@@ -113,10 +128,8 @@ pub fn render_tenant_in(
             emitter.emit_component(component, env, env_file);
         }
     }
-    // A template error inside a secret value names the key, never the value.
-    crate::secrets::scrub(&mut errors, &secrets.leaves);
     out.errors = tagged(name, &errors);
-    out
+    (out, secrets.leaves)
 }
 
 /// `tenant` for the environments whose overrides change `tenant.quota` or `tenant.access`:

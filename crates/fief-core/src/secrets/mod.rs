@@ -325,7 +325,9 @@ impl Secrets {
 /// Shortest plaintext that [`scrub`] replaces (shorter strings would mangle messages).
 pub const MIN_SCRUB_LEN: usize = 4;
 
-/// Replace every plaintext secret (and its base64 form) in `text` with `<secret KEY>`.
+/// Replace every plaintext secret in `text` with `<secret KEY>`: as written, in another
+/// letter case (a template's `lower`/`upper`), escaped as a quoted string shows it, and in
+/// base64.
 pub fn scrub_text(text: &str, leaves: &[(String, String)]) -> String {
     use base64::Engine;
     let mut out = text.to_string();
@@ -333,37 +335,52 @@ pub fn scrub_text(text: &str, leaves: &[(String, String)]) -> String {
         if plain.len() < MIN_SCRUB_LEN {
             continue;
         }
+        let hidden = format!("<secret {key}>");
+        let escaped = format!("{plain:?}");
+        let escaped = &escaped[1..escaped.len() - 1];
+        for needle in [plain.as_str(), escaped] {
+            out = replace_ignoring_case(&out, needle, &hidden);
+        }
         let b64 = base64::engine::general_purpose::STANDARD.encode(plain);
-        for needle in [plain.as_str(), b64.as_str()] {
-            if out.contains(needle) {
-                out = out.replace(needle, &format!("<secret {key}>"));
-            }
+        if out.contains(&b64) {
+            out = out.replace(&b64, &hidden);
         }
     }
     out
 }
 
-/// Scrub every text field of the diagnostics that may quote rendered content.
+/// `text` with every occurrence of `needle`, in any ASCII letter case, replaced by `with`.
+fn replace_ignoring_case(text: &str, needle: &str, with: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let wanted = needle.to_ascii_lowercase();
+    if needle.is_empty() || !lower.contains(&wanted) {
+        return text.to_string();
+    }
+    // ASCII lowercasing keeps every byte offset, so matches in `lower` are matches in `text`.
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (i, _) in lower.match_indices(&wanted) {
+        if i < at {
+            continue;
+        }
+        out.push_str(&text[at..i]);
+        out.push_str(with);
+        at = i + wanted.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Scrub every text of the diagnostics (each field of its problem, and its file) of the
+/// plaintext secrets `leaves`: a check that quotes what a template rendered (an object's
+/// name, a value, a path) then names the secret key, never its value.
 pub fn scrub(diagnostics: &mut [Diagnostic], leaves: &[(String, String)]) {
     if leaves.is_empty() {
         return;
     }
     for d in diagnostics {
-        let texts: Vec<&mut String> = match d.problem.as_mut() {
-            Problem::Template { detail }
-            | Problem::Yaml { detail }
-            | Problem::NotAnObject { detail }
-            | Problem::Secret { detail, .. } => vec![detail],
-            Problem::InvalidField { field, detail } => vec![field, detail],
-            Problem::HostNotAllowed { name, host, .. } => vec![name, host],
-            Problem::RegistryNotAllowed { name, image, .. } => vec![name, image],
-            Problem::ClusterScoped { name, .. } | Problem::ForeignNamespace { name, .. } => {
-                vec![name]
-            }
-            Problem::DuplicateObject { id, .. } => vec![id],
-            _ => Vec::new(),
-        };
-        for t in texts {
+        d.file = scrub_text(&d.file, leaves);
+        for t in d.problem.texts_mut() {
             *t = scrub_text(t, leaves);
         }
     }

@@ -195,3 +195,51 @@ fn a_secret_rendered_without_the_key_is_known_by_its_placeholder_in_data_or_stri
         serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "<encrypted>"}});
     assert!(!super::holds_redacted_value(&cm));
 }
+
+#[test]
+fn scrub_reaches_every_text_a_check_quotes_in_any_letter_case() {
+    let leaves = vec![(
+        "secrets.tenant.apiToken".to_string(),
+        "Tok_Zq81".to_string(),
+    )];
+    let mut ds = vec![Diagnostic::new(
+        "components/app/templates/cm.yaml",
+        Some(4),
+        Problem::InvalidName {
+            kind: "ConfigMap".into(),
+            name: "tok_zq81-web".into(),
+            detail: "a name must be a DNS-1123 subdomain, not \"TOK_ZQ81\"".into(),
+        },
+    )];
+    scrub(&mut ds, &leaves);
+    let text = ds[0].to_string();
+    assert!(!text.to_ascii_lowercase().contains("tok_zq81"), "{text}");
+    assert!(
+        text.contains("ConfigMap `<secret secrets.tenant.apiToken>-web`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_secret_rendered_where_a_name_goes_is_named_by_its_key_in_the_validation_error() {
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ secrets.shared.analytics.apiKey }}\ndata:\n  a: b\n";
+    let snapshot = Snapshot::from_files([
+        ("secrets/shared.sops.yaml", SHARED),
+        (
+            "tenants/acme.yaml",
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  components:\n    - name: app\n",
+        ),
+        ("components/app/templates/cm.yaml", template),
+    ]);
+    let mut repo = crate::model::Repo::load(std::sync::Arc::new(snapshot));
+    repo.secrets
+        .set_unlock(Unlock::Keys(std::sync::Arc::new(keys())));
+    let renders = crate::pipeline::render_all(&repo, &[]);
+    let text: String = renders[0].errors.iter().map(|d| format!("{d}\n")).collect();
+    assert!(text.contains("DNS-1123"), "{text}");
+    assert!(
+        text.contains("ConfigMap `<secret secrets.shared.analytics.apiKey>`"),
+        "{text}"
+    );
+    assert!(!text.contains("ak_example_shared_analytics_0001"), "{text}");
+}
