@@ -25,7 +25,7 @@ use crate::core::status::Outcome;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
-use crate::kube::sync::{SyncOptions, TenantReport, sync, sync_batched};
+use crate::kube::sync::{PruneRelease, SyncOptions, TenantReport, sync, sync_batched};
 
 mod output;
 
@@ -113,7 +113,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
         agent_namespace: config.agent_namespace.clone(),
         concurrency: args.concurrency,
         object_concurrency: 8,
-        allow_mass_prune: args.allow_mass_prune,
+        release: PruneRelease::None,
         guard: config.prune_guard,
         cluster: args.cluster_name.clone(),
         commit: None,
@@ -150,6 +150,17 @@ async fn sync_cluster(
 ) -> Result<Synced, CliError> {
     let (resources, counter) = resources(&args.cluster).await?;
     let mut options = prepared.options.clone();
+    if args.allow_mass_prune {
+        let who = crate::kube::tenant_flags::who_am_i(resources.client())
+            .await
+            .unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "unknown".to_string()));
+        let note = crate::core::status::suspension_note(
+            &who,
+            &crate::kube::sync::now_rfc3339(),
+            Some("fief apply --allow-mass-prune"),
+        );
+        options.release = PruneRelease::All(note);
+    }
     // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
     let suspended =
         suspended_tenants(&resources, &options.agent_namespace, &prepared.names).await?;

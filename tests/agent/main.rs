@@ -13,6 +13,7 @@ mod leader;
 mod monitoring;
 mod notifications;
 mod pins;
+mod prune_hold;
 mod rollout;
 mod shards;
 mod spares;

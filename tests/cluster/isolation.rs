@@ -319,7 +319,7 @@ fn admin_sync_options(agent_ns: &str) -> SyncOptions {
         agent_namespace: agent_ns.to_string(),
         concurrency: 2,
         object_concurrency: 4,
-        allow_mass_prune: false,
+        release: fief_kube::sync::PruneRelease::None,
         guard: Default::default(),
         cluster: "default".into(),
         commit: None,

@@ -17,6 +17,7 @@ mod diff;
 mod install;
 mod isolation;
 mod move_cluster;
+mod prune_hold;
 mod render_kubectl;
 mod secrets;
 mod validate_cluster_schema;

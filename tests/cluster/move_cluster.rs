@@ -157,7 +157,7 @@ fn a_tenant_moved_back_is_applied_again_and_no_longer_marked_moved() {
 }
 
 #[test]
-fn the_agent_of_the_old_cluster_reports_a_moved_tenant_in_its_status_and_leaves_it_running() {
+fn the_agent_of_the_old_cluster_reports_a_moved_tenant_then_skipped_once_retired() {
     use common::agent::{Agent, GitServer, small_repo, tenant};
     let a = control_plane();
     let agent_ns = common::unique("fief-mv");
@@ -185,4 +185,47 @@ fn the_agent_of_the_old_cluster_reports_a_moved_tenant_in_its_status_and_leaves_
     assert_eq!(condition(&status, "Moved").0, "True", "{status}");
     assert_eq!(status["movedTo"], "b", "{status}");
     assert!(get(a, &["configmap", "-n", &format!("{t}-prod"), "app-config"]).is_some());
+
+    // Ready on b, then retired from a while a's agent runs: its next commit reports the
+    // tenant skipped (nothing of it is left on a), with no restart.
+    let b = second_control_plane();
+    let checkout = server.repo();
+    let out = fief_with(
+        "apply",
+        &checkout,
+        b.admin_kubeconfig(),
+        &["--cluster", "b", "--tenant", &t],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let new = b.admin_kubeconfig().to_str().unwrap().to_string();
+    let out = fief_with(
+        "retire",
+        &checkout,
+        a.admin_kubeconfig(),
+        &[
+            "--tenant",
+            &t,
+            "--cluster",
+            "default",
+            "--new-kubeconfig",
+            &new,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (path, body) = tenant(&t, "hello");
+    let changed = body.replace("spec:\n", "spec:\n  cluster: b\n");
+    server.commit(&[(path, changed)], "a change after the retire");
+    wait_until(
+        "the agent reports it skipped",
+        Duration::from_secs(60),
+        || {
+            view = agent
+                .get("/status")
+                .and_then(|(_, body)| serde_json::from_str(&body).ok())
+                .unwrap_or(Value::Null);
+            view["tenants"][&t]["outcome"] == "skipped"
+        },
+    );
 }

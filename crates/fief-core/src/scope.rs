@@ -140,6 +140,7 @@ mod tests {
                 uid: String::new(),
                 managed: String::new(),
                 created: None,
+                pending: false,
             };
             inv.entries.insert(o.id.clone(), entry);
         }

@@ -15,6 +15,7 @@ use crate::objects;
 use crate::render::TenantRender;
 
 pub mod agent;
+pub mod hold;
 pub mod moved;
 mod report;
 
@@ -332,6 +333,7 @@ mod reuse_tests {
                     uid: "u".into(),
                     managed: String::new(),
                     created: None,
+                    pending: false,
                 },
             );
         }

@@ -163,10 +163,11 @@ pub(super) async fn apply_stages(
 }
 
 /// Record an applied object in `inv` as the server `returned` it (keeping whether fief
-/// created it, for a namespace).
+/// created it, for a namespace, and whether a sync that has not completed added it).
 fn record_applied(inv: &mut Inventory, a: &Apply<'_>, returned: &Value) {
     let id = a.object.id.clone();
     let created = inv.entries.get(&id).and_then(|e| e.created);
+    let pending = inv.entries.get(&id).is_none_or(|e| e.pending);
     let meta_text = |key: &str| {
         returned["metadata"][key]
             .as_str()
@@ -188,6 +189,7 @@ fn record_applied(inv: &mut Inventory, a: &Apply<'_>, returned: &Value) {
                 FIELD_MANAGER,
             ),
             created,
+            pending,
         },
     );
 }

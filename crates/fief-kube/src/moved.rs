@@ -62,7 +62,7 @@ pub async fn retire(resources: &Resources, agent_namespace: &str, inv: &Inventor
         agent_namespace: agent_namespace.to_string(),
         concurrency: 1,
         object_concurrency: 8,
-        allow_mass_prune: true,
+        release: super::sync::PruneRelease::None,
         guard: PruneGuard::default(),
         cluster: String::new(),
         commit: None,

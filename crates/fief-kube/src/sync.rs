@@ -38,8 +38,9 @@ pub struct SyncOptions {
     pub concurrency: usize,
     /// Requests in flight per tenant stage.
     pub object_concurrency: usize,
-    /// Prune past the mass-prune guard.
-    pub allow_mass_prune: bool,
+    /// Who released held mass prunes, for which tenants (`fief apply --allow-mass-prune`,
+    /// `fief reconcile --allow-mass-prune`).
+    pub release: PruneRelease,
     /// The guard from fief.yaml.
     pub guard: PruneGuard,
     /// Only tenants whose `spec.cluster` is this.
@@ -48,6 +49,30 @@ pub struct SyncOptions {
     pub commit: Option<String>,
     /// Each tenant's report as soon as it is done (for progress output); none: not sent.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
+}
+
+/// A person's release of held mass prunes: the guard does not hold these tenants' prunes, and
+/// each tenant it would have held records the note (who, when) in its status.
+#[derive(Debug, Clone, Default)]
+pub enum PruneRelease {
+    /// The guard holds as configured.
+    #[default]
+    None,
+    /// Released for every tenant of the sync, with this note.
+    All(String),
+    /// Released for these tenants, each with its note.
+    Tenants(BTreeMap<String, String>),
+}
+
+impl PruneRelease {
+    /// The note of the release that covers `tenant`, if one does.
+    pub fn for_tenant(&self, tenant: &str) -> Option<&str> {
+        match self {
+            PruneRelease::None => None,
+            PruneRelease::All(note) => Some(note),
+            PruneRelease::Tenants(notes) => notes.get(tenant).map(String::as_str),
+        }
+    }
 }
 
 /// Current time, RFC 3339, for condition transitions.
@@ -292,13 +317,17 @@ async fn sync_tenant(
         status_access::update(ctx, render, &mut inv, &mut report).await;
         return write_or_keep(ctx, inv, prev, report).await;
     }
+    let release = ctx.options.release.for_tenant(tenant);
     let plan = plan::plan(
         render,
         prev,
         ctx.live,
         &ctx.options.guard,
-        ctx.options.allow_mass_prune,
+        release.is_some(),
     );
+    if plan.released {
+        inv.status.prune_released = release.map(str::to_string);
+    }
     report.counts.unchanged = plan.unchanged.len();
     // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
     // as this tenant's.
@@ -336,6 +365,7 @@ async fn sync_tenant(
             remaining: inv.entries.len(),
         });
     }
+    record_hold(&plan, &mut inv, &report, &ctx.now);
     let changed = changed || changed_plan;
     record_final(ctx, render, inv, recorded, report, changed).await
 }
@@ -378,10 +408,34 @@ async fn record_union(
                 uid: String::new(),
                 managed: String::new(),
                 created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
+                pending: true,
             },
         );
     }
     write_inventory(ctx, inv, prev).await
+}
+
+/// Record the sync's held prune (or that none is held) on the status, with what it would
+/// delete. A sync that completes (nothing held, nothing failed) settles every entry it
+/// recorded as pending: the mass-prune guard counts them from now on.
+fn record_hold(plan: &Plan<'_>, inv: &mut Inventory, report: &TenantReport, now: &str) {
+    let would_delete: Vec<Entry> = match &report.prune_held {
+        Some(PruneHeld::Hold(_)) if !plan.held.is_empty() => plan.held.clone(),
+        Some(PruneHeld::Hold(_)) => plan.prune.clone(),
+        Some(PruneHeld::PurgeIncomplete { .. }) => inv.entries.values().cloned().collect(),
+        None => Vec::new(),
+    };
+    status::hold::record(
+        &mut inv.status,
+        report.prune_held.as_ref(),
+        &would_delete,
+        now,
+    );
+    if report.prune_held.is_none() && report.counts.failed == 0 {
+        for e in inv.entries.values_mut() {
+            e.pending = false;
+        }
+    }
 }
 
 /// Why the prune is held, if it is: the plan's own hold (a guard), or an apply that failed

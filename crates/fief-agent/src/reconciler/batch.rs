@@ -19,7 +19,7 @@ use super::{CHUNK, Rendered, by_revision, compute, record_rendered, render};
 use fief_core::render::TenantRender;
 use fief_kube::Resources;
 use fief_kube::observe::ensure_namespace;
-use fief_kube::sync::SyncOptions;
+use fief_kube::sync::{PruneRelease, SyncOptions};
 
 /// What every step of one batch shares.
 struct Batch<'a> {
@@ -63,12 +63,22 @@ pub(in super::super) async fn batch(
 ) {
     let Some(rev) = state.rev.clone() else { return };
     let (due, ticket) = super::super::requests::admit(shared, &rev, options, due).await;
+    // An inventory deleted by someone else (`fief retire`) is read back before its tenant is
+    // synced again, so the copy held here never speaks for it.
+    for t in super::super::requests::take_deleted(shared) {
+        if let Some(held) = state.inventories.as_mut()
+            && held.remove(&t).is_some()
+        {
+            state.evicted.insert(t);
+        }
+    }
     let _syncing = shared.events.syncing();
     let triggers: HashMap<String, &'static str> = {
         let mut q = lock(&shared.queue);
         due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
     };
-    let sync_options = sync_options(&rev, options);
+    let mut sync_options = sync_options(&rev, options);
+    sync_options.release = super::super::requests::releases(shared, &due);
     shared.gate.set_namespace(&sync_options.agent_namespace);
     let b = Batch {
         shared,
@@ -102,7 +112,7 @@ fn sync_options(rev: &Revision, options: &AgentOptions) -> SyncOptions {
             .unwrap_or_else(|| options.lease_namespace.clone()),
         concurrency: 1,
         object_concurrency: 8,
-        allow_mass_prune: false,
+        release: PruneRelease::None,
         guard: config.map(|c| c.prune_guard).unwrap_or_default(),
         cluster: options.cluster.clone(),
         commit: Some(rev.commit.clone()),

@@ -26,8 +26,10 @@ use super::source_loop::Revision;
 use super::{AgentOptions, Shared, lock};
 use fief_core::objects;
 use fief_core::status::{
-    ANNOTATION_HANDLED_AT, ANNOTATION_RECONCILE_RESULT, Flags, RECONCILE_ALL, TenantReport,
+    ANNOTATION_ALLOW_MASS_PRUNE, ANNOTATION_HANDLED_AT, ANNOTATION_RECONCILE_RESULT, Flags,
+    RECONCILE_ALL, TenantReport,
 };
+use fief_kube::sync::PruneRelease;
 
 mod reconcile;
 
@@ -54,6 +56,11 @@ struct Inner {
     error: Option<String>,
     /// Suspended tenants: who, when, why.
     suspended: BTreeMap<String, String>,
+    /// Held mass prunes released by a person with a pending request: tenant → who, when.
+    releases: BTreeMap<String, String>,
+    /// Tenants whose inventory was deleted since the last batch (`fief retire`, by hand):
+    /// the loop reads them back before it trusts a copy it holds.
+    deleted: BTreeSet<String>,
     /// Requests seen (ConfigMap name, requestedAt): each is handled once.
     seen: BTreeSet<(String, String)>,
     /// Requests whose tenants are queued and not all synced yet.
@@ -77,6 +84,21 @@ struct Pending {
     failed: Vec<String>,
     /// Suspended tenants the request covered: left alone, not a failure.
     skipped: Vec<String>,
+}
+
+/// The held mass prunes people released (`fief reconcile --allow-mass-prune`) among `due`:
+/// tenant → who and when. Each stands until its tenant's request is answered.
+pub(super) fn releases(shared: &Shared, due: &[String]) -> PruneRelease {
+    let inner = lock(&shared.requests.inner);
+    let notes: BTreeMap<String, String> = due
+        .iter()
+        .filter_map(|t| Some((t.clone(), inner.releases.get(t)?.clone())))
+        .collect();
+    if notes.is_empty() {
+        PruneRelease::None
+    } else {
+        PruneRelease::Tenants(notes)
+    }
 }
 
 /// Hand the source task's revision channel to the request handler (once, at start).
@@ -147,6 +169,11 @@ pub(super) async fn admit(
     (admitted, ticket)
 }
 
+/// The tenants whose inventory ConfigMap was deleted since the last call.
+pub(super) fn take_deleted(shared: &Shared) -> BTreeSet<String> {
+    std::mem::take(&mut lock(&shared.requests.inner).deleted)
+}
+
 /// Whether `tenant` is suspended now (a rollout does not wait for it).
 pub(super) fn is_suspended(shared: &Shared, tenant: &str) -> bool {
     lock(&shared.requests.inner).suspended.contains_key(tenant)
@@ -180,11 +207,13 @@ async fn fallback_list(shared: &Shared, namespace: &str) {
 /// After a batch: count its reports against the requests in progress; answer the finished.
 pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantReport]) {
     let mut inner = lock(&shared.requests.inner);
+    let mut released = Vec::new();
     for p in inner.pending.iter_mut().filter(|p| ticket > p.after_batch) {
         for r in reports {
             if !p.remaining.remove(&r.tenant) {
                 continue;
             }
+            released.push(r.tenant.clone());
             if r.is_ok() {
                 p.synced += 1;
             } else {
@@ -197,6 +226,9 @@ pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantRe
                 p.failed.push(format!("{}: {why}", r.tenant));
             }
         }
+    }
+    for t in released {
+        inner.releases.remove(&t);
     }
     let done = take_done(&mut inner);
     let namespace = inner.namespace.clone().unwrap_or_default();
@@ -262,6 +294,8 @@ async fn answer(client: &kube::Client, namespace: &str, configmap: &str, at: &st
         &[
             (ANNOTATION_HANDLED_AT, Some(at)),
             (ANNOTATION_RECONCILE_RESULT, Some(&result)),
+            // A release is for the request it came with: the next request needs its own.
+            (ANNOTATION_ALLOW_MASS_PRUNE, None),
         ],
         MANAGER,
     )
@@ -315,6 +349,7 @@ async fn run_watch(shared: Arc<Shared>, namespace: String) {
             Ok(watcher::Event::Delete(m)) => {
                 if let Some(t) = tenant_of(&m) {
                     inner.suspended.remove(&t);
+                    inner.deleted.insert(t);
                 }
             }
             Err(e) => {
@@ -368,6 +403,14 @@ fn seen(
     if let Some(at) = flags.pending_request()
         && inner.seen.insert((name.clone(), at.to_string()))
     {
+        if let (Some(t), Some(note)) = (&tenant, &flags.allow_mass_prune) {
+            tracing::info!(
+                tenant = t.as_str(),
+                released = note.as_str(),
+                "held mass prune released by a person for this request"
+            );
+            inner.releases.insert(t.clone(), note.clone());
+        }
         let shared = shared.clone();
         let (ns, at) = (namespace.to_string(), at.to_string());
         let revisions = inner.revisions.clone();

@@ -86,7 +86,7 @@ fn options() -> SyncOptions {
         agent_namespace: AGENT_NS.to_string(),
         concurrency: 1,
         object_concurrency: 1,
-        allow_mass_prune: false,
+        release: crate::sync::PruneRelease::None,
         guard: PruneGuard::default(),
         cluster: "default".to_string(),
         commit: None,

@@ -111,7 +111,7 @@ async fn nothing_is_pruned_past_the_mass_prune_guard_unless_allowed() {
     );
     assert!(server.deleted_paths().is_empty());
     let allowed = SyncOptions {
-        allow_mass_prune: true,
+        release: crate::sync::PruneRelease::All("test".into()),
         ..strict
     };
     let inv = stored_inventory(&server);
@@ -124,6 +124,41 @@ async fn nothing_is_pruned_past_the_mass_prune_guard_unless_allowed() {
     )
     .await;
     assert_eq!(server.deleted_paths(), vec![configmap("b")]);
+}
+
+#[tokio::test]
+async fn a_held_rename_stays_held_when_synced_again_from_the_inventory_it_left() {
+    let old = ["a", "b", "c", "d", "e", "f"];
+    let new = ["g", "h", "i", "j", "k", "l"];
+    let (client, server, inv) = synced(&old).await;
+    let first = sync(
+        &server,
+        &client,
+        &render(&new, false),
+        Some(&inv),
+        &options(),
+    )
+    .await;
+    // Six of seven (the namespace stays).
+    let held = Some(PruneHeld::Hold(PruneHold::MassPrune { count: 6, total: 7 }));
+    assert_eq!(first.reports[0].prune_held, held);
+    // The inventory now records both sets; the next syncs measure against the seven before.
+    for _ in 0..2 {
+        let inv = stored_inventory(&server);
+        assert_eq!(inv.entries.len(), 13);
+        let again = sync(
+            &server,
+            &client,
+            &render(&new, false),
+            Some(&inv),
+            &options(),
+        )
+        .await;
+        assert_eq!(again.reports[0].prune_held, held);
+        assert!(server.deleted_paths().is_empty());
+        let hold = inv.status.prune_hold.clone();
+        assert_eq!(hold.map(|h| h.count), Some(6));
+    }
 }
 
 #[tokio::test]
