@@ -2,9 +2,10 @@
 //!
 //! In: arguments and a repo path (and a cluster, for the cluster commands). Out: YAML, diffs
 //! or summaries on stdout, diagnostics on stderr, and an exit code (0 ok, 1 invalid input or
-//! differences, 2 usage, 3 cluster or git failure).
+//! differences, 2 usage, 3 cluster or git failure, 4 a held prune, 5 not healthy in time).
 
 mod agent;
+mod agent_ns;
 mod apply;
 mod args;
 mod bump;
@@ -50,10 +51,11 @@ pub const EXIT_INVALID: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: cluster or git failure.
 pub const EXIT_EXTERNAL: u8 = 3;
-/// Exit code (`apply`): everything applied, but a prune git asks for was held (mass-prune
-/// guard, empty render); the objects that left git still run until a person acts.
+/// Exit code (`apply`, `reconcile`): everything applied, but a prune git asks for was held
+/// (mass-prune guard, empty render); the objects that left git still run until a person acts.
 pub const EXIT_PRUNE_HELD: u8 = 4;
-/// Exit code (`apply --wait`): applied, but some objects did not become healthy in time.
+/// Exit code (`apply --wait`, `reconcile`): applied, but some objects did not become healthy
+/// in time.
 pub const EXIT_UNHEALTHY: u8 = 5;
 
 /// Failures of a command that are not diagnostics of the repo.
@@ -241,41 +243,6 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// The agent's namespace for a day-2 command: `--namespace`, else the namespace of the
-/// kubeconfig context in use (`--context`, else the current one), else `agentNamespace` of
-/// `--repo`'s fief.yaml, else `fief-system`.
-fn agent_namespace(agent: &args::AgentNamespaceArgs, cluster: &ClusterArgs) -> String {
-    if let Some(ns) = &agent.namespace {
-        return ns.clone();
-    }
-    let kubeconfig = match &cluster.kubeconfig {
-        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
-        None => kube::config::Kubeconfig::read().ok(),
-    };
-    kubeconfig
-        .and_then(|kc| {
-            let current = cluster
-                .context
-                .clone()
-                .or_else(|| kc.current_context.clone())?;
-            kc.contexts
-                .into_iter()
-                .find(|c| c.name == current)?
-                .context?
-                .namespace
-        })
-        .filter(|ns| !ns.is_empty())
-        .or_else(|| agent.repo.as_deref().and_then(repo_agent_namespace))
-        .unwrap_or_else(|| "fief-system".to_string())
-}
-
-/// `agentNamespace` of the fief.yaml in `repo`, when it reads and says one.
-fn repo_agent_namespace(repo: &Path) -> Option<String> {
-    let snapshot = crate::source::fs::read_dir(repo).ok()?;
-    let parsed = Repo::load(Arc::new(snapshot));
-    parsed.config.ok().map(|c| c.agent_namespace.clone())
 }
 
 /// The scope of `--env` for the tenants `tenants` (empty: all) of `repo`: an environment none

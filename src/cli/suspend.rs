@@ -3,8 +3,11 @@
 //!
 //! In: [`SuspendArgs`] / [`ResumeArgs`]. Out: the `fief.dev/suspended` annotation set on (or
 //! removed from) the tenant's inventory ConfigMap, one line on stdout; exit 0, 2 for a tenant
-//! without an inventory (the known ones are named), 3 when the cluster cannot be used.
+//! without an inventory (the known ones are named; when there are none, the namespace read and
+//! how to name another), 3 when the cluster cannot be used. Only an existing inventory is
+//! annotated: nothing is created, so nothing is written where fief has no inventory.
 
+use super::agent_ns::{self, AgentNamespace};
 use super::{CliError, ClusterArgs, EXIT_OK, ResumeArgs, SuspendArgs, runtime};
 use crate::core::objects::inventory_name;
 use crate::core::status::{ANNOTATION_SUSPENDED, suspension_note};
@@ -13,7 +16,7 @@ use crate::kube::tenant_flags::{annotate, get_flags, load_flags, who_am_i};
 /// Field manager of the suspension annotation.
 const MANAGER: &str = "fief-suspend";
 
-async fn client(args: &ClusterArgs) -> Result<kube::Client, CliError> {
+pub(super) async fn client(args: &ClusterArgs) -> Result<kube::Client, CliError> {
     let (client, _) = crate::kube::connect(
         args.kubeconfig.as_deref(),
         args.context.as_deref(),
@@ -23,30 +26,55 @@ async fn client(args: &ClusterArgs) -> Result<kube::Client, CliError> {
     Ok(client)
 }
 
-/// A usage error naming the tenants that have an inventory in `namespace`.
+/// A usage error naming the tenants that have an inventory in `ns`; when none has, the
+/// namespace read, where that came from and how to name another.
 pub(super) async fn unknown_tenant(
     client: &kube::Client,
-    namespace: &str,
+    ns: &AgentNamespace,
+    cluster: &ClusterArgs,
     tenant: &str,
 ) -> CliError {
-    let known = match load_flags(client, namespace).await {
-        Ok(flags) => flags.into_keys().collect::<Vec<_>>().join(", "),
+    let known = match load_flags(client, &ns.name).await {
+        Ok(flags) => flags.into_keys().collect::<Vec<_>>(),
         Err(e) => return CliError::from(e),
     };
-    CliError::Usage(format!(
-        "no inventory for tenant {tenant} in namespace {namespace} (known: {known}); a tenant is known once `fief apply` or the agent has synced it"
-    ))
+    if !known.is_empty() {
+        return CliError::Usage(format!(
+            "no inventory for tenant {tenant} in namespace {} (known: {}); a tenant is known once `fief apply` or the agent has synced it",
+            ns.name,
+            known.join(", ")
+        ));
+    }
+    let agent = match crate::kube::tenant_flags::presence(client, &ns.name).await {
+        Ok(p) => p.agent,
+        Err(e) => return CliError::from(e),
+    };
+    if agent {
+        CliError::Usage(format!(
+            "no inventory for tenant {tenant}: the agent in {ns} has recorded no tenant yet"
+        ))
+    } else {
+        CliError::Usage(format!(
+            "no inventory for tenant {tenant}: {}",
+            agent_ns::nothing_here(ns, cluster)
+        ))
+    }
+}
+
+/// Who the caller is, as recorded in a note: the API server's answer, else `$USER`.
+pub(super) async fn who(client: &kube::Client) -> String {
+    match who_am_i(client).await {
+        Some(u) => u,
+        None => std::env::var("USER").unwrap_or_else(|_| "unknown".to_string()),
+    }
 }
 
 /// `fief suspend TENANT [--reason R]`.
 pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
-    let ns = super::agent_namespace(&args.agent_ns, &args.cluster);
+    let ns = agent_ns::resolve(&args.agent_ns)?;
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
-        let who = match who_am_i(&client).await {
-            Some(u) => u,
-            None => std::env::var("USER").unwrap_or_else(|_| "unknown".to_string()),
-        };
+        let who = who(&client).await;
         let note = suspension_note(
             &who,
             &crate::kube::sync::now_rfc3339(),
@@ -55,14 +83,14 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
         let name = inventory_name(&args.tenant);
         let found = annotate(
             &client,
-            &ns,
+            &ns.name,
             &name,
             &[(ANNOTATION_SUSPENDED, Some(&note))],
             MANAGER,
         )
         .await?;
         if !found {
-            return Err(unknown_tenant(&client, &ns, &args.tenant).await);
+            return Err(unknown_tenant(&client, &ns, &args.cluster, &args.tenant).await);
         }
         println!(
             "tenant {} suspended ({note}): `fief apply` and the agent leave it alone (no apply, drift repair or prune) until `fief resume {}`",
@@ -74,12 +102,12 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
 
 /// `fief resume TENANT`.
 pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
-    let ns = super::agent_namespace(&args.agent_ns, &args.cluster);
+    let ns = agent_ns::resolve(&args.agent_ns)?;
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
         let name = inventory_name(&args.tenant);
-        let Some(flags) = get_flags(&client, &ns, &name).await? else {
-            return Err(unknown_tenant(&client, &ns, &args.tenant).await);
+        let Some(flags) = get_flags(&client, &ns.name, &name).await? else {
+            return Err(unknown_tenant(&client, &ns, &args.cluster, &args.tenant).await);
         };
         if flags.suspended.is_none() {
             println!("tenant {} is not suspended; nothing to do", args.tenant);
@@ -87,7 +115,7 @@ pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
         }
         annotate(
             &client,
-            &ns,
+            &ns.name,
             &name,
             &[(ANNOTATION_SUSPENDED, None)],
             MANAGER,

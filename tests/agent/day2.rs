@@ -2,9 +2,14 @@
 //! agent leave a suspended tenant alone), `fief reconcile` (the agent fetches and syncs on a
 //! request made through the cluster), and `fief status` showing both.
 //!
-//! Each test has its own repo, agent namespace and tenants.
+//! Each test has its own repo, agent namespace and tenants. `reconcile`'s exit codes by where
+//! the tenants stand are in `exit_codes`; how the commands find the agent namespace in
+//! `namespace`.
 
 use crate::common;
+
+mod exit_codes;
+mod namespace;
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -231,7 +236,7 @@ fn reconcile_makes_the_agent_fetch_and_sync_now_and_reports_the_result() {
     ]);
     let stdout = ok(&out);
     eprintln!("reconcile --tenant: {stdout}");
-    assert!(stdout.contains("Ready: 1 tenant(s) synced"), "{stdout}");
+    assert!(stdout.contains(&format!("tenant {a}: Ready")), "{stdout}");
     assert_eq!(
         configmap_value(&format!("{a}-prod"), "app-config", "greeting").as_deref(),
         Some("bonjour"),
@@ -248,7 +253,7 @@ fn reconcile_makes_the_agent_fetch_and_sync_now_and_reports_the_result() {
         "60s",
     ]));
     eprintln!("reconcile (all): {stdout}");
-    assert!(stdout.contains("Ready: 2 tenant(s) synced"), "{stdout}");
+    assert!(stdout.contains("every tenant: Ready: 2 Ready"), "{stdout}");
     assert_eq!(
         configmap_value(&format!("{b}-prod"), "app-config", "greeting").as_deref(),
         Some("hallo")

@@ -32,6 +32,11 @@ impl Condition {
     pub fn has_reason(&self, reason: Reason) -> bool {
         self.reason == reason.as_str()
     }
+
+    /// Whether the condition holds (`status: "True"`).
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
 }
 
 /// The type of a tenant status condition.

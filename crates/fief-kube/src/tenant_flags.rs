@@ -4,10 +4,14 @@
 //! In: a client, the agent namespace, tenant names, annotation values. Out: the flags read
 //! from the ConfigMaps' metadata (one metadata-only LIST), JSON merge patches of single
 //! annotations (field manager named by the caller, so fief's own server-side apply of the
-//! inventory never removes them), and who the caller is (SelfSubjectReview).
+//! inventory never removes them), who the caller is (SelfSubjectReview), and whether a
+//! namespace holds anything of fief at all ([`presence`]), so that a request is never written
+//! into a namespace without an agent.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Map, Value, json};
@@ -131,6 +135,59 @@ pub async fn request_all(
         )
     })?;
     Ok(())
+}
+
+/// Name of the agent's Deployment and of its leader-election Lease.
+const AGENT: &str = "fief-agent";
+/// Label of the agent's shard and membership Leases.
+const LEASE_LABEL: &str = "fief.dev/lease";
+
+/// What of fief a namespace holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Presence {
+    /// At least one tenant inventory.
+    pub inventories: bool,
+    /// A sign of the agent: its Deployment `fief-agent`, its Lease `fief-agent` or a shard
+    /// Lease.
+    pub agent: bool,
+}
+
+impl Presence {
+    /// Whether the namespace holds anything of fief (a request written there can be answered).
+    pub fn any(&self) -> bool {
+        self.inventories || self.agent
+    }
+}
+
+/// What of fief `namespace` holds: one metadata LIST of inventories (limit 1), then, when
+/// there is none, the agent's Deployment and Leases. A sign of the agent the caller may not
+/// read (403) counts as absent; a refused LIST of inventories is an error.
+pub async fn presence(client: &kube::Client, namespace: &str) -> Result<Presence, ClusterError> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    let one = ListParams::default().labels(&selector).limit(1);
+    let listed = configmaps.list_metadata(&one).await.map_err(|source| {
+        ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source)
+    })?;
+    if !listed.items.is_empty() {
+        return Ok(Presence {
+            inventories: true,
+            agent: false,
+        });
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    let shard = ListParams::default().labels(LEASE_LABEL).limit(1);
+    let agent = matches!(deployments.get_metadata_opt(AGENT).await, Ok(Some(_)))
+        || matches!(leases.get_metadata_opt(AGENT).await, Ok(Some(_)))
+        || leases
+            .list_metadata(&shard)
+            .await
+            .is_ok_and(|l| !l.items.is_empty());
+    Ok(Presence {
+        inventories: false,
+        agent,
+    })
 }
 
 /// The caller's user name as the API server sees it (SelfSubjectReview); `None` when the

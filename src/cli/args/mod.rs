@@ -36,10 +36,12 @@ pub struct Cli {
 pub const EXIT_CODES: &str = "Exit codes:
   0  success
   1  invalid input (for `diff`: differences found; for `reconcile`: a tenant failed)
-  2  usage error (unknown flag or tenant, missing repo, missing credential file)
+  2  usage error (unknown flag or tenant, missing repo, missing credential file, no fief in
+     the agent namespace)
   3  cluster or git failure (for `reconcile`: no answer within --timeout)
-  4  `apply`: everything applied, but a prune git asks for was held (see the message)
-  5  `apply --wait`, `install`: applied, but not healthy or rolled out in time";
+  4  `apply`, `reconcile`: everything applied, but a prune git asks for was held (see the
+     message)
+  5  `apply --wait`, `install`, `reconcile`: applied, but not healthy or rolled out in time";
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
@@ -96,8 +98,9 @@ pub enum Command {
     Suspend(SuspendArgs),
     /// Resume a suspended tenant; the agent syncs it at once.
     Resume(ResumeArgs),
-    /// Ask the running agent to fetch git and sync now (a tenant or all), and wait for the
-    /// result: exit 0 synced and Ready, 1 a tenant failed, 3 no answer within --timeout.
+    /// Ask the running agent to fetch git and sync now (a tenant or all), and wait until each
+    /// tenant is Ready: exit 0 all Ready, 1 a tenant failed, 3 no answer within --timeout, 4
+    /// a prune is held, 5 not healthy within --timeout (each tenant's reason printed).
     Reconcile(ReconcileArgs),
     /// Finish moving a tenant to another cluster: once it is Ready there at this repo's
     /// inputs, delete what it left on the old cluster (its recorded objects, then its
@@ -116,13 +119,13 @@ pub struct VersionArgs {
 /// How a day-2 command finds the agent's namespace.
 #[derive(Debug, Args)]
 pub struct AgentNamespaceArgs {
-    /// The agent's namespace, where the inventories are (default: the namespace of the
-    /// kubeconfig context in use, else `agentNamespace` of --repo's fief.yaml, else
-    /// fief-system).
+    /// The agent's namespace, where the inventories are (default: `agentNamespace` of
+    /// --repo's fief.yaml, else of ./fief.yaml, else fief-system; never the kubeconfig
+    /// context's namespace).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
     /// A tenants repo whose fief.yaml names the agent's namespace (`agentNamespace`), used
-    /// when neither -n nor the kubeconfig context names one.
+    /// unless -n names one.
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
 }
@@ -162,9 +165,14 @@ pub struct ReconcileArgs {
     /// Only this tenant (default: every tenant).
     #[arg(long, value_name = "NAME")]
     pub tenant: Option<String>,
-    /// How long to wait for the agent's answer.
+    /// How long to wait, in all, for the agent's answer and then for the tenants to become
+    /// Ready (a tenant still waiting for health then exits 5).
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Release the tenant's held mass prune for this sync (needs --tenant): recorded on its
+    /// inventory with who and when, as `apply --allow-mass-prune` releases it for the CLI.
+    #[arg(long, requires = "tenant")]
+    pub allow_mass_prune: bool,
     /// Where the agent runs.
     #[command(flatten)]
     pub agent_ns: AgentNamespaceArgs,

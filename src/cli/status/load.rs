@@ -20,6 +20,8 @@ use crate::kube::ClusterError;
 
 /// Everything `fief status` shows, as read.
 pub(super) struct View {
+    /// The agent namespace read.
+    pub namespace: String,
     /// Inventories by tenant.
     pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
     /// The agent's view, or why it could not be read.
@@ -69,6 +71,7 @@ pub(super) async fn view(
         .ok()
         .flatten();
     Ok(View {
+        namespace: namespace.to_string(),
         inventories,
         agent,
         flags,

@@ -5,7 +5,8 @@
 //! `GET /status` (an [`AgentStatus`], at `--agent` or through the API server's Service proxy);
 //! when the agent cannot be reached the inventories are shown alone, with a note. A tenant's
 //! own people, without rights in the agent namespace, see their named tenants only (see
-//! [`load`]).
+//! [`load`]). The agent namespace read is named on the agent line; when it holds no
+//! inventory, a message names it (and where it came from) instead of an empty table.
 
 mod load;
 mod table;
@@ -13,7 +14,8 @@ mod table;
 use std::io::Write;
 use std::str::FromStr;
 
-use super::{CliError, EXIT_INVALID, EXIT_OK, Format, StatusArgs, runtime};
+use super::agent_ns::{self, AgentNamespace};
+use super::{CliError, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Format, StatusArgs, runtime};
 use crate::core::condition::ConditionType::{self, Ready};
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::status::agent::{AgentStatus, Attempt};
@@ -24,17 +26,27 @@ type WavePlace = (usize, String, bool);
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
-    let namespace = super::agent_namespace(&args.agent_ns, &args.cluster);
-    let ns = namespace.as_str();
-    let view = runtime()?.block_on(async {
+    let namespace = agent_ns::resolve(&args.agent_ns)?;
+    let ns = namespace.name.as_str();
+    let (view, presence) = runtime()?.block_on(async {
         let (client, _) = crate::kube::connect(
             args.cluster.kubeconfig.as_deref(),
             args.cluster.context.as_deref(),
             args.cluster.api_qps,
         )
         .await?;
-        Ok::<_, CliError>(load::view(&client, args, ns).await?)
+        let view = load::view(&client, args, ns).await?;
+        // Nothing listed: say whether an agent is there at all.
+        let presence = if view.inventories.is_empty() && view.narrowed.is_none() {
+            Some(crate::kube::tenant_flags::presence(&client, ns).await?)
+        } else {
+            None
+        };
+        Ok::<_, CliError>((view, presence))
     })?;
+    if let Some(presence) = presence {
+        return Ok(nothing_listed(args, &namespace, presence));
+    }
     let unknown: Vec<&str> = args
         .tenants
         .iter()
@@ -74,6 +86,30 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         .iter()
         .any(|(_, inv)| inv.as_ref().map_or(true, |i| condition(i, Ready) != "True"));
     Ok(if any_bad { EXIT_INVALID } else { EXIT_OK })
+}
+
+/// No inventory in the namespace read: name it and say why; an empty list for `-o json`.
+/// Exit 2 when the namespace holds nothing of fief (the wrong namespace), 1 when the agent
+/// there has synced no tenant yet.
+fn nothing_listed(
+    args: &StatusArgs,
+    namespace: &AgentNamespace,
+    presence: crate::kube::tenant_flags::Presence,
+) -> u8 {
+    if args.output == Format::Json {
+        println!("[]");
+    }
+    if presence.agent {
+        eprintln!("no tenant inventory in {namespace}: the agent there has synced no tenant yet");
+        EXIT_INVALID
+    } else {
+        eprintln!(
+            "{} {}",
+            super::colour::error_prefix(),
+            agent_ns::nothing_here(namespace, &args.cluster)
+        );
+        EXIT_USAGE
+    }
 }
 
 /// A condition's status (`True`, `False`, `Unknown` when absent).
@@ -159,16 +195,18 @@ fn attempt_cell(a: &Attempt) -> String {
     )
 }
 
-/// The agent line above the table.
-fn agent_line(agent: &Result<AgentStatus, String>) -> String {
+/// The agent line above the table, naming the agent namespace read.
+fn agent_line(namespace: &str, agent: &Result<AgentStatus, String>) -> String {
     match agent {
         Ok(a) => format!(
-            "agent: last fetched commit {} ({}), last fetch error: {}\n",
+            "agent (namespace {namespace}): last fetched commit {} ({}), last fetch error: {}\n",
             a.fetched_commit.as_deref().unwrap_or("-"),
             age(a.fetched_at),
             a.fetch_error.as_deref().unwrap_or("none"),
         ),
-        Err(e) => format!("agent: not reachable ({e}); showing the inventories alone\n"),
+        Err(e) => format!(
+            "agent (namespace {namespace}): not reachable ({e}); showing the inventories alone\n"
+        ),
     }
 }
 

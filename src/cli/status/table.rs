@@ -22,7 +22,7 @@ pub(super) fn text(
     if let Some(note) = &view.narrowed {
         out.push_str(&format!("note: {note}\n"));
     }
-    out.push_str(&agent_line(&view.agent));
+    out.push_str(&agent_line(&view.namespace, &view.agent));
     if let Some(r) = &view.rollout {
         out.push_str(&r.summary());
         out.push('\n');
