@@ -32,9 +32,30 @@ const SMTP: &str = "smtp-Pw-77Hk2";
 const ALPHA_DB: &str = "alpha-db-Kc9vW2pq";
 const BETA_DB: &str = "beta-db-Lm3nB8rt";
 const ALPHA_ROTATED: &str = "alpha-db-ROTATED-Yy5";
+/// Each tenant's `apiToken`: not a valid object name (capitals, an underscore), so a template
+/// that puts it where a name goes fails fief's own name check, which quotes the name.
+const ALPHA_TOKEN: &str = "Tok_alpha_Qx71Lp";
+const BETA_TOKEN: &str = "Tok_beta_Wd38Zr";
 
 /// Every plaintext value a test writes (each must appear nowhere it should not).
-const PLAINTEXTS: [&str; 5] = [SHARED_KEY, SMTP, ALPHA_DB, BETA_DB, ALPHA_ROTATED];
+const PLAINTEXTS: [&str; 7] = [
+    SHARED_KEY,
+    SMTP,
+    ALPHA_DB,
+    BETA_DB,
+    ALPHA_ROTATED,
+    ALPHA_TOKEN,
+    BETA_TOKEN,
+];
+
+/// A template that uses a secret where a name goes (a mistake fief must report without
+/// printing the value).
+const TOKEN_AS_NAME: (&str, &str) = (
+    "components/app/templates/token.yaml",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ secrets.tenant.apiToken }}\ndata:\n  a: b\n",
+);
+/// What fief's name check says about it instead of the value.
+const TOKEN_NAMED: &str = "ConfigMap `<secret secrets.tenant.apiToken>`: ";
 
 const SECRET_TEMPLATE: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app-secrets\ntype: Opaque\ndata:\n  analytics-key: {{ secrets.shared.analytics.apiKey | b64encode }}\n  smtp-password: {{ secrets.shared.smtp.password | b64encode }}\n  db-password: {{ secrets.tenant.dbPassword | b64encode }}\nstringData:\n  smtp-port: {{ secrets.shared.smtp.port | string | quote }}\n  region: {{ secrets.shared.analytics.region | quote }}\n";
 const CONFIG_TEMPLATE: &str =
@@ -72,13 +93,15 @@ impl TestRepo {
         sops::encrypt(
             repo.path(),
             &format!("secrets/tenants/{a}.sops.yaml"),
-            &format!("dbPassword: {ALPHA_DB}\n"),
+            &format!("dbPassword: {ALPHA_DB}\napiToken: {ALPHA_TOKEN}\n"),
             &r,
         );
         sops::encrypt(
             repo.path(),
             &format!("secrets/tenants/{b}.sops.json"),
-            &format!("{{\"dbPassword\": \"{BETA_DB}\", \"pool\": 5}}\n"),
+            &format!(
+                "{{\"dbPassword\": \"{BETA_DB}\", \"apiToken\": \"{BETA_TOKEN}\", \"pool\": 5}}\n"
+            ),
             &r,
         );
         repo
@@ -150,9 +173,10 @@ fn decoded(secret: &Value, key: &str) -> String {
 }
 
 fn assert_no_plaintext(what: &str, haystack: &str) {
+    let lower = haystack.to_ascii_lowercase();
     for p in PLAINTEXTS {
         assert!(
-            !haystack.contains(p) && !haystack.contains(&b64(p)),
+            !lower.contains(&p.to_ascii_lowercase()) && !haystack.contains(&b64(p)),
             "{what} contains the secret value {p}:\n{haystack}"
         );
     }

@@ -41,11 +41,25 @@ pub fn render_tenant_in(
     // check that quotes rendered text (an object's name) names the secret key, never a value.
     crate::secrets::scrub(&mut out.errors, &leaves);
     if !out.errors.is_empty() {
+        scrub_identities(&mut out, &leaves);
         out.errors
             .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         out.errors.dedup();
     }
     out
+}
+
+/// The names and namespaces of an invalid tenant's objects with each secret value named by
+/// its key, as in its diagnostics: such a render is never applied, but its objects are listed
+/// (the agent's web view), and a name that fails a check may hold a secret.
+fn scrub_identities(out: &mut TenantRender, leaves: &[(String, String)]) {
+    if leaves.is_empty() {
+        return;
+    }
+    for o in &mut out.objects {
+        o.id.name = crate::secrets::scrub_text(&o.id.name, leaves);
+        o.id.namespace = crate::secrets::scrub_text(&o.id.namespace, leaves);
+    }
 }
 
 /// `out`, the render of tenant `name`, with the diagnostics of every check on it added.

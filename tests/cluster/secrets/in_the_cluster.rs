@@ -64,6 +64,7 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     run("diff", &[]);
 
     the_redacted_render_is_refused_by_the_api_server(&repo, cp);
+    a_secret_where_a_name_goes_is_reported_by_its_key(&mut run, &repo);
 
     let inventories = kubectl(&["get", "configmaps", "-n", &repo.agent_ns, "-o", "yaml"]);
     assert!(inventories.status.success());
@@ -76,6 +77,38 @@ fn secrets_land_in_each_tenant_namespace_rotation_reaches_only_its_tenant_and_no
     assert_no_plaintext("fief output", transcript);
     assert_no_plaintext("inventories", &inventories);
     assert_no_plaintext("events", &events);
+}
+
+/// A template puts `secrets.tenant.apiToken` where a name goes: validate, render, apply and
+/// diff report the invalid name naming the secret key (never its value), and apply applies
+/// nothing of the failing tenants. Everything printed lands in the session's transcript.
+fn a_secret_where_a_name_goes_is_reported_by_its_key(
+    run: &mut dyn FnMut(&str, &[&str]) -> Output,
+    repo: &TestRepo,
+) {
+    repo.write(TOKEN_AS_NAME.0, TOKEN_AS_NAME.1);
+    let key = repo.key_arg();
+    let json: &[&str] = &["--output", "json"];
+    for (cmd, extra) in [
+        ("validate", &[][..]),
+        ("validate", json),
+        ("render", &[]),
+        ("render", json),
+        ("apply", &[]),
+        ("apply", json),
+        ("diff", &[]),
+    ] {
+        let mut args = vec![key[0], key[1]];
+        args.extend_from_slice(extra);
+        let out = run(cmd, &args);
+        let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_ne!(out.status.code(), Some(0), "{cmd} {extra:?}: {shown}");
+        if cmd != "render" {
+            assert!(shown.contains(TOKEN_NAMED), "{cmd} {extra:?}: {shown}");
+        }
+    }
+    let names = kubectl(&["get", "configmaps", "-A", "-o", "name"]);
+    assert!(!text(&names.stdout).contains("tok_"), "nothing applied");
 }
 
 /// `fief` commands on a repo, with what they printed kept in a transcript.
@@ -270,6 +303,7 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
             &key,
             "--log-format",
             "json",
+            "--web",
         ],
     );
     let (ns_a, ns_b) = (format!("{a}-prod"), format!("{b}-prod"));
@@ -300,6 +334,7 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
         rv_b,
         "the other tenant's Secret is not written"
     );
+    let served = a_secret_where_a_name_goes_fails_both_tenants_naming_the_key(&agent, &git, &repo);
     let inventories = common::agent::kubectl_json(&["get", "configmaps", "-n", &repo.agent_ns])
         .map(|v| v.to_string())
         .unwrap_or_default();
@@ -314,4 +349,51 @@ fn the_agent_decrypts_with_its_key_applies_a_rotation_to_one_tenant_and_logs_no_
     assert_no_plaintext("the inventories", &inventories);
     assert_no_plaintext("the Events", &events);
     assert_no_plaintext("the metrics", &metrics);
+    for (path, body) in &served {
+        assert_no_plaintext(path, body);
+    }
+}
+
+/// Push a template that puts `secrets.tenant.apiToken` where a name goes: both tenants fail
+/// and `/status` names the secret key. Returns what the agent serves then: `/status` and
+/// every page of the web view, by path.
+fn a_secret_where_a_name_goes_fails_both_tenants_naming_the_key(
+    agent: &common::agent::Agent,
+    git: &common::agent::GitServer,
+    repo: &TestRepo,
+) -> Vec<(String, String)> {
+    let (a, b) = repo.names("sag");
+    let (path, template) = TOKEN_AS_NAME;
+    git.commit(
+        &[(path.to_string(), template.to_string())],
+        "a secret as a name",
+    );
+    assert_eq!(agent.signed_push(), 202, "the webhook is accepted");
+    let failed = |body: &str| body.matches(TOKEN_NAMED).count() >= 2;
+    common::util::wait_until(
+        "both tenants failed, naming the key",
+        Duration::from_secs(60),
+        || agent.get("/status").is_some_and(|(_, body)| failed(&body)),
+    );
+    let mut served = Vec::new();
+    for path in [
+        "/status".to_string(),
+        "/ui/".to_string(),
+        "/ui/tenants".to_string(),
+        "/ui/tenants?state=failed".to_string(),
+        "/ui/tenants?q=sag".to_string(),
+        format!("/ui/tenants/{a}"),
+        format!("/ui/tenants/{b}"),
+    ] {
+        let (code, body) = agent.get(&path).expect("the agent answers");
+        assert_eq!(code, 200, "{path}: {body}");
+        served.push((path, body));
+    }
+    let page_a = &served[5].1;
+    assert!(
+        page_a.contains("&lt;secret secrets.tenant.apiToken&gt;")
+            || page_a.contains("<secret secrets.tenant.apiToken>"),
+        "the tenant's page names the key:\n{page_a}"
+    );
+    served
 }

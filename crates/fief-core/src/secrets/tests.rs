@@ -242,4 +242,17 @@ fn a_secret_rendered_where_a_name_goes_is_named_by_its_key_in_the_validation_err
         "{text}"
     );
     assert!(!text.contains("ak_example_shared_analytics_0001"), "{text}");
+    let listed: Vec<&str> = renders[0]
+        .objects
+        .iter()
+        .map(|o| o.id.name.as_str())
+        .collect();
+    assert!(
+        listed.contains(&"<secret secrets.shared.analytics.apiKey>"),
+        "the invalid render's objects are listed by key: {listed:?}"
+    );
+    assert!(
+        !listed.iter().any(|n| n.contains("ak_example")),
+        "{listed:?}"
+    );
 }
