@@ -62,8 +62,9 @@ pub(super) enum Standing {
     PruneHeld(String),
     /// `Reconciling=True`, reason `WaitingForHealth`.
     WaitingForHealth(String),
-    /// `Reconciling=True` otherwise: a sync is under way (or none finished yet).
-    Syncing(String),
+    /// `Reconciling=True` otherwise: a sync is under way, components wait for those they
+    /// depend on, or no sync finished yet. The reason as written, and the message.
+    Syncing(String, String),
     /// `Stalled=True`, reason `Unhealthy`: applied, objects failed or timed out.
     Unhealthy(String),
     /// Stalled or not Ready for another reason (render, apply, access), or unreadable.
@@ -128,7 +129,7 @@ impl Standing {
             return if c.has_reason(Reason::WaitingForHealth) {
                 Standing::WaitingForHealth(c.message.clone())
             } else {
-                Standing::Syncing(c.message.clone())
+                Standing::Syncing(c.reason.clone(), c.message.clone())
             };
         }
         match inv.status.condition(ConditionType::Ready) {
@@ -137,7 +138,10 @@ impl Standing {
                 judged: crate::core::health::holds_verdict(&inv.status),
             },
             Some(c) => failed(&c.reason, &c.message, inv),
-            None => Standing::Syncing("not synced yet".to_string()),
+            None => Standing::Syncing(
+                Reason::Progressing.to_string(),
+                "not synced yet".to_string(),
+            ),
         }
     }
 
@@ -145,7 +149,7 @@ impl Standing {
     /// no verdict behind it and [`SETTLE`] has not passed (`settled`).
     fn pending(&self, settled: bool) -> bool {
         match self {
-            Standing::WaitingForHealth(_) | Standing::Syncing(_) => true,
+            Standing::WaitingForHealth(_) | Standing::Syncing(..) => true,
             Standing::Ready { judged, .. } => !judged && !settled,
             _ => false,
         }
@@ -157,7 +161,7 @@ impl Standing {
         match self {
             Standing::Ready { .. } => EXIT_OK,
             Standing::PruneHeld(_) => EXIT_PRUNE_HELD,
-            Standing::WaitingForHealth(_) | Standing::Syncing(_) | Standing::Unhealthy(_) => {
+            Standing::WaitingForHealth(_) | Standing::Syncing(..) | Standing::Unhealthy(_) => {
                 EXIT_UNHEALTHY
             }
             Standing::Failed { .. } => EXIT_INVALID,
@@ -181,8 +185,8 @@ impl Standing {
                 Style::Warn,
                 m,
             ),
-            Standing::Syncing(m) => (
-                reason(ConditionType::Reconciling, Reason::Progressing),
+            Standing::Syncing(r, m) => (
+                format!("{} ({r})", ConditionType::Reconciling),
                 Style::Warn,
                 m,
             ),

@@ -56,6 +56,17 @@ fn each_status_the_agent_writes_is_read_as_its_standing() {
         Standing::of(&broken, None),
         Standing::Failed { reason, .. } if reason == "RenderFailed"
     ));
+    let syncing = inv(&[(
+        Reconciling,
+        true,
+        Reason::Progressing,
+        "applying and pruning",
+    )]);
+    let s = Standing::of(&syncing, None);
+    assert!(
+        s.pending(true) && s.words().0 == "Reconciling (Progressing)",
+        "{s:?}"
+    );
     let unhealthy = inv(&[(Stalled, true, Reason::Unhealthy, "1 not healthy")]);
     assert!(matches!(
         Standing::of(&unhealthy, None),
