@@ -24,10 +24,11 @@ use crate::core::scope::EnvScope;
 use crate::core::status::Outcome;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
-use crate::kube::health::{Unhealthy, deadlines, wait_healthy};
+use crate::kube::health::Unhealthy;
 use crate::kube::sync::{PruneRelease, SyncOptions, TenantReport, sync, sync_batched};
 
 mod output;
+mod wait;
 
 use output::{json_summary, print_errors, print_progress, text_summary};
 
@@ -151,15 +152,7 @@ async fn sync_cluster(
     let (resources, counter) = resources(&args.cluster).await?;
     let mut options = prepared.options.clone();
     if args.allow_mass_prune {
-        let who = crate::kube::tenant_flags::who_am_i(resources.client())
-            .await
-            .unwrap_or_else(|| std::env::var("USER").unwrap_or_else(|_| "unknown".to_string()));
-        let note = crate::core::status::suspension_note(
-            &who,
-            &crate::kube::sync::now_rfc3339(),
-            Some("fief apply --allow-mass-prune"),
-        );
-        options.release = PruneRelease::All(note);
+        options.release = release(&resources).await;
     }
     // Suspended tenants (`fief suspend`) are left alone: not applied, not pruned.
     let suspended =
@@ -222,7 +215,14 @@ async fn sync_cluster(
     }
     reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     let unhealthy = if args.wait {
-        wait_for_health(&resources, &prepared.repo, &renders, &reports, args.timeout).await
+        let waits = wait::Waits {
+            resources: &resources,
+            repo: &prepared.repo,
+            options: &options,
+            known,
+            default: args.timeout,
+        };
+        wait::wait_and_apply_dependents(&waits, &renders, &mut reports).await
     } else {
         BTreeMap::new()
     };
@@ -232,6 +232,19 @@ async fn sync_cluster(
         unhealthy,
         streamed,
     })
+}
+
+/// `--allow-mass-prune`: the guard holds no tenant's prune, and each it would have held
+/// records who released it (the API server's name for the caller, else `$USER`) and when.
+async fn release(resources: &Resources) -> PruneRelease {
+    let who = match crate::kube::tenant_flags::who_am_i(resources.client()).await {
+        Some(who) => who,
+        None => std::env::var("USER").unwrap_or_else(|_| "unknown".to_string()),
+    };
+    let at = crate::kube::sync::now_rfc3339();
+    let note =
+        crate::core::status::suspension_note(&who, &at, Some("fief apply --allow-mass-prune"));
+    PruneRelease::All(note)
 }
 
 /// Render a batch of tenants (in scope, stamped with their input hashes) on a render thread,
@@ -305,28 +318,4 @@ async fn suspended_tenants(
         .filter_map(|(t, f)| Some((t, f.suspended?)))
         .filter(|(t, _)| names.contains(t))
         .collect())
-}
-
-/// With `--wait`: every applied tenant's component objects, polled until healthy (tenants
-/// concurrently); the objects that are not, by tenant.
-async fn wait_for_health(
-    resources: &Resources,
-    repo: &Repo,
-    renders: &[TenantRender],
-    reports: &[TenantReport],
-    default: std::time::Duration,
-) -> BTreeMap<String, Vec<Unhealthy>> {
-    let applied: BTreeSet<&str> = reports
-        .iter()
-        .filter(|r| r.outcome == Outcome::Applied && r.is_ok())
-        .map(|r| r.tenant.as_str())
-        .collect();
-    let waits = renders
-        .iter()
-        .filter(|r| applied.contains(r.tenant.as_str()))
-        .map(|r| async move {
-            let limits = deadlines(repo, r, default);
-            (r.tenant.clone(), wait_healthy(resources, r, &limits).await)
-        });
-    futures::future::join_all(waits).await.into_iter().collect()
 }

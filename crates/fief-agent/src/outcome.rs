@@ -140,6 +140,11 @@ fn account(
             if done =>
         {
             q.succeeded(&report.tenant);
+            if report.waiting.is_empty() {
+                q.settled(&report.tenant);
+            } else {
+                q.recheck(&report.tenant, now);
+            }
             if let Some(rev) = rev
                 && let Some(h) = rev.hashes.get(&report.tenant).cloned()
             {

@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 pub const BACKOFF_START: Duration = Duration::from_secs(1);
 /// Longest retry delay.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// Longest delay between two looks at a tenant whose components wait for their dependencies.
+pub const RECHECK_MAX: Duration = Duration::from_secs(30);
 
 /// Pending tenants and their failure counts.
 #[derive(Debug, Default)]
 pub struct Queue {
     pending: BTreeMap<String, Instant>,
     failures: HashMap<String, u32>,
+    /// Tenants whose components wait for their dependencies: looks taken so far.
+    rechecks: HashMap<String, u32>,
     triggers: HashMap<String, &'static str>,
 }
 
@@ -26,10 +30,30 @@ pub fn backoff(n: u32) -> Duration {
 }
 
 impl Queue {
-    /// Queue `tenant` to run at `now` (a tenant already queued keeps its time, so a backoff is
-    /// not cut short).
+    /// Queue `tenant` to run at `now`. A tenant backing off after a failure keeps its time (a
+    /// backoff is not cut short); any other queued tenant runs at the earlier of the two.
     pub fn push(&mut self, tenant: &str, now: Instant) {
-        self.pending.entry(tenant.to_string()).or_insert(now);
+        let backing_off = self.failures.contains_key(tenant);
+        let at = self.pending.entry(tenant.to_string()).or_insert(now);
+        if !backing_off && now < *at {
+            *at = now;
+        }
+    }
+
+    /// Record a sync that left components waiting for their dependencies: the tenant is
+    /// looked at again after 1 s, 2 s, 4 s, … up to [`RECHECK_MAX`] (a commit or drift of it
+    /// comes sooner).
+    pub fn recheck(&mut self, tenant: &str, now: Instant) {
+        let n = self.rechecks.entry(tenant.to_string()).or_insert(0);
+        *n += 1;
+        let at = now + backoff(*n).min(RECHECK_MAX);
+        self.pending.insert(tenant.to_string(), at);
+        self.triggers.insert(tenant.to_string(), "dependency");
+    }
+
+    /// Record a sync that left nothing waiting for a dependency.
+    pub fn settled(&mut self, tenant: &str) {
+        self.rechecks.remove(tenant);
     }
 
     /// [`Queue::push`], remembering what triggered the sync (for logs and spans).
@@ -60,6 +84,7 @@ impl Queue {
     pub fn forget(&mut self, tenant: &str) {
         self.pending.remove(tenant);
         self.failures.remove(tenant);
+        self.rechecks.remove(tenant);
         self.triggers.remove(tenant);
     }
 
@@ -132,6 +157,30 @@ mod tests {
         q.push("a", now);
         assert!(q.take_due(now).is_empty());
         assert_eq!(q.next_due(), Some(now + Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_tenant_waiting_for_a_dependency_is_looked_at_again_and_a_commit_comes_sooner() {
+        let mut q = Queue::default();
+        let now = Instant::now();
+        q.recheck("a", now);
+        assert!(q.take_due(now).is_empty());
+        assert_eq!(q.take_due(now + Duration::from_secs(1)), ["a"]);
+        q.recheck("a", now);
+        assert_eq!(q.next_due(), Some(now + Duration::from_secs(2)));
+        q.push("a", now);
+        assert_eq!(
+            q.take_due(now),
+            ["a"],
+            "a commit is not held back by a recheck"
+        );
+        for _ in 0..10 {
+            q.recheck("a", now);
+        }
+        assert_eq!(q.next_due(), Some(now + RECHECK_MAX));
+        q.settled("a");
+        q.recheck("a", now);
+        assert_eq!(q.next_due(), Some(now + Duration::from_secs(1)));
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub enum Reason {
     TenantFileRemoved,
     /// The tenant file names another cluster (`Moved=True`, `Ready=False`).
     MovedAway,
+    /// Some of the tenant's components wait for the components they depend on to be applied
+    /// and healthy (`Ready=False`, `Reconciling=True`).
+    DependencyNotReady,
 }
 
 impl Reason {
@@ -122,6 +125,7 @@ impl Reason {
             Reason::Unhealthy => "Unhealthy",
             Reason::TenantFileRemoved => "TenantFileRemoved",
             Reason::MovedAway => "MovedAway",
+            Reason::DependencyNotReady => "DependencyNotReady",
         }
     }
 }
@@ -162,6 +166,7 @@ mod tests {
             Reason::Unhealthy,
             Reason::TenantFileRemoved,
             Reason::MovedAway,
+            Reason::DependencyNotReady,
         ] {
             let json = serde_json::to_string(&r).unwrap();
             assert_eq!(json, format!("\"{}\"", r.as_str()));

@@ -294,6 +294,8 @@ pub fn holds_verdict(status: &Status) -> bool {
 pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
     use ConditionType::{Ready, Reconciling, Stalled};
     match verdict {
+        // What was applied is healthy, but components wait for their dependencies: not Ready.
+        Verdict::Ready if !status.waiting.is_empty() => set_waiting(status, now),
         Verdict::Ready => {
             let reason = Reason::Healthy;
             status.set_condition(Ready, true, reason, "applied and healthy", now);
@@ -313,7 +315,11 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
             status.set_condition(Stalled, false, reason, "", now);
         }
         Verdict::Stalled(list) => {
-            let message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
+            let mut message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
+            if !status.waiting.is_empty() {
+                let held = crate::plan::depends::describe(&status.waiting);
+                message.push_str(&format!("; held: {held}"));
+            }
             let reason = Reason::Unhealthy;
             status.set_condition(Ready, false, reason, &message, now);
             status.set_condition(Reconciling, false, reason, "", now);
@@ -321,6 +327,17 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
             status.last_error = Some(message);
         }
     }
+}
+
+/// `Ready=False`, `Reconciling=True` with reason `DependencyNotReady`: components of the
+/// tenant wait for what they depend on ([`Status::waiting`] says what).
+pub fn set_waiting(status: &mut Status, now: &str) {
+    use ConditionType::{Ready, Reconciling, Stalled};
+    let message = crate::plan::depends::describe(&status.waiting);
+    let reason = Reason::DependencyNotReady;
+    status.set_condition(Ready, false, reason, &message, now);
+    status.set_condition(Reconciling, true, reason, &message, now);
+    status.set_condition(Stalled, false, reason, "", now);
 }
 
 #[cfg(test)]

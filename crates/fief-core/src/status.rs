@@ -90,6 +90,7 @@ pub fn finish(
     report.counts.objects = inv.entries.len();
     let status = &mut inv.status;
     status.spare = render.spare;
+    status.waiting.clone_from(&report.waiting);
     if changed || report.counts.failed > 0 || status.counts.objects != report.counts.objects {
         status.counts = report.counts.clone();
     }
@@ -118,6 +119,10 @@ pub fn finish(
         stall(status, Reason::PruneHeld, &hold, now);
         status.last_error = Some(hold);
         status.inputs.clear();
+    } else if !report.waiting.is_empty() {
+        crate::health::set_waiting(status, now);
+        status.revision = revision(render);
+        status.last_error = None;
     } else if !changed && crate::health::holds_verdict(status) {
         // Nothing of the tenant changed: the health verdict on record still judges the
         // objects as this sync left them, so it stands (the health gate judges them again).

@@ -52,7 +52,7 @@ struct Batch {
 /// One tenant's turn in the pool.
 enum Turn {
     Sync(Arc<Batch>, usize),
-    Unchanged(TenantReport),
+    Unchanged(Box<TenantReport>),
 }
 
 /// Render `names` on a blocking thread (none: nothing to render, not the whole repo).
@@ -279,7 +279,12 @@ fn turns<'a>(
             futures::future::ready(next)
         })
         .flat_map(|b| {
-            let unchanged: Vec<Turn> = b.unchanged.iter().cloned().map(Turn::Unchanged).collect();
+            let unchanged: Vec<Turn> = b
+                .unchanged
+                .iter()
+                .cloned()
+                .map(|r| Turn::Unchanged(Box::new(r)))
+                .collect();
             let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
             stream::iter(unchanged.into_iter().chain(syncs))
         })
@@ -294,7 +299,7 @@ async fn take_turn(
     turn: Turn,
 ) -> TenantReport {
     let (b, i) = match turn {
-        Turn::Unchanged(report) => return report,
+        Turn::Unchanged(report) => return *report,
         Turn::Sync(b, i) => (b, i),
     };
     let ctx = Ctx {

@@ -78,30 +78,10 @@ pub async fn wait_healthy(
     while !pending.is_empty() {
         let mut done = Vec::new();
         for (id, (_, reason, object)) in pending.iter_mut() {
-            let api_version = object["apiVersion"].as_str().unwrap_or_default();
-            let live = match resources.resolve(api_version, &id.kind).await {
-                Some(resource) => {
-                    resources
-                        .api(&resource, &id.namespace)
-                        .get_opt(&id.name)
-                        .await
-                }
-                None => {
-                    *reason = "the cluster does not serve this kind".to_string();
-                    continue;
-                }
-            };
-            match live {
-                Ok(Some(obj)) => {
-                    let value = serde_json::to_value(obj).unwrap_or(Value::Null);
-                    match health(&value) {
-                        Health::Current => done.push((*id, None)),
-                        Health::Failed(why) => done.push((*id, Some(why))),
-                        Health::InProgress(why) => *reason = why,
-                    }
-                }
-                Ok(None) => *reason = "not found".to_string(),
-                Err(e) => *reason = format!("cannot read it: {}", super::brief(&e)),
+            match live_health(resources, id, object).await {
+                Ok(Health::Current) => done.push((*id, None)),
+                Ok(Health::Failed(why)) => done.push((*id, Some(why))),
+                Ok(Health::InProgress(why)) | Err(why) => *reason = why,
             }
         }
         for (id, failure) in done {
@@ -135,6 +115,28 @@ pub async fn wait_healthy(
     }
     bad.sort_by(|a, b| a.object.cmp(&b.object));
     bad
+}
+
+/// The health of the live object `id` (rendered as `object`) by kstatus rules; or why it
+/// cannot be told (not found, not served, not readable).
+pub async fn live_health(
+    resources: &Resources,
+    id: &ObjectId,
+    object: &Value,
+) -> Result<Health, String> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let Some(resource) = resources.resolve(api_version, &id.kind).await else {
+        return Err("the cluster does not serve this kind".to_string());
+    };
+    match resources
+        .api(&resource, &id.namespace)
+        .get_opt(&id.name)
+        .await
+    {
+        Ok(Some(obj)) => Ok(health(&serde_json::to_value(obj).unwrap_or(Value::Null))),
+        Ok(None) => Err("not found".to_string()),
+        Err(e) => Err(format!("cannot read it: {}", super::brief(&e))),
+    }
 }
 
 /// Write a tenant's health verdict onto its inventory's status. `Ok(false)`: nothing to write

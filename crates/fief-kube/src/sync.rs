@@ -14,6 +14,8 @@ use serde_json::Value;
 
 use super::adopt::{check_new_namespaces, is_namespace};
 use super::apply::apply_stages;
+pub use super::hold::PruneRelease;
+use super::hold::{prune_hold, record_hold};
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::prune_entries;
 use super::status_access;
@@ -49,30 +51,6 @@ pub struct SyncOptions {
     pub commit: Option<String>,
     /// Each tenant's report as soon as it is done (for progress output); none: not sent.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
-}
-
-/// A person's release of held mass prunes: the guard does not hold these tenants' prunes, and
-/// each tenant it would have held records the note (who, when) in its status.
-#[derive(Debug, Clone, Default)]
-pub enum PruneRelease {
-    /// The guard holds as configured.
-    #[default]
-    None,
-    /// Released for every tenant of the sync, with this note.
-    All(String),
-    /// Released for these tenants, each with its note.
-    Tenants(BTreeMap<String, String>),
-}
-
-impl PruneRelease {
-    /// The note of the release that covers `tenant`, if one does.
-    pub fn for_tenant(&self, tenant: &str) -> Option<&str> {
-        match self {
-            PruneRelease::None => None,
-            PruneRelease::All(note) => Some(note),
-            PruneRelease::Tenants(notes) => notes.get(tenant).map(String::as_str),
-        }
-    }
 }
 
 /// Current time, RFC 3339, for condition transitions.
@@ -318,7 +296,7 @@ async fn sync_tenant(
         return write_or_keep(ctx, inv, prev, report).await;
     }
     let release = ctx.options.release.for_tenant(tenant);
-    let plan = plan::plan(
+    let mut plan = plan::plan(
         render,
         prev,
         ctx.live,
@@ -328,6 +306,8 @@ async fn sync_tenant(
     if plan.released {
         inv.status.prune_released = release.map(str::to_string);
     }
+    super::depends::defer_dependents(ctx.resources, render, &mut plan).await;
+    report.waiting.clone_from(&plan.waiting);
     report.counts.unchanged = plan.unchanged.len();
     // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
     // as this tenant's.
@@ -413,43 +393,6 @@ async fn record_union(
         );
     }
     write_inventory(ctx, inv, prev).await
-}
-
-/// Record the sync's held prune (or that none is held) on the status, with what it would
-/// delete. A sync that completes (nothing held, nothing failed) settles every entry it
-/// recorded as pending: the mass-prune guard counts them from now on.
-fn record_hold(plan: &Plan<'_>, inv: &mut Inventory, report: &TenantReport, now: &str) {
-    let would_delete: Vec<Entry> = match &report.prune_held {
-        Some(PruneHeld::Hold(_)) if !plan.held.is_empty() => plan.held.clone(),
-        Some(PruneHeld::Hold(_)) => plan.prune.clone(),
-        Some(PruneHeld::PurgeIncomplete { .. }) => inv.entries.values().cloned().collect(),
-        None => Vec::new(),
-    };
-    status::hold::record(
-        &mut inv.status,
-        report.prune_held.as_ref(),
-        &would_delete,
-        now,
-    );
-    if report.prune_held.is_none() && report.counts.failed == 0 {
-        for e in inv.entries.values_mut() {
-            e.pending = false;
-        }
-    }
-}
-
-/// Why the prune is held, if it is: the plan's own hold (a guard), or an apply that failed
-/// (the new objects may not exist, so nothing old is deleted).
-fn prune_hold(plan: &Plan<'_>, report: &TenantReport) -> Option<PruneHeld> {
-    match &plan.hold {
-        Some(h) => Some(h.clone().into()),
-        None if report.counts.failed > 0 && !plan.prune.is_empty() => {
-            Some(PruneHeld::Hold(plan::PruneHold::ApplyFailed {
-                failed: report.counts.failed,
-            }))
-        }
-        None => None,
-    }
 }
 
 /// A purged tenant with nothing left: revoke its status access and delete its inventory.

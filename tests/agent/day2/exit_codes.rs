@@ -75,6 +75,28 @@ fn mark_available(ns: &str) {
     ]);
 }
 
+/// `fief reconcile --tenant b` waits within --timeout and exits 0 once b's Deployment is
+/// made available.
+fn a_wait_for_health_ends_with_exit_0_once_the_deployment_is_available(agent_ns: &str, b: &str) {
+    let waiting = Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(["reconcile", "--namespace", agent_ns, "--tenant", b])
+        .args(["--timeout", "60s", "--kubeconfig"])
+        .arg(common::control_plane().admin_kubeconfig())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fief reconcile");
+    std::thread::sleep(Duration::from_secs(4));
+    mark_available(&format!("{b}-prod"));
+    let out = waiting.wait_with_output().expect("fief reconcile exits");
+    let both = expect(&out, 0);
+    assert!(
+        both.contains("waiting for") && both.contains(&format!("tenant {b}: Ready")),
+        "{both}"
+    );
+}
+
 #[test]
 fn reconcile_exits_0_when_ready_5_while_waiting_for_health_1_when_failed_and_4_on_a_held_prune() {
     let agent_ns = common::unique("fief-d2x");
@@ -108,24 +130,7 @@ fn reconcile_exits_0_when_ready_5_while_waiting_for_health_1_when_failed_and_4_o
         "a Ready tenant is not listed: {both}"
     );
 
-    // The wait ends within --timeout once the Deployment is available: exit 0.
-    let waiting = Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(["reconcile", "--namespace", &agent_ns, "--tenant", &b])
-        .args(["--timeout", "60s", "--kubeconfig"])
-        .arg(common::control_plane().admin_kubeconfig())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run fief reconcile");
-    std::thread::sleep(Duration::from_secs(4));
-    mark_available(&format!("{b}-prod"));
-    let out = waiting.wait_with_output().expect("fief reconcile exits");
-    let both = expect(&out, 0);
-    assert!(
-        both.contains("waiting for") && both.contains(&format!("tenant {b}: Ready")),
-        "{both}"
-    );
+    a_wait_for_health_ends_with_exit_0_once_the_deployment_is_available(&agent_ns, &b);
 
     // A tenant that fails to render: exit 1 with its error.
     server.commit(

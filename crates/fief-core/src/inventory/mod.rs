@@ -165,6 +165,10 @@ pub struct Status {
     /// The last release of a held mass prune by a person: who and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_released: Option<String>,
+    /// Components the last sync did not apply because what they depend on was not applied
+    /// and healthy yet: component → what it waits for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub waiting: BTreeMap<String, Vec<String>>,
 }
 
 impl Status {

@@ -84,6 +84,9 @@ pub struct Plan<'a> {
     pub held: Vec<Entry>,
     /// The mass-prune guard would have held this prune, and `allow_mass_prune` released it.
     pub released: bool,
+    /// Components set aside because what they depend on is not applied and healthy yet:
+    /// component → what it waits for ([`depends::defer`]).
+    pub waiting: BTreeMap<String, Vec<String>>,
 }
 
 impl Plan<'_> {
@@ -258,5 +261,9 @@ pub fn plan<'a>(
     plan
 }
 
+pub mod depends;
+
+#[cfg(test)]
+mod depends_tests;
 #[cfg(test)]
 mod tests;

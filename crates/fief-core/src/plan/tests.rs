@@ -4,7 +4,7 @@ use super::*;
 use crate::render::Source;
 use serde_json::json;
 
-fn object(kind: &str, name: &str, data: &str) -> RenderedObject {
+pub(super) fn object(kind: &str, name: &str, data: &str) -> RenderedObject {
     let group = if kind == "Role" {
         "rbac.authorization.k8s.io"
     } else {
@@ -32,7 +32,7 @@ fn object(kind: &str, name: &str, data: &str) -> RenderedObject {
     }
 }
 
-fn render(objects: Vec<RenderedObject>) -> TenantRender {
+pub(super) fn render(objects: Vec<RenderedObject>) -> TenantRender {
     TenantRender {
         tenant: "t".into(),
         state: Some(TenantState::Active),
@@ -42,7 +42,7 @@ fn render(objects: Vec<RenderedObject>) -> TenantRender {
 }
 
 /// The inventory after applying `r`, with the live state equal to what was applied.
-fn applied(r: &TenantRender) -> (Inventory, HashMap<ObjectId, String>) {
+pub(super) fn applied(r: &TenantRender) -> (Inventory, HashMap<ObjectId, String>) {
     let mut inv = Inventory::new("t");
     let mut live = HashMap::new();
     for o in &r.objects {
@@ -257,10 +257,10 @@ fn held_union(inv: &Inventory, r: &TenantRender) -> Inventory {
     let (added, _) = applied(r);
     let mut union = inv.clone();
     for (id, mut e) in added.entries {
-        if !union.entries.contains_key(&id) {
+        union.entries.entry(id).or_insert_with(|| {
             e.pending = true;
-            union.entries.insert(id, e);
-        }
+            e
+        });
     }
     union
 }

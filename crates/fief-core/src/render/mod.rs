@@ -125,6 +125,9 @@ pub struct TenantRender {
     /// The environments rendered (`--env`); a sync of this render prunes only what this
     /// scope [covers](crate::scope::EnvScope::covers).
     pub scope: crate::scope::EnvScope,
+    /// The `dependsOn` of the tenant's components: a sync applies a component only once what
+    /// it depends on is applied and healthy.
+    pub dependencies: crate::plan::depends::Dependencies,
 }
 
 impl TenantRender {

@@ -81,9 +81,14 @@ pub(super) fn component_order<'r>(
         let mut path = Vec::new();
         if let Err(cycle) = visit(&c.name, &enabled, &mut done, &mut path, &mut order) {
             let file = format!("components/{}/component.yaml", c.name);
+            let line = repo
+                .snapshot
+                .get(&file)
+                .and_then(|e| e.as_ref().ok())
+                .and_then(|t| line_of_key(t, "dependsOn"));
             return Err(vec![Diagnostic::new(
                 file,
-                None,
+                line,
                 Problem::DependencyCycle { cycle },
             )]);
         }

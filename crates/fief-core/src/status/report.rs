@@ -119,6 +119,9 @@ pub struct TenantReport {
     pub suspended: Option<String>,
     /// The cluster its file now names (outcome `moved`).
     pub moved_to: Option<String>,
+    /// Components not applied this sync because what they depend on is not applied and
+    /// healthy yet: component → what it waits for.
+    pub waiting: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl TenantReport {
@@ -133,6 +136,7 @@ impl TenantReport {
             errors: Vec::new(),
             suspended: None,
             moved_to: None,
+            waiting: Default::default(),
         }
     }
 
@@ -173,6 +177,8 @@ struct Wire<'a> {
     suspended: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     moved_to: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    waiting: &'a std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Serialize for TenantReport {
@@ -187,6 +193,7 @@ impl Serialize for TenantReport {
             errors: &self.errors,
             suspended: self.suspended.as_deref(),
             moved_to: self.moved_to.as_deref(),
+            waiting: &self.waiting,
         }
         .serialize(serializer)
     }
