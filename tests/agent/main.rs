@@ -7,6 +7,7 @@
 mod common;
 
 mod day2;
+mod depends;
 mod faults;
 mod health;
 mod leader;

@@ -12,6 +12,7 @@ mod apply_env;
 mod apply_noop;
 mod apply_safety;
 mod control_plane;
+mod depends;
 mod deploy;
 mod diff;
 mod install;

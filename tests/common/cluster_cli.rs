@@ -209,3 +209,40 @@ pub fn ok(out: &Output) -> String {
     );
     super::util::text(&out.stdout)
 }
+
+/// Now, in microseconds since the Unix epoch (the clock of the audit log's times).
+pub fn now_us() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Mark one-replica workload `kind/name` (`deployment` or `statefulset`) in `ns` Ready, as its
+/// controller would (the test control plane runs none); returns when, as [`now_us`].
+pub fn mark_ready(kind: &str, name: &str, ns: &str) -> i64 {
+    let live = kubectl_json(&["get", kind, name, "-n", ns]);
+    let generation = live["metadata"]["generation"].as_i64().unwrap_or(1);
+    let mut status = serde_json::json!({
+        "observedGeneration": generation, "replicas": 1, "readyReplicas": 1,
+        "updatedReplicas": 1, "availableReplicas": 1});
+    if kind == "statefulset" {
+        status["currentReplicas"] = 1.into();
+        status["currentRevision"] = format!("{name}-1").into();
+        status["updateRevision"] = format!("{name}-1").into();
+    }
+    let at = now_us();
+    let patch = serde_json::json!({ "status": status }).to_string();
+    kubectl_ok(&[
+        "patch",
+        kind,
+        name,
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+    at
+}

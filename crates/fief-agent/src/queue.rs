@@ -11,7 +11,7 @@ pub const BACKOFF_START: Duration = Duration::from_secs(1);
 /// Longest retry delay.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// Longest delay between two looks at a tenant whose components wait for their dependencies.
-pub const RECHECK_MAX: Duration = Duration::from_secs(30);
+pub const RECHECK_MAX: Duration = Duration::from_secs(10);
 
 /// Pending tenants and their failure counts.
 #[derive(Debug, Default)]

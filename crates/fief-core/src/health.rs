@@ -304,12 +304,18 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
             status.last_error = None;
         }
         Verdict::Reconciling(list) => {
-            let message = format!(
+            let mut message = format!(
                 "waiting for {} object(s) to become healthy: {}",
                 list.len(),
                 describe(list)
             );
-            let reason = Reason::WaitingForHealth;
+            let mut reason = Reason::WaitingForHealth;
+            if !status.waiting.is_empty() {
+                // Components wait for these objects: say which, first.
+                let held = crate::plan::depends::describe(&status.waiting);
+                message = format!("{held}; {message}");
+                reason = Reason::DependencyNotReady;
+            }
             status.set_condition(Ready, false, reason, &message, now);
             status.set_condition(Reconciling, true, reason, &message, now);
             status.set_condition(Stalled, false, reason, "", now);
