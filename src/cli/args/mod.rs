@@ -278,7 +278,8 @@ pub struct ApplyArgs {
     /// Tenants synced at once (each with up to 8 requests in flight).
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
-    /// Prune even when more would be deleted than fief.yaml's pruneGuard allows.
+    /// Release held mass prunes: prune even when more would be deleted than fief.yaml's
+    /// pruneGuard allows. Each tenant whose prune this releases records who and when.
     #[arg(long)]
     pub allow_mass_prune: bool,
     /// Only these environments (repeatable): apply their objects and prune only in their
@@ -290,7 +291,8 @@ pub struct ApplyArgs {
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
     pub output: Format,
     /// After applying, wait until each tenant's objects are healthy (kstatus rules) or the
-    /// timeout passes; exit 5 when some are not.
+    /// timeout passes; exit 5 when some are not. Components held for their dependencies
+    /// (`dependsOn`) are applied as those become healthy.
     #[arg(long)]
     pub wait: bool,
     /// With `--wait`: how long to wait for a component whose component.yaml sets no
