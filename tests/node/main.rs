@@ -12,6 +12,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod depends;
 mod helm;
 mod install;
 mod installed_agent;
