@@ -7,6 +7,11 @@ use fief::cli::{self, Cli};
 
 fn main() -> ExitCode {
     let args = Cli::parse();
+    // `helm` and `kustomize` components render through fief-render-helper, started on the
+    // first such component (the CLI's commands and the agent alike).
+    fief_core::render::package::install(std::sync::Arc::new(
+        fief_source::render_helper::HelperRenderer::default(),
+    ));
     match cli::run(args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -1,5 +1,7 @@
 //! Where a repo comes from: a checkout on disk ([`fs`]) or git objects ([`git`]). The only
-//! code that reads a tenants repo; both produce a [`fief_core::snapshot::Snapshot`].
+//! code that reads a tenants repo; both produce a [`fief_core::snapshot::Snapshot`]. Beside
+//! them, [`render_helper`] runs the program that renders the repo's charts and kustomizations.
 
 pub mod fs;
 pub mod git;
+pub mod render_helper;

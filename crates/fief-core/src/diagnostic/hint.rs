@@ -67,6 +67,9 @@ impl Problem {
             Problem::UnknownOverride { .. } => {
                 "use one of the tenant's own environments (spec.environments) or components (spec.components), or add it there"
             }
+            Problem::Package { .. } => {
+                "fix the chart or kustomization file named, or the values that reach it; `fief render --tenant T` shows the values"
+            }
             Problem::RenderPanicked { .. } => {
                 "this is a bug in fief: report it with the message; the tenant is retried on the next sync"
             }

@@ -350,6 +350,17 @@ pub enum Problem {
         /// The names the tenant has, comma-separated.
         known: String,
     },
+    /// A `helm` or `kustomize` component did not render (Helm or kustomize refused it, or
+    /// the render helper is missing).
+    #[error("{kind} component `{component}` did not render: {detail}")]
+    Package {
+        /// `helm` or `kustomize`.
+        kind: &'static str,
+        /// The component.
+        component: String,
+        /// Helm's or kustomize's message, or how to get the helper.
+        detail: String,
+    },
 }
 
 /// What a key of a tenant's `overrides:` names.

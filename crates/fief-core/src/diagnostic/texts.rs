@@ -48,7 +48,8 @@ impl Problem {
             | Problem::InvalidSchema { .. }
             | Problem::RenderPanicked { .. }
             | Problem::ClusterAccess { .. }
-            | Problem::UnknownOverride { .. } => file_texts(self),
+            | Problem::UnknownOverride { .. }
+            | Problem::Package { .. } => file_texts(self),
         }
     }
 }
@@ -115,6 +116,9 @@ fn file_texts(p: &mut Problem) -> Vec<&mut String> {
         | Problem::InvalidSchema { detail }
         | Problem::ClusterAccess { detail } => vec![detail],
         Problem::DependencyCycle { cycle } => vec![cycle],
+        Problem::Package {
+            component, detail, ..
+        } => vec![component, detail],
         Problem::RenderPanicked { message } => vec![message],
         Problem::InvalidField { field, detail } => vec![field, detail],
         Problem::NameMismatch { file_stem, name } => vec![file_stem, name],

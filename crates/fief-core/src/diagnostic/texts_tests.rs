@@ -147,6 +147,11 @@ fn file_kinds() -> Vec<Problem> {
             suggestion: q(),
         },
         Problem::InvalidSchema { detail: q() },
+        Problem::Package {
+            kind: "helm",
+            component: q(),
+            detail: q(),
+        },
         Problem::UnknownOverride {
             target: OverrideTarget::Component,
             name: q(),

@@ -14,6 +14,18 @@ pub struct ComponentMeta {
     /// What the component is.
     #[serde(default)]
     pub description: String,
+    /// What the component renders from: `templates` (its `templates/` folder, the default),
+    /// `helm` (the chart in `chart`) or `kustomize` (the kustomization in `path`).
+    #[serde(default, skip_serializing_if = "RenderKind::is_templates")]
+    pub kind: RenderKind,
+    /// `kind: helm`: the chart's folder inside the component (e.g. `chart`), holding
+    /// `Chart.yaml`, its `values.yaml`, `templates/` and its subcharts in `charts/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// `kind: kustomize`: the folder inside the component holding the `kustomization.yaml`
+    /// to build (e.g. `overlays/prod`); its bases must be inside the component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// Default version.
     #[serde(default)]
     pub version: Option<String>,
@@ -27,6 +39,37 @@ pub struct ComponentMeta {
     /// true; a component with a `values.schema.json` is checked by its schema instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_values: Option<bool>,
+}
+
+/// What a component renders from (`kind:` in component.yaml).
+#[derive(
+    Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RenderKind {
+    /// fief's minijinja templates in `templates/`.
+    #[default]
+    Templates,
+    /// A Helm chart stored in the component, rendered as `helm template` renders it.
+    Helm,
+    /// A kustomization stored in the component, built as `kustomize build` builds it.
+    Kustomize,
+}
+
+impl RenderKind {
+    /// Whether this is the default kind (templates).
+    pub fn is_templates(&self) -> bool {
+        *self == RenderKind::Templates
+    }
+
+    /// The kind as component.yaml spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenderKind::Templates => "templates",
+            RenderKind::Helm => "helm",
+            RenderKind::Kustomize => "kustomize",
+        }
+    }
 }
 
 /// When a component counts as healthy (`health:` in component.yaml).
@@ -80,6 +123,8 @@ pub struct Component {
     pub values: Value,
     /// Repo-relative paths of the templates that render objects (not `_` partials).
     pub templates: Vec<String>,
+    /// The chart or kustomization of a `helm` or `kustomize` component.
+    pub package: Option<std::sync::Arc<crate::render::package::Package>>,
 }
 
 /// `environments/<env>.yaml`.

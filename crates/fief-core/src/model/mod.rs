@@ -17,7 +17,7 @@ mod tenant;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use component::{Component, ComponentMeta, Environment, Health, parse_duration};
+pub use component::{Component, ComponentMeta, Environment, Health, RenderKind, parse_duration};
 pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
     glob_match, parse_component_kind, plural_of,

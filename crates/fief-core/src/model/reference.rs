@@ -53,6 +53,7 @@ pub fn repo_format_markdown() -> String {
         }
     }
     out.push_str(VALUES_SCHEMA);
+    out.push_str(COMPONENT_KINDS);
     out
 }
 
@@ -189,3 +190,39 @@ did-you-mean. With `additionalProperties: false` a misspelt key is an error inst
 silent default.\n\n\
 ## `components/<component>/varz.yaml`\n\n\
 The component's default values: any YAML mapping. Templates read them as `values`.\n";
+
+const COMPONENT_KINDS: &str = "\n## Component kinds\n\n\
+`kind:` in `component.yaml` says what a component renders from. Every kind goes through the \
+same pipeline (render, validate, plan, apply, prune), gets the labels fief adds, lands in the \
+tenant environment's namespace and takes per-environment overrides; its errors name the \
+tenant, the component and the file.\n\n\
+| `kind` | Renders | Needs | Values |\n|---|---|---|---|\n\
+| `templates` (default) | the minijinja templates in `templates/` | nothing | `varz.yaml` defines the keys a layer may set |\n\
+| `helm` | the chart in the folder `chart:` names (inside the component), as `helm template` \
+renders it: release name = the component's name, namespace = the tenant environment's, revision 1, \
+install, Kubernetes 1.34 capabilities, `lookup` empty | `fief-render-helper` | the chart's \
+`values.yaml` and the component's `varz.yaml` define the keys; `varz.yaml`, the environment's \
+`values` and `components.<c>`, the tenant's `values` and its per-environment override are \
+merged (in that order) and given to Helm as `-f` values over the chart's own; a chart's \
+`values.schema.json` is checked by Helm |\n\
+| `kustomize` | the kustomization in the folder `path:` names (inside the component), as \
+`kustomize build` builds it, with `namespace:` set to the tenant environment's namespace | \
+`fief-render-helper` | `varz.yaml` defines the keys as for templates; the values do not reach \
+the kustomization yet |\n\n\
+A `helm` component's chart is its folder with `Chart.yaml`, `values.yaml`, `templates/` and \
+its subcharts unpacked in `charts/<name>/` (packed `.tgz` subcharts are not read: a repo file \
+must be text). `chart:` and `path:` are folders inside the component (no `..`, not absolute); \
+every file under the chart's folder (helm) or the component's folder (kustomize) is sent to the \
+helper, and nothing else: a kustomization's bases must be inside its component, and remote \
+bases and resources (URLs, git addresses) are refused. A `helm` component has no `templates/` \
+folder of its own.\n\n\
+Not supported yet, and refused with an error rather than rendered differently: Helm hooks \
+(`helm.sh/hook` other than `test`; test hooks are skipped as `helm template --skip-tests` \
+does) and ordered phases; charts from Helm or OCI repositories and the lock file; \
+cluster-scoped objects from a chart, CRDs included (refused by validation as for every \
+component; a chart's `crds/` folder is not rendered, as `helm template` without \
+`--include-crds`); kustomize image, replica and `${var}` settings from values.\n\n\
+`fief-render-helper` (built by `tools/build-render-helper.sh`) is found as \
+`$FIEF_RENDER_HELPER`, else next to the `fief` binary, else on `PATH`; it is started once per \
+fief process, on the first `helm` or `kustomize` component, and reads no file and opens no \
+connection: fief sends it the files.\n";

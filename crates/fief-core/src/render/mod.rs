@@ -6,9 +6,12 @@
 //! ([`crate::validate`]); [`crate::pipeline`] runs both. Pure: templates load only
 //! from the snapshot; execution is bounded by minijinja fuel and recursion limits.
 
+mod context;
 pub mod filters;
 mod hints;
 mod order;
+pub mod package;
+mod package_emit;
 mod parse;
 mod pinned;
 pub mod provenance;
@@ -144,6 +147,9 @@ pub struct Renderer {
     snapshot: Arc<Snapshot>,
     /// Every component's `values.schema.json`, compiled once per render.
     values_schemas: crate::schema::values::ValuesSchemas,
+    /// What renders `helm` and `kustomize` components (the installed one, see
+    /// [`package::install`]); `None`: such a component fails with how to get the helper.
+    packages: Option<Arc<dyn package::PackageRenderer>>,
     /// Per template: the first content line of each of its documents, worked out on first use
     /// (with the address and length of the source text it was worked out from).
     starts: Mutex<HashMap<String, TemplateStarts>>,
@@ -183,8 +189,16 @@ impl Renderer {
             env,
             snapshot: source,
             values_schemas,
+            packages: package::installed(),
             starts: Mutex::default(),
         }
+    }
+
+    /// This renderer with `packages` rendering its `helm` and `kustomize` components instead
+    /// of the installed renderer.
+    pub fn with_packages(mut self, packages: Arc<dyn package::PackageRenderer>) -> Renderer {
+        self.packages = Some(packages);
+        self
     }
 
     /// [`parse::document_starts`] of the template `name` (whose source is `text`), kept.

@@ -43,3 +43,21 @@ pub(super) fn freeze(state: TenantState, object: &mut Value, id: &ObjectId) {
         }
     }
 }
+
+/// Label the objects the tenant's state keeps and add them to its output.
+pub(super) fn keep(
+    out: &mut super::TenantRender,
+    tenant: &crate::model::Tenant,
+    applyset: &str,
+    component: &str,
+    objs: Vec<super::RenderedObject>,
+) {
+    let (name, state) = (&tenant.metadata.name, tenant.spec.state);
+    for mut o in objs {
+        if keep_for_state(state, &o) {
+            crate::objects::add_labels(&mut o.object, name, component, applyset);
+            freeze(state, &mut o.object, &o.id);
+            out.objects.push(o);
+        }
+    }
+}

@@ -9,9 +9,12 @@ use std::collections::BTreeMap;
 use minijinja::Value as JValue;
 use serde_json::{Value, json};
 
+use super::context::fief_context;
 use super::order::component_order;
+use super::package::Package;
+use super::package_emit::{Target, check_strict, render_package};
 use super::parse::parse_rendered;
-use super::state::{freeze, keep_for_state};
+use super::state::keep;
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::{
@@ -362,18 +365,31 @@ impl Emitter<'_, '_> {
         let snapshot = &self.repo.snapshot;
         let mut invalid = schemas.check(snapshot, &dir, &component.name, &vals, &layers);
         if !schemas.has_schema(&dir) && component.meta.strict_values != Some(false) {
-            invalid.extend(crate::schema::strict::check_undefined(
-                snapshot,
-                &component.name,
-                &layers,
-            ));
+            invalid.extend(check_strict(snapshot, component, &dir, &layers));
         }
         if !invalid.is_empty() {
             // Values the component refuses are not rendered: its templates may assume them.
             self.errors.extend(invalid);
             return;
         }
-        self.emit(&component.name, version, vals, env, &component.templates);
+        match component.package.as_deref() {
+            Some(package) => self.emit_package(package, &component.name, &vals, env),
+            None => self.emit(&component.name, version, vals, env, &component.templates),
+        }
+    }
+
+    /// Render a `helm` or `kustomize` component for one environment.
+    fn emit_package(&mut self, package: &Package, component: &str, vals: &Value, env: &str) {
+        let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
+        let target = Target {
+            component,
+            env,
+            namespace: &namespace,
+            values: vals,
+        };
+        let (objs, errs) = render_package(self.renderer, &self.repo.snapshot, package, &target);
+        self.errors.extend(errs);
+        keep(self.out, self.tenant, &self.applyset, component, objs);
     }
 
     fn emit(
@@ -413,8 +429,6 @@ impl Emitter<'_, '_> {
                 "secrets": self.secrets_ctx,
             })
         };
-        let name = &self.tenant.metadata.name;
-        let state = self.tenant.spec.state;
         for template in templates {
             let rendered = match self.renderer.render_template(template, &ctx, context) {
                 Ok(r) => r,
@@ -429,40 +443,9 @@ impl Emitter<'_, '_> {
                 template, src_text, &starts, &rendered, component, env, &namespace,
             );
             self.errors.extend(errs);
-            for mut o in objs {
-                if keep_for_state(state, &o) {
-                    objects::add_labels(&mut o.object, name, component, &self.applyset);
-                    freeze(state, &mut o.object, &o.id);
-                    self.out.objects.push(o);
-                }
-            }
+            keep(self.out, self.tenant, &self.applyset, component, objs);
         }
     }
-}
-
-/// The `fief` template context: the settings of fief.yaml templates may read.
-fn fief_context(config: &Config) -> Value {
-    json!({
-        "baseDomain": config.base_domain,
-        "agentNamespace": config.agent_namespace,
-        "componentRules": component_rules(config),
-    })
-}
-
-/// RBAC rules (`apiGroups`, `resources`) granting the kinds components may create, one per
-/// API group in first-seen order: what the baseline `fief-deployer` Role renders.
-fn component_rules(config: &Config) -> Vec<Value> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for k in config.component_kinds_shared().iter() {
-        match groups.iter_mut().find(|(g, _)| *g == k.group) {
-            Some((_, resources)) => resources.push(k.resource.clone()),
-            None => groups.push((k.group.clone(), vec![k.resource.clone()])),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(g, r)| json!({"apiGroups": [g], "resources": r}))
-        .collect()
 }
 
 /// `tenant` as templates see it; with `over`, the quota and access of that environment.

@@ -29,15 +29,30 @@ pub fn check_undefined(
     let Some(varz) = layers.first() else {
         return Vec::new();
     };
+    let empty = Value::Object(Map::new());
+    let defined = varz.value.unwrap_or(&empty);
+    check_undefined_in(snapshot, component, defined, &varz.file, layers)
+}
+
+/// Diagnostics for the keys of `layers[2..]` that `defined` does not define; `defined_in`
+/// names where the defined keys are written (a chart's `values.yaml` and the component's
+/// `varz.yaml` for a helm component).
+pub fn check_undefined_in(
+    snapshot: &Snapshot,
+    component: &str,
+    defined: &Value,
+    defined_in: &str,
+    layers: &[Layer<'_>],
+) -> Vec<Diagnostic> {
     let empty = Map::new();
-    let defined = varz.value.and_then(Value::as_object).unwrap_or(&empty);
+    let defined = defined.as_object().unwrap_or(&empty);
     let mut out = Vec::new();
     for layer in layers.iter().skip(FIRST_CHECKED) {
         if let Some(Value::Object(set)) = layer.value {
             let mut path = Vec::new();
             walk(set, defined, &mut path, &mut |path, known| {
                 out.push(diagnostic(
-                    snapshot, component, &varz.file, layer, path, known,
+                    snapshot, component, defined_in, layer, path, known,
                 ));
             });
         }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{LoadStats, Reuse, is_dns_label, is_rendered_template, line_of_key, parse_file, read};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{BASELINE, Component, ComponentMeta, Parsed, parse_duration};
+use crate::model::{BASELINE, Component, ComponentMeta, Parsed, RenderKind, parse_duration};
 use crate::snapshot::Snapshot;
 
 /// Every component folder, parsed (or taken from the previous load when untouched).
@@ -53,8 +53,14 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
     let mut errors = Vec::new();
     let meta = load_meta(snapshot, &dir, &mut errors);
     let values = load_values(snapshot, &dir, &mut errors);
+    let package = super::package::load_package(snapshot, &dir, &meta, &mut errors);
     let mut templates = Vec::new();
-    for (path, entry) in snapshot.under(&format!("{dir}/templates")) {
+    let template_dir = match meta.kind {
+        RenderKind::Templates => format!("{dir}/templates"),
+        // A chart or kustomization renders its own files, read into `package`.
+        _ => String::new(),
+    };
+    for (path, entry) in snapshot.under(&template_dir).filter(|_| package.is_none()) {
         if let Err(problem) = entry {
             errors.push(Diagnostic::new(path.clone(), None, problem.clone()));
         } else if is_rendered_template(path) {
@@ -74,6 +80,7 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
             meta,
             values,
             templates,
+            package: package.map(std::sync::Arc::new),
         })
     } else {
         Err(errors)

@@ -17,6 +17,7 @@ use crate::yaml;
 
 mod components;
 mod config;
+mod package;
 mod tenants;
 
 use components::load_components;

@@ -1,0 +1,118 @@
+//! Rendering a `helm` or `kustomize` component for one tenant environment, and checking the
+//! values a tenant or environment sets against the keys the chart defines.
+//!
+//! In: the component (with its [`Package`]), its layered values, the environment and its
+//! namespace. Out: the objects (each at the chart file it came from, namespaces defaulted as
+//! for templates) and diagnostics naming the component and the chart or kustomization file.
+//! The rendering itself is the installed [`super::package::PackageRenderer`]'s. Pure.
+
+use serde_json::Value;
+
+use super::package::{Package, PackageRequest, helper_missing_hint};
+use super::parse::parse_rendered;
+use super::{RenderedObject, Renderer, values};
+use crate::diagnostic::{Diagnostic, Problem};
+use crate::model::{Component, RenderKind};
+use crate::schema::strict::{check_undefined, check_undefined_in};
+use crate::schema::values::Layer;
+use crate::snapshot::Snapshot;
+
+/// Strict values: for a helm component the keys a layer may set are those of the chart's
+/// `values.yaml` and the component's `varz.yaml`; for the other kinds, those of `varz.yaml`.
+pub(super) fn check_strict(
+    snapshot: &Snapshot,
+    component: &Component,
+    dir: &str,
+    layers: &[Layer<'_>],
+) -> Vec<Diagnostic> {
+    match component.package.as_deref() {
+        Some(package) if package.kind == RenderKind::Helm => {
+            let mut defined = package.defaults.clone();
+            values::merge(&mut defined, &component.values);
+            let defined_in = format!(
+                "the chart's {}/values.yaml or components/{dir}/varz.yaml",
+                package.dir
+            );
+            check_undefined_in(snapshot, &component.name, &defined, &defined_in, layers)
+        }
+        _ => check_undefined(snapshot, &component.name, layers),
+    }
+}
+
+/// Where a package's objects go and what they are rendered with.
+pub(super) struct Target<'a> {
+    /// The component's name: the release name.
+    pub(super) component: &'a str,
+    /// The environment.
+    pub(super) env: &'a str,
+    /// The tenant environment's namespace.
+    pub(super) namespace: &'a str,
+    /// The layered values.
+    pub(super) values: &'a Value,
+}
+
+/// Render `package` for `target`: the objects, or the diagnostics of why not.
+pub(super) fn render_package(
+    renderer: &Renderer,
+    snapshot: &Snapshot,
+    package: &Package,
+    target: &Target<'_>,
+) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
+    let kind = package.kind.as_str();
+    let at = package_file(package);
+    let refused = |detail: String| {
+        let problem = Problem::Package {
+            kind,
+            component: target.component.to_string(),
+            detail,
+        };
+        (Vec::new(), vec![Diagnostic::new(at.clone(), None, problem)])
+    };
+    let Some(packages) = renderer.packages.as_ref() else {
+        return refused(helper_missing_hint().to_string());
+    };
+    let request = PackageRequest {
+        package,
+        values: target.values,
+        release: target.component,
+        namespace: target.namespace,
+    };
+    let documents = match packages.render(&request) {
+        Ok(docs) => docs,
+        Err(e) => return refused(e.to_string()),
+    };
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for doc in documents {
+        let file = package.repo_path(&doc.source);
+        let source = match snapshot.get(&file) {
+            Some(Ok(text)) => text.as_ref(),
+            _ => "",
+        };
+        let (objs, errs) = parse_rendered(
+            &file,
+            source,
+            &[],
+            &doc.text,
+            target.component,
+            target.env,
+            target.namespace,
+        );
+        objects.extend(objs);
+        errors.extend(errs);
+    }
+    (objects, errors)
+}
+
+/// The file a package's errors are reported at: the chart's `Chart.yaml`, or the
+/// kustomization.
+fn package_file(package: &Package) -> String {
+    match package.kind {
+        RenderKind::Helm => format!("{}/Chart.yaml", package.dir),
+        _ => package.repo_path(""),
+    }
+}
+
+#[cfg(test)]
+#[path = "package_tests.rs"]
+mod tests;

@@ -1,0 +1,190 @@
+// Helm: a chart's files in, its manifests out as `helm template` renders them (client only,
+// revision 1, install), test hooks skipped and any other hook refused.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mitchellh/copystructure"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+)
+
+const (
+	helmVersion      = "v3.19.5"
+	kustomizeVersion = "v0.21.2"
+)
+
+// maxCached bounds how many charts and kustomizations the helper keeps loaded.
+const maxCached = 256
+
+// store holds loaded charts and kustomization files by the key fief gave them.
+type store struct {
+	mu     sync.Mutex
+	charts map[string]*chart.Chart
+	kusts  map[string]map[string]string
+}
+
+func newStore() *store {
+	return &store{charts: map[string]*chart.Chart{}, kusts: map[string]map[string]string{}}
+}
+
+func kubeVersion() string {
+	return chartutil.DefaultCapabilities.KubeVersion.Version
+}
+
+// chartFor loads the request's chart once per key; nil with missing=true when neither the
+// files nor a loaded chart are at hand.
+func (s *store) chartFor(req *request) (*chart.Chart, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.charts[req.Key]; ok {
+		return c, false, nil
+	}
+	if req.Files == nil {
+		return nil, true, nil
+	}
+	names := make([]string, 0, len(req.Files))
+	for name := range req.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	files := make([]*loader.BufferedFile, 0, len(names))
+	for _, name := range names {
+		files = append(files, &loader.BufferedFile{Name: name, Data: []byte(req.Files[name])})
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, false, fmt.Errorf("loading the chart: %w", err)
+	}
+	if len(s.charts) >= maxCached {
+		s.charts = map[string]*chart.Chart{}
+	}
+	s.charts[req.Key] = c
+	return c, false, nil
+}
+
+// renderHelm renders one value set of a chart.
+func (s *store) renderHelm(req *request) answer {
+	loaded, missing, err := s.chartFor(req)
+	if missing {
+		return answer{Missing: true}
+	}
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
+	// Rendering changes the chart (disabled subcharts are dropped, imported values merged):
+	// each render works on its own copy of the loaded one.
+	c, err := cloneChart(loaded)
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
+	vals := map[string]interface{}{}
+	if len(req.Values) > 0 && string(req.Values) != "null" {
+		if err := json.Unmarshal(req.Values, &vals); err != nil {
+			return answer{Error: "values: " + err.Error()}
+		}
+	}
+	docs, err := helmTemplate(c, vals, req.Release, req.Namespace)
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
+	return answer{Documents: docs}
+}
+
+// helmTemplate is the client-only part of Helm's install action that `helm template` runs.
+func helmTemplate(c *chart.Chart, vals map[string]interface{}, name, namespace string) ([]document, error) {
+	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+		return nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	options := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, options, caps, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	var e engine.Engine
+	files, err := e.Render(c, top)
+	if err != nil {
+		return nil, err
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseHooks(hooks); err != nil {
+		return nil, err
+	}
+	docs := make([]document, 0, len(manifests))
+	for _, m := range manifests {
+		docs = append(docs, document{Source: m.Name, Text: m.Content})
+	}
+	return docs, nil
+}
+
+// refuseHooks passes test hooks (skipped, as `helm template --skip-tests` does) and refuses
+// every other hook: fief has no ordered phases to run them in yet.
+func refuseHooks(hooks []*release.Hook) error {
+	for _, h := range hooks {
+		for _, ev := range h.Events {
+			if ev != release.HookTest {
+				return fmt.Errorf("%s: %s %q is a Helm hook (%s); hooks and ordered phases are not supported yet: remove the hook annotation or render it as a plain object", h.Path, h.Kind, h.Name, ev)
+			}
+		}
+	}
+	return nil
+}
+
+// cloneChart copies what rendering changes (metadata, dependencies, values), sharing the
+// templates and files, which it only reads.
+func cloneChart(c *chart.Chart) (*chart.Chart, error) {
+	cp := *c
+	if c.Metadata != nil {
+		meta := *c.Metadata
+		meta.Dependencies = make([]*chart.Dependency, len(c.Metadata.Dependencies))
+		for i, d := range c.Metadata.Dependencies {
+			dep := *d
+			meta.Dependencies[i] = &dep
+		}
+		cp.Metadata = &meta
+	}
+	vals, err := copystructure.Copy(c.Values)
+	if err != nil {
+		return nil, fmt.Errorf("copying the chart's values: %w", err)
+	}
+	if m, ok := vals.(map[string]interface{}); ok {
+		cp.Values = m
+	}
+	subs := make([]*chart.Chart, 0, len(c.Dependencies()))
+	for _, d := range c.Dependencies() {
+		sub, err := cloneChart(d)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	cp.SetDependencies(subs...)
+	return &cp, nil
+}
+
+// joinRoot is a file's path under a folder of the in-memory tree.
+func joinRoot(root, name string) string {
+	return path.Join("/", root, name)
+}
