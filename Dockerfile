@@ -27,6 +27,15 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked --bin fief \
     && install -m 0755 target/release/fief /usr/local/bin/fief
 
+# fief-render-helper: renders `helm` and `kustomize` components with Helm's and kustomize's own
+# Go packages (pinned in tools/render-helper/go.mod); the same build as tools/build-render-helper.sh.
+FROM golang:1.26-bookworm AS helper
+WORKDIR /src
+COPY tools/render-helper ./
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -mod=readonly \
+        -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34" \
+        -o /usr/local/bin/fief-render-helper .
+
 FROM debian:bookworm-slim
 # ca-certificates: https to the git host; libssl3: what the binary links.
 RUN apt-get update \
@@ -34,6 +43,8 @@ RUN apt-get update \
         ca-certificates libssl3 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /usr/local/bin/fief /usr/local/bin/fief
+# Next to fief, where it looks for it.
+COPY --from=helper /usr/local/bin/fief-render-helper /usr/local/bin/fief-render-helper
 # Same user as the Deployment's securityContext; HOME on the writable /tmp (libgit2 looks
 # for a global git config there).
 USER 65532:65532

@@ -9,7 +9,8 @@
 #   KIND   fief     the fief binary, the shared libraries it links (found with
 #                   ldd), CA certificates, /etc/passwd with user 65532, a
 #                   world-writable /tmp; runs as 65532:65532 with HOME=/tmp,
-#                   entrypoint /usr/local/bin/fief, command `agent --help`:
+#                   entrypoint /usr/local/bin/fief, command `agent --help`;
+#                   fief-render-helper beside it (tools/build-render-helper.sh):
 #                   what the Dockerfile builds, without Debian's base files.
 #                   BINARY: the fief executable (default: target/release/fief,
 #                   built with `cargo build --release --locked` if missing).
@@ -80,6 +81,9 @@ case "${kind}" in
     mkdir -p "${rootfs}/usr/local/bin"
     # Debug info is of no use in the image (the release profile has none).
     strip --strip-debug -o "${rootfs}/usr/local/bin/fief" "${binary}"
+    # fief-render-helper next to fief, where fief looks for it (static: no libraries).
+    helper="$("${script_dir}/build-render-helper.sh")"
+    cp "${helper}" "${rootfs}/usr/local/bin/fief-render-helper"
     # Every shared library the binary links, and the dynamic loader, at the
     # path ldd resolves them to (libssl3, libcrypto, libgcc_s, libc, ...).
     while read -r line; do

@@ -19,6 +19,11 @@ export FIEF_SOPS_BIN
 # The pinned helm CLI for the chart's tests (tests/offline/chart.rs, tests/node/main.rs), cached the same way.
 FIEF_HELM_BIN="$(tools/build-helm.sh)"
 export FIEF_HELM_BIN
+# fief-render-helper (tools/render-helper: Helm's and kustomize's Go packages, pinned) for the
+# `helm` and `kustomize` components' tests (tests/offline/packages.rs, tests/cluster/packages.rs),
+# cached the same way.
+FIEF_RENDER_HELPER="$(tools/build-render-helper.sh)"
+export FIEF_RENDER_HELPER
 # The pinned promtool for the alert rules' and dashboard's checks (tests/agent/monitoring.rs), cached
 # the same way.
 FIEF_PROMTOOL_BIN="$(tools/build-promtool.sh)"

@@ -1,6 +1,6 @@
 //! Tests that need no cluster: render and validate (their messages, safety checks, schemas
 //! and values), `fief init` and `fief bump`, pull-request diffs and pins from git, the git
-//! source, the generated references, the crate layout, the book and the Helm chart.
+//! source, `helm` and `kustomize` components against Helm and kustomize, the generated references, the crate layout, the book and the Helm chart.
 //!
 //! One binary, so the fief crates are linked once for all of them.
 
@@ -14,6 +14,7 @@ mod docs;
 mod git_source;
 mod init;
 mod layout;
+mod packages;
 mod reference;
 mod render;
 mod validate;
