@@ -1,7 +1,7 @@
 //! The CLI against a real control plane (one per process, shared by every module; each test
 //! uses its own tenant and namespace names): apply and its no-op pass, safety and prune rules,
 //! `--env`, diff, isolation between tenants, secrets, moving a tenant between two clusters,
-//! install and the deploy manifests, kubectl reading the rendered YAML back, and the test
+//! install and the deploy manifests, `helm` and `kustomize` components, kubectl reading the rendered YAML back, and the test
 //! control plane itself.
 
 #[path = "../common/mod.rs"]
@@ -18,6 +18,7 @@ mod diff;
 mod install;
 mod isolation;
 mod move_cluster;
+mod packages;
 mod prune_hold;
 mod render_kubectl;
 mod secrets;

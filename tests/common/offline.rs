@@ -72,3 +72,31 @@ pub fn line_of(root: &Path, path: &str, needle: &str) -> usize {
         .map(|i| i + 1)
         .unwrap_or_else(|| panic!("{path} has no {needle:?}"))
 }
+
+/// The metrics-server release whose module zip carries its chart (`charts/metrics-server`).
+pub const METRICS_SERVER: &str = "sigs.k8s.io/metrics-server@v0.8.0";
+
+/// The helper (`$FIEF_RENDER_HELPER`); the test fails without it, saying how to get it.
+pub fn render_helper() -> PathBuf {
+    match std::env::var_os("FIEF_RENDER_HELPER") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => panic!(
+            "FIEF_RENDER_HELPER is not set: run tools/test.sh, or export \
+             FIEF_RENDER_HELPER=\"$(tools/build-render-helper.sh)\" first"
+        ),
+    }
+}
+
+/// The metrics-server chart's folder in the Go module cache (downloaded, checksum-verified,
+/// on first use as the tools download their modules).
+pub fn metrics_server_chart() -> PathBuf {
+    let out = Command::new("go")
+        .args(["mod", "download", "-json", METRICS_SERVER])
+        .output()
+        .expect("run go mod download");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info =
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("go mod download -json");
+    let dir = info["Dir"].as_str().expect("the module's folder");
+    Path::new(dir).join("charts/metrics-server")
+}

@@ -8,7 +8,7 @@
 //! (tools/build-helm.sh), both set by tools/test.sh, and `go` for the module download.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -18,10 +18,8 @@ use fief_core::snapshot::Snapshot;
 use fief_source::render_helper::HelperRenderer;
 use serde_json::{Value, json};
 
-use crate::common::offline::{self, stderr, write_file};
+use crate::common::offline::{self, metrics_server_chart, render_helper, stderr, write_file};
 
-/// The metrics-server release whose module zip carries the chart (charts/metrics-server).
-const METRICS_SERVER: &str = "sigs.k8s.io/metrics-server@v0.8.0";
 /// The labels fief adds to every object.
 const FIEF_LABELS: [&str; 4] = [
     "app.kubernetes.io/managed-by",
@@ -29,30 +27,6 @@ const FIEF_LABELS: [&str; 4] = [
     "fief.dev/component",
     "applyset.kubernetes.io/part-of",
 ];
-
-/// The helper (`$FIEF_RENDER_HELPER`); the test fails without it, saying how to get it.
-pub fn render_helper() -> PathBuf {
-    match std::env::var_os("FIEF_RENDER_HELPER") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => panic!(
-            "FIEF_RENDER_HELPER is not set: run tools/test.sh, or export \
-             FIEF_RENDER_HELPER=\"$(tools/build-render-helper.sh)\" first"
-        ),
-    }
-}
-
-/// The metrics-server chart's folder in the Go module cache (downloaded, checksum-verified,
-/// on first use as the tools download their modules).
-fn metrics_server_chart() -> PathBuf {
-    let out = Command::new("go")
-        .args(["mod", "download", "-json", METRICS_SERVER])
-        .output()
-        .expect("run go mod download");
-    assert!(out.status.success(), "{}", offline::stderr(&out));
-    let info: Value = serde_json::from_slice(&out.stdout).expect("go mod download -json");
-    let dir = info["Dir"].as_str().expect("the module's folder");
-    Path::new(dir).join("charts/metrics-server")
-}
 
 /// Every file under `root`, relative to it.
 fn files_under(root: &Path) -> Vec<(String, String)> {
