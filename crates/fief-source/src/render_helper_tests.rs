@@ -1,0 +1,98 @@
+//! The pipe protocol against scripted helpers: files sent once per key and again when the
+//! helper lost them, a helper that stopped started again, errors passed through.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fief_core::model::RenderKind;
+use fief_core::render::package::{Package, PackageError, PackageRenderer, PackageRequest};
+use serde_json::json;
+
+use super::HelperRenderer;
+
+/// A shell script standing in for the helper.
+fn script(dir: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("helper.sh");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write the script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn package() -> Package {
+    let files = BTreeMap::from([("Chart.yaml".to_string(), Arc::from("name: c\n"))]);
+    Package {
+        kind: RenderKind::Helm,
+        dir: "components/c/chart".into(),
+        root: String::new(),
+        files: Arc::new(files),
+        key: "k1".into(),
+        defaults: json!({}),
+    }
+}
+
+fn render(helper: &HelperRenderer) -> Result<Vec<String>, PackageError> {
+    let p = package();
+    let values = json!({"a": 1});
+    let request = PackageRequest {
+        package: &p,
+        values: &values,
+        release: "c",
+        namespace: "t-dev",
+    };
+    helper.render(&request).map(|docs| {
+        docs.into_iter()
+            .map(|d| format!("{}={}", d.source, d.text))
+            .collect()
+    })
+}
+
+const DOC: &str = r#"{"id":ID,"documents":[{"source":"c/templates/a.yaml","text":"kind: A"}]}"#;
+
+#[test]
+fn files_go_once_per_key_and_again_when_the_helper_lost_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 1: files present, answered; 2: no files (the key is known), said missing; 3: the
+    // files again, answered.
+    let body = format!(
+        "read l; case \"$l\" in *'\"files\"'*) echo '{}';; *) echo '{{\"id\":1,\"error\":\"no files\"}}';; esac\n\
+         read l; case \"$l\" in *'\"files\"'*) echo '{{\"id\":2,\"error\":\"sent twice\"}}';; *) echo '{{\"id\":2,\"missing\":true}}';; esac\n\
+         read l; case \"$l\" in *'\"files\"'*) echo '{}';; *) echo '{{\"id\":3,\"error\":\"not resent\"}}';; esac\n",
+        DOC.replace("ID", "1"),
+        DOC.replace("ID", "3"),
+    );
+    let helper = HelperRenderer::at(script(dir.path(), &body));
+    assert_eq!(
+        render(&helper),
+        Ok(vec!["c/templates/a.yaml=kind: A".to_string()])
+    );
+    assert_eq!(
+        render(&helper),
+        Ok(vec!["c/templates/a.yaml=kind: A".to_string()])
+    );
+}
+
+#[test]
+fn a_helper_that_stopped_is_started_again_and_its_errors_pass_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = "read l; echo '{\"id\":1,\"error\":\"template: c/templates/a.yaml:1: boom\"}'\n";
+    let helper = HelperRenderer::at(script(dir.path(), body));
+    let boom = Err(PackageError::Render(
+        "template: c/templates/a.yaml:1: boom".to_string(),
+    ));
+    assert_eq!(render(&helper), boom);
+    // The script has exited: the next render starts it again.
+    assert_eq!(render(&helper), boom);
+}
+
+#[test]
+fn a_helper_that_cannot_start_says_how_to_get_it() {
+    let helper = HelperRenderer::at(PathBuf::from("/nonexistent/fief-render-helper"));
+    match render(&helper) {
+        Err(PackageError::Unavailable(text)) => {
+            assert!(text.contains("tools/build-render-helper.sh"), "{text}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
