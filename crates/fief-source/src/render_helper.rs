@@ -24,12 +24,22 @@ pub const HELPER_NAME: &str = "fief-render-helper";
 /// The environment variable naming the helper's path.
 pub const HELPER_ENV: &str = "FIEF_RENDER_HELPER";
 
-/// The renderer the CLI and the agent install: starts the helper when first needed.
-#[derive(Default)]
+/// Most helper processes one fief process runs.
+const MAX_HELPERS: usize = 4;
+
+/// The renderer the CLI and the agent install: starts a helper when first needed, and up to
+/// one per core (at most [`MAX_HELPERS`]) as render threads ask at the same time.
 pub struct HelperRenderer {
-    state: Mutex<Option<Running>>,
+    /// The helpers, each started on first use; a render takes a free one.
+    pool: Vec<Mutex<Option<Running>>>,
     /// The helper to run; `None`: found by [`find_helper`] on first use.
     path: Option<PathBuf>,
+}
+
+impl Default for HelperRenderer {
+    fn default() -> Self {
+        HelperRenderer::with_path(None)
+    }
 }
 
 /// A started helper and the keys whose files it holds.
@@ -92,10 +102,28 @@ impl HelperRenderer {
     /// A renderer that runs the helper at `path` (tests; the CLI finds it with
     /// [`find_helper`]).
     pub fn at(path: PathBuf) -> HelperRenderer {
+        HelperRenderer::with_path(Some(path))
+    }
+
+    fn with_path(path: Option<PathBuf>) -> HelperRenderer {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         HelperRenderer {
-            state: Mutex::default(),
-            path: Some(path),
+            pool: (0..cores.clamp(1, MAX_HELPERS))
+                .map(|_| Mutex::default())
+                .collect(),
+            path,
         }
+    }
+
+    /// A free helper slot, else the first one (waited for).
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        for slot in &self.pool {
+            if let Ok(guard) = slot.try_lock() {
+                return guard;
+            }
+        }
+        // The pool is never empty (at least one slot); a poisoned lock still holds a helper.
+        self.pool[0].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn start(&self) -> Result<Running, PackageError> {
@@ -136,7 +164,7 @@ impl HelperRenderer {
 impl PackageRenderer for HelperRenderer {
     fn render(&self, request: &PackageRequest<'_>) -> Result<Vec<PackageDocument>, PackageError> {
         // One request at a time per helper: the answers come back in order on one pipe.
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.slot();
         // A helper that died (or a pipe that broke) is started again, once.
         for attempt in 0..2 {
             if state.is_none() {
