@@ -2,8 +2,9 @@
 //! `kustomize` components with Helm's and kustomize's own packages.
 //!
 //! In: [`PackageRequest`]s from the core's render path. Out: the rendered documents, or why
-//! not. The helper is started once per process, on the first request, and answers one JSON
-//! line per JSON line on its stdin; a package's files are sent the first time its key is
+//! not. The helper is started on the first request (and, as render threads ask at the same
+//! time, one more per core, at most four per process); each answers one JSON line per JSON
+//! line on its stdin; a package's files are sent the first time its key is
 //! seen (again if the helper says it lost them), so the helper loads each chart once. The
 //! helper reads no file and opens no connection: what it renders is what this module sends.
 
