@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::agent::{Agent, GitServer, small_repo, status, tenant, wait_until};
+use common::agent::{Agent, GitServer, condition_of, small_repo, status, tenant, wait_until};
 use common::cluster_cli::{exists, mark_ready};
 
 const POSTGRES: &str = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  serviceName: db\n  replicas: 1\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n        - name: db\n          image: registry.example.com/postgres:16\n";
@@ -16,14 +16,7 @@ const WEB: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site\ndat
 
 /// The Ready condition's (status, reason, message).
 fn ready(agent_ns: &str, t: &str) -> (String, String, String) {
-    let s = status(agent_ns, t);
-    let c = s["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Ready")
-        .cloned()
-        .unwrap_or_default();
+    let c = condition_of(&status(agent_ns, t), "Ready");
     let word = |k: &str| c[k].as_str().unwrap_or_default().to_string();
     (word("status"), word("reason"), word("message"))
 }

@@ -51,13 +51,7 @@ fn apply_holds_a_dependent_until_its_dependency_is_ready_and_names_it() {
     assert!(exists("statefulset", &ns, "db"));
     assert!(!exists("configmap", &ns, "site"), "web waits");
     let status = inventory_status(&repo, &t);
-    let ready = status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Ready")
-        .cloned()
-        .unwrap_or_default();
+    let ready = common::agent::condition_of(&status, "Ready");
     assert_eq!(ready["status"], "False", "{status}");
     assert_eq!(ready["reason"], "DependencyNotReady", "{status}");
     assert!(

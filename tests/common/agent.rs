@@ -287,14 +287,21 @@ pub fn status(agent_ns: &str, tenant: &str) -> Value {
 }
 
 pub fn condition(status: &Value, type_: &str) -> String {
+    condition_of(status, type_)["status"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The whole condition of a type in a tenant's status (`Null` when it has none).
+pub fn condition_of(status: &Value, type_: &str) -> Value {
     status["conditions"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|c| c["type"] == type_)
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
-        .to_string()
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 pub fn tenant(name: &str, greeting: &str) -> (String, String) {

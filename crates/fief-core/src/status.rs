@@ -47,6 +47,8 @@ pub fn record_invalid(
     stall(&mut inv.status, reason, &message, now);
     inv.status.last_error = Some(message);
     inv.status.inputs.clear();
+    // Nothing was planned: no component waits for a dependency now.
+    inv.status.waiting.clear();
 }
 
 /// `Ready=False` and `Stalled=True`, both with `reason` and `message`: the tenant cannot

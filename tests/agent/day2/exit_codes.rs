@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::agent::{Agent, GitServer, configmap_value, small_repo, tenant};
-use common::cluster_cli::{fief_cmd, kubectl_json, kubectl_ok};
+use common::cluster_cli::{fief_cmd, mark_ready};
 use common::util::text;
 
 /// Component `web`: one Deployment, waited on for 10 minutes.
@@ -55,26 +55,6 @@ fn expect(out: &Output, code: i32) -> String {
     both
 }
 
-/// Play the deployment controller: Deployment `web` in `ns` rolled out and available.
-fn mark_available(ns: &str) {
-    let d = kubectl_json(&["get", "deployment", "web", "-n", ns]);
-    let generation = d["metadata"]["generation"].as_i64().unwrap_or(1);
-    let status = serde_json::json!({"status": {
-        "observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
-        "readyReplicas": 1, "availableReplicas": 1}});
-    kubectl_ok(&[
-        "patch",
-        "deployment",
-        "web",
-        "-n",
-        ns,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status.to_string(),
-    ]);
-}
-
 /// `fief reconcile --tenant b` waits within --timeout and exits 0 once b's Deployment is
 /// made available.
 fn a_wait_for_health_ends_with_exit_0_once_the_deployment_is_available(agent_ns: &str, b: &str) {
@@ -88,7 +68,7 @@ fn a_wait_for_health_ends_with_exit_0_once_the_deployment_is_available(agent_ns:
         .spawn()
         .expect("run fief reconcile");
     std::thread::sleep(Duration::from_secs(4));
-    mark_available(&format!("{b}-prod"));
+    mark_ready("deployment", "web", &format!("{b}-prod"));
     let out = waiting.wait_with_output().expect("fief reconcile exits");
     let both = expect(&out, 0);
     assert!(

@@ -350,6 +350,8 @@ pub(super) fn advance(shared: &Shared, state: &mut LoopState) -> bool {
             active.phase = Phase::Complete;
             active.reason = None;
             active.updated_at = now;
+            // Every tenant settled: nothing of the rollout is in flight any more.
+            shared.gate.set_in_flight(0);
             tracing::info!(commit = target.commit, "rollout complete");
             false
         }
