@@ -132,7 +132,7 @@ fn not_ready(
     let why = if depth > 64 {
         Some("dependency chain too deep".to_string())
     } else if busy.contains(c) {
-        Some("being applied".to_string())
+        Some("applied in this sync, not yet healthy".to_string())
     } else if let Some(d) = render
         .dependencies
         .needs

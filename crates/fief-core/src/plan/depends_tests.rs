@@ -44,7 +44,10 @@ fn a_dependent_waits_while_its_dependency_is_applied_in_the_same_sync() {
         .map(|a| a.object.id.name.as_str())
         .collect();
     assert_eq!(names, ["db"], "postgres goes out, web waits");
-    assert!(describe(&p.waiting).contains("web waits for postgres (being applied)"));
+    assert!(
+        describe(&p.waiting)
+            .contains("web waits for postgres (applied in this sync, not yet healthy)")
+    );
 }
 
 #[test]
