@@ -4,10 +4,10 @@
 //! live objects of the components others depend on. Out: the plan with the objects of every
 //! component whose dependencies are not yet applied and healthy set aside — neither applied
 //! nor pruned this sync — and, per such component, what it waits for
-//! ([`Plan::waiting`]). A dependency is ready when nothing of it is applied in this sync,
-//! none of its own dependencies holds it, and each of its objects is current by kstatus
-//! rules (or its component does not wait for health, `health.wait: false`). Independent
-//! components are never held. Pure.
+//! ([`Plan::waiting`]). A dependency is ready when none of its own dependencies holds it and
+//! either its component does not wait for health (`health.wait: false`: applied, even in this
+//! same sync, is ready) or nothing of it is applied in this sync and each of its objects is
+//! current by kstatus rules. Independent components are never held. Pure.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -129,21 +129,19 @@ fn not_ready(
     if let Some(known) = judged.get(c) {
         return known.clone();
     }
+    let mut needs = render.dependencies.needs.get(c).into_iter().flatten();
     let why = if depth > 64 {
         Some("dependency chain too deep".to_string())
-    } else if busy.contains(c) {
-        Some("applied in this sync, not yet healthy".to_string())
-    } else if let Some(d) = render
-        .dependencies
-        .needs
-        .get(c)
-        .into_iter()
-        .flatten()
-        .find(|d| not_ready(d, render, busy, health, judged, depth + 1).is_some())
+    } else if let Some(d) =
+        needs.find(|d| not_ready(d, render, busy, health, judged, depth + 1).is_some())
     {
         Some(format!("waits for {d}"))
     } else if render.dependencies.unwaited.contains(c) {
+        // Not waited on for health: applied (or applied in this same sync, first in the
+        // render's dependency order) is ready.
         None
+    } else if busy.contains(c) {
+        Some("applied in this sync, not yet healthy".to_string())
     } else {
         render
             .objects

@@ -97,6 +97,16 @@ fn a_waiting_dependent_keeps_what_left_git_until_it_goes_out() {
 }
 
 #[test]
+fn a_dependency_that_does_not_wait_for_health_goes_out_with_its_dependents() {
+    let mut r = web_on_postgres("1");
+    r.dependencies.unwaited.insert("postgres".into());
+    let mut p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
+    defer(&mut p, &r, &HashMap::new());
+    assert_eq!(p.apply_count(), 2);
+    assert!(p.waiting.is_empty());
+}
+
+#[test]
 fn a_dependency_that_does_not_wait_for_health_is_ready_once_applied() {
     let before = web_on_postgres("1");
     let (inv, live) = applied(&before);
