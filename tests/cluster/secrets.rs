@@ -369,3 +369,42 @@ fn a_template_error_inside_a_secret_value_names_the_key_not_the_value() {
     );
     assert_no_plaintext("validate stderr", &stderr);
 }
+
+#[test]
+fn the_api_servers_refusal_that_quotes_a_secret_names_the_key_in_apply_and_diff() {
+    // A Service port name must be a DNS-1123 label: fief's checks do not look at it, the API
+    // server refuses it and quotes the value in its answer.
+    let repo = TestRepo::new("as");
+    repo.write(
+        "components/app/templates/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  selector: {app: app}\n  ports:\n    - name: {{ secrets.tenant.apiToken }}\n      port: 80\n",
+    );
+    let key = repo.key_arg();
+    let kubeconfig = common::control_plane().admin_kubeconfig();
+    let kubeconfig = kubeconfig.to_str().expect("utf-8 path");
+    let (a, _) = repo.names("as");
+    let mut shown = String::new();
+    for (cmd, code) in [("apply", 3), ("diff", 3)] {
+        let args = [key[0], key[1], "--kubeconfig", kubeconfig, "--tenant", &a];
+        let out = repo.fief(cmd, &args);
+        let both = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert_no_plaintext(&format!("fief {cmd}"), &both);
+        assert!(
+            out.status.code() == Some(code) || out.status.code() == Some(1),
+            "fief {cmd}: {both}"
+        );
+        shown.push_str(&both);
+    }
+    assert!(
+        shown.contains("<secret secrets.tenant.apiToken>"),
+        "the refusal names the key: {shown}"
+    );
+    let inventory = common::cluster_cli::kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        &repo.agent_ns,
+        &format!("fief-tenant-{a}"),
+    ]);
+    assert_no_plaintext("the inventory", &inventory.to_string());
+}

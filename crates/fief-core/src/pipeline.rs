@@ -46,6 +46,7 @@ pub fn render_tenant_in(
             .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         out.errors.dedup();
     }
+    out.secret_leaves = crate::secrets::SecretLeaves(leaves);
     out
 }
 

@@ -336,6 +336,10 @@ async fn sync_tenant(
         prune_entries(ctx, tenant, &plan, &mut inv, &mut report).await;
     }
     crash_point("after-prune");
+    // The API server's answers may quote what was rendered: a secret is named by its key.
+    for e in &mut report.errors {
+        *e = render.secret_leaves.scrub(e);
+    }
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
         return finish_purge(ctx, tenant, report, recorded).await;

@@ -131,6 +131,9 @@ pub struct TenantRender {
     /// The `dependsOn` of the tenant's components: a sync applies a component only once what
     /// it depends on is applied and healthy.
     pub dependencies: crate::plan::depends::Dependencies,
+    /// The plaintext secrets the render read: what a sync scrubs from the API server's
+    /// messages about these objects.
+    pub secret_leaves: crate::secrets::SecretLeaves,
 }
 
 impl TenantRender {

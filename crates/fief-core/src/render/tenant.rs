@@ -43,6 +43,7 @@ pub fn render_tenant_in(
     let (mut out, leaves) = render_with_secrets(renderer, repo, name, scope);
     // A diagnostic that quotes rendered text names the secret key, never the value.
     crate::secrets::scrub(&mut out.errors, &leaves);
+    out.secret_leaves = crate::secrets::SecretLeaves(leaves);
     out
 }
 

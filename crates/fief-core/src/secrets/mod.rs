@@ -322,6 +322,28 @@ impl Secrets {
     }
 }
 
+/// The plaintext secrets a tenant's render read, `(secrets.<shared|tenant>.<path>, value)`,
+/// kept with the render so that a message about its objects from elsewhere (the API server's
+/// answer to an apply or a dry run) is scrubbed too ([`SecretLeaves::scrub`]). Memory only:
+/// never serialized, and its `Debug` shows the keys alone.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretLeaves(pub Vec<(String, String)>);
+
+impl SecretLeaves {
+    /// [`scrub_text`] with these leaves.
+    pub fn scrub(&self, text: &str) -> String {
+        scrub_text(text, &self.0)
+    }
+}
+
+impl std::fmt::Debug for SecretLeaves {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
 /// Shortest plaintext that [`scrub`] replaces (shorter strings would mangle messages).
 pub const MIN_SCRUB_LEN: usize = 4;
 

@@ -229,7 +229,11 @@ impl TenantDiff<'_> {
                     tally.reasons.insert(why);
                     outcome.diffs.extend(d);
                 }
-                Err(e) => outcome.errors.push(format!("tenant `{}`: {e}", r.tenant)),
+                Err(e) => {
+                    // The API server's answer may quote what was rendered.
+                    let e = r.secret_leaves.scrub(&e.to_string());
+                    outcome.errors.push(format!("tenant `{}`: {e}", r.tenant));
+                }
             }
         }
         self.prune_diffs(&p, outcome);
