@@ -167,17 +167,21 @@ fn the_agent_of_the_old_cluster_reports_a_moved_tenant_then_skipped_once_retired
     let (path, body) = tenant(&t, "hi");
     let moved = body.replace("spec:\n", "spec:\n  cluster: b\n");
     server.commit(&[(path, moved)], "move to b");
-    let mut view = Value::Null;
+    // The tenant's outcome in the agent's `/status`.
+    let outcome = || {
+        let view: Value = agent
+            .get("/status")
+            .and_then(|(_, body)| serde_json::from_str(&body).ok())
+            .unwrap_or(Value::Null);
+        view["tenants"][&t]["outcome"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
     wait_until(
         "the agent reports it moved",
         Duration::from_secs(60),
-        || {
-            view = agent
-                .get("/status")
-                .and_then(|(_, body)| serde_json::from_str(&body).ok())
-                .unwrap_or(Value::Null);
-            view["tenants"][&t]["outcome"] == "moved"
-        },
+        || outcome() == "moved",
     );
     let name = format!("fief-tenant-{t}");
     let cm = get(a, &["configmap", "-n", &agent_ns, &name]).expect("inventory stays");
@@ -220,12 +224,6 @@ fn the_agent_of_the_old_cluster_reports_a_moved_tenant_then_skipped_once_retired
     wait_until(
         "the agent reports it skipped",
         Duration::from_secs(60),
-        || {
-            view = agent
-                .get("/status")
-                .and_then(|(_, body)| serde_json::from_str(&body).ok())
-                .unwrap_or(Value::Null);
-            view["tenants"][&t]["outcome"] == "skipped"
-        },
+        || outcome() == "skipped",
     );
 }
