@@ -403,18 +403,12 @@ fn seen(
     if let Some(at) = flags.pending_request()
         && inner.seen.insert((name.clone(), at.to_string()))
     {
-        if let (Some(t), Some(note)) = (&tenant, &flags.allow_mass_prune) {
-            tracing::info!(
-                tenant = t.as_str(),
-                released = note.as_str(),
-                "held mass prune released by a person for this request"
-            );
-            inner.releases.insert(t.clone(), note.clone());
-        }
         let shared = shared.clone();
         let (ns, at) = (namespace.to_string(), at.to_string());
         let revisions = inner.revisions.clone();
-        tokio::spawn(async move { handle(shared, revisions, ns, name, tenant, at).await });
+        // A person's release of a held prune goes with a request for one tenant only.
+        let release = tenant.as_ref().and(flags.allow_mass_prune.clone());
+        tokio::spawn(async move { handle(shared, revisions, ns, name, tenant, at, release).await });
     }
 }
 

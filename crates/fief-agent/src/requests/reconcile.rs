@@ -34,7 +34,8 @@ fn fetches(shared: &Shared) -> u64 {
 }
 
 /// Handle one reconcile request: fetch git, wait until the fetched commit is read, queue the
-/// asked tenants; [`after_batch`] answers once they have all synced.
+/// asked tenants (with `release`, a person's release of the tenant's held mass prune, for the
+/// sync that answers it); [`after_batch`] answers once they have all synced.
 pub(super) async fn handle(
     shared: Arc<Shared>,
     revisions: Option<watch::Receiver<Option<Arc<Revision>>>>,
@@ -42,6 +43,7 @@ pub(super) async fn handle(
     configmap: String,
     tenant: Option<String>,
     at: String,
+    release: Option<String>,
 ) {
     tracing::info!(
         configmap,
@@ -82,6 +84,17 @@ pub(super) async fn handle(
             .cloned()
             .collect(),
     };
+    if let (Some(t), Some(note)) = (&tenant, release) {
+        // Honoured by the sync that answers this request, and dropped once it is answered.
+        tracing::info!(
+            tenant = t.as_str(),
+            released = note.as_str(),
+            "held mass prune released by a person for this request"
+        );
+        lock(&shared.requests.inner)
+            .releases
+            .insert(t.clone(), note);
+    }
     queue(&shared, &namespace, configmap, at, &rev.commit, tenants);
 }
 
