@@ -1,5 +1,5 @@
-// Helm: a chart's files in, its manifests out as `helm template` renders them (client only,
-// revision 1, install), test hooks skipped and any other hook refused.
+// Helm: a chart's files in, its manifests out as `helm template --skip-tests` renders them
+// (client only, revision 1, install): hooks kept with their annotations, test hooks skipped.
 package main
 
 import (
@@ -129,27 +129,36 @@ func helmTemplate(c *chart.Chart, vals map[string]interface{}, name, namespace s
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseHooks(hooks); err != nil {
-		return nil, err
-	}
-	docs := make([]document, 0, len(manifests))
+	docs := make([]document, 0, len(manifests)+len(hooks))
 	for _, m := range manifests {
 		docs = append(docs, document{Source: m.Name, Text: m.Content})
 	}
-	return docs, nil
+	return append(docs, hookDocuments(hooks)...), nil
 }
 
-// refuseHooks passes test hooks (skipped, as `helm template --skip-tests` does) and refuses
-// every other hook: fief has no ordered phases to run them in yet.
-func refuseHooks(hooks []*release.Hook) error {
+// hookDocuments are the chart's hooks as `helm template --skip-tests` prints them: after the
+// other manifests, in Helm's hook order (weight, then kind, then name), annotations kept, a
+// hook any of whose events is `test` left out. fief reads `helm.sh/hook` to place each one in
+// its ordered phase (pre, post) or to drop it (delete and rollback hooks).
+func hookDocuments(hooks []*release.Hook) []document {
+	docs := make([]document, 0, len(hooks))
 	for _, h := range hooks {
-		for _, ev := range h.Events {
-			if ev != release.HookTest {
-				return fmt.Errorf("%s: %s %q is a Helm hook (%s); hooks and ordered phases are not supported yet: remove the hook annotation or render it as a plain object", h.Path, h.Kind, h.Name, ev)
-			}
+		if isTestHook(h) {
+			continue
+		}
+		docs = append(docs, document{Source: h.Path, Text: h.Manifest})
+	}
+	return docs
+}
+
+// isTestHook: the hook runs on `helm test`, which `--skip-tests` leaves out.
+func isTestHook(h *release.Hook) bool {
+	for _, ev := range h.Events {
+		if ev == release.HookTest {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // cloneChart copies what rendering changes (metadata, dependencies, values), sharing the
