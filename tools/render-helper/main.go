@@ -51,6 +51,14 @@ func main() {
 		fmt.Println(versionLine())
 		return
 	}
+	// `pull` fetches one chart archive (pull.go); every other use renders, offline.
+	if len(os.Args) > 1 && os.Args[1] == "pull" {
+		if err := runPull(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fief-render-helper pull:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	// No program is run and no remote base is fetched: with an empty PATH nothing can be
 	// executed even if a code path tried (kustomize's git cloner runs `git`).
 	_ = os.Setenv("PATH", "")
