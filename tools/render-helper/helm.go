@@ -94,19 +94,51 @@ func (s *store) renderHelm(req *request) answer {
 			return answer{Error: "values: " + err.Error()}
 		}
 	}
-	docs, err := helmTemplate(c, vals, req.Release, req.Namespace)
+	caps, err := capabilities(req)
 	if err != nil {
 		return answer{Error: err.Error()}
+	}
+	docs, err := helmTemplate(c, vals, req.Release, req.Namespace, caps)
+	if err != nil {
+		return answer{Error: err.Error()}
+	}
+	if req.IncludeCRDs {
+		docs = append(crdDocuments(c), docs...)
 	}
 	return answer{Documents: docs}
 }
 
+// capabilities are what `helm template --kube-version --api-versions` gives a chart: Helm's
+// defaults, the Kubernetes version replaced and the API versions added.
+func capabilities(req *request) (*chartutil.Capabilities, error) {
+	caps := chartutil.DefaultCapabilities.Copy()
+	if req.KubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(req.KubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetesVersion %q is not a Kubernetes version like 1.34.0: %v", req.KubeVersion, err)
+		}
+		caps.KubeVersion = *kv
+	}
+	caps.APIVersions = append(caps.APIVersions, req.APIVersions...)
+	return caps, nil
+}
+
+// crdDocuments are the files of the chart's `crds/` folders (its own, then its enabled
+// subcharts'), as `helm template --include-crds` prints them first: read, not templated.
+func crdDocuments(c *chart.Chart) []document {
+	crds := c.CRDObjects()
+	docs := make([]document, 0, len(crds))
+	for _, crd := range crds {
+		docs = append(docs, document{Source: crd.Filename, Text: string(crd.File.Data), CRD: true})
+	}
+	return docs
+}
+
 // helmTemplate is the client-only part of Helm's install action that `helm template` runs.
-func helmTemplate(c *chart.Chart, vals map[string]interface{}, name, namespace string) ([]document, error) {
+func helmTemplate(c *chart.Chart, vals map[string]interface{}, name, namespace string, caps *chartutil.Capabilities) ([]document, error) {
 	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
 		return nil, err
 	}
-	caps := chartutil.DefaultCapabilities.Copy()
 	options := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, options, caps, false)
 	if err != nil {

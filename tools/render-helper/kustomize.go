@@ -1,16 +1,39 @@
 // kustomize: a component's files in, `kustomize build` of one kustomization out, on an
-// in-memory file system with the namespace fief sets; remote bases are refused.
+// in-memory file system with the namespace, image overrides and replicas fief sets from the
+// component's values, then Flux's post-build `${var}` substitution; remote bases are refused.
 package main
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/fluxcd/pkg/envsubst"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
+
+// kustomizeSettings is what a component's values set in the build: `images` and `replicas`
+// go into the wrapping kustomization (as Argo CD's `kustomize.images` / `kustomize.replicas`
+// and `kustomize edit set image` do), `substitute` is Flux's `postBuild.substitute`, run over
+// every built object when `substitution` is set.
+type kustomizeSettings struct {
+	Images       []types.Image     `json:"images,omitempty"`
+	Replicas     []types.Replica   `json:"replicas,omitempty"`
+	Substitute   map[string]string `json:"substitute,omitempty"`
+	Substitution bool              `json:"substitution,omitempty"`
+}
+
+// varName is the form Flux accepts for a substitution variable's name.
+var varName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
+// substituteKey, set to `disabled` as a label or annotation, keeps an object out of the
+// substitution (Flux's key, so a kustomization written for Flux works unchanged).
+const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
 
 // kustomizationNames are the file names kustomize reads as a kustomization.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
@@ -34,7 +57,11 @@ func (s *store) renderKustomize(req *request) answer {
 	if err := refuseRemote(files); err != nil {
 		return answer{Error: err.Error()}
 	}
-	docs, err := kustomizeBuild(files, req.Root, req.Namespace)
+	settings := req.Kustomize
+	if settings == nil {
+		settings = &kustomizeSettings{}
+	}
+	docs, err := kustomizeBuild(files, req.Root, req.Namespace, settings)
 	if err != nil {
 		return answer{Error: err.Error()}
 	}
@@ -42,8 +69,8 @@ func (s *store) renderKustomize(req *request) answer {
 }
 
 // kustomizeBuild runs krusty over the files under /src, from a wrapping kustomization in
-// /fief that names `root` and sets `namespace`.
-func kustomizeBuild(files map[string]string, root, namespace string) ([]document, error) {
+// /fief that names `root` and sets `namespace`, the images and the replicas; then substitutes.
+func kustomizeBuild(files map[string]string, root, namespace string, settings *kustomizeSettings) ([]document, error) {
 	fs := filesys.MakeFsInMemory()
 	for name, text := range files {
 		if err := fs.WriteFile(joinRoot("src", name), []byte(text)); err != nil {
@@ -57,6 +84,12 @@ func kustomizeBuild(files map[string]string, root, namespace string) ([]document
 	}
 	if namespace != "" {
 		wrap["namespace"] = namespace
+	}
+	if len(settings.Images) > 0 {
+		wrap["images"] = settings.Images
+	}
+	if len(settings.Replicas) > 0 {
+		wrap["replicas"] = settings.Replicas
 	}
 	text, err := yaml.Marshal(wrap)
 	if err != nil {
@@ -72,6 +105,11 @@ func kustomizeBuild(files map[string]string, root, namespace string) ([]document
 	}
 	docs := make([]document, 0, resources.Size())
 	for _, r := range resources.Resources() {
+		if settings.Substitution {
+			if err := substitute(r, settings.Substitute); err != nil {
+				return nil, fmt.Errorf("kustomize build %s: %s %s: ${var} substitution: %v", root, r.GetKind(), r.GetName(), err)
+			}
+		}
 		out, err := r.AsYAML()
 		if err != nil {
 			return nil, err
@@ -79,6 +117,42 @@ func kustomizeBuild(files map[string]string, root, namespace string) ([]document
 		docs = append(docs, document{Source: root, Text: string(out)})
 	}
 	return docs, nil
+}
+
+// substitute is Flux's post-build substitution of one object (fluxcd/pkg/kustomize
+// SubstituteVariables, not strict): `${name}` and the bash forms `${name:=default}` etc. in the
+// object's YAML are replaced from `vars`, an unset name by the empty string; `$${name}` stays
+// `${name}`; an object labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
+// disabled` is left as it is. The text is read back as Flux reads it (YAML to JSON).
+func substitute(r *resource.Resource, vars map[string]string) error {
+	if r.GetLabels()[substituteKey] == "disabled" || r.GetAnnotations()[substituteKey] == "disabled" {
+		return nil
+	}
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !varName.MatchString(name) {
+			return fmt.Errorf("'%s' var name is invalid, must match '%s'", name, varName)
+		}
+	}
+	text, err := r.AsYAML()
+	if err != nil {
+		return err
+	}
+	out, err := envsubst.Eval(string(text), func(name string) (string, bool) {
+		return vars[name], true
+	})
+	if err != nil {
+		return err
+	}
+	data, err := yaml.YAMLToJSON([]byte(out))
+	if err != nil {
+		return err
+	}
+	return r.UnmarshalJSON(data)
 }
 
 // refuseRemote refuses a kustomization that names a remote base or resource (a URL or a

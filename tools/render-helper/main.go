@@ -26,12 +26,23 @@ type request struct {
 	Values    json.RawMessage   `json:"values,omitempty"`
 	Release   string            `json:"release,omitempty"`
 	Namespace string            `json:"namespace"`
+	// helm: the Kubernetes version `.Capabilities.KubeVersion` and `kubeVersion:` see (empty:
+	// Helm's built-in), the API versions added to Helm's default `.Capabilities.APIVersions`
+	// (`helm template --kube-version --api-versions`), and whether the chart's `crds/` files
+	// come out too (marked `crd`).
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
+	IncludeCRDs bool     `json:"includeCrds,omitempty"`
+	// kustomize: what the component's values set in the build (see kustomizeSettings).
+	Kustomize *kustomizeSettings `json:"kustomize,omitempty"`
 }
 
 // document is one rendered manifest and the file it came from.
+// `crd` marks a file of a chart's `crds/` folder, sent as Helm reads it (not a template).
 type document struct {
 	Source string `json:"source"`
 	Text   string `json:"text"`
+	CRD    bool   `json:"crd,omitempty"`
 }
 
 // answer is the reply to one request: documents, or an error. `missing` says the helper does
