@@ -167,7 +167,15 @@ fn daemon_set(d: &Value) -> Health {
 
 fn job(j: &Value) -> Health {
     if condition_is(j, "Failed", "True") {
-        return Health::Failed(format!("job failed: {}", message(condition(j, "Failed"))));
+        // The condition's reason (BackoffLimitExceeded, DeadlineExceeded...) and its message.
+        let failed = condition(j, "Failed");
+        let reason = failed.and_then(|c| c["reason"].as_str()).unwrap_or("");
+        let message = failed.and_then(|c| c["message"].as_str()).unwrap_or("");
+        let why = match (reason, message) {
+            ("", m) | (m, "") => m.to_string(),
+            (r, m) => format!("{r}: {m}"),
+        };
+        return Health::Failed(format!("job failed: {why}"));
     }
     if condition_is(j, "Complete", "True") {
         return Health::Current;

@@ -87,6 +87,9 @@ pub struct Plan<'a> {
     /// Components set aside because what they depend on is not applied and healthy yet:
     /// component → what it waits for ([`depends::defer`]).
     pub waiting: BTreeMap<String, Vec<String>>,
+    /// The placements set aside because a pre or post phase is not done, or failed
+    /// ([`phase::gate`]).
+    pub phase_hold: Option<phase::PhaseHold>,
 }
 
 impl Plan<'_> {
@@ -262,8 +265,11 @@ pub fn plan<'a>(
 }
 
 pub mod depends;
+pub mod phase;
 
 #[cfg(test)]
 mod depends_tests;
+#[cfg(test)]
+mod phase_tests;
 #[cfg(test)]
 mod tests;

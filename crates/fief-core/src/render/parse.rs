@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{RenderedObject, Source};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::objects::{self, ObjectId, Scope, scope_of};
+use crate::plan::phase::{self, Classified};
 use crate::yaml::{self, Document};
 
 /// The first content line of each document of a template's source (the same for every
@@ -151,7 +152,19 @@ pub(super) fn parse_rendered(
     for ((doc, result), line) in expand_lists(docs.iter().zip(parsed).zip(lines)) {
         match result {
             Ok(Some(value)) => match at.object(value, line) {
-                Ok(object) => objects.push(object),
+                Ok(object) => match phase::classify(&object.object) {
+                    Ok(Classified::Placed(_)) => objects.push(object),
+                    // A Helm test, delete or rollback hook: fief never runs those.
+                    Ok(Classified::Skipped) => {}
+                    Err(e) => errors.push(Diagnostic::new(
+                        template,
+                        Some(line),
+                        Problem::InvalidField {
+                            field: e.field(),
+                            detail: e.to_string(),
+                        },
+                    )),
+                },
                 Err(detail) => errors.push(Diagnostic::new(
                     template,
                     Some(line),
