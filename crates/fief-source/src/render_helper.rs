@@ -71,6 +71,14 @@ struct Request<'a> {
     values: &'a serde_json::Value,
     release: &'a str,
     namespace: &'a str,
+    #[serde(rename = "kubeVersion", skip_serializing_if = "Option::is_none")]
+    kube_version: Option<&'a str>,
+    #[serde(rename = "apiVersions", skip_serializing_if = "<[String]>::is_empty")]
+    api_versions: &'a [String],
+    #[serde(rename = "includeCrds", skip_serializing_if = "std::ops::Not::not")]
+    include_crds: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kustomize: Option<&'a fief_core::model::KustomizeSettings>,
 }
 
 /// A package's files as a JSON object of path → text.
@@ -216,6 +224,10 @@ impl Running {
             values: request.values,
             release: request.release,
             namespace: request.namespace,
+            kube_version: request.capabilities.kube_version,
+            api_versions: request.capabilities.api_versions,
+            include_crds: request.include_crds,
+            kustomize: request.kustomize,
         };
         serde_json::to_writer(&mut self.stdin, &line)?;
         self.stdin.write_all(b"\n")?;

@@ -40,6 +40,9 @@ fn render(helper: &HelperRenderer) -> Result<Vec<String>, PackageError> {
         values: &values,
         release: "c",
         namespace: "t-dev",
+        capabilities: Default::default(),
+        include_crds: false,
+        kustomize: None,
     };
     helper.render(&request).map(|docs| {
         docs.into_iter()

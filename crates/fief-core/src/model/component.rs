@@ -26,6 +26,10 @@ pub struct ComponentMeta {
     /// to build (e.g. `overlays/prod`); its bases must be inside the component.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// `kind: kustomize`: the values that set the build's image overrides (`images`), replica
+    /// counts (`replicas`) and Flux-style `${var}` substitution (`substitute`).
+    #[serde(default, skip_serializing_if = "super::KustomizeFromValues::is_empty")]
+    pub kustomize: super::KustomizeFromValues,
     /// Default version.
     #[serde(default)]
     pub version: Option<String>,

@@ -34,6 +34,17 @@ pub struct Config {
     /// (`monitoring.coreos.com/ServiceMonitor`) or `group/Kind/resource` when the plural
     /// resource name is not the regular English plural of the kind.
     pub component_kinds: Vec<String>,
+    /// The Kubernetes version `helm` components' charts are rendered for (`1.34.0`): what
+    /// `.Capabilities.KubeVersion` says and what a chart's `kubeVersion:` constraint is
+    /// checked against, as `helm template --kube-version`. Default: Helm's built-in version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    /// API versions added to the ones `helm template` gives charts in
+    /// `.Capabilities.APIVersions` (`monitoring.coreos.com/v1`, or `group/version/Kind`), as
+    /// `helm template --api-versions`: charts gate objects of a CRD's kind (a ServiceMonitor)
+    /// on them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
     /// Progressive rollout waves for changes that reach many tenants (the agent only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<crate::rollout::RolloutConfig>,
@@ -186,6 +197,8 @@ impl Default for Config {
             policy: Policy::default(),
             reserved_namespaces: Vec::new(),
             component_kinds: Vec::new(),
+            kubernetes_version: None,
+            api_versions: Vec::new(),
             rollout: None,
             notifications: super::Notifications::default(),
             spares: None,

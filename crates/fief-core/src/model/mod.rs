@@ -7,6 +7,7 @@
 mod component;
 mod config;
 mod json_schema;
+mod kustomize;
 mod load;
 mod notifications;
 mod overrides;
@@ -23,6 +24,10 @@ pub use config::{
     glob_match, parse_component_kind, plural_of,
 };
 pub use json_schema::RepoFile;
+pub use kustomize::{
+    ImageFromValues, ImageSetting, KustomizeFromValues, KustomizeSettings, ReplicaSetting,
+    ReplicasFromValues, is_var_name, lookup as lookup_value,
+};
 pub use load::{LoadStats, is_dns_label, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretRef, UrlError, UrlSource, resolve_url,

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use crate::model::RenderKind;
+use crate::model::{KustomizeSettings, RenderKind};
 
 /// The files of a chart or a kustomization, ready to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,24 @@ pub struct PackageRequest<'a> {
     pub release: &'a str,
     /// The tenant environment's namespace.
     pub namespace: &'a str,
+    /// helm: what the chart sees as `.Capabilities` (fief.yaml `kubernetesVersion` and
+    /// `apiVersions`).
+    pub capabilities: Capabilities<'a>,
+    /// helm: whether the files of the chart's `crds/` folders come out too, first, as
+    /// `helm template --include-crds` prints them (their source names the `crds/` file).
+    pub include_crds: bool,
+    /// kustomize: the images, replicas and substitution the component's values set.
+    pub kustomize: Option<&'a KustomizeSettings>,
+}
+
+/// What a chart sees as `.Capabilities`, as `helm template --kube-version --api-versions`
+/// sets it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Capabilities<'a> {
+    /// The Kubernetes version (`1.34.0`); `None`: Helm's built-in one.
+    pub kube_version: Option<&'a str>,
+    /// API versions added to Helm's default list.
+    pub api_versions: &'a [String],
 }
 
 /// One rendered manifest.

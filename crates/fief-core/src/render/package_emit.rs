@@ -8,11 +8,11 @@
 
 use serde_json::Value;
 
-use super::package::{Package, PackageRequest, helper_missing_hint};
+use super::package::{Capabilities, Package, PackageRequest, helper_missing_hint};
 use super::parse::parse_rendered;
 use super::{RenderedObject, Renderer, values};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{Component, RenderKind};
+use crate::model::{Component, KustomizeFromValues, RenderKind};
 use crate::schema::strict::{check_undefined, check_undefined_in};
 use crate::schema::values::Layer;
 use crate::snapshot::Snapshot;
@@ -49,6 +49,10 @@ pub(super) struct Target<'a> {
     pub(super) namespace: &'a str,
     /// The layered values.
     pub(super) values: &'a Value,
+    /// What a chart sees as `.Capabilities` (fief.yaml).
+    pub(super) capabilities: Capabilities<'a>,
+    /// kustomize: which values set the build's images, replicas and substitution.
+    pub(super) kustomize: &'a KustomizeFromValues,
 }
 
 /// Render `package` for `target`: the objects, or the diagnostics of why not.
@@ -71,11 +75,21 @@ pub(super) fn render_package(
     let Some(packages) = renderer.packages.as_ref() else {
         return refused(helper_missing_hint().to_string());
     };
+    let settings = match package.kind {
+        RenderKind::Kustomize => match target.kustomize.resolve(target.values) {
+            Ok(s) => Some(s),
+            Err(detail) => return refused(format!("component.yaml `kustomize`: {detail}")),
+        },
+        _ => None,
+    };
     let request = PackageRequest {
         package,
         values: target.values,
         release: target.component,
         namespace: target.namespace,
+        capabilities: target.capabilities,
+        include_crds: false,
+        kustomize: settings.as_ref(),
     };
     let documents = match packages.render(&request) {
         Ok(docs) => docs,

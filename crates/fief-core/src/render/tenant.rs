@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 
 use super::context::fief_context;
 use super::order::component_order;
-use super::package::Package;
+use super::package::{Capabilities, Package};
 use super::package_emit::{Target, check_strict, render_package};
 use super::parse::parse_rendered;
 use super::state::keep;
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::{
-    BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
+    BASELINE, Component, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
 };
 use crate::objects;
 use crate::schema::locate::Step;
@@ -374,23 +374,33 @@ impl Emitter<'_, '_> {
             return;
         }
         match component.package.as_deref() {
-            Some(package) => self.emit_package(package, &component.name, &vals, env),
+            Some(package) => self.emit_package(package, component, &vals, env),
             None => self.emit(&component.name, version, vals, env, &component.templates),
         }
     }
 
     /// Render a `helm` or `kustomize` component for one environment.
-    fn emit_package(&mut self, package: &Package, component: &str, vals: &Value, env: &str) {
+    fn emit_package(&mut self, package: &Package, component: &Component, vals: &Value, env: &str) {
         let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
+        // The config parsed (the tenant resolved only then); fief.yaml's settings.
+        let capabilities = match &self.repo.config {
+            Ok(config) => Capabilities {
+                kube_version: config.kubernetes_version.as_deref(),
+                api_versions: &config.api_versions,
+            },
+            Err(_) => Capabilities::default(),
+        };
         let target = Target {
-            component,
+            component: &component.name,
             env,
             namespace: &namespace,
             values: vals,
+            capabilities,
+            kustomize: &component.meta.kustomize,
         };
         let (objs, errs) = render_package(self.renderer, &self.repo.snapshot, package, &target);
         self.errors.extend(errs);
-        keep(self.out, self.tenant, &self.applyset, component, objs);
+        keep(self.out, self.tenant, &self.applyset, &component.name, objs);
     }
 
     fn emit(

@@ -54,6 +54,7 @@ fn load_component(snapshot: &Snapshot, name: &str) -> Parsed<Component> {
     let meta = load_meta(snapshot, &dir, &mut errors);
     let values = load_values(snapshot, &dir, &mut errors);
     let package = super::package::load_package(snapshot, &dir, &meta, &mut errors);
+    super::kustomize::check_kustomize_block(snapshot, &dir, &meta, &values, &mut errors);
     let mut templates = Vec::new();
     let template_dir = match meta.kind {
         RenderKind::Templates => format!("{dir}/templates"),

@@ -60,6 +60,22 @@ fn check_config(snapshot: &Snapshot, config: Config) -> Parsed<Config> {
             );
         }
     }
+    if let Some(version) = &config.kubernetes_version
+        && !is_kube_version(version)
+    {
+        invalid(
+            "kubernetesVersion",
+            format!("`{version}` is not a Kubernetes version like 1.34.0"),
+        );
+    }
+    for entry in &config.api_versions {
+        if entry.is_empty() || entry.chars().any(char::is_whitespace) {
+            invalid(
+                "apiVersions",
+                format!("`{entry}` is not an API version like `monitoring.coreos.com/v1`"),
+            );
+        }
+    }
     for pattern in &config.reserved_namespaces {
         if pattern.is_empty() || pattern.chars().any(|c| c.is_whitespace() || c == '/') {
             invalid(
@@ -73,4 +89,16 @@ fn check_config(snapshot: &Snapshot, config: Config) -> Parsed<Config> {
     } else {
         Err(errors)
     }
+}
+
+/// `1.34`, `1.34.0` or `v1.34.0`, with an optional `-pre` or `+build` suffix: what Helm's
+/// `--kube-version` reads.
+fn is_kube_version(text: &str) -> bool {
+    let text = text.strip_prefix('v').unwrap_or(text);
+    let core = text.split(['-', '+']).next().unwrap_or_default();
+    let parts: Vec<&str> = core.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -17,6 +17,7 @@ use crate::yaml;
 
 mod components;
 mod config;
+mod kustomize;
 mod package;
 mod tenants;
 
