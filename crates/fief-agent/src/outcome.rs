@@ -140,7 +140,7 @@ fn account(
             if done =>
         {
             q.succeeded(&report.tenant);
-            if report.waiting.is_empty() {
+            if !report.holds_back() {
                 q.settled(&report.tenant);
             } else {
                 q.recheck(&report.tenant, now);

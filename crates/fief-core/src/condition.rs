@@ -107,6 +107,12 @@ pub enum Reason {
     /// Some of the tenant's components wait for the components they depend on to be applied
     /// and healthy (`Ready=False`, `Reconciling=True`).
     DependencyNotReady,
+    /// Objects of the tenant wait for an ordered phase before them (a `pre` Job to complete)
+    /// (`Ready=False`, `Reconciling=True`).
+    PhaseNotReady,
+    /// A `pre` or `post` object failed (a migration Job): nothing placed after it is applied
+    /// and nothing is pruned (`Ready=False`, `Stalled=True`).
+    PhaseFailed,
 }
 
 impl Reason {
@@ -126,6 +132,8 @@ impl Reason {
             Reason::TenantFileRemoved => "TenantFileRemoved",
             Reason::MovedAway => "MovedAway",
             Reason::DependencyNotReady => "DependencyNotReady",
+            Reason::PhaseNotReady => "PhaseNotReady",
+            Reason::PhaseFailed => "PhaseFailed",
         }
     }
 }
@@ -167,6 +175,8 @@ mod tests {
             Reason::TenantFileRemoved,
             Reason::MovedAway,
             Reason::DependencyNotReady,
+            Reason::PhaseNotReady,
+            Reason::PhaseFailed,
         ] {
             let json = serde_json::to_string(&r).unwrap();
             assert_eq!(json, format!("\"{}\"", r.as_str()));

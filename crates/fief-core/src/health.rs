@@ -303,7 +303,7 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
     use ConditionType::{Ready, Reconciling, Stalled};
     match verdict {
         // What was applied is healthy, but components wait for their dependencies: not Ready.
-        Verdict::Ready if !status.waiting.is_empty() => set_waiting(status, now),
+        Verdict::Ready if status.holds_back() => set_waiting(status, now),
         Verdict::Ready => {
             let reason = Reason::Healthy;
             status.set_condition(Ready, true, reason, "applied and healthy", now);
@@ -318,11 +318,10 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
                 describe(list)
             );
             let mut reason = Reason::WaitingForHealth;
-            if !status.waiting.is_empty() {
-                // Components wait for these objects: say which, first.
-                let held = crate::plan::depends::describe(&status.waiting);
-                message = format!("{held}; {message}");
-                reason = Reason::DependencyNotReady;
+            if status.holds_back() {
+                // Components or phases wait for these objects: say which, first.
+                message = format!("{}; {message}", status.held_back());
+                reason = held_reason(status);
             }
             status.set_condition(Ready, false, reason, &message, now);
             status.set_condition(Reconciling, true, reason, &message, now);
@@ -330,9 +329,8 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
         }
         Verdict::Stalled(list) => {
             let mut message = format!("{} object(s) not healthy: {}", list.len(), describe(list));
-            if !status.waiting.is_empty() {
-                let held = crate::plan::depends::describe(&status.waiting);
-                message.push_str(&format!("; held: {held}"));
+            if status.holds_back() {
+                message.push_str(&format!("; held: {}", status.held_back()));
             }
             let reason = Reason::Unhealthy;
             status.set_condition(Ready, false, reason, &message, now);
@@ -343,15 +341,25 @@ pub fn set_conditions(status: &mut Status, verdict: &Verdict, now: &str) {
     }
 }
 
-/// `Ready=False`, `Reconciling=True` with reason `DependencyNotReady`: components of the
-/// tenant wait for what they depend on ([`Status::waiting`] says what).
+/// `Ready=False`, `Reconciling=True` with reason `DependencyNotReady` (components of the
+/// tenant wait for what they depend on, [`Status::waiting`]) or `PhaseNotReady` (a phase
+/// waits for an earlier one, [`Status::phase_waiting`]).
 pub fn set_waiting(status: &mut Status, now: &str) {
     use ConditionType::{Ready, Reconciling, Stalled};
-    let message = crate::plan::depends::describe(&status.waiting);
-    let reason = Reason::DependencyNotReady;
+    let message = status.held_back();
+    let reason = held_reason(status);
     status.set_condition(Ready, false, reason, &message, now);
     status.set_condition(Reconciling, true, reason, &message, now);
     status.set_condition(Stalled, false, reason, "", now);
+}
+
+/// `PhaseNotReady` when a phase is held for an earlier one, else `DependencyNotReady`.
+fn held_reason(status: &Status) -> Reason {
+    if status.phase_waiting.is_some() {
+        Reason::PhaseNotReady
+    } else {
+        Reason::DependencyNotReady
+    }
 }
 
 #[cfg(test)]

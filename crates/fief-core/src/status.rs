@@ -12,6 +12,7 @@ use crate::condition::{ConditionType, Reason};
 use crate::diagnostic::Problem;
 use crate::inventory::{Inventory, Status};
 use crate::objects;
+use crate::plan::phase::PhaseHold;
 use crate::render::TenantRender;
 
 pub mod agent;
@@ -47,8 +48,9 @@ pub fn record_invalid(
     stall(&mut inv.status, reason, &message, now);
     inv.status.last_error = Some(message);
     inv.status.inputs.clear();
-    // Nothing was planned: no component waits for a dependency now.
+    // Nothing was planned: no component waits for a dependency, no phase for another.
     inv.status.waiting.clear();
+    inv.status.phase_waiting = None;
 }
 
 /// `Ready=False` and `Stalled=True`, both with `reason` and `message`: the tenant cannot
@@ -93,6 +95,10 @@ pub fn finish(
     let status = &mut inv.status;
     status.spare = render.spare;
     status.waiting.clone_from(&report.waiting);
+    status.phase_waiting = match &report.phase_hold {
+        Some(hold @ PhaseHold::Waiting { .. }) => Some(hold.to_string()),
+        _ => None,
+    };
     if changed || report.counts.failed > 0 || status.counts.objects != report.counts.objects {
         status.counts = report.counts.clone();
     }
@@ -113,7 +119,11 @@ pub fn finish(
         if let Some(hold) = &report.prune_held {
             message.push_str(&format!("; prune held: {hold}"));
         }
-        stall(status, Reason::ApplyFailed, &message, now);
+        let reason = match &report.phase_hold {
+            Some(PhaseHold::Failed { .. }) => Reason::PhaseFailed,
+            _ => Reason::ApplyFailed,
+        };
+        stall(status, reason, &message, now);
         status.last_error = Some(message);
         status.inputs.clear();
     } else if let Some(hold) = &report.prune_held {
@@ -121,7 +131,7 @@ pub fn finish(
         stall(status, Reason::PruneHeld, &hold, now);
         status.last_error = Some(hold);
         status.inputs.clear();
-    } else if !report.waiting.is_empty() {
+    } else if report.holds_back() {
         crate::health::set_waiting(status, now);
         status.revision = revision(render);
         status.last_error = None;

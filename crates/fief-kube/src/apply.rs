@@ -1,5 +1,6 @@
 //! Apply: one object by server-side apply, as the tenant's identity for component objects;
-//! waiting for a CRD to be Established; a tenant's plan stage by stage.
+//! waiting for a CRD to be Established; a tenant's plan stage by stage (a changed pre or post
+//! Job deleted before it is applied again).
 //!
 //! In: a planned [`Apply`] (or a tenant's [`Plan`]). Out: the object as the server returned
 //! it, or a [`ClusterError`] naming it (for a plan: each applied object recorded in the
@@ -16,7 +17,7 @@ use super::sync::{Ctx, TenantReport, api_version};
 use super::{ClusterError, FIELD_MANAGER, send_as};
 use fief_core::inventory::{Entry, Inventory};
 use fief_core::model::BASELINE;
-use fief_core::plan::{self, Apply, Plan};
+use fief_core::plan::{self, Apply, Plan, phase};
 use fief_core::render::TenantRender;
 
 /// How long a component object's 403 is retried after the baseline RBAC changed.
@@ -116,6 +117,16 @@ pub(super) async fn apply_stages(
         // may take a moment to reach the authorizer, so their 403s are retried (bounded).
         rbac_changed |=
             i > plan::STAGE_BASELINE_RBAC && !plan.stages[plan::STAGE_BASELINE_RBAC].is_empty();
+        // A changed pre or post Job is deleted first: its template cannot change in place.
+        let recreated: std::collections::HashSet<&fief_core::objects::ObjectId> = stage
+            .iter()
+            .filter(|a| {
+                let before = inv.entries.get(&a.object.id).map(|e| e.hash.as_str());
+                phase::recreates(a, before)
+            })
+            .map(|a| &a.object.id)
+            .collect();
+        let recreated = &recreated;
         let results: Vec<(&Apply, Result<Value, ClusterError>)> = stream::iter(stage)
             .map(|a| async move {
                 let ns = render
@@ -124,6 +135,11 @@ pub(super) async fn apply_stages(
                     .map(String::as_str)
                     .unwrap_or("");
                 let identity = super::tenant_identity(ns);
+                if recreated.contains(&a.object.id)
+                    && let Err(e) = super::phases::recreate(ctx, a, Some(&identity)).await
+                {
+                    return (a, Err(e));
+                }
                 (a, apply_one(ctx, a, &identity, rbac_changed).await)
             })
             .buffer_unordered(ctx.options.object_concurrency.max(1))

@@ -17,6 +17,7 @@ pub mod inventory_store;
 pub mod live;
 pub mod moved;
 pub mod observe;
+pub mod phases;
 pub mod prune;
 pub mod rollout_store;
 pub mod status_access;

@@ -2,7 +2,8 @@
 //!
 //! In: rendered tenants, the previous inventories and the live objects (read once per sync).
 //! Out: per tenant, in KEP-3659 order: a refusal of namespaces it would adopt, the inventory
-//! recorded as union(old, desired) before any apply, server-side applies in stage order,
+//! recorded as union(old, desired) before any apply, server-side applies in stage order (a
+//! placement after an ordered phase that is not done set aside: [`super::phases`]),
 //! guarded deletes (held when an apply failed or a guard trips), the final inventory, and a
 //! [`TenantReport`]. A tenant's failure never stops the others; an unchanged tenant sends no
 //! mutating request. Debug builds carry a test-only crash hook (`FIEF_TEST_CRASH_AT`).
@@ -24,6 +25,7 @@ use fief_core::condition::{ConditionType, Reason};
 use fief_core::inventory::{Entry, Inventory, InventoryError};
 use fief_core::model::{PruneGuard, TenantState, is_dns_label};
 use fief_core::objects::ObjectId;
+use fief_core::plan::phase::PhaseHold;
 use fief_core::plan::{self, Plan};
 use fief_core::render::TenantRender;
 pub use fief_core::status::TenantReport;
@@ -307,7 +309,9 @@ async fn sync_tenant(
         inv.status.prune_released = release.map(str::to_string);
     }
     super::depends::defer_dependents(ctx.resources, render, &mut plan).await;
+    super::phases::gate_phases(ctx.resources, render, &mut plan).await;
     report.waiting.clone_from(&plan.waiting);
+    report.phase_hold.clone_from(&plan.phase_hold);
     report.counts.unchanged = plan.unchanged.len();
     // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
     // as this tenant's.
@@ -330,6 +334,10 @@ async fn sync_tenant(
     let recorded = inv.clone();
     apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
     crash_point("after-apply");
+    // A failed pre or post object fails the tenant; what is placed after it waits.
+    if let Some(failed @ PhaseHold::Failed { .. }) = &plan.phase_hold {
+        report.errors.push(failed.to_string());
+    }
     let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
     report.prune_held = prune_hold(&plan, &report);
     if report.prune_held.is_none() {

@@ -3,12 +3,14 @@
 //!
 //! In: the synced tenants' renders and reports. Out: the objects not healthy in time, by
 //! tenant, and the reports of the tenants synced again. A tenant whose components wait for
-//! their dependencies (`dependsOn`) is synced again each time what it applied is healthy,
-//! until nothing of it waits, something of it is not healthy, or no component moved on.
+//! their dependencies (`dependsOn`), or whose later phases waited for an earlier one (a `pre`
+//! Job), is synced again each time what it applied is healthy, until nothing of it waits,
+//! something of it is not healthy, or it did not move on.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::core::model::Repo;
+use crate::core::plan::phase::Placement;
 use crate::core::render::TenantRender;
 use crate::core::status::Outcome;
 use crate::kube::Resources;
@@ -39,11 +41,11 @@ pub(super) async fn wait_and_apply_dependents(
     let mut unhealthy = wait_for_health(w, renders, reports, None).await;
     // Each round applies at least one more level of the dependency order, or stops.
     for _ in 0..MAX_ROUNDS {
-        let again: BTreeMap<&str, usize> = reports
+        let again: BTreeMap<&str, Progress> = reports
             .iter()
-            .filter(|r| r.is_ok() && !r.waiting.is_empty())
+            .filter(|r| r.is_ok() && r.holds_back())
             .filter(|r| unhealthy.get(&r.tenant).is_none_or(Vec::is_empty))
-            .map(|r| (r.tenant.as_str(), r.waiting.len()))
+            .map(|r| (r.tenant.as_str(), progress(r)))
             .collect();
         if again.is_empty() {
             break;
@@ -59,7 +61,7 @@ pub(super) async fn wait_and_apply_dependents(
         let moved_on = fresh.iter().any(|r| {
             again
                 .get(r.tenant.as_str())
-                .is_none_or(|n| r.waiting.len() < *n)
+                .is_none_or(|before| progress(r) < *before)
         });
         for f in &fresh {
             if let Some(r) = reports.iter_mut().find(|r| r.tenant == f.tenant) {
@@ -76,9 +78,18 @@ pub(super) async fn wait_and_apply_dependents(
     unhealthy
 }
 
+/// How much of a tenant still waits: components held for their dependencies, then the last
+/// placement its phase hold lets go, later being further on, none furthest (lower is further).
+type Progress = (usize, Option<std::cmp::Reverse<Placement>>);
+
+fn progress(r: &TenantReport) -> Progress {
+    let after = r.phase_hold.as_ref().map(|h| std::cmp::Reverse(h.after()));
+    (r.waiting.len(), after)
+}
+
 /// Every applied tenant's (of `only`, when given) component objects, polled until healthy
-/// (tenants concurrently), leaving out the components its sync held for their dependencies;
-/// the objects that are not, by tenant.
+/// (tenants concurrently), leaving out the components its sync held for their dependencies
+/// and the objects its phase hold set aside; the objects that are not, by tenant.
 async fn wait_for_health(
     w: &Waits<'_>,
     renders: &[TenantRender],
@@ -97,7 +108,18 @@ async fn wait_for_health(
         for held in report.waiting.keys() {
             limits.insert(held.clone(), None);
         }
+        // Objects a phase hold set aside were not applied: nothing of them to wait for.
+        let applied = report.phase_hold.as_ref().map(|hold| TenantRender {
+            objects: r
+                .objects
+                .iter()
+                .filter(|o| !hold.holds(o))
+                .cloned()
+                .collect(),
+            ..r.clone()
+        });
         Some(async move {
+            let r = applied.as_ref().unwrap_or(r);
             let bad = wait_healthy(w.resources, r, &limits).await;
             (r.tenant.clone(), bad)
         })

@@ -169,9 +169,31 @@ pub struct Status {
     /// and healthy yet: component → what it waits for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub waiting: BTreeMap<String, Vec<String>>,
+    /// What the phase the last sync set aside waits for (an ordered phase before it that is
+    /// not done yet), if it set one aside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_waiting: Option<String>,
 }
 
 impl Status {
+    /// Whether the last sync left something to apply once what it waits for is healthy
+    /// ([`Status::waiting`], [`Status::phase_waiting`]).
+    pub fn holds_back(&self) -> bool {
+        !self.waiting.is_empty() || self.phase_waiting.is_some()
+    }
+
+    /// One line for people: what waits, for what.
+    pub fn held_back(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(phase) = &self.phase_waiting {
+            parts.push(phase.clone());
+        }
+        if !self.waiting.is_empty() {
+            parts.push(crate::plan::depends::describe(&self.waiting));
+        }
+        parts.join("; ")
+    }
+
     /// Set a condition; `last_transition_time` changes only when its status flips.
     pub fn set_condition(
         &mut self,

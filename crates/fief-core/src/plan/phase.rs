@@ -373,9 +373,5 @@ fn not_done(
             None => on.push(format!("{} (not found)", o.id)),
         }
     }
-    (!on.is_empty()).then_some(PhaseHold::Waiting {
-        after: p,
-        held,
-        on,
-    })
+    (!on.is_empty()).then_some(PhaseHold::Waiting { after: p, held, on })
 }

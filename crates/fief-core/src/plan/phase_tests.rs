@@ -29,7 +29,10 @@ fn phase_annotations_and_helm_hooks_place_objects() {
         placed(Phase::Pre, -5),
         "a hook of install and upgrade is one object"
     );
-    assert_eq!(c(json!({"helm.sh/hook": "pre-upgrade"})), placed(Phase::Pre, 0));
+    assert_eq!(
+        c(json!({"helm.sh/hook": "pre-upgrade"})),
+        placed(Phase::Pre, 0)
+    );
     assert_eq!(
         c(json!({"helm.sh/hook": " post-install , post-upgrade", "helm.sh/hook-weight": "3"})),
         placed(Phase::Post, 3)
@@ -105,7 +108,9 @@ fn names(p: &Plan<'_>) -> Vec<String> {
 
 fn id(r: &TenantRender, name: &str) -> ObjectId {
     let found = r.objects.iter().find(|o| o.id.name == name);
-    found.map(|o| o.id.clone()).unwrap_or_else(|| panic!("{name}"))
+    found
+        .map(|o| o.id.clone())
+        .unwrap_or_else(|| panic!("{name}"))
 }
 
 #[test]
@@ -116,7 +121,13 @@ fn the_first_sync_applies_only_the_pre_phase_and_reads_nothing() {
     gate(&mut p, &r, &HashMap::new());
     assert_eq!(names(&p), ["migrate"]);
     let hold = p.phase_hold.expect("held");
-    assert!(matches!(&hold, PhaseHold::Waiting { held: Phase::Main, .. }));
+    assert!(matches!(
+        &hold,
+        PhaseHold::Waiting {
+            held: Phase::Main,
+            ..
+        }
+    ));
     assert!(
         hold.to_string().contains(
             "the main phase waits for Job.batch/t-prod/migrate (applied in this sync, not yet healthy)"
@@ -139,14 +150,21 @@ fn main_waits_while_the_pre_job_runs_then_goes_and_post_waits_for_main() {
     let running = HashMap::from([(id(&r, "migrate"), Health::InProgress("running".into()))]);
     gate(&mut p, &r, &running);
     assert!(names(&p).is_empty());
-    assert!(p.phase_hold.unwrap().to_string().contains("migrate (running)"));
+    assert!(
+        p.phase_hold
+            .unwrap()
+            .to_string()
+            .contains("migrate (running)")
+    );
 
     let mut p = plan(&r, Some(&inv), &live, &PruneGuard::default(), false);
     let done = HashMap::from([(id(&r, "migrate"), Health::Current)]);
     gate(&mut p, &r, &done);
     assert_eq!(names(&p), ["site"], "main goes; post waits for it");
     let hold = p.phase_hold.unwrap();
-    assert!(matches!(hold, PhaseHold::Waiting { held: Phase::Post, after, .. } if after == Placement::MAIN));
+    assert!(
+        matches!(hold, PhaseHold::Waiting { held: Phase::Post, after, .. } if after == Placement::MAIN)
+    );
 }
 
 #[test]
@@ -166,7 +184,9 @@ fn a_failed_pre_job_holds_main_post_and_the_prune() {
     gate(&mut p, &r, &failed);
     assert!(names(&p).is_empty() && p.prune.is_empty());
     let hold = p.phase_hold.unwrap();
-    assert!(matches!(&hold, PhaseHold::Failed { object, .. } if object == "Job.batch/t-prod/migrate"));
+    assert!(
+        matches!(&hold, PhaseHold::Failed { object, .. } if object == "Job.batch/t-prod/migrate")
+    );
     assert!(hold.to_string().contains("BackoffLimitExceeded"), "{hold}");
 }
 
@@ -225,5 +245,8 @@ fn only_a_changed_pre_or_post_job_is_recreated() {
     assert!(!recreates(by("migrate"), Some("")), "never applied");
     let same = by("migrate").hash.clone();
     assert!(!recreates(by("migrate"), Some(&same)), "unchanged: applied");
-    assert!(!recreates(by("site"), Some("old")), "main objects are applied");
+    assert!(
+        !recreates(by("site"), Some("old")),
+        "main objects are applied"
+    );
 }

@@ -122,6 +122,9 @@ pub struct TenantReport {
     /// Components not applied this sync because what they depend on is not applied and
     /// healthy yet: component → what it waits for.
     pub waiting: std::collections::BTreeMap<String, Vec<String>>,
+    /// The placements not applied this sync because an ordered phase before them is not done
+    /// yet, or failed ([`crate::plan::phase::PhaseHold`]).
+    pub phase_hold: Option<crate::plan::phase::PhaseHold>,
 }
 
 impl TenantReport {
@@ -137,6 +140,7 @@ impl TenantReport {
             suspended: None,
             moved_to: None,
             waiting: Default::default(),
+            phase_hold: None,
         }
     }
 
@@ -152,6 +156,17 @@ impl TenantReport {
                 | Outcome::Suspended
         );
         ok && self.errors.is_empty()
+    }
+
+    /// Whether something of the tenant waits to be applied once what it waits for is
+    /// healthy: components held for their dependencies, or a phase held for an earlier one
+    /// (not one held by a failure).
+    pub fn holds_back(&self) -> bool {
+        let phase = matches!(
+            self.phase_hold,
+            Some(crate::plan::phase::PhaseHold::Waiting { .. })
+        );
+        phase || !self.waiting.is_empty()
     }
 
     /// Whether a prune git asks for was held ([`PruneHeld::blocks`]).
@@ -179,6 +194,8 @@ struct Wire<'a> {
     moved_to: Option<&'a str>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     waiting: &'a std::collections::BTreeMap<String, Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phase_hold: Option<String>,
 }
 
 impl Serialize for TenantReport {
@@ -194,6 +211,7 @@ impl Serialize for TenantReport {
             suspended: self.suspended.as_deref(),
             moved_to: self.moved_to.as_deref(),
             waiting: &self.waiting,
+            phase_hold: self.phase_hold.as_ref().map(ToString::to_string),
         }
         .serialize(serializer)
     }
