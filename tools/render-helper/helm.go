@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mitchellh/copystructure"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -31,15 +30,46 @@ const maxCached = 256
 type store struct {
 	mu     sync.Mutex
 	charts map[string]*chart.Chart
-	kusts  map[string]map[string]string
+	// files of charts not loaded yet: kept as their request is read, loaded by the first
+	// render that needs them.
+	pending map[string]map[string]string
+	kusts   map[string]map[string]string
 }
 
 func newStore() *store {
-	return &store{charts: map[string]*chart.Chart{}, kusts: map[string]map[string]string{}}
+	return &store{
+		charts:  map[string]*chart.Chart{},
+		pending: map[string]map[string]string{},
+		kusts:   map[string]map[string]string{},
+	}
 }
 
 func kubeVersion() string {
 	return chartutil.DefaultCapabilities.KubeVersion.Version
+}
+
+// keep holds a request's files by its key before the request is rendered, so the requests
+// read after it may name the key alone while it is still rendering.
+func (s *store) keep(req *request) {
+	if req.Files == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch req.Kind {
+	case "helm":
+		if _, ok := s.charts[req.Key]; !ok {
+			if len(s.pending) >= maxCached {
+				s.pending = map[string]map[string]string{}
+			}
+			s.pending[req.Key] = req.Files
+		}
+	case "kustomize":
+		if len(s.kusts) >= maxCached {
+			s.kusts = map[string]map[string]string{}
+		}
+		s.kusts[req.Key] = req.Files
+	}
 }
 
 // chartFor loads the request's chart once per key; nil with missing=true when neither the
@@ -50,27 +80,41 @@ func (s *store) chartFor(req *request) (*chart.Chart, bool, error) {
 	if c, ok := s.charts[req.Key]; ok {
 		return c, false, nil
 	}
-	if req.Files == nil {
+	files := req.Files
+	if held, ok := s.pending[req.Key]; ok {
+		files = held
+	}
+	if files == nil {
 		return nil, true, nil
 	}
-	names := make([]string, 0, len(req.Files))
-	for name := range req.Files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	files := make([]*loader.BufferedFile, 0, len(names))
-	for _, name := range names {
-		files = append(files, &loader.BufferedFile{Name: name, Data: []byte(req.Files[name])})
-	}
-	c, err := loader.LoadFiles(files)
+	c, err := loadChart(files)
 	if err != nil {
-		return nil, false, fmt.Errorf("loading the chart: %w", err)
+		return nil, false, err
 	}
+	delete(s.pending, req.Key)
 	if len(s.charts) >= maxCached {
 		s.charts = map[string]*chart.Chart{}
 	}
 	s.charts[req.Key] = c
 	return c, false, nil
+}
+
+// loadChart is Helm's loader over the files, in name order.
+func loadChart(byName map[string]string) (*chart.Chart, error) {
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	files := make([]*loader.BufferedFile, 0, len(names))
+	for _, name := range names {
+		files = append(files, &loader.BufferedFile{Name: name, Data: []byte(byName[name])})
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	return c, nil
 }
 
 // renderHelm renders one value set of a chart.
@@ -84,10 +128,7 @@ func (s *store) renderHelm(req *request) answer {
 	}
 	// Rendering changes the chart (disabled subcharts are dropped, imported values merged):
 	// each render works on its own copy of the loaded one.
-	c, err := cloneChart(loaded)
-	if err != nil {
-		return answer{Error: err.Error()}
-	}
+	c := cloneChart(loaded)
 	vals := map[string]interface{}{}
 	if len(req.Values) > 0 && string(req.Values) != "null" {
 		if err := json.Unmarshal(req.Values, &vals); err != nil {
@@ -193,9 +234,10 @@ func isTestHook(h *release.Hook) bool {
 	return false
 }
 
-// cloneChart copies what rendering changes (metadata, dependencies, values), sharing the
-// templates and files, which it only reads.
-func cloneChart(c *chart.Chart) (*chart.Chart, error) {
+// cloneChart copies what rendering changes (metadata, dependencies), sharing the templates,
+// files and values, which it only reads: Helm copies a chart's values before merging into
+// them and replaces, never edits, the map when it imports a subchart's values.
+func cloneChart(c *chart.Chart) *chart.Chart {
 	cp := *c
 	if c.Metadata != nil {
 		meta := *c.Metadata
@@ -206,23 +248,12 @@ func cloneChart(c *chart.Chart) (*chart.Chart, error) {
 		}
 		cp.Metadata = &meta
 	}
-	vals, err := copystructure.Copy(c.Values)
-	if err != nil {
-		return nil, fmt.Errorf("copying the chart's values: %w", err)
-	}
-	if m, ok := vals.(map[string]interface{}); ok {
-		cp.Values = m
-	}
 	subs := make([]*chart.Chart, 0, len(c.Dependencies()))
 	for _, d := range c.Dependencies() {
-		sub, err := cloneChart(d)
-		if err != nil {
-			return nil, err
-		}
-		subs = append(subs, sub)
+		subs = append(subs, cloneChart(d))
 	}
 	cp.SetDependencies(subs...)
-	return &cp, nil
+	return &cp
 }
 
 // joinRoot is a file's path under a folder of the in-memory tree.

@@ -3,9 +3,10 @@
 // `kustomize build` give.
 //
 // In: one JSON request per line on stdin (see request below). Out: one JSON answer per line
-// on stdout, in request order. The helper reads no file and opens no connection: every file
-// it renders arrives in a request, kept in memory by the key fief gives it (a content hash),
-// so a chart is loaded once and rendered with many value sets.
+// on stdout, with the request's id, in the order the renders finish (several render at once,
+// one per core). The helper reads no file and opens no connection: every file it renders
+// arrives in a request, kept in memory by the key fief gives it (a content hash), so a chart
+// is loaded once and rendered with many value sets.
 package main
 
 import (
@@ -14,6 +15,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
 )
 
 // request is one render: `kind` is "helm" or "kustomize".
@@ -73,38 +77,85 @@ func main() {
 	// No program is run and no remote base is fetched: with an empty PATH nothing can be
 	// executed even if a code path tried (kustomize's git cloner runs `git`).
 	_ = os.Setenv("PATH", "")
+	// A render leaves mostly short-lived garbage over a small live set (the loaded charts):
+	// a heap of five times the live set, not two, runs the collector far less often.
+	debug.SetGCPercent(400)
 	if err := serve(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fief-render-helper:", err)
 		os.Exit(1)
 	}
 }
 
-// serve answers requests until stdin closes.
+// serve answers requests until stdin closes. Requests are read in order, their files kept
+// by key before the next line is read (so a later request may name the key alone), and
+// rendered by one worker per core: answers go out as each render finishes, not in request
+// order, and fief matches them by id. One process keeps every core busy on one copy of the
+// loaded charts.
 func serve(in io.Reader, out io.Writer) error {
 	scanner := bufio.NewScanner(in)
 	scanner.Buffer(make([]byte, 1<<20), maxLine)
-	writer := bufio.NewWriter(out)
-	encoder := json.NewEncoder(writer)
-	encoder.SetEscapeHTML(false)
+	answers := &answerWriter{writer: bufio.NewWriter(out)}
+	answers.encoder = json.NewEncoder(answers.writer)
+	answers.encoder.SetEscapeHTML(false)
 	state := newStore()
-	for scanner.Scan() {
-		var req request
-		var ans answer
-		if err := json.Unmarshal(scanner.Bytes(), &req); err != nil {
-			ans.Error = "the request is not JSON: " + err.Error()
-		} else {
-			ans = state.handle(&req)
-			ans.ID = req.ID
+	jobs := make(chan *request)
+	var workers sync.WaitGroup
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for req := range jobs {
+				ans := state.handle(req)
+				ans.ID = req.ID
+				answers.write(&ans)
+			}
+		}()
+	}
+	for scanner.Scan() && answers.failed() == nil {
+		req := &request{}
+		if err := json.Unmarshal(scanner.Bytes(), req); err != nil {
+			answers.write(&answer{Error: "the request is not JSON: " + err.Error()})
+			continue
 		}
-		if err := encoder.Encode(&ans); err != nil {
-			return err
-		}
-		if err := writer.Flush(); err != nil {
-			return err
-		}
+		state.keep(req)
+		jobs <- req
+	}
+	close(jobs)
+	workers.Wait()
+	if err := answers.failed(); err != nil {
+		return err
 	}
 	return scanner.Err()
 }
+
+// answerWriter writes whole answer lines from concurrent workers; the first write error
+// stops the helper.
+type answerWriter struct {
+	mu      sync.Mutex
+	writer  *bufio.Writer
+	encoder *json.Encoder
+	err     error
+}
+
+func (w *answerWriter) write(ans *answer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if w.err = w.encoder.Encode(ans); w.err == nil {
+		w.err = w.writer.Flush()
+	}
+}
+
+func (w *answerWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// kustomizeBuilds serialises kustomize builds (see handle).
+var kustomizeBuilds sync.Mutex
 
 // handle dispatches one request by kind.
 func (s *store) handle(req *request) answer {
@@ -112,6 +163,10 @@ func (s *store) handle(req *request) answer {
 	case "helm":
 		return s.renderHelm(req)
 	case "kustomize":
+		// kustomize's builds share package state (its OpenAPI schema) that is not safe to
+		// change from two goroutines: one build at a time.
+		kustomizeBuilds.Lock()
+		defer kustomizeBuilds.Unlock()
 		return s.renderKustomize(req)
 	default:
 		return answer{Error: fmt.Sprintf("unknown kind %q (helm or kustomize)", req.Kind)}
