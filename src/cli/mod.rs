@@ -9,6 +9,7 @@ mod agent_ns;
 mod apply;
 mod args;
 mod bump;
+mod chart;
 pub mod colour;
 mod compare;
 mod completion;
@@ -147,6 +148,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Bump(args) => bump::bump_cmd(&args),
         Command::Spares(args) => spares::spares_cmd(&args),
         Command::Allocate(args) => spares::allocate_cmd(&args),
+        Command::Chart(args) => chart::chart_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
         Command::Version(args) => version::version_cmd(&args),
@@ -212,7 +214,14 @@ pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Resu
 
 /// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git
 /// history (a ref that cannot be read fails only the tenants that pin it).
-pub fn load_with_pins(checkout: &Path, snapshot: Snapshot) -> Repo {
+pub fn load_with_pins(checkout: &Path, mut snapshot: Snapshot) -> Repo {
+    // The charts fief.lock names, from the chart cache (fetched once when missing).
+    crate::source::charts::shared().resolve(&mut snapshot);
+    load_with_pins_unresolved(checkout, snapshot)
+}
+
+/// [`load_with_pins`] without the charts of fief.lock (`fief chart update`, which writes it).
+pub fn load_with_pins_unresolved(checkout: &Path, snapshot: Snapshot) -> Repo {
     let repo = Repo::load(Arc::new(snapshot));
     let wanted = crate::core::pins::pins(&repo);
     if wanted.is_empty() {

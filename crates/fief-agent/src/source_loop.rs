@@ -291,9 +291,11 @@ pub fn read_commit(
     age_keys: Option<&Arc<fief_core::secrets::Keys>>,
 ) -> Result<(Revision, LoadStats, HashStats), String> {
     let mut cached = std::mem::take(cache);
-    let snapshot = git
+    let mut snapshot = git
         .snapshot_cached(commit, Some(&mut cached.blobs))
         .map_err(|e| e.to_string())?;
+    // The charts fief.lock names, from the chart cache (fetched once per digest).
+    fief_source::charts::shared().resolve(&mut snapshot);
     let snapshot = Arc::new(snapshot);
     let (mut repo, index, loaded, hashed) = match cached.last.take() {
         Some((prev, index)) => {

@@ -19,14 +19,25 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Most files fief reads from one tenants repo.
 pub const MAX_FILES: usize = 200_000;
 /// The top-level entries of a tenants repo that fief reads.
-pub const TOP_LEVEL: [&str; 6] = [
+pub const TOP_LEVEL: [&str; 7] = [
     "fief.yaml",
+    "fief.lock",
     "tenants",
     "components",
     "environments",
     "baseline",
     "secrets",
 ];
+
+/// Where the source layer puts the chart archives `fief.lock` names: `.charts/sha256/<hex>`,
+/// each a [`Problem::Binary`] entry holding the archive (or a problem saying why it could not
+/// be fetched). No repo file can be there: sources read only [`TOP_LEVEL`].
+pub const CHART_ARCHIVES: &str = ".charts";
+
+/// The snapshot path of the chart archive with digest `sha256:<hex>`.
+pub fn chart_archive_path(digest: &str) -> String {
+    format!("{CHART_ARCHIVES}/{}", digest.replacen(':', "/", 1))
+}
 
 /// A file's content, or why it cannot be used.
 pub type Entry = Result<Arc<str>, Problem>;

@@ -127,10 +127,12 @@ fn read_file(path: &Path) -> Entry {
     let bytes = std::fs::read(path).map_err(|e| Problem::Unreadable {
         reason: e.to_string(),
     })?;
+    // A binary file keeps its bytes: a chart's packed subcharts (`charts/*.tgz`) are read
+    // from them; anything else that reads it gets "not UTF-8 text".
     String::from_utf8(bytes)
         .map(Arc::from)
-        .map_err(|_| Problem::Unreadable {
-            reason: "file is not UTF-8 text".to_string(),
+        .map_err(|e| Problem::Binary {
+            bytes: e.into_bytes().into(),
         })
 }
 

@@ -1,7 +1,9 @@
 //! Where a repo comes from: a checkout on disk ([`fs`]) or git objects ([`git`]). The only
 //! code that reads a tenants repo; both produce a [`fief_core::snapshot::Snapshot`]. Beside
-//! them, [`render_helper`] runs the program that renders the repo's charts and kustomizations.
+//! them, [`render_helper`] runs the program that renders the repo's charts and kustomizations,
+//! and [`charts`] fetches the charts components take from repositories into a cache.
 
+pub mod charts;
 pub mod fs;
 pub mod git;
 pub mod render_helper;

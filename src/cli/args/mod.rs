@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod agent;
+mod chart;
 mod install;
 mod retire;
 mod spares;
 
 pub use agent::{AgentArgs, LogFormat, SyncDurations};
+pub use chart::{ChartArgs, ChartCommand, ChartUpdateArgs};
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
 pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};
@@ -76,6 +78,9 @@ pub enum Command {
     /// Turn one Ready spare tenant into a customer's tenant (owner, labels, values) and refill
     /// the pool, in one commit: the agent's next sync is a small change, not a cold start.
     Allocate(AllocateArgs),
+    /// Charts components take from Helm repositories and OCI registries: `fief chart update`
+    /// fetches them and writes fief.lock with their digests.
+    Chart(ChartArgs),
     /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.

@@ -148,7 +148,9 @@ fn read_at(
         options.auth.clone(),
     )
     .map_err(|e| e.to_string())?;
-    let snapshot = git.snapshot(commit).map_err(|e| e.to_string())?;
+    let mut snapshot = git.snapshot(commit).map_err(|e| e.to_string())?;
+    // The commit's locked charts, from the chart cache (they were fetched when it was head).
+    fief_source::charts::shared().resolve(&mut snapshot);
     let mut repo = fief_core::model::Repo::load(Arc::new(snapshot));
     if let Some(keys) = keys {
         repo.secrets

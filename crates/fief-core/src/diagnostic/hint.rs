@@ -10,6 +10,9 @@ impl Problem {
     pub fn hint(&self) -> &'static str {
         match self {
             Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
+            Problem::Binary { .. } => {
+                "make the file UTF-8 text: only a chart's packed subcharts (`charts/*.tgz`) may be binary"
+            }
             Problem::EscapesRepo { .. } => {
                 "use a path inside the repo, without `..`, an absolute path or a symlink out"
             }

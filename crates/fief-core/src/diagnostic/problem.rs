@@ -17,6 +17,13 @@ pub enum Problem {
         /// Why the file could not be read.
         reason: String,
     },
+    /// A file that is not UTF-8 text, with its bytes: only a chart's packed subcharts
+    /// (`charts/*.tgz`) and fetched chart archives are read from them.
+    #[error("cannot read file: it is not UTF-8 text")]
+    Binary {
+        /// The file's content.
+        bytes: std::sync::Arc<[u8]>,
+    },
     /// A symlink or include path that leaves the repo.
     #[error("path `{path}` leaves the repo")]
     EscapesRepo {

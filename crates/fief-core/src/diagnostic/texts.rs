@@ -25,6 +25,7 @@ impl Problem {
             | Problem::UnknownKind { .. }
             | Problem::NotAnObject { .. } => object_texts(self),
             Problem::Unreadable { .. }
+            | Problem::Binary { .. }
             | Problem::EscapesRepo { .. }
             | Problem::Yaml { .. }
             | Problem::UnknownField { .. }

@@ -4,7 +4,8 @@
 //! In: a parsed [`Repo`]. Out: per tenant a hash over fief.yaml, the tenant file, the
 //! environment files it uses, every file of the components it enables (and their
 //! dependencies), every file those templates include, import or extend by a literal name
-//! (followed transitively, wherever it lives in the repo), the baseline, and the encrypted
+//! (followed transitively, wherever it lives in the repo), the baseline, `fief.lock` and the
+//! chart archives it names, and the encrypted
 //! secret files it reads (shared and its own, as committed: no decryption). A change to a
 //! shared component changes exactly the hashes of the tenants that use it; a rotated
 //! per-tenant secret changes only that tenant's. [`InputIndex`] remembers what each hash read,
@@ -16,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::model::{BUILTIN_BASELINE, Repo, pinned_key};
-use crate::snapshot::{Entry, Snapshot};
+use crate::model::{BUILTIN_BASELINE, LOCK_FILE, Repo, pinned_key};
+use crate::snapshot::{CHART_ARCHIVES, Entry, Snapshot};
 
 mod refs;
 
@@ -27,6 +28,8 @@ fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     match entry {
         None => h.update(b"<absent>"),
         Some(Ok(text)) => h.update(text.as_bytes()),
+        // A binary file (a packed subchart) is read by its bytes.
+        Some(Err(crate::diagnostic::Problem::Binary { bytes })) => h.update(bytes),
         Some(Err(problem)) => h.update(problem.to_string().as_bytes()),
     }
     h.update([0]);
@@ -129,6 +132,12 @@ fn shared_hash(snapshot: &Snapshot) -> String {
     shared.update(RENDERER.as_bytes());
     shared.update([0]);
     hash_entry(&mut shared, "fief.yaml", snapshot.get("fief.yaml"));
+    // The lock and the archives it names (or why one could not be fetched): a chart's
+    // content, read by the tenants whose components take it from a repository.
+    hash_entry(&mut shared, LOCK_FILE, snapshot.get(LOCK_FILE));
+    for (path, entry) in snapshot.under(CHART_ARCHIVES) {
+        hash_entry(&mut shared, path, Some(entry));
+    }
     if snapshot.has_dir("baseline") {
         shared.update(dir_hash(snapshot, "baseline").as_bytes());
         let reach = refs::reach(snapshot, "baseline");
@@ -246,7 +255,10 @@ impl InputIndex {
         let mut stats = HashStats::default();
         let shared = match prev {
             Some((p, changed))
-                if !changed.contains("fief.yaml") && !touched("baseline/", changed) =>
+                if !changed.contains("fief.yaml")
+                    && !changed.contains(LOCK_FILE)
+                    && !touched("baseline/", changed)
+                    && !touched(&format!("{CHART_ARCHIVES}/"), changed) =>
             {
                 p.shared.clone()
             }

@@ -18,10 +18,14 @@ pub struct ComponentMeta {
     /// `helm` (the chart in `chart`) or `kustomize` (the kustomization in `path`).
     #[serde(default, skip_serializing_if = "RenderKind::is_templates")]
     pub kind: RenderKind,
-    /// `kind: helm`: the chart's folder inside the component (e.g. `chart`), holding
-    /// `Chart.yaml`, its `values.yaml`, `templates/` and its subcharts in `charts/`.
+    /// `kind: helm`: the chart. Either its folder inside the component (e.g. `chart`),
+    /// holding `Chart.yaml`, its `values.yaml`, `templates/` and its subcharts in `charts/`
+    /// (folders or packed `.tgz`); or a chart in a repository, `{repository, name, version}`:
+    /// `repository` is `https://…` (a Helm repository's `index.yaml`) or `oci://host/path`
+    /// (an OCI registry), `version` is exact (no ranges). A chart from a repository needs its
+    /// entry in `fief.lock` (the digest of its archive), written by `fief chart update`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chart: Option<String>,
+    pub chart: Option<super::ChartSource>,
     /// `kind: kustomize`: the folder inside the component holding the `kustomization.yaml`
     /// to build (e.g. `overlays/prod`); its bases must be inside the component.
     #[serde(default, skip_serializing_if = "Option::is_none")]

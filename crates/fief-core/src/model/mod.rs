@@ -4,6 +4,7 @@
 //! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
 //! errors everywhere.
 
+mod chart;
 mod component;
 mod config;
 mod json_schema;
@@ -18,6 +19,10 @@ mod tenant;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use chart::{
+    ChartLock, ChartRef, ChartSource, LOCK_COMMAND, LOCK_FILE, Locked, LockedChart,
+    is_exact_version,
+};
 pub use component::{Component, ComponentMeta, Environment, Health, RenderKind, parse_duration};
 pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
@@ -28,6 +33,7 @@ pub use kustomize::{
     ImageFromValues, ImageSetting, KustomizeFromValues, KustomizeSettings, ReplicaSetting,
     ReplicasFromValues, is_var_name, lookup as lookup_value,
 };
+pub use load::archive::{digest_of, unpack_chart};
 pub use load::{LoadStats, is_dns_label, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretRef, UrlError, UrlSource, resolve_url,

@@ -278,10 +278,11 @@ impl TreeReader<'_> {
             .repo
             .find_blob(oid)
             .map_err(|e| self.read_error(rel, e))?;
+        // A binary file keeps its bytes, as the filesystem source does (packed subcharts).
         Ok(std::str::from_utf8(blob.content())
             .map(Arc::from)
-            .map_err(|_| Problem::Unreadable {
-                reason: "file is not UTF-8 text".to_string(),
+            .map_err(|_| Problem::Binary {
+                bytes: blob.content().into(),
             }))
     }
 

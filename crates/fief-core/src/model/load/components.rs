@@ -25,19 +25,29 @@ pub(super) fn load_components(
         .filter_map(|(p, _)| p.split('/').nth(1).map(str::to_string))
         .collect();
     names.dedup();
+    // A component whose chart comes from a repository reads fief.lock and the archives: a
+    // change there loads every component again.
+    let charts_changed = reuse.is_some_and(|(_, changed)| {
+        changed.contains(crate::model::LOCK_FILE)
+            || changed
+                .iter()
+                .any(|p| p.starts_with(crate::snapshot::CHART_ARCHIVES))
+    });
     for name in names {
-        let kept = reuse.and_then(|(prev, changed)| {
-            let prefix = format!("components/{name}/");
-            let touched = changed
-                .range(prefix.clone()..)
-                .next()
-                .is_some_and(|p| p.starts_with(&prefix));
-            if touched {
-                None
-            } else {
-                prev.components.get(&name).cloned()
-            }
-        });
+        let kept = reuse
+            .filter(|_| !charts_changed)
+            .and_then(|(prev, changed)| {
+                let prefix = format!("components/{name}/");
+                let touched = changed
+                    .range(prefix.clone()..)
+                    .next()
+                    .is_some_and(|p| p.starts_with(&prefix));
+                if touched {
+                    None
+                } else {
+                    prev.components.get(&name).cloned()
+                }
+            });
         let component = kept.unwrap_or_else(|| {
             stats.components_parsed += 1;
             load_component(snapshot, &name)

@@ -15,10 +15,12 @@ use crate::diagnostic::{Diagnostic, Problem};
 use crate::snapshot::Snapshot;
 use crate::yaml;
 
+pub mod archive;
 mod components;
 mod config;
 mod kustomize;
 mod package;
+mod remote;
 mod tenants;
 
 use components::load_components;

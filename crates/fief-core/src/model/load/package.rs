@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{line_of_key, parse_file, read};
+use super::{archive, line_of_key, parse_file, read};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{ComponentMeta, RenderKind};
+use crate::model::{ChartSource, ComponentMeta, RenderKind};
 use crate::render::package::Package;
 use crate::snapshot::{Snapshot, safe_relative};
 
@@ -28,6 +28,9 @@ pub(super) fn load_package(
     meta: &ComponentMeta,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Package> {
+    if let (RenderKind::Helm, Some(ChartSource::Repository(chart))) = (meta.kind, &meta.chart) {
+        return super::remote::load_remote(snapshot, dir, meta, chart, errors);
+    }
     let file = format!("{dir}/component.yaml");
     let mut refuse = |field: &str, detail: String| {
         let line = read(snapshot, &file)
@@ -77,7 +80,7 @@ pub(super) fn load_package(
             ),
         );
     }
-    let files = package_files(snapshot, &root_dir, errors)?;
+    let files = package_files(snapshot, meta.kind, &root_dir, errors)?;
     let defaults = match meta.kind {
         RenderKind::Helm => chart_values(snapshot, &root_dir, errors),
         _ => Value::Null,
@@ -98,8 +101,11 @@ fn checked_folder(meta: &ComponentMeta, refuse: &mut impl FnMut(&str, String)) -
     let kind = meta.kind.as_str();
     match meta.kind {
         RenderKind::Templates => {
-            for (field, set) in [("chart", &meta.chart), ("path", &meta.path)] {
-                if set.is_some() {
+            for (field, set) in [
+                ("chart", meta.chart.is_some()),
+                ("path", meta.path.is_some()),
+            ] {
+                if set {
                     refuse(field, format!("`{field}` needs `kind: {}`", wants(field)));
                 }
             }
@@ -120,7 +126,10 @@ fn checked_folder(meta: &ComponentMeta, refuse: &mut impl FnMut(&str, String)) -
         _ => {}
     }
     let (field, folder) = match meta.kind {
-        RenderKind::Helm => ("chart", meta.chart.as_deref()),
+        RenderKind::Helm => match &meta.chart {
+            Some(ChartSource::Folder(f)) => ("chart", Some(f.as_str())),
+            _ => ("chart", None),
+        },
         _ => ("path", meta.path.as_deref()),
     };
     let Some(folder) = folder else {
@@ -164,25 +173,42 @@ fn what(kind: RenderKind) -> &'static str {
     }
 }
 
-/// Every file under `root`, relative to it; a file the snapshot could not read (binary, too
-/// large, a symlink leaving the repo) is an error.
+/// Every file under `root`, relative to it, a packed subchart (`charts/<x>.tgz`) of a chart
+/// unpacked as the folder `charts/<x>/`; a file the snapshot could not read (binary, too
+/// large, a symlink leaving the repo) or an archive that does not unpack is an error.
 fn package_files(
     snapshot: &Snapshot,
+    kind: RenderKind,
     root: &str,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<BTreeMap<String, Arc<str>>> {
     let mut files = BTreeMap::new();
+    let mut packed = Vec::new();
     let mut ok = true;
     for (path, entry) in snapshot.under(root) {
+        let rel = &path[root.len() + 1..];
         match entry {
             Ok(text) => {
-                let rel = path[root.len() + 1..].to_string();
-                files.insert(rel, text.clone());
+                files.insert(rel.to_string(), text.clone());
+            }
+            Err(Problem::Binary { bytes })
+                if kind == RenderKind::Helm && archive::is_packed_subchart(rel) =>
+            {
+                packed.push((path, rel, bytes));
             }
             Err(problem) => {
                 errors.push(Diagnostic::new(path.clone(), None, problem.clone()));
                 ok = false;
             }
+        }
+    }
+    for (path, rel, bytes) in packed {
+        if let Err(reason) = archive::add_subchart(&mut files, rel, bytes) {
+            let problem = Problem::Unreadable {
+                reason: format!("a packed subchart that does not unpack: {reason}"),
+            };
+            errors.push(Diagnostic::new(path.clone(), None, problem));
+            ok = false;
         }
     }
     ok.then_some(files)
@@ -213,7 +239,7 @@ fn chart_values(snapshot: &Snapshot, chart: &str, errors: &mut Vec<Diagnostic>) 
 }
 
 /// A hash of the kind, the root and every file: the renderer's key for what it loaded.
-fn key_of(kind: RenderKind, root: &str, files: &BTreeMap<String, Arc<str>>) -> String {
+pub(super) fn key_of(kind: RenderKind, root: &str, files: &BTreeMap<String, Arc<str>>) -> String {
     let mut hash = Sha256::new();
     hash.update(kind.as_str());
     hash.update([0]);
