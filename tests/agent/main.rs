@@ -1,7 +1,7 @@
 //! The agent against a real control plane (one per process, shared by every module; each test
 //! runs its agents in their own namespaces): sync and drift, faults, health, leader election,
 //! shards across replicas, pins, start-up, rollouts, spares, notifications, the web view,
-//! metrics and alerts, the day-2 commands and `fief status`.
+//! metrics and alerts, helm and kustomize components, the day-2 commands and `fief status`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,6 +13,7 @@ mod health;
 mod leader;
 mod monitoring;
 mod notifications;
+mod packages;
 mod pins;
 mod prune_hold;
 mod rollout;
