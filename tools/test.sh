@@ -24,6 +24,10 @@ export FIEF_HELM_BIN
 # cached the same way.
 FIEF_RENDER_HELPER="$(tools/build-render-helper.sh)"
 export FIEF_RENDER_HELPER
+# The pinned kustomize CLI (the release whose api is the helper's) for the kustomize components'
+# parity tests (tests/offline/packages_kustomize.rs), cached the same way.
+FIEF_KUSTOMIZE_BIN="$(tools/build-kustomize.sh)"
+export FIEF_KUSTOMIZE_BIN
 # The pinned promtool for the alert rules' and dashboard's checks (tests/agent/monitoring.rs), cached
 # the same way.
 FIEF_PROMTOOL_BIN="$(tools/build-promtool.sh)"

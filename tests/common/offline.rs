@@ -90,13 +90,21 @@ pub fn render_helper() -> PathBuf {
 /// The metrics-server chart's folder in the Go module cache (downloaded, checksum-verified,
 /// on first use as the tools download their modules).
 pub fn metrics_server_chart() -> PathBuf {
+    module_folder(METRICS_SERVER, "charts/metrics-server")
+}
+
+/// A folder (`charts/<name>`) of a Go module's zip (`module@version`), in the Go module cache:
+/// downloaded and checksum-verified on first use, as the tools download their modules.
+pub fn module_folder(module: &str, folder: &str) -> PathBuf {
     let out = Command::new("go")
-        .args(["mod", "download", "-json", METRICS_SERVER])
+        .args(["mod", "download", "-json", module])
         .output()
         .expect("run go mod download");
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{module}: {}", stderr(&out));
     let info =
         serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("go mod download -json");
     let dir = info["Dir"].as_str().expect("the module's folder");
-    Path::new(dir).join("charts/metrics-server")
+    let path = Path::new(dir).join(folder);
+    assert!(path.is_dir(), "{module} has no folder {folder}");
+    path
 }

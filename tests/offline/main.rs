@@ -15,6 +15,8 @@ mod git_source;
 mod init;
 mod layout;
 mod packages;
+mod packages_charts;
+mod packages_kustomize;
 mod reference;
 mod render;
 mod validate;

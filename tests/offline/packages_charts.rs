@@ -1,0 +1,272 @@
+//! Real charts, taken from the Go module zips of their projects, rendered by fief-render-helper
+//! and compared document by document with the pinned `helm template` given the same flags
+//! (`--kube-version`, `--api-versions`, `--include-crds`, `--skip-tests`), each with several
+//! value sets: the descheduler (a CronJob or a Deployment, RBAC on or off), Gatekeeper (a
+//! `crds/` folder and pre/post-install hooks) and Kyverno (local subcharts switched by
+//! conditions, `.Capabilities` gates).
+//!
+//! What is compared: the helper's documents (through `HelperRenderer`, as fief sends them),
+//! each with the chart file it came from, not fief's validated objects: these charts make
+//! cluster-scoped objects (ClusterRoles, webhook configurations, CRDs), which fief refuses from
+//! a component by design. tests/offline/packages.rs compares fief's validated objects for the
+//! metrics-server chart.
+//!
+//! Needs `$FIEF_RENDER_HELPER`, `$FIEF_HELM_BIN` (tools/test.sh sets both) and `go`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use fief_core::model::RenderKind;
+use fief_core::render::package::{Capabilities, Package, PackageRenderer, PackageRequest};
+use fief_source::render_helper::HelperRenderer;
+use serde_json::{Value, json};
+
+use crate::common::offline::{self, module_folder, render_helper, stderr};
+
+const DESCHEDULER: &str = "sigs.k8s.io/descheduler@v0.36.0";
+const GATEKEEPER: &str = "github.com/open-policy-agent/gatekeeper/v3@v3.23.1";
+const KYVERNO: &str = "github.com/kyverno/kyverno@v1.19.1";
+
+/// The `helm template` flags a render is compared under.
+#[derive(Default)]
+struct Flags {
+    kube_version: Option<&'static str>,
+    api_versions: Vec<String>,
+    include_crds: bool,
+}
+
+/// Every UTF-8 file under `root`, relative to it (a chart's images are not sent).
+fn text_files(root: &Path) -> BTreeMap<String, Arc<str>> {
+    let mut out = BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the chart").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                let rel = path.strip_prefix(root).expect("under root");
+                out.insert(rel.to_string_lossy().into_owned(), Arc::from(text));
+            }
+        }
+    }
+    out
+}
+
+/// The YAML documents of `text`, empty ones left out.
+fn yaml_docs(text: &str) -> Vec<Value> {
+    let mut docs = Vec::new();
+    let mut current = String::new();
+    for line in text.lines().chain(std::iter::once("---")) {
+        if line.trim_end() == "---" {
+            let doc: Value = serde_saphyr::from_str(&current).expect("a YAML document");
+            if !doc.is_null() {
+                docs.push(doc);
+            }
+            current.clear();
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    docs
+}
+
+/// What a chart renders to: (source file, object), sorted.
+type Rendered = Vec<(String, Value)>;
+
+fn sorted(mut docs: Rendered) -> Rendered {
+    docs.sort_by_key(|(s, v)| format!("{s} {v}"));
+    docs
+}
+
+/// The helper's documents for one value set.
+fn helper_render(helper: &HelperRenderer, package: &Package, values: &Value, f: &Flags) -> Rendered {
+    let request = PackageRequest {
+        package,
+        values,
+        release: "c",
+        namespace: "acme-dev",
+        capabilities: Capabilities {
+            kube_version: f.kube_version,
+            api_versions: &f.api_versions,
+        },
+        include_crds: f.include_crds,
+        kustomize: None,
+    };
+    let docs = helper
+        .render(&request)
+        .unwrap_or_else(|e| panic!("{}: {values}: {e}", package.dir));
+    sorted(
+        docs.into_iter()
+            .flat_map(|d| yaml_docs(&d.text).into_iter().map(move |v| (d.source.clone(), v)))
+            .collect(),
+    )
+}
+
+/// `helm template c CHART --namespace acme-dev --skip-tests -f values.json` with the flags.
+fn helm_render(chart: &Path, values: &Value, f: &Flags) -> Rendered {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("values.json");
+    std::fs::write(&file, values.to_string()).expect("write values");
+    let mut cmd = Command::new(offline::helm_bin());
+    cmd.args(["template", "c"])
+        .arg(chart)
+        .args(["--namespace", "acme-dev", "--skip-tests", "-f"])
+        .arg(&file);
+    if let Some(v) = f.kube_version {
+        cmd.args(["--kube-version", v]);
+    }
+    for a in &f.api_versions {
+        cmd.args(["--api-versions", a]);
+    }
+    if f.include_crds {
+        cmd.arg("--include-crds");
+    }
+    let out = cmd.output().expect("run helm template");
+    assert!(out.status.success(), "helm template: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut docs = Vec::new();
+    for chunk in text.split("---\n# Source: ").skip(1) {
+        let (source, body) = chunk.split_once('\n').unwrap_or((chunk, ""));
+        docs.extend(yaml_docs(body).into_iter().map(|v| (source.to_string(), v)));
+    }
+    sorted(docs)
+}
+
+/// The chart as fief sends it.
+fn package(chart: &Path) -> Package {
+    Package {
+        kind: RenderKind::Helm,
+        dir: chart.to_string_lossy().into_owned(),
+        root: String::new(),
+        files: Arc::new(text_files(chart)),
+        key: format!("parity:{}", chart.display()),
+        defaults: json!({}),
+    }
+}
+
+/// The helper and `helm template` give the same documents from the same files.
+fn assert_parity(chart: &Path, value_sets: &[(Value, Flags)], at_least: usize) {
+    let helper = HelperRenderer::at(render_helper());
+    let package = package(chart);
+    for (values, flags) in value_sets {
+        let ours = helper_render(&helper, &package, values, flags);
+        let helm = helm_render(chart, values, flags);
+        assert!(ours.len() >= at_least, "{values}: {} documents", ours.len());
+        let sources = |r: &Rendered| r.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
+        assert_eq!(sources(&ours), sources(&helm), "{values}: the documents differ");
+        for ((s, o), (_, h)) in ours.iter().zip(&helm) {
+            assert_eq!(o, h, "{values}: {s} differs");
+        }
+    }
+}
+
+/// A copy of `chart` in `into` (the module cache is read-only).
+fn copy_chart(chart: &Path, into: &Path) -> PathBuf {
+    for (rel, text) in text_files(chart) {
+        offline::write_file(into, &rel, &text);
+    }
+    into.to_path_buf()
+}
+
+#[test]
+fn the_descheduler_chart_renders_as_helm_template_renders_it() {
+    let chart = module_folder(DESCHEDULER, "charts/descheduler");
+    let value_sets = [
+        (json!({}), Flags::default()),
+        (
+            json!({"kind": "Deployment", "replicas": 2, "leaderElection": {"enabled": true},
+                   "service": {"enabled": true}, "serviceMonitor": {"enabled": true}}),
+            Flags::default(),
+        ),
+        (
+            json!({"rbac": {"create": false}, "serviceAccount": {"create": false,
+                   "name": "sched"}, "schedule": "*/5 * * * *", "cmdOptions": {"v": 4}}),
+            Flags {
+                kube_version: Some("1.31.2"),
+                ..Flags::default()
+            },
+        ),
+    ];
+    assert_parity(&chart, &value_sets, 2);
+}
+
+#[test]
+fn the_gatekeeper_chart_renders_its_crds_and_hooks_as_helm_template_renders_them() {
+    let chart = module_folder(GATEKEEPER, "charts/gatekeeper");
+    let crds = Flags {
+        include_crds: true,
+        ..Flags::default()
+    };
+    let value_sets = [
+        (json!({}), crds),
+        (json!({}), Flags::default()),
+        (
+            json!({"replicas": 1, "auditInterval": 120, "postInstall": {"labelNamespace":
+                   {"enabled": false}}, "upgradeCRDs": {"enabled": false}}),
+            Flags {
+                include_crds: true,
+                kube_version: Some("1.27.0"),
+                api_versions: vec!["flowcontrol.apiserver.k8s.io/v1beta3".into()],
+            },
+        ),
+    ];
+    assert_parity(&chart, &value_sets, 10);
+    // The crds/ files come out only when asked, and each is a CRD.
+    let helper = HelperRenderer::at(render_helper());
+    let with = helper_render(&helper, &package(&chart), &json!({}), &value_sets[0].1);
+    let crd_docs: Vec<_> = with.iter().filter(|(s, _)| s.contains("/crds/")).collect();
+    assert!(crd_docs.len() > 5, "{} CRDs", crd_docs.len());
+    assert!(crd_docs.iter().all(|(_, v)| v["kind"] == "CustomResourceDefinition"));
+    let hooks = with
+        .iter()
+        .filter(|(_, v)| v["metadata"]["annotations"]["helm.sh/hook"].is_string())
+        .count();
+    assert!(hooks > 0, "gatekeeper's hooks come out");
+}
+
+/// Kyverno's chart names three subcharts only in a Helm repository besides its two local ones
+/// (`crds`, `grafana`); they are left out of the copy's Chart.yaml, so both renders read the
+/// same files with no network.
+#[test]
+fn the_kyverno_chart_and_its_subcharts_render_as_helm_template_renders_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chart = copy_chart(&module_folder(KYVERNO, "charts/kyverno"), dir.path());
+    let meta_path = chart.join("Chart.yaml");
+    let meta = std::fs::read_to_string(&meta_path).expect("Chart.yaml");
+    let cut = meta.find("  - name: kyverno-api").expect("the remote dependencies");
+    std::fs::write(&meta_path, &meta[..cut]).expect("write Chart.yaml");
+    let _ = std::fs::remove_file(chart.join("Chart.lock"));
+    let value_sets = [
+        (json!({}), Flags::default()),
+        (
+            json!({"crds": {"install": false}, "grafana": {"enabled": true}}),
+            Flags {
+                kube_version: Some("1.29.4"),
+                api_versions: vec!["policy/v1beta1/PodDisruptionBudget".into()],
+                ..Flags::default()
+            },
+        ),
+        (
+            json!({"admissionController": {"replicas": 3, "podDisruptionBudget":
+                   {"enabled": true}}, "backgroundController": {"enabled": false},
+                   "cleanupController": {"enabled": false}}),
+            Flags {
+                api_versions: vec!["monitoring.coreos.com/v1".into()],
+                ..Flags::default()
+            },
+        ),
+    ];
+    assert_parity(&chart, &value_sets, 10);
+    // The subcharts are switched by their conditions.
+    let helper = HelperRenderer::at(render_helper());
+    let render = |v: Value| helper_render(&helper, &package(&chart), &v, &Flags::default());
+    let in_sub = |r: &Rendered, sub: &str| r.iter().any(|(s, _)| s.contains(sub));
+    let on = render(json!({"grafana": {"enabled": true}}));
+    assert!(in_sub(&on, "/charts/grafana/") && in_sub(&on, "/charts/crds/"));
+    let off = render(json!({"crds": {"install": false}}));
+    assert!(!in_sub(&off, "/charts/crds/") && !in_sub(&off, "/charts/grafana/"));
+}
