@@ -28,6 +28,10 @@ export FIEF_RENDER_HELPER
 # parity tests (tests/offline/packages_kustomize.rs), cached the same way.
 FIEF_KUSTOMIZE_BIN="$(tools/build-kustomize.sh)"
 export FIEF_KUSTOMIZE_BIN
+# The pinned OCI distribution registry for the charts-from-registries tests
+# (tests/offline/chart_repos.rs), cached the same way.
+FIEF_REGISTRY_BIN="$(tools/build-registry.sh)"
+export FIEF_REGISTRY_BIN
 # The pinned promtool for the alert rules' and dashboard's checks (tests/agent/monitoring.rs), cached
 # the same way.
 FIEF_PROMTOOL_BIN="$(tools/build-promtool.sh)"

@@ -27,6 +27,7 @@
 pub mod agent;
 pub mod audit;
 pub mod browser;
+pub mod chart_repos;
 pub mod cluster_cli;
 pub mod kubectl;
 pub mod node;

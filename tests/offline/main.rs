@@ -1,6 +1,6 @@
 //! Tests that need no cluster: render and validate (their messages, safety checks, schemas
 //! and values), `fief init` and `fief bump`, pull-request diffs and pins from git, the git
-//! source, `helm` and `kustomize` components against Helm and kustomize, the generated references, the crate layout, the book and the Helm chart.
+//! source, `helm` and `kustomize` components against Helm and kustomize (charts from repositories too), the generated references, the crate layout, the book and the Helm chart.
 //!
 //! One binary, so the fief crates are linked once for all of them.
 
@@ -9,6 +9,7 @@ mod common;
 
 mod bump;
 mod chart;
+mod chart_repos;
 mod diff_from_git;
 mod docs;
 mod git_source;

@@ -67,7 +67,7 @@ fn repo(component: &[(String, String)], values: &Value) -> Repo {
 }
 
 /// The component's objects as fief renders them, without the labels fief adds.
-fn fief_objects(repo: &Repo, renderer: &Renderer) -> Vec<Value> {
+pub(super) fn fief_objects(repo: &Repo, renderer: &Renderer) -> Vec<Value> {
     let out = render_tenant(renderer, repo, "acme");
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     let mut objects: Vec<Value> = out
@@ -101,7 +101,7 @@ fn identity(o: &Value) -> String {
 }
 
 /// `helm template c CHART --namespace acme-dev -f values.json --skip-tests`, as objects.
-fn helm_template(chart: &Path, values: &Value) -> Vec<Value> {
+pub(super) fn helm_template(chart: &Path, values: &Value) -> Vec<Value> {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("values.json");
     std::fs::write(&file, values.to_string()).expect("write values");
@@ -125,7 +125,7 @@ fn helm_template(chart: &Path, values: &Value) -> Vec<Value> {
 
 /// fief's objects equal helm's, where fief defaults the namespace of an object Helm left
 /// without one (a kind fief does not know as cluster-scoped) to the tenant's.
-fn assert_same(fief: &[Value], helm: &[Value], what: &str) {
+pub(super) fn assert_same(fief: &[Value], helm: &[Value], what: &str) {
     let ids = |v: &[Value]| v.iter().map(identity).collect::<Vec<_>>();
     // fief's `app.kubernetes.io/managed-by: fief` replaces a chart's `Helm`: one of the
     // labels fief adds, taken off both sides.

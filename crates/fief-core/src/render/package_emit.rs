@@ -99,9 +99,14 @@ pub(super) fn render_package(
     let mut errors = Vec::new();
     for doc in documents {
         let file = package.repo_path(&doc.source);
+        // A chart from a repository is not in the snapshot: its template is in the package.
+        let in_package = || {
+            let rel = doc.source.split_once('/').map_or("", |(_, rest)| rest);
+            package.files.get(rel).map_or("", |t| t.as_ref())
+        };
         let source = match snapshot.get(&file) {
             Some(Ok(text)) => text.as_ref(),
-            _ => "",
+            _ => in_package(),
         };
         let (objs, errs) = parse_rendered(
             &file,
