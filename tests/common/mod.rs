@@ -29,6 +29,7 @@ pub mod audit;
 pub mod browser;
 pub mod chart_repos;
 pub mod cluster_cli;
+pub mod job;
 pub mod kubectl;
 pub mod node;
 pub mod offline;

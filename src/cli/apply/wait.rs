@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::core::model::Repo;
-use crate::core::plan::phase::Placement;
+use crate::core::plan::phase::{Placement, placement_of};
 use crate::core::render::TenantRender;
 use crate::core::status::Outcome;
 use crate::kube::Resources;
@@ -108,20 +108,35 @@ async fn wait_for_health(
         for held in report.waiting.keys() {
             limits.insert(held.clone(), None);
         }
-        // Objects a phase hold set aside were not applied: nothing of them to wait for.
-        let applied = report.phase_hold.as_ref().map(|hold| TenantRender {
-            objects: r
-                .objects
-                .iter()
-                .filter(|o| !hold.holds(o))
-                .cloned()
-                .collect(),
+        // Objects a phase hold set aside were not applied: nothing of them to wait for. Pre
+        // and post objects are waited for whatever their component's `health.wait`: what
+        // comes after them waits for them.
+        let hold = report.phase_hold.as_ref();
+        let (phased, rest): (Vec<_>, Vec<_>) = r
+            .objects
+            .iter()
+            .filter(|o| hold.is_none_or(|h| !h.holds(o)))
+            .cloned()
+            .partition(|o| placement_of(o) != Placement::MAIN);
+        let phased = TenantRender {
+            objects: phased,
             ..r.clone()
-        });
+        };
+        let rest = TenantRender {
+            objects: rest,
+            ..r.clone()
+        };
+        let forced: BTreeMap<String, Option<std::time::Duration>> = limits
+            .iter()
+            .map(|(c, l)| {
+                let held = report.waiting.contains_key(c);
+                (c.clone(), (!held).then(|| l.unwrap_or(w.default)))
+            })
+            .collect();
         Some(async move {
-            let r = applied.as_ref().unwrap_or(r);
-            let bad = wait_healthy(w.resources, r, &limits).await;
-            (r.tenant.clone(), bad)
+            let mut bad = wait_healthy(w.resources, &phased, &forced).await;
+            bad.extend(wait_healthy(w.resources, &rest, &limits).await);
+            (rest.tenant.clone(), bad)
         })
     });
     futures::future::join_all(waits).await.into_iter().collect()

@@ -1,0 +1,57 @@
+//! Playing the Job controller, which the test control plane does not run: a Job's status
+//! written as complete or failed through its status subresource, with the fields the API
+//! server requires of a finished Job (start and completion times, the success or failure
+//! target condition before the final one).
+
+use super::cluster_cli::{kubectl_ok, now_us};
+
+/// Mark Job `name` in `ns` Complete; returns when (microseconds, as the audit log counts).
+pub fn complete(name: &str, ns: &str) -> i64 {
+    let now = timestamp();
+    let cond = |t: &str| {
+        serde_json::json!({"type": t, "status": "True", "reason": "CompletionsReached",
+            "message": "Reached expected number of succeeded pods",
+            "lastProbeTime": now, "lastTransitionTime": now})
+    };
+    let status = serde_json::json!({
+        "startTime": now, "completionTime": now, "succeeded": 1, "active": 0,
+        "conditions": [cond("SuccessCriteriaMet"), cond("Complete")]});
+    patch(name, ns, &status)
+}
+
+/// Mark Job `name` in `ns` Failed (reason `BackoffLimitExceeded`); returns when.
+pub fn fail(name: &str, ns: &str) -> i64 {
+    let now = timestamp();
+    let cond = |t: &str| {
+        serde_json::json!({"type": t, "status": "True", "reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit",
+            "lastProbeTime": now, "lastTransitionTime": now})
+    };
+    let status = serde_json::json!({
+        "startTime": now, "failed": 1, "active": 0,
+        "conditions": [cond("FailureTarget"), cond("Failed")]});
+    patch(name, ns, &status)
+}
+
+fn patch(name: &str, ns: &str, status: &serde_json::Value) -> i64 {
+    let at = now_us();
+    let patch = serde_json::json!({ "status": status }).to_string();
+    kubectl_ok(&[
+        "patch",
+        "job",
+        name,
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+    at
+}
+
+fn timestamp() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
