@@ -2,17 +2,20 @@
 //! `kustomize` components with Helm's and kustomize's own packages.
 //!
 //! In: [`PackageRequest`]s from the core's render path. Out: the rendered documents, or why
-//! not. The helper is started on the first request (and, as render threads ask at the same
-//! time, one more per core, at most four per process); each answers one JSON line per JSON
-//! line on its stdin; a package's files are sent the first time its key is
-//! seen (again if the helper says it lost them), so the helper loads each chart once. The
+//! not. One helper process serves every render thread (render_helper_pipe.rs): it is started
+//! on the first request, renders one request per core at once and answers each JSON line on
+//! its stdin with one JSON line naming the request's id; it is ended after a while without
+//! requests and started again when needed. A package's files are sent the first time its key
+//! is seen (again if the helper says it lost them), so the helper loads each chart once. The
 //! helper reads no file and opens no connection: what it renders is what this module sends.
 
-use std::collections::HashSet;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+#[path = "render_helper_pipe.rs"]
+mod pipe;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use fief_core::model::RenderKind;
 use fief_core::render::package::{
@@ -25,38 +28,20 @@ pub const HELPER_NAME: &str = "fief-render-helper";
 /// The environment variable naming the helper's path.
 pub const HELPER_ENV: &str = "FIEF_RENDER_HELPER";
 
-/// Most helper processes one fief process runs.
-const MAX_HELPERS: usize = 4;
-
-/// The renderer the CLI and the agent install: starts a helper when first needed, and up to
-/// one per core (at most [`MAX_HELPERS`]) as render threads ask at the same time.
+/// The renderer the CLI and the agent install: one helper process, started when first needed
+/// and again after it stopped or was ended for idleness.
 pub struct HelperRenderer {
-    /// The helpers, each started on first use; a render takes a free one.
-    pool: Vec<Mutex<Option<Running>>>,
+    /// The running helper, if any (the idle watcher holds it weakly, to end it).
+    slot: Arc<Mutex<Option<Arc<pipe::Process>>>>,
     /// The helper to run; `None`: found by [`find_helper`] on first use.
     path: Option<PathBuf>,
+    /// How long the helper may go without a request before it is ended.
+    idle: Duration,
 }
 
 impl Default for HelperRenderer {
     fn default() -> Self {
         HelperRenderer::with_path(None)
-    }
-}
-
-/// A started helper and the keys whose files it holds.
-struct Running {
-    child: Child,
-    stdin: BufWriter<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    sent: HashSet<String>,
-    next_id: u64,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // Closing stdin ends the helper; wait so it leaves no zombie.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -92,7 +77,6 @@ impl Serialize for Files<'_> {
 
 #[derive(Deserialize)]
 struct Answer {
-    id: u64,
     #[serde(default)]
     documents: Vec<Document>,
     #[serde(default)]
@@ -115,27 +99,44 @@ impl HelperRenderer {
     }
 
     fn with_path(path: Option<PathBuf>) -> HelperRenderer {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         HelperRenderer {
-            pool: (0..cores.clamp(1, MAX_HELPERS))
-                .map(|_| Mutex::default())
-                .collect(),
+            slot: Arc::default(),
             path,
+            idle: pipe::IDLE_EXIT,
         }
     }
 
-    /// A free helper slot, else the first one (waited for).
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
-        for slot in &self.pool {
-            if let Ok(guard) = slot.try_lock() {
-                return guard;
-            }
-        }
-        // The pool is never empty (at least one slot); a poisoned lock still holds a helper.
-        self.pool[0].lock().unwrap_or_else(|e| e.into_inner())
+    /// The same renderer, its helper ended after `idle` without a request.
+    pub fn with_idle_exit(mut self, idle: Duration) -> HelperRenderer {
+        self.idle = idle;
+        self
     }
 
-    fn start(&self) -> Result<Running, PackageError> {
+    /// The running helper, started if there is none or it stopped.
+    fn process(&self) -> Result<Arc<pipe::Process>, PackageError> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(running) = slot.as_ref().filter(|p| !p.is_broken()) {
+            return Ok(running.clone());
+        }
+        let process = self.start()?;
+        *slot = Some(process.clone());
+        pipe::end_when_idle(
+            Arc::downgrade(&self.slot),
+            Arc::downgrade(&process),
+            self.idle,
+        );
+        Ok(process)
+    }
+
+    /// Forget `process` (its pipe broke): the next request starts another.
+    fn discard(&self, process: &Arc<pipe::Process>) {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) {
+            *slot = None;
+        }
+    }
+
+    fn start(&self) -> Result<Arc<pipe::Process>, PackageError> {
         let path = match &self.path {
             Some(p) => p.clone(),
             None => find_helper()?,
@@ -155,65 +156,60 @@ impl HelperRenderer {
             })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
+            let _ = child.wait();
             return Err(PackageError::Unavailable(format!(
                 "{}: no pipes to the helper",
                 path.display()
             )));
         };
-        Ok(Running {
-            child,
-            stdin: BufWriter::new(stdin),
-            stdout: BufReader::new(stdout),
-            sent: HashSet::new(),
-            next_id: 0,
-        })
+        Ok(pipe::Process::new(child, stdin, stdout))
     }
 }
 
 impl PackageRenderer for HelperRenderer {
     fn render(&self, request: &PackageRequest<'_>) -> Result<Vec<PackageDocument>, PackageError> {
-        // One request at a time per helper: the answers come back in order on one pipe.
-        let mut state = self.slot();
-        // A helper that died (or a pipe that broke) is started again, once.
-        for attempt in 0..2 {
-            if state.is_none() {
-                *state = Some(self.start()?);
-            }
-            let Some(running) = state.as_mut() else {
-                continue;
-            };
-            match running.exchange(request) {
+        // A helper that stopped (or a pipe that broke) is started again, once; files the
+        // helper lost are sent again, once.
+        let (mut stopped, mut lost) = (0, 0);
+        loop {
+            let process = self.process()?;
+            match exchange(&process, request) {
                 Ok(Some(docs)) => return docs,
-                Ok(None) => continue,
-                Err(e) if attempt == 0 => {
-                    tracing::warn!(error = %e, "the render helper stopped; starting it again");
-                    *state = None;
+                Ok(None) if lost == 0 => lost += 1,
+                Ok(None) => {
+                    return Err(PackageError::Unavailable(
+                        "the render helper lost the package's files twice".to_string(),
+                    ));
                 }
                 Err(e) => {
-                    *state = None;
-                    return Err(PackageError::Unavailable(format!(
-                        "the render helper stopped: {e}"
-                    )));
+                    self.discard(&process);
+                    if stopped > 0 {
+                        return Err(PackageError::Unavailable(format!(
+                            "the render helper stopped: {e}"
+                        )));
+                    }
+                    tracing::warn!(error = %e, "the render helper stopped; starting it again");
+                    stopped += 1;
                 }
             }
         }
-        Err(PackageError::Unavailable(
-            "the render helper lost the package's files twice".to_string(),
-        ))
     }
 }
 
 type Rendered = Result<Vec<PackageDocument>, PackageError>;
 
-impl Running {
-    /// One request and its answer; `Ok(None)` when the helper no longer holds the files
-    /// (they are sent with the next try); `Err` when the pipe broke.
-    fn exchange(&mut self, request: &PackageRequest<'_>) -> std::io::Result<Option<Rendered>> {
-        let package = request.package;
-        let first = !self.sent.contains(&package.key);
-        self.next_id += 1;
+/// One request and its answer; `Ok(None)` when the helper no longer holds the files (they
+/// are sent with the next try); `Err` when the pipe broke.
+fn exchange(
+    process: &pipe::Process,
+    request: &PackageRequest<'_>,
+) -> std::io::Result<Option<Rendered>> {
+    let package = request.package;
+    let text = process.exchange(|id| {
+        // The first request written for a key carries its files.
+        let first = pipe::lock(&process.sent).insert(package.key.clone());
         let line = Request {
-            id: self.next_id,
+            id,
             kind: match package.kind {
                 RenderKind::Kustomize => "kustomize",
                 _ => "helm",
@@ -229,42 +225,26 @@ impl Running {
             include_crds: request.include_crds,
             kustomize: request.kustomize,
         };
-        serde_json::to_writer(&mut self.stdin, &line)?;
-        self.stdin.write_all(b"\n")?;
-        self.stdin.flush()?;
-        let mut text = String::new();
-        if self.stdout.read_line(&mut text)? == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the helper closed its output",
-            ));
-        }
-        let answer: Answer = serde_json::from_str(&text)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        if answer.id != self.next_id {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("answer {} to request {}", answer.id, self.next_id),
-            ));
-        }
-        if answer.missing {
-            self.sent.remove(&package.key);
-            return Ok(None);
-        }
-        self.sent.insert(package.key.clone());
-        if !answer.error.is_empty() {
-            return Ok(Some(Err(PackageError::Render(answer.error))));
-        }
-        let docs = answer
-            .documents
-            .into_iter()
-            .map(|d| PackageDocument {
-                source: d.source,
-                text: d.text,
-            })
-            .collect();
-        Ok(Some(Ok(docs)))
+        serde_json::to_vec(&line).map_err(std::io::Error::other)
+    })?;
+    let answer: Answer = serde_json::from_str(&text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    if answer.missing {
+        pipe::lock(&process.sent).remove(&package.key);
+        return Ok(None);
     }
+    if !answer.error.is_empty() {
+        return Ok(Some(Err(PackageError::Render(answer.error))));
+    }
+    let docs = answer
+        .documents
+        .into_iter()
+        .map(|d| PackageDocument {
+            source: d.source,
+            text: d.text,
+        })
+        .collect();
+    Ok(Some(Ok(docs)))
 }
 
 /// The helper: `$FIEF_RENDER_HELPER`, else `fief-render-helper` next to the running binary,

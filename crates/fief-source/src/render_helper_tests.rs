@@ -99,3 +99,48 @@ fn a_helper_that_cannot_start_says_how_to_get_it() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn requests_from_several_threads_share_one_helper_and_get_their_own_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Both requests are read before either is answered, and the second is answered first:
+    // each answer names its request's id in its text.
+    let answer = |id: u64| {
+        DOC.replace("ID", &id.to_string())
+            .replace("kind: A", &format!("kind: A{id}"))
+    };
+    let body = format!(
+        "read a; read b\necho '{}'\necho '{}'\nread c\n",
+        answer(2),
+        answer(1)
+    );
+    let helper = HelperRenderer::at(script(dir.path(), &body));
+    let mut got: Vec<String> = std::thread::scope(|s| {
+        let one = s.spawn(|| render(&helper));
+        let two = s.spawn(|| render(&helper));
+        [one, two]
+            .map(|h| h.join().expect("render thread").expect("rendered").join(""))
+            .to_vec()
+    });
+    got.sort();
+    assert_eq!(
+        got,
+        ["c/templates/a.yaml=kind: A1", "c/templates/a.yaml=kind: A2"]
+    );
+}
+
+#[test]
+fn a_helper_idle_for_a_while_is_ended_and_the_next_request_starts_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The same process would answer a second request with an error: a fresh one answers it.
+    let body = format!(
+        "read l; echo '{}'\nread l; echo '{{\"id\":2,\"error\":\"not ended\"}}'\n",
+        DOC.replace("ID", "1")
+    );
+    let helper = HelperRenderer::at(script(dir.path(), &body))
+        .with_idle_exit(std::time::Duration::from_millis(50));
+    let ok = Ok(vec!["c/templates/a.yaml=kind: A".to_string()]);
+    assert_eq!(render(&helper), ok);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(render(&helper), ok);
+}
