@@ -14,6 +14,7 @@ mod leader;
 mod monitoring;
 mod notifications;
 mod packages;
+mod phases;
 mod pins;
 mod prune_hold;
 mod rollout;
