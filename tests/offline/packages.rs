@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use fief_core::model::Repo;
+use fief_core::plan::phase::{Phase, placement_of};
 use fief_core::render::{Renderer, render_tenant};
 use fief_core::snapshot::Snapshot;
 use fief_source::render_helper::HelperRenderer;
@@ -304,7 +305,7 @@ fn a_kustomize_overlay_renders_as_kustomize_builds_it_in_the_tenant_namespace() 
 }
 
 #[test]
-fn a_remote_kustomize_base_and_a_helm_hook_are_refused_with_what_is_not_supported() {
+fn a_remote_kustomize_base_is_refused_and_helm_hooks_render_in_their_phase_or_not_at_all() {
     let mut component = kustomization();
     component.push((
         "overlays/prod/kustomization.yaml".into(),
@@ -318,20 +319,41 @@ fn a_remote_kustomize_base_and_a_helm_hook_are_refused_with_what_is_not_supporte
         text.contains("remote base") && text.contains("kustomize component `c`"),
         "{text}"
     );
+    // A pre-install hook is rendered with its annotations (placed in the pre phase); test and
+    // delete hooks are not rendered: fief never runs them.
+    let hook = |name: &str, hook: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    helm.sh/hook: {hook}\nspec: {{}}\n"
+        )
+    };
     let mut chart = chart_with_subchart();
     chart.push((
         "app/templates/job.yaml".into(),
-        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    helm.sh/hook: pre-install\nspec: {}\n".into(),
+        hook("migrate", "pre-install"),
     ));
+    chart.push((
+        "app/templates/del.yaml".into(),
+        hook("cleanup", "pre-delete"),
+    ));
+    chart.push(("app/templates/test.yaml".into(), hook("check", "test")));
     let r = repo(&chart, &json!({}));
     let renderer = Renderer::new(r.snapshot.clone()).with_packages(helper);
-    let text = errors_of(&r, &renderer);
-    assert!(
-        text.contains("hooks and ordered phases are not supported yet")
-            && text.contains("helm component `c`")
-            && text.contains("tenant `acme`"),
-        "{text}"
+    let out = render_tenant(&renderer, &r, "acme");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let jobs: Vec<&Value> = out
+        .objects
+        .iter()
+        .filter(|o| o.id.kind == "Job")
+        .map(|o| &o.object)
+        .collect();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["metadata"]["name"], "migrate");
+    assert_eq!(
+        jobs[0]["metadata"]["annotations"]["helm.sh/hook"],
+        "pre-install"
     );
+    let job = out.objects.iter().find(|o| o.id.kind == "Job");
+    assert_eq!(job.map(|o| placement_of(o).phase), Some(Phase::Pre));
 }
 
 fn errors_of(r: &Repo, renderer: &Renderer) -> String {
