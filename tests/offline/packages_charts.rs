@@ -83,7 +83,12 @@ fn sorted(mut docs: Rendered) -> Rendered {
 }
 
 /// The helper's documents for one value set.
-fn helper_render(helper: &HelperRenderer, package: &Package, values: &Value, f: &Flags) -> Rendered {
+fn helper_render(
+    helper: &HelperRenderer,
+    package: &Package,
+    values: &Value,
+    f: &Flags,
+) -> Rendered {
     let request = PackageRequest {
         package,
         values,
@@ -101,7 +106,11 @@ fn helper_render(helper: &HelperRenderer, package: &Package, values: &Value, f: 
         .unwrap_or_else(|e| panic!("{}: {values}: {e}", package.dir));
     sorted(
         docs.into_iter()
-            .flat_map(|d| yaml_docs(&d.text).into_iter().map(move |v| (d.source.clone(), v)))
+            .flat_map(|d| {
+                yaml_docs(&d.text)
+                    .into_iter()
+                    .map(move |v| (d.source.clone(), v))
+            })
             .collect(),
     )
 }
@@ -157,7 +166,11 @@ fn assert_parity(chart: &Path, value_sets: &[(Value, Flags)], at_least: usize) {
         let helm = helm_render(chart, values, flags);
         assert!(ours.len() >= at_least, "{values}: {} documents", ours.len());
         let sources = |r: &Rendered| r.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
-        assert_eq!(sources(&ours), sources(&helm), "{values}: the documents differ");
+        assert_eq!(
+            sources(&ours),
+            sources(&helm),
+            "{values}: the documents differ"
+        );
         for ((s, o), (_, h)) in ours.iter().zip(&helm) {
             assert_eq!(o, h, "{values}: {s} differs");
         }
@@ -220,7 +233,11 @@ fn the_gatekeeper_chart_renders_its_crds_and_hooks_as_helm_template_renders_them
     let with = helper_render(&helper, &package(&chart), &json!({}), &value_sets[0].1);
     let crd_docs: Vec<_> = with.iter().filter(|(s, _)| s.contains("/crds/")).collect();
     assert!(crd_docs.len() > 5, "{} CRDs", crd_docs.len());
-    assert!(crd_docs.iter().all(|(_, v)| v["kind"] == "CustomResourceDefinition"));
+    assert!(
+        crd_docs
+            .iter()
+            .all(|(_, v)| v["kind"] == "CustomResourceDefinition")
+    );
     let hooks = with
         .iter()
         .filter(|(_, v)| v["metadata"]["annotations"]["helm.sh/hook"].is_string())
@@ -237,7 +254,9 @@ fn the_kyverno_chart_and_its_subcharts_render_as_helm_template_renders_them() {
     let chart = copy_chart(&module_folder(KYVERNO, "charts/kyverno"), dir.path());
     let meta_path = chart.join("Chart.yaml");
     let meta = std::fs::read_to_string(&meta_path).expect("Chart.yaml");
-    let cut = meta.find("  - name: kyverno-api").expect("the remote dependencies");
+    let cut = meta
+        .find("  - name: kyverno-api")
+        .expect("the remote dependencies");
     std::fs::write(&meta_path, &meta[..cut]).expect("write Chart.yaml");
     let _ = std::fs::remove_file(chart.join("Chart.lock"));
     let value_sets = [
@@ -269,4 +288,110 @@ fn the_kyverno_chart_and_its_subcharts_render_as_helm_template_renders_them() {
     assert!(in_sub(&on, "/charts/grafana/") && in_sub(&on, "/charts/crds/"));
     let off = render(json!({"crds": {"install": false}}));
     assert!(!in_sub(&off, "/charts/crds/") && !in_sub(&off, "/charts/grafana/"));
+}
+
+/// A chart reading `.Capabilities`, gating a ServiceMonitor on its API version.
+const CAPS_CHART: [(&str, &str); 3] = [
+    (
+        "Chart.yaml",
+        "apiVersion: v2\nname: caps\nversion: 0.1.0\nkubeVersion: \">=1.30.0-0\"\n",
+    ),
+    (
+        "templates/caps.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n  version: \
+         {{ .Capabilities.KubeVersion.Version | quote }}\n  minor: {{ .Capabilities.KubeVersion.Minor \
+         | quote }}\n  apps: {{ .Capabilities.APIVersions.Has \"apps/v1\" | quote }}\n\
+         {{- if .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1\" }}\n---\n\
+         apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: caps\n\
+         spec:\n  endpoints: [{port: http}]\n{{- end }}\n",
+    ),
+    ("values.yaml", "{}\n"),
+];
+
+/// fief's objects for tenant `acme` (namespace acme-dev) with the chart above and `fief_yaml`.
+fn caps_render(fief_yaml: &str) -> fief_core::render::TenantRender {
+    use fief_core::model::Repo;
+    use fief_core::snapshot::Snapshot;
+    let tenant = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  \
+                  environments: [dev]\n  components:\n    - name: c\n";
+    let mut files = vec![
+        ("fief.yaml".to_string(), fief_yaml.to_string()),
+        ("tenants/acme.yaml".to_string(), tenant.to_string()),
+        (
+            "components/c/component.yaml".to_string(),
+            "kind: helm\nchart: chart\n".to_string(),
+        ),
+    ];
+    files.extend(
+        CAPS_CHART
+            .iter()
+            .map(|(p, t)| (format!("components/c/chart/{p}"), t.to_string())),
+    );
+    let repo = Repo::load(Arc::new(Snapshot::from_files(files)));
+    let helper = Arc::new(HelperRenderer::at(render_helper()));
+    let renderer = fief_core::render::Renderer::new(repo.snapshot.clone()).with_packages(helper);
+    fief_core::render::render_tenant(&renderer, &repo, "acme")
+}
+
+/// The objects of component `c` (the baseline's left out).
+fn component_objects(out: &fief_core::render::TenantRender) -> Vec<&Value> {
+    out.objects
+        .iter()
+        .filter(|o| o.component == "c")
+        .map(|o| &o.object)
+        .collect()
+}
+
+#[test]
+fn fief_yaml_sets_the_capabilities_a_chart_sees_as_helm_template_flags_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in CAPS_CHART {
+        offline::write_file(dir.path(), path, text);
+    }
+    let flags = Flags {
+        kube_version: Some("1.31.2"),
+        api_versions: vec!["monitoring.coreos.com/v1".into()],
+        ..Flags::default()
+    };
+    let helm = helm_render(dir.path(), &json!({}), &flags);
+    let out = caps_render(
+        "kubernetesVersion: 1.31.2\napiVersions: [monitoring.coreos.com/v1]\n\
+         componentKinds: [monitoring.coreos.com/ServiceMonitor]\n",
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let ours: Vec<&Value> = component_objects(&out);
+    assert_eq!(ours.len(), 2, "the ConfigMap and the gated ServiceMonitor");
+    for (_, h) in &helm {
+        let o = ours
+            .iter()
+            .find(|o| o["kind"] == h["kind"])
+            .expect("the same kinds");
+        assert_eq!(o["data"], h["data"]);
+        assert_eq!(o["spec"], h["spec"]);
+    }
+    let cm = ours
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .expect("the ConfigMap");
+    assert_eq!(cm["data"]["version"], "v1.31.2");
+    // Without the settings: Helm's built-in version, no ServiceMonitor.
+    let out = caps_render("");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let ours = component_objects(&out);
+    assert_eq!(ours.len(), 1);
+    assert_eq!(ours[0]["data"]["version"], "v1.34.0");
+    // A version the chart's kubeVersion refuses fails the component, naming the constraint.
+    let out = caps_render("kubernetesVersion: \"1.29\"\n");
+    let errors = format!("{:?}", out.errors);
+    assert!(
+        errors.contains(">=1.30.0-0") && errors.contains("1.29"),
+        "{errors}"
+    );
+    // A version that is no version fails at fief.yaml.
+    let out = caps_render("kubernetesVersion: latest\n");
+    let errors = format!("{:?}", out.errors);
+    assert!(
+        errors.contains("kubernetesVersion") && errors.contains("fief.yaml"),
+        "{errors}"
+    );
 }

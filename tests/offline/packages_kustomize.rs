@@ -100,7 +100,10 @@ fn repo(values: &Value) -> Repo {
 }
 
 fn identity(o: &Value) -> String {
-    format!("{}/{}/{}", o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
+    format!(
+        "{}/{}/{}",
+        o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]
+    )
 }
 
 /// The component's objects as fief renders them, without the labels fief adds.
@@ -166,7 +169,9 @@ fn run(dir: &Path, args: &[&str]) -> String {
 fn without_substituted(mut objects: Vec<Value>) -> Vec<Value> {
     for o in &mut objects {
         if o["kind"] == "Deployment" {
-            o["metadata"].as_object_mut().map(|m| m.remove("annotations"));
+            o["metadata"]
+                .as_object_mut()
+                .map(|m| m.remove("annotations"));
         }
     }
     objects
@@ -187,11 +192,23 @@ fn images_and_replicas_from_values_equal_kustomize_edit_set_image_and_replicas()
         &["edit", "set", "image", "nginx:1.27"],
         &["edit", "set", "replicas", "prod-web=4"],
     ]);
-    assert_eq!(without_substituted(ours.clone()), without_substituted(theirs));
-    let deployment = ours.iter().find(|o| o["kind"] == "Deployment").expect("the Deployment");
+    assert_eq!(
+        without_substituted(ours.clone()),
+        without_substituted(theirs)
+    );
+    let deployment = ours
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("the Deployment");
     assert_eq!(deployment["spec"]["replicas"], 4);
-    assert_eq!(deployment["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27");
-    assert_eq!(deployment["spec"]["template"]["spec"]["containers"][1]["image"], "busybox:1.37");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][1]["image"],
+        "busybox:1.37"
+    );
 }
 
 #[test]
@@ -199,8 +216,10 @@ fn variables_are_substituted_from_values_as_flux_substitutes_them() {
     let annotations = |values: Value| {
         let objects = fief_objects(&values);
         let find = |kind: &str| {
-            objects.iter().find(|o| o["kind"] == kind).expect("the object")["metadata"]
-                ["annotations"]
+            objects
+                .iter()
+                .find(|o| o["kind"] == kind)
+                .expect("the object")["metadata"]["annotations"]
                 .clone()
         };
         (find("Deployment"), find("Service"))
@@ -234,6 +253,9 @@ fn a_kustomize_value_naming_no_varz_key_is_refused_at_component_yaml() {
         ),
     ])));
     let errors = format!("{:?}", r.components.get("c").expect("component c"));
-    assert!(errors.contains("bad-name") && errors.contains("image.tag"), "{errors}");
+    assert!(
+        errors.contains("bad-name") && errors.contains("image.tag"),
+        "{errors}"
+    );
     assert!(errors.contains("varz.yaml"), "{errors}");
 }

@@ -153,8 +153,7 @@ impl KustomizeFromValues {
                 new_tag: part("newTag", &image.new_tag)?,
                 digest: part("digest", &image.digest)?,
             };
-            if setting.new_name.is_some() || setting.new_tag.is_some() || setting.digest.is_some()
-            {
+            if setting.new_name.is_some() || setting.new_tag.is_some() || setting.digest.is_some() {
                 settings.images.push(setting);
             }
         }
@@ -180,7 +179,9 @@ impl KustomizeFromValues {
         for (name, path) in &self.substitute {
             // Flux drops line breaks from a variable's value.
             if let Some(v) = text(format!("substitute.{name}"), path)? {
-                settings.substitute.insert(name.clone(), v.replace('\n', ""));
+                settings
+                    .substitute
+                    .insert(name.clone(), v.replace('\n', ""));
             }
         }
         Ok(settings)
@@ -246,7 +247,10 @@ mod tests {
         assert_eq!(s.images[0].new_tag.as_deref(), Some("1.2"));
         assert_eq!(s.images[0].digest, None);
         assert_eq!(s.replicas[0].count, 3);
-        assert_eq!(s.substitute.get("cluster_name").map(String::as_str), Some("eu1"));
+        assert_eq!(
+            s.substitute.get("cluster_name").map(String::as_str),
+            Some("eu1")
+        );
         assert!(!s.substitute.contains_key("region"));
         assert!(s.substitution);
         let none = block().resolve(&json!({})).expect("resolves");
@@ -260,7 +264,10 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("images[0].newTag") && e.contains("image.tag") && e.contains("mapping"));
         let e = block().resolve(&json!({"replicas": "three"})).unwrap_err();
-        assert!(e.contains("replicas[0].count") && e.contains("whole number"), "{e}");
+        assert!(
+            e.contains("replicas[0].count") && e.contains("whole number"),
+            "{e}"
+        );
     }
 
     #[test]
