@@ -210,19 +210,29 @@ merged (in that order) and given to Helm as `-f` values over the chart's own; a 
 `fief-render-helper` | `varz.yaml` defines the keys as for templates; the values do not reach \
 the kustomization yet |\n\n\
 A `helm` component's chart is its folder with `Chart.yaml`, `values.yaml`, `templates/` and \
-its subcharts unpacked in `charts/<name>/` (packed `.tgz` subcharts are not read: a repo file \
-must be text). `chart:` and `path:` are folders inside the component (no `..`, not absolute); \
+its subcharts in `charts/`, as folders or packed `.tgz` files (unpacked in memory; every file \
+inside must be text). `chart:` and `path:` are folders inside the component (no `..`, not absolute); \
 every file under the chart's folder (helm) or the component's folder (kustomize) is sent to the \
 helper, and nothing else: a kustomization's bases must be inside its component, and remote \
 bases and resources (URLs, git addresses) are refused. A `helm` component has no `templates/` \
 folder of its own.\n\n\
+A chart from a Helm HTTP repository or an OCI registry is written `chart: {repository, name, \
+version}` (`repository: https://…` serving `index.yaml`, or `oci://host/path`; `version` exact, \
+no ranges). `fief chart update` fetches each such chart and writes `fief.lock` at the repo root: \
+per chart its `repository`, `name`, `version` and `digest` (`sha256:` of the `.tgz`). Every load \
+checks it: a chart with no entry, an entry at another version, or an archive with another digest \
+fails the tenants using the component, saying to run `fief chart update`. Archives are fetched \
+once per digest into a content-addressed cache (`$FIEF_CHART_CACHE`, else \
+`$XDG_CACHE_HOME/fief/charts`, else `~/.cache/fief/charts`: `sha256/<hex>.tgz`), checked on every \
+read; with the archives cached nothing touches the network.\n\n\
 Not supported yet, and refused with an error rather than rendered differently: Helm hooks \
 (`helm.sh/hook` other than `test`; test hooks are skipped as `helm template --skip-tests` \
-does) and ordered phases; charts from Helm or OCI repositories and the lock file; \
+does) and ordered phases; \
 cluster-scoped objects from a chart, CRDs included (refused by validation as for every \
 component; a chart's `crds/` folder is not rendered, as `helm template` without \
 `--include-crds`); kustomize image, replica and `${var}` settings from values.\n\n\
 `fief-render-helper` (built by `tools/build-render-helper.sh`) is found as \
 `$FIEF_RENDER_HELPER`, else next to the `fief` binary, else on `PATH`; it is started once per \
 fief process, on the first `helm` or `kustomize` component, and reads no file and opens no \
-connection: fief sends it the files.\n";
+connection: fief sends it the files. Only its `pull` mode, run for a chart whose digest is not \
+cached, reaches a repository.\n";

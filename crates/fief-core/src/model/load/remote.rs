@@ -77,41 +77,8 @@ fn locked_package(
             ),
         );
     }
-    let lock = match parse_file::<ChartLock>(snapshot, LOCK_FILE) {
-        Ok(lock) => lock.unwrap_or_default(),
-        Err(d) => {
-            errors.push(d);
-            return None;
-        }
-    };
-    let entry = match lock.find(chart) {
-        Locked::At(entry) => entry,
-        Locked::Missing => {
-            refuse(
-                "chart",
-                format!(
-                    "`{}` has no entry in {LOCK_FILE}: run `{LOCK_COMMAND}` to fetch it and record its digest, then commit {LOCK_FILE}",
-                    chart.display()
-                ),
-            );
-            return None;
-        }
-        Locked::OtherVersions(versions) => {
-            refuse(
-                "version",
-                format!(
-                    "{LOCK_FILE} locks `{}/{}` at {}, not {}: run `{LOCK_COMMAND}` to fetch {} and record its digest, then commit {LOCK_FILE}",
-                    chart.repository(),
-                    chart.name,
-                    versions.join(", "),
-                    chart.version,
-                    chart.version
-                ),
-            );
-            return None;
-        }
-    };
-    let bytes = match archive_of(snapshot, &entry.digest) {
+    let digest = locked_digest(snapshot, chart, refuse, errors)?;
+    let bytes = match archive_of(snapshot, &digest) {
         Ok(bytes) => bytes,
         Err(detail) => {
             refuse("chart", format!("`{}`: {detail}", chart.display()));
@@ -123,7 +90,7 @@ fn locked_package(
         Err(detail) => {
             refuse(
                 "chart",
-                format!("`{}` ({}): {detail}", chart.display(), entry.digest),
+                format!("`{}` ({digest}): {detail}", chart.display()),
             );
             return None;
         }
@@ -146,6 +113,50 @@ fn locked_package(
         files: Arc::new(files),
         defaults,
     })
+}
+
+/// The digest `fief.lock` records for `chart`; problems go to `refuse` (at a component.yaml
+/// field, saying what to run) or `errors` (a lock that does not parse).
+fn locked_digest(
+    snapshot: &Snapshot,
+    chart: &ChartRef,
+    refuse: &mut impl FnMut(&str, String),
+    errors: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let lock = match parse_file::<ChartLock>(snapshot, LOCK_FILE) {
+        Ok(lock) => lock.unwrap_or_default(),
+        Err(d) => {
+            errors.push(d);
+            return None;
+        }
+    };
+    match lock.find(chart) {
+        Locked::At(entry) => Some(entry.digest.clone()),
+        Locked::Missing => {
+            refuse(
+                "chart",
+                format!(
+                    "`{}` has no entry in {LOCK_FILE}: run `{LOCK_COMMAND}` to fetch it and record its digest, then commit {LOCK_FILE}",
+                    chart.display()
+                ),
+            );
+            None
+        }
+        Locked::OtherVersions(versions) => {
+            refuse(
+                "version",
+                format!(
+                    "{LOCK_FILE} locks `{}/{}` at {}, not {}: run `{LOCK_COMMAND}` to fetch {} and record its digest, then commit {LOCK_FILE}",
+                    chart.repository(),
+                    chart.name,
+                    versions.join(", "),
+                    chart.version,
+                    chart.version
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// The archive with `digest` from the snapshot, its digest checked again; or why it is not
