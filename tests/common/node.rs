@@ -42,9 +42,9 @@ pub const BUSYBOX_TUTORIAL_IMAGE: &str = "docker.io/library/busybox:1.37";
 pub const PAUSE_IMAGE: &str = "fief.test/pause:1";
 
 /// Controllers added to the control plane's default set for a node: Deployments and their
-/// ReplicaSets, the node-lifecycle controller (lifts the not-ready taint of a new node) and
+/// ReplicaSets, Jobs (migration hooks), the node-lifecycle controller (lifts the not-ready taint of a new node) and
 /// the endpoints controllers (Services: the API server's service proxy reads them).
-pub const NODE_CONTROLLERS: &str = "deployment-controller,replicaset-controller,\
+pub const NODE_CONTROLLERS: &str = "deployment-controller,replicaset-controller,job-controller,\
 node-lifecycle-controller,endpoints-controller,endpointslice-controller,pod-garbage-collector-controller";
 
 /// How long the node may take once its binaries exist: waiting for another node on this

@@ -3,7 +3,8 @@
 //! built from this test binary, and the tenants repo on a `git daemon` that only the pod
 //! network reaches; rollouts, the webhook
 //! through the Service, the loss of the leader's Pod; and a tenant component whose Pods
-//! really run and become Ready after `fief apply`; and `fief install` from nothing to a pushed
+//! really run and become Ready after `fief apply`; a chart whose migration hook runs before its
+//! Deployment; and `fief install` from nothing to a pushed
 //! change live in a namespace of its own.
 //!
 //! All tests share one cluster with one node (`common::node::node_cluster()`); the tests that
@@ -12,6 +13,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod chart;
 mod depends;
 mod helm;
 mod install;
