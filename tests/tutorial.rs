@@ -69,7 +69,7 @@ fn every_shell_block_of_the_getting_started_tutorial_runs_as_written_on_a_real_c
         .expect("read the tutorial");
     let blocks = sh_blocks(&text);
     assert!(
-        blocks.len() >= 6,
+        blocks.len() >= 7,
         "{TUTORIAL} has {} sh blocks",
         blocks.len()
     );
@@ -128,6 +128,10 @@ fn every_shell_block_of_the_getting_started_tutorial_runs_as_written_on_a_real_c
     assert!(
         stdout.contains("acme-prod"),
         "step 4 lists the namespaces:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("message: Globex is up") && stdout.trim_end().ends_with("Globex is up"),
+        "step 7 renders the chart and shows its ConfigMap live:\n{stdout}"
     );
     let replicas = kubectl(
         &[
