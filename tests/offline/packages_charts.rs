@@ -395,3 +395,84 @@ fn fief_yaml_sets_the_capabilities_a_chart_sees_as_helm_template_flags_do() {
         "{errors}"
     );
 }
+
+/// A chart with a `crds/` folder and a template making one object of that kind.
+fn crd_chart(crds_policy: &str, crd_file: &str) -> fief_core::render::TenantRender {
+    use fief_core::model::Repo;
+    use fief_core::snapshot::Snapshot;
+    let tenant = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  \
+                  environments: [dev, prod]\n  components:\n    - name: c\n";
+    let files = [
+        (
+            "fief.yaml",
+            "componentKinds: [example.com/Widget]\n".to_string(),
+        ),
+        ("tenants/acme.yaml", tenant.to_string()),
+        (
+            "components/c/component.yaml",
+            format!("kind: helm\nchart: chart\n{crds_policy}"),
+        ),
+        (
+            "components/c/chart/Chart.yaml",
+            "apiVersion: v2\nname: w\nversion: 0.1.0\n".to_string(),
+        ),
+        ("components/c/chart/crds/widgets.yaml", crd_file.to_string()),
+        (
+            "components/c/chart/templates/widget.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {size: 1}\n"
+                .to_string(),
+        ),
+    ];
+    let repo = Repo::load(Arc::new(Snapshot::from_files(
+        files.map(|(p, t)| (p.to_string(), t)),
+    )));
+    let helper = Arc::new(HelperRenderer::at(render_helper()));
+    let renderer = fief_core::render::Renderer::new(repo.snapshot.clone()).with_packages(helper);
+    fief_core::render::render_tenant(&renderer, &repo, "acme")
+}
+
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+    metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names:\n    \
+    kind: Widget\n    plural: widgets\n  scope: Namespaced\n  versions:\n    - name: v1\n      \
+    served: true\n      storage: true\n      schema:\n        openAPIV3Schema:\n          \
+    type: object\n          x-kubernetes-preserve-unknown-fields: true\n";
+
+#[test]
+fn a_chart_s_crds_come_out_apart_from_its_objects_once_and_only_as_its_policy_says() {
+    let out = crd_chart("", WIDGET_CRD);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    // Two environments render the chart twice; the CRD is listed once, cluster-scoped.
+    assert_eq!(out.chart_crds.len(), 1, "{:?}", out.chart_crds);
+    let crd = &out.chart_crds[0];
+    assert_eq!(crd.id.name, "widgets.example.com");
+    assert_eq!(crd.id.namespace, "");
+    assert_eq!(crd.source.file, "components/c/chart/crds/widgets.yaml");
+    // The CRD is not among the objects a tenant's inventory records and prunes.
+    assert!(
+        out.objects
+            .iter()
+            .all(|o| o.id.kind != "CustomResourceDefinition")
+    );
+    assert_eq!(
+        component_objects(&out).len(),
+        2,
+        "one Widget per environment"
+    );
+    // `crds: Skip` leaves them out.
+    let out = crd_chart("crds: Skip\n", WIDGET_CRD);
+    assert!(
+        out.errors.is_empty() && out.chart_crds.is_empty(),
+        "{:?}",
+        out.errors
+    );
+    // A crds/ file holding anything else is refused, naming the file.
+    let out = crd_chart(
+        "",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    );
+    let errors = format!("{:?}", out.errors);
+    assert!(
+        errors.contains("crds/widgets.yaml") && errors.contains("ConfigMap"),
+        "{errors}"
+    );
+}

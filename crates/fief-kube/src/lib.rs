@@ -7,6 +7,7 @@
 pub mod adopt;
 pub mod apply;
 pub mod batched;
+mod chart_crds;
 pub mod counter;
 pub mod depends;
 pub mod diff;

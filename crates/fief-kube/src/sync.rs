@@ -332,6 +332,8 @@ async fn sync_tenant(
     }
     crash_point("after-union");
     let recorded = inv.clone();
+    // A chart's crds/ CRDs: created when absent, before the first stage (in no inventory).
+    super::chart_crds::create_absent(ctx, render, &mut report).await;
     apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
     crash_point("after-apply");
     // A failed pre or post object fails the tenant; what is placed after it waits.

@@ -89,6 +89,8 @@ struct Answer {
 struct Document {
     source: String,
     text: String,
+    #[serde(default)]
+    crd: bool,
 }
 
 impl HelperRenderer {
@@ -242,6 +244,7 @@ fn exchange(
         .map(|d| PackageDocument {
             source: d.source,
             text: d.text,
+            crd: d.crd,
         })
         .collect();
     Ok(Some(Ok(docs)))

@@ -30,6 +30,13 @@ pub struct ComponentMeta {
     /// to build (e.g. `overlays/prod`); its bases must be inside the component.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// `kind: helm`: what happens to the CustomResourceDefinitions in the chart's `crds/`
+    /// folders (and its enabled subcharts'): `Create` (the default, as `helm install` and
+    /// Flux's HelmRelease) creates each one that is absent from the cluster, before anything
+    /// else, and never updates or deletes it; `Skip` leaves them out (the platform installs
+    /// them, e.g. from the baseline).
+    #[serde(default, skip_serializing_if = "CrdPolicy::is_create")]
+    pub crds: CrdPolicy,
     /// `kind: kustomize`: the values that set the build's image overrides (`images`), replica
     /// counts (`replicas`) and Flux-style `${var}` substitution (`substitute`).
     #[serde(default, skip_serializing_if = "super::KustomizeFromValues::is_empty")]
@@ -77,6 +84,26 @@ impl RenderKind {
             RenderKind::Helm => "helm",
             RenderKind::Kustomize => "kustomize",
         }
+    }
+}
+
+/// What fief does with a chart's `crds/` (`crds:` in component.yaml), named as Flux's
+/// HelmRelease `install.crds` names it.
+#[derive(
+    Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema,
+)]
+pub enum CrdPolicy {
+    /// Create each CRD that is absent; never update or delete one.
+    #[default]
+    Create,
+    /// Leave the chart's CRDs out.
+    Skip,
+}
+
+impl CrdPolicy {
+    /// Whether this is the default (`Create`).
+    pub fn is_create(&self) -> bool {
+        *self == CrdPolicy::Create
     }
 }
 

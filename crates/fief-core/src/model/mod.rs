@@ -23,7 +23,9 @@ pub use chart::{
     ChartLock, ChartRef, ChartSource, LOCK_COMMAND, LOCK_FILE, Locked, LockedChart,
     is_exact_version,
 };
-pub use component::{Component, ComponentMeta, Environment, Health, RenderKind, parse_duration};
+pub use component::{
+    Component, ComponentMeta, CrdPolicy, Environment, Health, RenderKind, parse_duration,
+};
 pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
     glob_match, parse_component_kind, plural_of,

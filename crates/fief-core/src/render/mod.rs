@@ -120,6 +120,12 @@ pub struct TenantRender {
     pub spare: bool,
     /// Objects in apply order within the tenant (baseline, then components by dependency).
     pub objects: Vec<RenderedObject>,
+    /// The CustomResourceDefinitions of the `crds/` folders of the tenant's charts (components
+    /// with `crds: Create`), once each: a sync creates each one that is absent before its
+    /// first stage and never updates or deletes one. They are in no inventory (every tenant
+    /// using the chart shares them, so no tenant's prune may remove them) and are not
+    /// validated as component objects (cluster-scoped, on purpose).
+    pub chart_crds: Vec<RenderedObject>,
     /// Every problem found; a tenant with any is neither applied nor pruned.
     pub errors: Vec<Diagnostic>,
     /// Hash of everything this render read ([`crate::inputs`]), filled in by the caller

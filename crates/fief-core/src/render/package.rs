@@ -88,6 +88,9 @@ pub struct PackageDocument {
     pub source: String,
     /// The manifest's YAML.
     pub text: String,
+    /// A file of a chart's `crds/` folder (asked for with
+    /// [`PackageRequest::include_crds`]), as Helm reads it: not a template.
+    pub crd: bool,
 }
 
 /// Why a package did not render.

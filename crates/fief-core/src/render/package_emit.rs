@@ -12,7 +12,7 @@ use super::package::{Capabilities, Package, PackageRequest, helper_missing_hint}
 use super::parse::parse_rendered;
 use super::{RenderedObject, Renderer, values};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{Component, KustomizeFromValues, RenderKind};
+use crate::model::{Component, CrdPolicy, KustomizeFromValues, RenderKind};
 use crate::schema::strict::{check_undefined, check_undefined_in};
 use crate::schema::values::Layer;
 use crate::snapshot::Snapshot;
@@ -53,6 +53,19 @@ pub(super) struct Target<'a> {
     pub(super) capabilities: Capabilities<'a>,
     /// kustomize: which values set the build's images, replicas and substitution.
     pub(super) kustomize: &'a KustomizeFromValues,
+    /// helm: whether the chart's `crds/` CRDs are rendered (to be created when absent).
+    pub(super) crds: CrdPolicy,
+}
+
+/// What one package rendered: its objects, its chart's `crds/` CRDs, the problems.
+#[derive(Default)]
+pub(super) struct PackageOutput {
+    /// The objects, validated later as every component's.
+    pub(super) objects: Vec<RenderedObject>,
+    /// The CRDs of the chart's `crds/` folders (with `crds: Create`).
+    pub(super) crds: Vec<RenderedObject>,
+    /// Why not, or what is wrong.
+    pub(super) errors: Vec<Diagnostic>,
 }
 
 /// Render `package` for `target`: the objects, or the diagnostics of why not.
@@ -61,16 +74,20 @@ pub(super) fn render_package(
     snapshot: &Snapshot,
     package: &Package,
     target: &Target<'_>,
-) -> (Vec<RenderedObject>, Vec<Diagnostic>) {
+) -> PackageOutput {
     let kind = package.kind.as_str();
     let at = package_file(package);
-    let refused = |detail: String| {
+    let problem = |detail: String| {
         let problem = Problem::Package {
             kind,
             component: target.component.to_string(),
             detail,
         };
-        (Vec::new(), vec![Diagnostic::new(at.clone(), None, problem)])
+        Diagnostic::new(at.clone(), None, problem)
+    };
+    let refused = |detail: String| PackageOutput {
+        errors: vec![problem(detail)],
+        ..PackageOutput::default()
     };
     let Some(packages) = renderer.packages.as_ref() else {
         return refused(helper_missing_hint().to_string());
@@ -88,15 +105,14 @@ pub(super) fn render_package(
         release: target.component,
         namespace: target.namespace,
         capabilities: target.capabilities,
-        include_crds: false,
+        include_crds: package.kind == RenderKind::Helm && target.crds == CrdPolicy::Create,
         kustomize: settings.as_ref(),
     };
     let documents = match packages.render(&request) {
         Ok(docs) => docs,
         Err(e) => return refused(e.to_string()),
     };
-    let mut objects = Vec::new();
-    let mut errors = Vec::new();
+    let mut out = PackageOutput::default();
     for doc in documents {
         let file = package.repo_path(&doc.source);
         // A chart from a repository is not in the snapshot: its template is in the package.
@@ -117,10 +133,25 @@ pub(super) fn render_package(
             target.env,
             target.namespace,
         );
-        objects.extend(objs);
-        errors.extend(errs);
+        out.errors.extend(errs);
+        if !doc.crd {
+            out.objects.extend(objs);
+            continue;
+        }
+        for o in objs {
+            if (o.id.group.as_str(), o.id.kind.as_str())
+                == ("apiextensions.k8s.io", "CustomResourceDefinition")
+            {
+                out.crds.push(o);
+            } else {
+                out.errors.push(problem(format!(
+                    "{file} holds {} `{}`: a chart's crds/ folder may hold only CustomResourceDefinitions (move it to templates/)",
+                    o.id.kind, o.id.name
+                )));
+            }
+        }
     }
-    (objects, errors)
+    out
 }
 
 /// The file a package's errors are reported at: the chart's `Chart.yaml`, or the

@@ -49,6 +49,7 @@ impl PackageRenderer for Fake {
         Ok(vec![PackageDocument {
             source: "app-chart/templates/cm.yaml".into(),
             text,
+            crd: false,
         }])
     }
 }

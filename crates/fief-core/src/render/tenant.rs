@@ -397,10 +397,19 @@ impl Emitter<'_, '_> {
             values: vals,
             capabilities,
             kustomize: &component.meta.kustomize,
+            crds: component.meta.crds,
         };
-        let (objs, errs) = render_package(self.renderer, &self.repo.snapshot, package, &target);
-        self.errors.extend(errs);
-        keep(self.out, self.tenant, &self.applyset, &component.name, objs);
+        let out = render_package(self.renderer, &self.repo.snapshot, package, &target);
+        self.errors.extend(out.errors);
+        keep(self.out, self.tenant, &self.applyset, &component.name, out.objects);
+        // A tenant that keeps no workloads (archived, purged) creates no CRDs for them.
+        if matches!(self.tenant.spec.state, TenantState::Active | TenantState::Frozen) {
+            for crd in out.crds {
+                if !self.out.chart_crds.iter().any(|c| c.id == crd.id) {
+                    self.out.chart_crds.push(crd);
+                }
+            }
+        }
     }
 
     fn emit(

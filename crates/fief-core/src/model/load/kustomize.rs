@@ -1,6 +1,7 @@
 //! Checking the `kustomize:` block of a component.yaml: only with `kind: kustomize`, Flux's
 //! variable names, and every value it names defined in the component's `varz.yaml` (strict
-//! values let a tenant or environment set only those keys).
+//! values let a tenant or environment set only those keys); and `crds:` only with
+//! `kind: helm`.
 //!
 //! In: the snapshot, the component's folder, its parsed component.yaml and varz.yaml. Out:
 //! diagnostics at component.yaml's `kustomize` line. Pure.
@@ -20,11 +21,26 @@ pub(super) fn check_kustomize_block(
     values: &Value,
     errors: &mut Vec<Diagnostic>,
 ) {
+    let file = format!("{dir}/component.yaml");
+    if !meta.crds.is_create() && meta.kind != RenderKind::Helm {
+        let line = read(snapshot, &file)
+            .ok()
+            .flatten()
+            .and_then(|t| line_of_key(t, "crds"));
+        errors.push(Diagnostic::new(
+            file.clone(),
+            line,
+            Problem::InvalidField {
+                field: "crds".to_string(),
+                detail: "`crds` says what happens to a chart's crds/ folder; it needs `kind: helm`"
+                    .to_string(),
+            },
+        ));
+    }
     let block = &meta.kustomize;
     if block.is_empty() {
         return;
     }
-    let file = format!("{dir}/component.yaml");
     let line = read(snapshot, &file)
         .ok()
         .flatten()
