@@ -6,8 +6,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+/// The examples under `fief chart --help` and `fief chart update --help`.
+const EXAMPLES: &str = "Examples:
+  fief chart update .                       # lock the charts of ./components/*/component.yaml
+  FIEF_CHART_CACHE=/var/cache/fief-charts fief chart update repo/
+  git add fief.lock && git commit -m 'Lock metrics-server 3.12.2'";
+
 /// `fief chart`.
 #[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
 pub struct ChartArgs {
     /// What to do.
     #[command(subcommand)]
@@ -22,10 +29,7 @@ pub enum ChartCommand {
     /// archive, as `helm dependency update` writes Chart.lock. Commit fief.lock: every load
     /// checks it, and a chart without an entry, at another version or with another digest is
     /// an error. Says which digests changed.
-    #[command(after_help = "Examples:
-  fief chart update .                       # lock the charts of ./components/*/component.yaml
-  FIEF_CHART_CACHE=/var/cache/fief-charts fief chart update repo/
-  git add fief.lock && git commit -m 'Lock metrics-server 3.12.2'")]
+    #[command(after_help = EXAMPLES)]
     Update(ChartUpdateArgs),
 }
 
