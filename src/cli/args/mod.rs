@@ -297,7 +297,8 @@ pub struct ApplyArgs {
     pub output: Format,
     /// After applying, wait until each tenant's objects are healthy (kstatus rules) or the
     /// timeout passes; exit 5 when some are not. Components held for their dependencies
-    /// (`dependsOn`) are applied as those become healthy.
+    /// (`dependsOn`), and objects held for an ordered phase before them (a `pre` Job), are
+    /// applied as those become healthy.
     #[arg(long)]
     pub wait: bool,
     /// With `--wait`: how long to wait for a component whose component.yaml sets no

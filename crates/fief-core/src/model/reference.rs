@@ -225,9 +225,11 @@ fails the tenants using the component, saying to run `fief chart update`. Archiv
 once per digest into a content-addressed cache (`$FIEF_CHART_CACHE`, else \
 `$XDG_CACHE_HOME/fief/charts`, else `~/.cache/fief/charts`: `sha256/<hex>.tgz`), checked on every \
 read; with the archives cached nothing touches the network.\n\n\
-Not supported yet, and refused with an error rather than rendered differently: Helm hooks \
-(`helm.sh/hook` other than `test`; test hooks are skipped as `helm template --skip-tests` \
-does) and ordered phases; \
+Helm hooks are rendered as `helm template --skip-tests` prints them and placed in ordered \
+phases: `pre-install`/`pre-upgrade` before the other objects, which wait until they are healthy, \
+`post-install`/`post-upgrade` after them, ordered by `helm.sh/hook-weight`; `test`, delete and \
+rollback hooks are not rendered (`fief.dev/phase: pre|main|post` places an object of any kind). \
+Not supported yet, and refused with an error rather than rendered differently: \
 cluster-scoped objects from a chart, CRDs included (refused by validation as for every \
 component; a chart's `crds/` folder is not rendered, as `helm template` without \
 `--include-crds`); kustomize image, replica and `${var}` settings from values.\n\n\
