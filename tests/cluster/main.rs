@@ -19,6 +19,7 @@ mod install;
 mod isolation;
 mod move_cluster;
 mod packages;
+mod packages_crds;
 mod phases;
 mod prune_hold;
 mod render_kubectl;
