@@ -200,15 +200,17 @@ tenant, the component and the file.\n\n\
 | `templates` (default) | the minijinja templates in `templates/` | nothing | `varz.yaml` defines the keys a layer may set |\n\
 | `helm` | the chart in the folder `chart:` names (inside the component), as `helm template` \
 renders it: release name = the component's name, namespace = the tenant environment's, revision 1, \
-install, Kubernetes 1.34 capabilities, `lookup` empty | `fief-render-helper` | the chart's \
+install, `lookup` empty; `.Capabilities` as `helm template` gives them (Kubernetes 1.34), or \
+fief.yaml `kubernetesVersion` and `apiVersions` as `--kube-version` and `--api-versions` | \
+`fief-render-helper` | the chart's \
 `values.yaml` and the component's `varz.yaml` define the keys; `varz.yaml`, the environment's \
 `values` and `components.<c>`, the tenant's `values` and its per-environment override are \
 merged (in that order) and given to Helm as `-f` values over the chart's own; a chart's \
 `values.schema.json` is checked by Helm |\n\
 | `kustomize` | the kustomization in the folder `path:` names (inside the component), as \
 `kustomize build` builds it, with `namespace:` set to the tenant environment's namespace | \
-`fief-render-helper` | `varz.yaml` defines the keys as for templates; the values do not reach \
-the kustomization yet |\n\n\
+`fief-render-helper` | `varz.yaml` defines the keys as for templates; component.yaml \
+`kustomize:` names the values that set the build's images, replicas and `${var}` substitution |\n\n\
 A `helm` component's chart is its folder with `Chart.yaml`, `values.yaml`, `templates/` and \
 its subcharts in `charts/`, as folders or packed `.tgz` files (unpacked in memory; every file \
 inside must be text). `chart:` and `path:` are folders inside the component (no `..`, not absolute); \
@@ -229,10 +231,23 @@ Helm hooks are rendered as `helm template --skip-tests` prints them and placed i
 phases: `pre-install`/`pre-upgrade` before the other objects, which wait until they are healthy, \
 `post-install`/`post-upgrade` after them, ordered by `helm.sh/hook-weight`; `test`, delete and \
 rollback hooks are not rendered (`fief.dev/phase: pre|main|post` places an object of any kind). \
-Not supported yet, and refused with an error rather than rendered differently: \
-cluster-scoped objects from a chart, CRDs included (refused by validation as for every \
-component; a chart's `crds/` folder is not rendered, as `helm template` without \
-`--include-crds`); kustomize image, replica and `${var}` settings from values.\n\n\
+A chart's `crds/` folders (its own and its enabled subcharts') follow Helm's rules, as \
+component.yaml `crds:` says: `Create` (the default) creates each CustomResourceDefinition there \
+that the cluster lacks, before the first stage, and waits until it is Established; fief never \
+updates or deletes one, and records it in no tenant's inventory (every tenant using the chart \
+shares it, so no prune removes it); `Skip` leaves them to the platform (the baseline). A \
+`crds/` file holding anything but CRDs is refused; objects of a CRD's kind need its entry in \
+fief.yaml `componentKinds`. Other cluster-scoped objects from a chart (a CRD in `templates/` \
+included) are refused by validation, as for every component.\n\n\
+A `kustomize` component's `kustomize:` block maps values to kustomize settings, each value \
+named by its dotted path and defined in `varz.yaml`: `images: [{name, newName, newTag, \
+digest}]` and `replicas: [{name, count}]` are added to the kustomization that wraps the \
+component's (after everything it does itself, as `kustomize edit set image` and `set replicas` \
+would); `substitute: {var: value}` runs Flux's post-build substitution over every built object \
+(Flux's envsubst, not strict): `${var}`, `${var:=default}` and the other bash forms are \
+replaced, an unset value by the empty string, `$${var}` gives `${var}`, and an object labelled \
+or annotated `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone. An unset image \
+or replica value leaves the kustomization's own.\n\n\
 `fief-render-helper` (built by `tools/build-render-helper.sh`) is found as \
 `$FIEF_RENDER_HELPER`, else next to the `fief` binary, else on `PATH`; it is started once per \
 fief process, on the first `helm` or `kustomize` component, and reads no file and opens no \
