@@ -3,7 +3,8 @@
 //! tenant's Job is applied first and its other objects wait; once the Job fails, the tenant
 //! fails (`Ready=False` reason `PhaseFailed`, naming the Job and why), keeps its old objects,
 //! and the rollout halts at the canary wave: the next wave's tenant gets neither the Job nor
-//! the change. A fixed Job is created again and, once complete, the rollout goes through.
+//! the change. A fixed Job is created again and, once complete, the rollout goes through: the
+//! next wave starts only once the canary's own objects are applied after its Job.
 //! The test plays the Job controller (this control plane runs none). The CLI's side:
 //! tests/cluster/phases.rs.
 
@@ -161,4 +162,24 @@ fn a_failed_migration_job_holds_its_tenant_and_the_rollout_wave() {
             && greeting(&rest).as_deref() == Some("g2")
     });
     stop.store(true, Ordering::Relaxed);
+    // The next wave started only once the canary's own objects were applied after its Job.
+    let writes = common::audit::writes();
+    let at = |resource: &str, ns: &str, name: &str| -> Vec<i64> {
+        let same = |w: &&common::audit::Write| {
+            w.resource == resource && w.namespace == ns && w.name == name
+        };
+        writes.iter().filter(same).map(|w| w.received_us).collect()
+    };
+    let canary_applied = at("configmaps", &c_ns, "app-config")
+        .into_iter()
+        .max()
+        .unwrap_or_default();
+    let rest_started = at("jobs", &r_ns, "migrate")
+        .into_iter()
+        .min()
+        .unwrap_or_default();
+    assert!(
+        rest_started > canary_applied,
+        "the next wave's Job at {rest_started}, before the canary's change at {canary_applied}"
+    );
 }

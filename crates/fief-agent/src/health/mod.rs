@@ -102,6 +102,9 @@ struct Tracker {
     /// Tenants whose inventory may hold a verdict other than `Ready` written by the writer
     /// (a later `Ready` must then be written; otherwise the sync's own `Ready` stands).
     dirty: BTreeSet<String>,
+    /// Tenants whose last sync set something aside to apply once what it waits for is
+    /// healthy (`dependsOn`, an ordered phase): not done for a rollout until it is applied.
+    held: BTreeSet<String>,
     /// Sync counter.
     seq: u64,
 }
@@ -230,8 +233,17 @@ impl Gate {
         let ok = result.reports.iter().any(|r| {
             r.tenant == tenant && r.is_ok() && r.outcome == fief_core::status::Outcome::Applied
         });
+        let held = result
+            .reports
+            .iter()
+            .any(|r| r.tenant == tenant && r.holds_back());
         let mut t = lock(&self.tracker);
         t.syncing.remove(tenant);
+        if held {
+            t.held.insert(tenant.to_string());
+        } else {
+            t.held.remove(tenant);
+        }
         // The sync may have written its own status: the next verdict is judged afresh.
         t.written.remove(tenant);
         t.verdicts.remove(tenant);
@@ -282,8 +294,9 @@ impl Gate {
         }
     }
 
-    /// Where `tenant` stands for a rollout: waiting for health, stalled (why), or done
-    /// (healthy, or nothing of it is waited on).
+    /// Where `tenant` stands for a rollout: waiting for health or for what its last sync set
+    /// aside (held for a dependency or an ordered phase), stalled (why), or done (healthy, or
+    /// nothing of it is waited on).
     pub fn rollout_state(&self, tenant: &str) -> fief_core::rollout::TenantState {
         use fief_core::rollout::TenantState;
         let t = lock(&self.tracker);
@@ -299,7 +312,7 @@ impl Gate {
                     .collect::<Vec<_>>()
                     .join("; ")
             )),
-            _ if t.waiting.contains_key(tenant) => TenantState::Waiting,
+            _ if t.waiting.contains_key(tenant) || t.held.contains(tenant) => TenantState::Waiting,
             _ => TenantState::Healthy,
         }
     }
@@ -311,6 +324,7 @@ impl Gate {
         t.verdicts.remove(tenant);
         t.written.remove(tenant);
         t.dirty.remove(tenant);
+        t.held.remove(tenant);
     }
 
     /// Judge a waiting tenant; `Ready` ends the wait (a `Stalled` one is still watched); a
