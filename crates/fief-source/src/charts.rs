@@ -144,7 +144,11 @@ impl ChartCache {
             .output()
             .map_err(|e| ChartError::Helper(format!("cannot run {}: {e}", helper.display())))?;
         if !out.status.success() {
-            let detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let detail = stderr
+                .trim()
+                .trim_start_matches("fief-render-helper pull: ");
+            let detail = detail.to_string();
             return Err(ChartError::Fetch {
                 chart: chart.display(),
                 detail,
@@ -209,10 +213,16 @@ impl ChartCache {
                 "the repository serves an archive with digest {digest} for version {}, but {LOCK_FILE} says {}: the chart was published again under the same version. fief does not take it: check what changed, then run `{LOCK_COMMAND}` to record the new digest",
                 chart.version, entry.digest
             )),
-            Err(e) => Err(format!(
-                "{e} (it is not in fief's chart cache, {}; once fetched, a chart renders offline)",
-                self.dir.display()
-            )),
+            Err(e) => {
+                let why = match e {
+                    ChartError::Fetch { detail, .. } => format!("cannot fetch it: {detail}"),
+                    other => other.to_string(),
+                };
+                Err(format!(
+                    "{why} (it is not in fief's chart cache, {}; once fetched, a chart renders offline)",
+                    self.dir.display()
+                ))
+            }
         }
     }
 }

@@ -70,6 +70,9 @@ impl Problem {
             Problem::UnknownOverride { .. } => {
                 "use one of the tenant's own environments (spec.environments) or components (spec.components), or add it there"
             }
+            Problem::Chart { .. } => {
+                "run `fief chart update` to fetch the charts component.yaml names and record their digests in fief.lock, check what changed, and commit fief.lock"
+            }
             Problem::Package { .. } => {
                 "fix the chart or kustomization file named, or the values that reach it; `fief render --tenant T` shows the values"
             }

@@ -24,6 +24,15 @@ pub enum Problem {
         /// The file's content.
         bytes: std::sync::Arc<[u8]>,
     },
+    /// A chart a component takes from a repository that fief.lock does not pin, or whose
+    /// archive could not be had with the locked digest.
+    #[error("chart `{chart}`: {detail}")]
+    Chart {
+        /// The chart, as `<repository>/<name>:<version>`.
+        chart: String,
+        /// What is wrong and what to run.
+        detail: String,
+    },
     /// A symlink or include path that leaves the repo.
     #[error("path `{path}` leaves the repo")]
     EscapesRepo {

@@ -26,6 +26,7 @@ impl Problem {
             | Problem::NotAnObject { .. } => object_texts(self),
             Problem::Unreadable { .. }
             | Problem::Binary { .. }
+            | Problem::Chart { .. }
             | Problem::EscapesRepo { .. }
             | Problem::Yaml { .. }
             | Problem::UnknownField { .. }
@@ -120,6 +121,7 @@ fn file_texts(p: &mut Problem) -> Vec<&mut String> {
         Problem::Package {
             component, detail, ..
         } => vec![component, detail],
+        Problem::Chart { chart, detail } => vec![chart, detail],
         Problem::RenderPanicked { message } => vec![message],
         Problem::InvalidField { field, detail } => vec![field, detail],
         Problem::NameMismatch { file_stem, name } => vec![file_stem, name],

@@ -147,6 +147,10 @@ fn file_kinds() -> Vec<Problem> {
             suggestion: q(),
         },
         Problem::InvalidSchema { detail: q() },
+        Problem::Chart {
+            chart: q(),
+            detail: q(),
+        },
         Problem::Package {
             kind: "helm",
             component: q(),

@@ -22,8 +22,8 @@ use crate::model::{
 use crate::render::package::Package;
 use crate::snapshot::{Snapshot, chart_archive_path};
 
-/// The package of a chart from a repository; problems go to `refuse` (at a component.yaml
-/// field) or `errors`.
+/// The package of a chart from a repository; problems go to `errors`, at the component.yaml
+/// line of the field at fault (or fief.lock's, when it does not parse).
 pub(super) fn load_remote(
     snapshot: &Snapshot,
     dir: &str,
@@ -34,16 +34,9 @@ pub(super) fn load_remote(
     let file = format!("{dir}/component.yaml");
     let text = read(snapshot, &file).ok().flatten().cloned();
     let mut problems = Vec::new();
-    let mut refuse = |field: &str, detail: String| {
+    let mut refuse = |field: &str, problem: Problem| {
         let line = text.as_deref().and_then(|t| line_of_key(t, field));
-        problems.push(Diagnostic::new(
-            file.clone(),
-            line,
-            Problem::InvalidField {
-                field: field.to_string(),
-                detail,
-            },
-        ));
+        problems.push(Diagnostic::new(file.clone(), line, problem));
     };
     let package = locked_package(snapshot, dir, meta, chart, &mut refuse, errors);
     errors.extend(problems);
@@ -56,42 +49,40 @@ fn locked_package(
     dir: &str,
     meta: &ComponentMeta,
     chart: &ChartRef,
-    refuse: &mut impl FnMut(&str, String),
+    refuse: &mut impl FnMut(&str, Problem),
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Package> {
     if meta.path.is_some() {
         refuse(
             "path",
-            "`path` is for `kind: kustomize`; a chart is named by `chart`".into(),
+            invalid(
+                "path",
+                "`path` is for `kind: kustomize`; a chart is named by `chart`",
+            ),
         );
     }
     if let Err((field, detail)) = chart.check() {
-        refuse(field, detail);
+        refuse(field, invalid(field, &detail));
         return None;
     }
     if snapshot.has_dir(&format!("{dir}/templates")) {
-        refuse(
-            "kind",
-            format!(
-                "`{dir}/templates/` is rendered only for `kind: templates`; a helm component renders its chart's templates"
-            ),
+        let detail = format!(
+            "`{dir}/templates/` is rendered only for `kind: templates`; a helm component renders its chart's templates"
         );
+        refuse("kind", invalid("kind", &detail));
     }
     let digest = locked_digest(snapshot, chart, refuse, errors)?;
     let bytes = match archive_of(snapshot, &digest) {
         Ok(bytes) => bytes,
         Err(detail) => {
-            refuse("chart", format!("`{}`: {detail}", chart.display()));
+            refuse("chart", chart_problem(chart, detail));
             return None;
         }
     };
     let files = match unpack_chart(&bytes) {
         Ok(files) => files,
         Err(detail) => {
-            refuse(
-                "chart",
-                format!("`{}` ({digest}): {detail}", chart.display()),
-            );
+            refuse("chart", chart_problem(chart, format!("{digest}: {detail}")));
             return None;
         }
     };
@@ -100,7 +91,7 @@ fn locked_package(
         Err(detail) => {
             refuse(
                 "chart",
-                format!("`{}`: values.yaml: {detail}", chart.display()),
+                chart_problem(chart, format!("values.yaml: {detail}")),
             );
             return None;
         }
@@ -115,12 +106,28 @@ fn locked_package(
     })
 }
 
+/// A component.yaml field with a value that cannot work.
+fn invalid(field: &str, detail: &str) -> Problem {
+    Problem::InvalidField {
+        field: field.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+/// A chart the lock does not pin, or whose archive could not be had.
+fn chart_problem(chart: &ChartRef, detail: String) -> Problem {
+    Problem::Chart {
+        chart: chart.display(),
+        detail,
+    }
+}
+
 /// The digest `fief.lock` records for `chart`; problems go to `refuse` (at a component.yaml
 /// field, saying what to run) or `errors` (a lock that does not parse).
 fn locked_digest(
     snapshot: &Snapshot,
     chart: &ChartRef,
-    refuse: &mut impl FnMut(&str, String),
+    refuse: &mut impl FnMut(&str, Problem),
     errors: &mut Vec<Diagnostic>,
 ) -> Option<String> {
     let lock = match parse_file::<ChartLock>(snapshot, LOCK_FILE) {
@@ -133,27 +140,20 @@ fn locked_digest(
     match lock.find(chart) {
         Locked::At(entry) => Some(entry.digest.clone()),
         Locked::Missing => {
-            refuse(
-                "chart",
-                format!(
-                    "`{}` has no entry in {LOCK_FILE}: run `{LOCK_COMMAND}` to fetch it and record its digest, then commit {LOCK_FILE}",
-                    chart.display()
-                ),
+            let detail = format!(
+                "no entry in {LOCK_FILE}: run `{LOCK_COMMAND}` to fetch it and record its digest, then commit {LOCK_FILE}"
             );
+            refuse("chart", chart_problem(chart, detail));
             None
         }
         Locked::OtherVersions(versions) => {
-            refuse(
-                "version",
-                format!(
-                    "{LOCK_FILE} locks `{}/{}` at {}, not {}: run `{LOCK_COMMAND}` to fetch {} and record its digest, then commit {LOCK_FILE}",
-                    chart.repository(),
-                    chart.name,
-                    versions.join(", "),
-                    chart.version,
-                    chart.version
-                ),
+            let detail = format!(
+                "{LOCK_FILE} locks this chart at {}, not {}: run `{LOCK_COMMAND}` to fetch {} and record its digest, then commit {LOCK_FILE}",
+                versions.join(", "),
+                chart.version,
+                chart.version
             );
+            refuse("version", chart_problem(chart, detail));
             None
         }
     }
