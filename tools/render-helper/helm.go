@@ -15,7 +15,6 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/releaseutil"
 )
 
 const (
@@ -198,7 +197,7 @@ func helmTemplate(c *chart.Chart, vals map[string]interface{}, name, namespace s
 			delete(files, k)
 		}
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, manifests, err := sortManifests(files)
 	if err != nil {
 		return nil, err
 	}
