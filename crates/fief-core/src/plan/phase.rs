@@ -9,7 +9,9 @@
 //! delete and rollback hooks), and the plan with every placement after the first one that is
 //! not done set aside — neither applied nor pruned (the prune goes with `main`) — and
 //! [`Plan::phase_hold`] saying what they wait for, or which pre/post object failed. Baseline
-//! objects are never placed: they are the tenant's ground and always go first. Pure.
+//! objects are never placed: they are the tenant's ground and always go first. Components
+//! held for their dependencies ([`super::depends`], which runs first) are left out: neither
+//! waited for nor holding anything. Pure.
 //!
 //! A placement is done when nothing of it is applied in this sync and each of its objects is
 //! healthy by kstatus rules (a Job `Complete`); a `main` object of a component that does not
@@ -262,10 +264,17 @@ impl std::fmt::Display for PhaseHold {
     }
 }
 
-/// The tenant's placed objects (baseline left out), by placement.
-fn placements(render: &TenantRender) -> BTreeMap<Placement, Vec<&RenderedObject>> {
+/// The tenant's placed objects by placement, leaving out the baseline and the components this
+/// sync holds for their dependencies (`dependsOn` orders first: a migration Job of a
+/// component that depends on its database waits for the database, which it does not hold).
+fn placements<'a>(
+    render: &'a TenantRender,
+    plan: &Plan<'_>,
+) -> BTreeMap<Placement, Vec<&'a RenderedObject>> {
     let mut out: BTreeMap<Placement, Vec<&RenderedObject>> = BTreeMap::new();
-    for o in render.objects.iter().filter(|o| o.component != BASELINE) {
+    let placed =
+        |o: &&RenderedObject| o.component != BASELINE && !plan.waiting.contains_key(&o.component);
+    for o in render.objects.iter().filter(placed) {
         out.entry(placement_of(o)).or_default().push(o);
     }
     out
@@ -293,7 +302,7 @@ pub fn to_check<'a>(render: &'a TenantRender, plan: &Plan<'_>) -> Vec<&'a Render
     let Some(first) = busy(plan).into_iter().next() else {
         return Vec::new();
     };
-    placements(render)
+    placements(render, plan)
         .into_iter()
         .filter(|(p, _)| *p < first)
         .flat_map(|(_, objects)| objects)
@@ -308,7 +317,7 @@ pub fn gate(plan: &mut Plan<'_>, render: &TenantRender, health: &HashMap<ObjectI
     let Some(last) = busy.iter().next_back().copied() else {
         return;
     };
-    let placed = placements(render);
+    let placed = placements(render, plan);
     let mut hold = None;
     for (p, objects) in placed.range(..last) {
         let held = busy

@@ -250,3 +250,23 @@ fn only_a_changed_pre_or_post_job_is_recreated() {
         "main objects are applied"
     );
 }
+
+#[test]
+fn a_migration_that_depends_on_its_database_waits_for_it_and_does_not_hold_it() {
+    let mut migrate = job("migrate", "pre", 0, "1");
+    migrate.component = "app".into();
+    let mut db = object("ConfigMap", "db", "1");
+    db.component = "postgres".into();
+    let mut r = render(vec![migrate, db]);
+    r.dependencies.needs = [("app".to_string(), vec!["postgres".to_string()])].into();
+    let mut p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
+    super::depends::defer(&mut p, &r, &HashMap::new());
+    assert!(to_check(&r, &p).is_empty());
+    gate(&mut p, &r, &HashMap::new());
+    assert_eq!(
+        names(&p),
+        ["db"],
+        "the database goes out; app (its Job too) waits for it"
+    );
+    assert!(p.phase_hold.is_none());
+}
