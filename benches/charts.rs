@@ -1,0 +1,362 @@
+//! Helm chart benchmark: a synthetic repo of N tenants (default 1,000), each with one `kind:
+//! helm` component of the metrics-server chart (tests/common/offline.rs
+//! `metrics_server_chart()`, from its Go module zip), the replicas varying per tenant, rendered
+//! and validated in memory through fief's own path (`render_all` with fief-render-helper
+//! installed, as the CLI and the agent install it). In the same run:
+//!
+//! - the same fleet with the chart bumped before every run (a new chart version: a new key,
+//!   the chart's files sent again to every helper process and loaded again);
+//! - the synthetic templates fleet of the same size (tests/common/synth.rs);
+//! - one tenant rendered alone, chart and templates (what a one-tenant values change costs
+//!   before the apply, which is the same for both);
+//! - `helm template` once per tenant for a SAMPLE of tenants (default 50), two at a time as a
+//!   two-core machine runs them, extrapolated to N.
+//!
+//! Prints medians of RUNS runs (default 5; the first run, which starts the helper, is reported
+//! on its own) of the wall time and of the CPU time of fief and its helper, and the helper's
+//! RSS.
+//!
+//! Needs `$FIEF_RENDER_HELPER` (tools/build-render-helper.sh), `$FIEF_HELM_BIN`
+//! (tools/build-helm.sh) and `go` (the chart's module download).
+//!
+//! `cargo bench --bench charts [-- TENANTS RUNS SAMPLE]`
+
+#[path = "../tests/common/offline.rs"]
+#[allow(dead_code)] // shared with the tests; the bench uses part of it
+mod offline;
+#[path = "../tests/common/synth.rs"]
+#[allow(dead_code)] // shared with the tests; the bench uses part of it
+mod synth;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fief::core::model::Repo;
+use fief::core::render::{Renderer, render_tenant};
+
+/// The component's defaults: what a tenant may run of the chart (fief refuses cluster-scoped
+/// objects and bindings in other namespaces), with the PodDisruptionBudget and the resizer's
+/// ConfigMap on.
+const VARZ: &str = "rbac: {create: false}\napiService: {create: false}\n\
+                    podDisruptionBudget: {enabled: true, minAvailable: 1}\n\
+                    addonResizer: {enabled: true}\n";
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// The replicas tenant `i` sets.
+fn replicas(i: usize) -> usize {
+    1 + i % 3
+}
+
+/// Write the chart fleet: `tenants` tenants using component `metrics` (the chart in
+/// components/metrics/chart).
+fn write_chart_repo(dir: &Path, chart: &Path, tenants: usize) {
+    offline::write_file(dir, "fief.yaml", "baseDomain: bench.example\n");
+    offline::write_file(
+        dir,
+        "components/metrics/component.yaml",
+        "kind: helm\nchart: chart\nhealth: {wait: false}\n",
+    );
+    offline::write_file(dir, "components/metrics/varz.yaml", VARZ);
+    copy_dir(chart, &dir.join("components/metrics/chart"));
+    for i in 0..tenants {
+        let name = synth::tenant_name(i);
+        let text = format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  \
+             environments: [prod]\n  components:\n    - name: metrics\n      values: \
+             {{replicas: {}}}\n",
+            replicas(i)
+        );
+        offline::write_file(dir, &format!("tenants/{name}.yaml"), &text);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create chart folder");
+    for entry in std::fs::read_dir(from).expect("read chart").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            let text = std::fs::read_to_string(&path).expect("a text file");
+            std::fs::write(to.join(entry.file_name()), text).expect("write chart file");
+        }
+    }
+}
+
+fn load(dir: &Path) -> Repo {
+    let snapshot = fief::source::fs::read_dir(dir).expect("read repo");
+    Repo::load(Arc::new(snapshot))
+}
+
+/// Render and validate every tenant of `repo`: the wall time and the object count; panics on
+/// a tenant that did not render cleanly.
+fn render_fleet(repo: &Repo) -> (Duration, usize) {
+    let t = Instant::now();
+    let renders = fief::core::pipeline::render_all(repo, &[]);
+    let wall = t.elapsed();
+    if let Some(bad) = renders.iter().find(|r| !r.is_ok()) {
+        panic!("tenant {} did not render: {:?}", bad.tenant, bad.errors);
+    }
+    (wall, renders.iter().map(|r| r.objects.len()).sum())
+}
+
+/// One tenant rendered alone, `times` times: the median.
+fn render_one(repo: &Repo, tenant: &str, times: usize) -> Duration {
+    let only = [tenant.to_string()];
+    let mut walls = Vec::new();
+    for _ in 0..times {
+        let t = Instant::now();
+        let renders = fief::core::pipeline::render_all(repo, &only);
+        walls.push(t.elapsed());
+        assert!(renders.iter().all(|r| r.is_ok()));
+    }
+    median(walls)
+}
+
+/// One tenant rendered alone by a helper started for it (the agent's first render after the
+/// helper was ended for idleness: start, the chart's files sent and loaded, one render),
+/// `times` times: the median.
+fn render_one_cold(repo: &Repo, helper: &Path, tenant: &str, times: usize) -> Duration {
+    let mut walls = Vec::new();
+    for _ in 0..times {
+        let fresh = Arc::new(fief::source::render_helper::HelperRenderer::at(
+            helper.to_path_buf(),
+        ));
+        let renderer = Renderer::new(repo.snapshot.clone()).with_packages(fresh);
+        let t = Instant::now();
+        let out = render_tenant(&renderer, repo, tenant);
+        walls.push(t.elapsed());
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+    }
+    median(walls)
+}
+
+/// What `f` returns, and the CPU time of this process and its helpers while it ran.
+fn with_cpu<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let before = cpu_and_helpers().0;
+    let out = f();
+    (out, cpu_and_helpers().0.saturating_sub(before))
+}
+
+/// CPU time (user + system) of this process and of its children still running (the
+/// helpers), from /proc; and the children's RSS in KiB.
+fn cpu_and_helpers() -> (Duration, u64) {
+    let me = std::process::id();
+    let mut ticks = stat_ticks(&format!("/proc/{me}/stat")).unwrap_or(0);
+    let mut rss = 0;
+    for pid in children(me) {
+        ticks += stat_ticks(&format!("/proc/{pid}/stat")).unwrap_or(0);
+        rss += status_kib(pid, "VmRSS:");
+    }
+    // The kernel counts in USER_HZ, 100 per second on Linux.
+    (Duration::from_millis(ticks * 10), rss)
+}
+
+fn stat_ticks(path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // Fields after the command's closing parenthesis: utime and stime are 12th and 13th.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = s[s.rfind(')')? + 2..].to_string();
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `helm template` once per tenant for the first `sample` tenants, two at a time: the wall
+/// time of the sample.
+fn helm_template_sample(helm: &Path, chart: &Path, sample: usize) -> Duration {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("varz.yaml"), VARZ).expect("write values");
+    let run = |i: usize| {
+        let values = dir.path().join(format!("values-{i}.yaml"));
+        std::fs::write(&values, format!("replicas: {}\n", replicas(i))).expect("write values");
+        let out = Command::new(helm)
+            .args(["template", "metrics"])
+            .arg(chart)
+            .args(["--skip-tests", "--namespace"])
+            .arg(format!("{}-prod", synth::tenant_name(i)))
+            .arg("-f")
+            .arg(dir.path().join("varz.yaml"))
+            .arg("-f")
+            .arg(&values)
+            .output()
+            .expect("run helm template");
+        assert!(out.status.success(), "{}", offline::stderr(&out));
+    };
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        let odd = s.spawn(|| (1..sample).step_by(2).for_each(run));
+        (0..sample).step_by(2).for_each(run);
+        odd.join().expect("helm template thread");
+    });
+    t.elapsed()
+}
+
+/// The bench's arguments: tenants, runs, helm sample.
+fn args() -> (usize, usize, usize) {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let at = |i: usize, default: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
+    (at(0, 1000), at(1, 5).max(2), at(2, 50).max(2))
+}
+
+fn env_path(name: &str) -> PathBuf {
+    match std::env::var_os(name) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => panic!("${name} is not set; see the top of benches/charts.rs"),
+    }
+}
+
+fn main() {
+    // `cargo test --all-targets` builds and runs bench targets too; only `cargo bench` (which
+    // passes --bench) measures.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark compiled; run it with `cargo bench`");
+        return;
+    }
+    let (tenants, runs, sample) = args();
+    let helper = env_path("FIEF_RENDER_HELPER");
+    let helm = env_path("FIEF_HELM_BIN");
+    fief::core::render::package::install(Arc::new(
+        fief::source::render_helper::HelperRenderer::at(helper.clone()),
+    ));
+    let chart = offline::metrics_server_chart();
+    let charts_dir = tempfile::tempdir().expect("temp dir");
+    write_chart_repo(charts_dir.path(), &chart, tenants);
+    let templates_dir = tempfile::tempdir().expect("temp dir");
+    synth::write_repo(templates_dir.path(), tenants).expect("write synthetic repo");
+    let charts = load(charts_dir.path());
+    let templates = load(templates_dir.path());
+    print_load("before");
+
+    let (first, chart_objects) = render_fleet(&charts);
+    let (mut chart_walls, mut template_walls, mut bump_walls) = (vec![], vec![], vec![]);
+    let (mut chart_cpu, mut template_cpu, mut bump_cpu) = (vec![], vec![], vec![]);
+    let mut template_objects = 0;
+    for run in 0..runs {
+        let ((wall, _), cpu) = with_cpu(|| render_fleet(&charts));
+        chart_walls.push(wall);
+        chart_cpu.push(cpu);
+        let ((wall, objects), cpu) = with_cpu(|| render_fleet(&templates));
+        template_walls.push(wall);
+        template_cpu.push(cpu);
+        template_objects = objects;
+        let bumped = bump(charts_dir.path(), run);
+        let ((wall, _), cpu) = with_cpu(|| render_fleet(&bumped));
+        bump_walls.push(wall);
+        bump_cpu.push(cpu);
+    }
+    let (_, helper_rss) = cpu_and_helpers();
+    let one_chart = render_one(&charts, &synth::tenant_name(1), 51);
+    let one_templates = render_one(&templates, &synth::tenant_name(1), 51);
+    let one_cold = render_one_cold(&charts, &helper, &synth::tenant_name(1), 7);
+    let helm_wall = helm_template_sample(&helm, &chart, sample);
+    let helm_fleet = helm_wall.mul_f64(tenants as f64 / sample as f64);
+    print_load("after");
+
+    let chart_median = median(chart_walls);
+    println!(
+        "charts benchmark: {tenants} tenants, {} threads",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "  chart fleet render + validate   median {}, CPU {} ({chart_objects} objects; first \
+         run, starting the helper: {})",
+        ms(chart_median),
+        ms(median(chart_cpu)),
+        ms(first)
+    );
+    println!(
+        "  chart bumped, every tenant      median {}, CPU {}",
+        ms(median(bump_walls)),
+        ms(median(bump_cpu))
+    );
+    println!(
+        "  templates fleet                 median {}, CPU {} ({template_objects} objects)",
+        ms(median(template_walls)),
+        ms(median(template_cpu))
+    );
+    println!(
+        "  one tenant alone                chart {}, templates {} (ratio {:.2})",
+        ms(one_chart),
+        ms(one_templates),
+        one_chart.as_secs_f64() / one_templates.as_secs_f64()
+    );
+    println!(
+        "  one tenant alone, helper started for it: {}",
+        ms(one_cold)
+    );
+    println!(
+        "  helm template, {sample} tenants 2 at a time: {} -> {} for {tenants} (extrapolated); \
+         fief is {:.1}x faster",
+        ms(helm_wall),
+        ms(helm_fleet),
+        helm_fleet.as_secs_f64() / chart_median.as_secs_f64()
+    );
+    println!(
+        "  (CPU: this process and its helper, user + system.) Helper RSS after: {} MiB",
+        helper_rss / 1024
+    );
+}
+
+/// The chart fleet with the chart's version changed (`run` makes it new each time), read
+/// again.
+fn bump(dir: &Path, run: usize) -> Repo {
+    let path = dir.join("components/metrics/chart/Chart.yaml");
+    let text = std::fs::read_to_string(&path).expect("read Chart.yaml");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("version:") {
+                format!("version: 3.12.{}\n", 100 + run)
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&path, text).expect("write Chart.yaml");
+    load(dir)
+}
+
+fn print_load(when: &str) {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("  load average {when}: {}", load.trim());
+}
