@@ -1,4 +1,5 @@
-//! Output: rendered objects as a multi-document YAML stream, one JSON `v1/List`, or one file per object.
+//! Output: rendered objects as a multi-document YAML stream, one JSON `v1/List`, or one file per object
+//! (each tenant's chart `crds/` CRDs first, then its objects).
 //!
 //! In: [`TenantRender`]s. Out: text (stdout) and relative paths for `--out`; Secrets' values
 //! redacted unless asked otherwise. A redacted Secret carries a comment saying it will not
@@ -62,7 +63,8 @@ pub fn stream(renders: &[TenantRender], show_secrets: bool) -> Result<String, St
 fn stream_part(renders: &[TenantRender], show_secrets: bool) -> Result<String, String> {
     let mut out = String::with_capacity(renders.len() * 16 * 1024);
     for r in renders.iter().filter(|r| r.is_ok()) {
-        for o in &r.objects {
+        // A chart's crds/ CRDs first, as `helm template --include-crds` prints them.
+        for o in r.chart_crds.iter().chain(&r.objects) {
             let secret = !show_secrets && is_secret(&o.object);
             // Writing into a String cannot fail.
             let _ = writeln!(
@@ -106,7 +108,7 @@ impl JsonList {
         for o in renders
             .iter()
             .filter(|r| r.is_ok())
-            .flat_map(|r| &r.objects)
+            .flat_map(|r| r.chart_crds.iter().chain(&r.objects))
         {
             let item = if !show_secrets && is_secret(&o.object) {
                 std::borrow::Cow::Owned(redact(&o.object))

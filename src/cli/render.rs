@@ -81,7 +81,7 @@ fn is_safe_relative(rel: &Path) -> bool {
 fn write_tree(dir: &Path, renders: &[TenantRender], show_secrets: bool) -> Result<(), CliError> {
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     for r in renders.iter().filter(|r| r.is_ok()) {
-        for o in &r.objects {
+        for o in r.chart_crds.iter().chain(&r.objects) {
             let rel = output::out_path(&r.tenant, o);
             if !is_safe_relative(&rel) {
                 return Err(CliError::Usage(format!(

@@ -400,9 +400,18 @@ fn fief_yaml_sets_the_capabilities_a_chart_sees_as_helm_template_flags_do() {
 fn crd_chart(crds_policy: &str, crd_file: &str) -> fief_core::render::TenantRender {
     use fief_core::model::Repo;
     use fief_core::snapshot::Snapshot;
+    let files = crd_files(crds_policy, crd_file).map(|(p, t)| (p.to_string(), t));
+    let repo = Repo::load(Arc::new(Snapshot::from_files(files)));
+    let helper = Arc::new(HelperRenderer::at(render_helper()));
+    let renderer = fief_core::render::Renderer::new(repo.snapshot.clone()).with_packages(helper);
+    fief_core::render::render_tenant(&renderer, &repo, "acme")
+}
+
+/// The repo of [`crd_chart`].
+fn crd_files(crds_policy: &str, crd_file: &str) -> [(&'static str, String); 6] {
     let tenant = "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  \
                   environments: [dev, prod]\n  components:\n    - name: c\n";
-    let files = [
+    [
         (
             "fief.yaml",
             "componentKinds: [example.com/Widget]\n".to_string(),
@@ -422,13 +431,7 @@ fn crd_chart(crds_policy: &str, crd_file: &str) -> fief_core::render::TenantRend
             "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {size: 1}\n"
                 .to_string(),
         ),
-    ];
-    let repo = Repo::load(Arc::new(Snapshot::from_files(
-        files.map(|(p, t)| (p.to_string(), t)),
-    )));
-    let helper = Arc::new(HelperRenderer::at(render_helper()));
-    let renderer = fief_core::render::Renderer::new(repo.snapshot.clone()).with_packages(helper);
-    fief_core::render::render_tenant(&renderer, &repo, "acme")
+    ]
 }
 
 const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
@@ -457,6 +460,22 @@ fn a_chart_s_crds_come_out_apart_from_its_objects_once_and_only_as_its_policy_sa
         component_objects(&out).len(),
         2,
         "one Widget per environment"
+    );
+    // `fief render` prints it first, once per tenant, as `helm template --include-crds`.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, text) in crd_files("", WIDGET_CRD) {
+        offline::write_file(dir.path(), path, &text);
+    }
+    let printed = offline::fief(&["render", dir.path().to_str().expect("UTF-8")]);
+    let text = offline::stdout(&printed);
+    assert_eq!(
+        text.matches("kind: CustomResourceDefinition").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.find("CustomResourceDefinition") < text.find("kind: Widget"),
+        "{text}"
     );
     // `crds: Skip` leaves them out.
     let out = crd_chart("crds: Skip\n", WIDGET_CRD);
