@@ -1,6 +1,7 @@
-//! A chart from a Helm HTTP repository through the agent, on the real control plane: the
-//! agent fetches the locked chart once into its chart cache and applies it; with the
-//! repository stopped, a new agent on the same cache renders the next commit from the cache.
+//! A chart from a Helm HTTP repository through the agent, on the real control plane: a chart
+//! the agent cannot fetch yet is fetched at its next fetch once the repository answers, into
+//! its chart cache, and applied; with the repository stopped, a new agent on the same cache
+//! renders the next commit from the cache.
 //!
 //! Needs `$FIEF_RENDER_HELPER` and `$FIEF_HELM_BIN` (tools/test.sh sets both).
 
@@ -24,7 +25,8 @@ fn tenant(name: &str, greeting: &str) -> (String, String) {
 }
 
 #[test]
-fn the_agent_renders_a_locked_repository_chart_from_its_cache_with_the_repository_gone() {
+fn the_agent_fetches_a_locked_chart_when_it_can_and_renders_it_from_its_cache_once_the_repository_is_gone()
+ {
     // A one-ConfigMap chart, packaged and served as a Helm repository.
     let home = tempfile::tempdir().expect("tempdir");
     let chart = home.path().join("src/web");
@@ -42,9 +44,10 @@ fn the_agent_renders_a_locked_repository_chart_from_its_cache_with_the_repositor
     );
     let served = home.path().join("served");
     let archive = package(home.path(), &chart, "1.0.0", &served);
-    let http = HttpRepo::serve(&served);
-    http.index(home.path());
     let digest = digest_of_file(&archive);
+    // Not served yet: the agent's first read cannot fetch the chart.
+    let port = common::util::free_port();
+    let url = format!("http://127.0.0.1:{port}");
 
     let agent_ns = common::unique("fief-charts");
     let t = common::unique("rchart");
@@ -55,16 +58,12 @@ fn the_agent_renders_a_locked_repository_chart_from_its_cache_with_the_repositor
         ),
         (
             "components/web/component.yaml".to_string(),
-            format!(
-                "kind: helm\nchart:\n  repository: {}\n  name: web\n  version: 1.0.0\n",
-                http.url
-            ),
+            format!("kind: helm\nchart:\n  repository: {url}\n  name: web\n  version: 1.0.0\n"),
         ),
         (
             "fief.lock".to_string(),
             format!(
-                "charts:\n  - repository: {}\n    name: web\n    version: 1.0.0\n    digest: {digest}\n",
-                http.url
+                "charts:\n  - repository: {url}\n    name: web\n    version: 1.0.0\n    digest: {digest}\n"
             ),
         ),
         tenant(&t, "hello"),
@@ -75,12 +74,26 @@ fn the_agent_renders_a_locked_repository_chart_from_its_cache_with_the_repositor
     let mut first = Agent::spawn(&server.url(), &["--interval", "300s"], &env);
     first.wait_ready(Duration::from_secs(90));
     let greeting = || configmap_value(&format!("{t}-prod"), "web-config", "greeting");
-    wait_until("the chart applied", Duration::from_secs(60), || {
-        greeting().as_deref() == Some("hello")
-    });
     let cached = cache
         .join("sha256")
         .join(format!("{}.tgz", &digest["sha256:".len()..]));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(greeting(), None, "applied without its chart");
+    assert!(!cached.exists());
+
+    // The repository answers: the next fetch (same commit) fetches the chart and applies it.
+    let http = HttpRepo::serve_on(&served, port);
+    http.index(home.path());
+    assert_eq!(first.signed_push(), 202);
+    let start = std::time::Instant::now();
+    while greeting().as_deref() != Some("hello") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the chart was not applied once its repository answered; the agent's log:\n{}",
+            first.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert!(cached.is_file(), "{} is not cached", cached.display());
 
     // The repository gone and the agent restarted: the chart comes from the cache.

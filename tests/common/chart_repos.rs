@@ -81,7 +81,12 @@ pub struct HttpRepo {
 impl HttpRepo {
     /// Serve `dir` (its index written by [`HttpRepo::index`]).
     pub fn serve(dir: &Path) -> HttpRepo {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        HttpRepo::serve_on(dir, 0)
+    }
+
+    /// Serve `dir` on `port` (0: any free one).
+    pub fn serve_on(dir: &Path, port: u16) -> HttpRepo {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().expect("a local address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let (root, flag) = (dir.to_path_buf(), stop.clone());

@@ -214,7 +214,13 @@ impl Follow {
             .await
             .unwrap_or(true)
         };
-        if self.current.as_deref() == Some(commit.as_str()) && !moved {
+        // A locked chart that could not be fetched is tried again at every fetch until it is.
+        let charts_missing = self
+            .tx
+            .borrow()
+            .as_ref()
+            .is_some_and(|rev| fief_source::charts::unresolved(&rev.repo.snapshot));
+        if self.current.as_deref() == Some(commit.as_str()) && !moved && !charts_missing {
             return;
         }
         match read_revision(&self.git, &commit, shared, &mut self.cache).await {
@@ -342,11 +348,14 @@ pub fn read_commit(
 /// ([`LoopState::unsettled`]) are looked at: every other tenant is synced at the old head's
 /// hash, which is the new head's. A one-tenant commit looks at one tenant at any fleet size.
 pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Revision>) {
-    if state
-        .rev
-        .as_ref()
-        .is_some_and(|r| r.commit == rev.commit && r.pins == rev.pins)
-    {
+    // The same commit read again is new only when a pinned ref moved or a locked chart that
+    // could not be fetched now could.
+    let charts_missing = |r: &Revision| fief_source::charts::unresolved(&r.repo.snapshot);
+    if state.rev.as_ref().is_some_and(|r| {
+        r.commit == rev.commit
+            && r.pins == rev.pins
+            && (Arc::ptr_eq(r, &rev) || charts_missing(r) == charts_missing(&rev))
+    }) {
         return;
     }
     let now = Instant::now();

@@ -231,6 +231,14 @@ fn digest_hex(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
 }
 
+/// Whether some archive `fief.lock` names could not be had when `snapshot` was resolved (a
+/// source following a branch tries again).
+pub fn unresolved(snapshot: &Snapshot) -> bool {
+    snapshot
+        .under(fief_core::snapshot::CHART_ARCHIVES)
+        .any(|(_, entry)| !matches!(entry, Err(Problem::Binary { .. })))
+}
+
 /// `fief.lock` parsed; `None` when absent or broken.
 pub fn read_lock(snapshot: &Snapshot) -> Option<ChartLock> {
     match snapshot.get(LOCK_FILE) {
