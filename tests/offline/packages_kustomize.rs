@@ -238,12 +238,12 @@ fn variables_are_substituted_from_values_as_flux_substitutes_them() {
 }
 
 #[test]
-fn a_kustomize_value_naming_no_varz_key_is_refused_at_component_yaml() {
+fn a_kustomize_value_naming_no_varz_key_or_a_crds_policy_is_refused_at_component_yaml() {
     let r = Repo::load(Arc::new(Snapshot::from_files([
         ("fief.yaml".to_string(), String::new()),
         (
             "components/c/component.yaml".to_string(),
-            "kind: kustomize\npath: .\nkustomize:\n  substitute:\n    bad-name: x\n  \
+            "kind: kustomize\npath: .\ncrds: Skip\nkustomize:\n  substitute:\n    bad-name: x\n  \
              images:\n    - {name: nginx, newTag: image.tag}\n"
                 .to_string(),
         ),
@@ -258,4 +258,9 @@ fn a_kustomize_value_naming_no_varz_key_is_refused_at_component_yaml() {
         "{errors}"
     );
     assert!(errors.contains("varz.yaml"), "{errors}");
+    // `crds:` is about a chart's crds/ folder: only with `kind: helm`.
+    assert!(
+        errors.contains("`crds`") && errors.contains("kind: helm"),
+        "{errors}"
+    );
 }
