@@ -134,24 +134,35 @@ pub(super) fn render_package(
             target.namespace,
         );
         out.errors.extend(errs);
-        if !doc.crd {
-            out.objects.extend(objs);
-            continue;
-        }
-        for o in objs {
-            if (o.id.group.as_str(), o.id.kind.as_str())
-                == ("apiextensions.k8s.io", "CustomResourceDefinition")
-            {
-                out.crds.push(o);
-            } else {
-                out.errors.push(problem(format!(
+        if doc.crd {
+            keep_crds(&mut out, objs, |o| {
+                problem(format!(
                     "{file} holds {} `{}`: a chart's crds/ folder may hold only CustomResourceDefinitions (move it to templates/)",
                     o.id.kind, o.id.name
-                )));
-            }
+                ))
+            });
+        } else {
+            out.objects.extend(objs);
         }
     }
     out
+}
+
+/// The objects of a chart's `crds/` file into `out.crds`; anything but a CRD is `refused`.
+fn keep_crds(
+    out: &mut PackageOutput,
+    objs: Vec<RenderedObject>,
+    refused: impl Fn(&RenderedObject) -> Diagnostic,
+) {
+    for o in objs {
+        if (o.id.group.as_str(), o.id.kind.as_str())
+            == ("apiextensions.k8s.io", "CustomResourceDefinition")
+        {
+            out.crds.push(o);
+        } else {
+            out.errors.push(refused(&o));
+        }
+    }
 }
 
 /// The file a package's errors are reported at: the chart's `Chart.yaml`, or the
