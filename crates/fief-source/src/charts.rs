@@ -328,3 +328,77 @@ pub fn update_lock(
     }
     Ok((lock, changes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock_for(digest: &str) -> String {
+        format!(
+            "charts:\n  - repository: oci://127.0.0.1:1/c\n    name: ms\n    version: 1.0.0\n    digest: {digest}\n"
+        )
+    }
+
+    #[test]
+    fn a_cached_archive_is_read_by_its_digest_and_a_corrupt_one_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ChartCache::new(dir.path().to_path_buf());
+        let bytes: Arc<[u8]> = b"an archive".to_vec().into();
+        let digest = digest_of(&bytes);
+        cache.store(&digest, &bytes).unwrap();
+        // A fresh cache on the same folder reads it from disk.
+        let again = ChartCache::new(dir.path().to_path_buf());
+        assert_eq!(again.get(&digest).as_deref(), Some(&bytes[..]));
+        let file = again.file_of(&digest).unwrap();
+        std::fs::write(&file, b"changed on disk").unwrap();
+        let third = ChartCache::new(dir.path().to_path_buf());
+        assert_eq!(third.get(&digest), None);
+        assert!(!file.exists(), "a corrupt archive is removed");
+        assert_eq!(third.get("sha256:../../etc/passwd"), None);
+    }
+
+    #[test]
+    fn resolve_puts_a_cached_archive_in_the_snapshot_and_says_why_one_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Arc<[u8]> = b"an archive".to_vec().into();
+        let digest = digest_of(&bytes);
+        let cache = ChartCache::new(dir.path().to_path_buf())
+            .with_helper(dir.path().join("no-such-helper"));
+        cache.store(&digest, &bytes).unwrap();
+        let mut snapshot = Snapshot::from_files([(LOCK_FILE, lock_for(&digest))]);
+        cache.resolve(&mut snapshot);
+        assert!(!unresolved(&snapshot));
+        assert!(matches!(
+            snapshot.get(&chart_archive_path(&digest)),
+            Some(Err(Problem::Binary { .. }))
+        ));
+        let other = digest_of(b"another archive");
+        let mut snapshot = Snapshot::from_files([(LOCK_FILE, lock_for(&other))]);
+        cache.resolve(&mut snapshot);
+        assert!(unresolved(&snapshot));
+        let Some(Err(Problem::Unreadable { reason })) = snapshot.get(&chart_archive_path(&other))
+        else {
+            panic!("no problem entry for the archive that could not be fetched");
+        };
+        assert!(reason.contains("no-such-helper"), "{reason}");
+    }
+
+    #[test]
+    fn the_charts_components_take_from_repositories_are_found_pinned_ones_too() {
+        let remote = "kind: helm\nchart: {repository: oci://r/c, name: ms, version: 1.0.0}\n";
+        let snapshot = Snapshot::from_files([
+            ("components/a/component.yaml", remote),
+            ("components/a@v1/component.yaml", remote),
+            ("components/b/component.yaml", "kind: helm\nchart: chart\n"),
+            ("components/c/chart/component.yaml", remote),
+        ]);
+        let wanted: Vec<String> = wanted_charts(&snapshot).into_keys().collect();
+        assert_eq!(
+            wanted,
+            [
+                "components/a/component.yaml",
+                "components/a@v1/component.yaml"
+            ]
+        );
+    }
+}
