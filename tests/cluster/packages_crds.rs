@@ -1,7 +1,8 @@
 //! A chart's `crds/` through `fief apply` on the real control plane: the CRD is created when
 //! absent before the chart's objects of its kind, never updated when the chart's copy changes,
 //! and left in place when the tenant stops using the chart (in no inventory, so never pruned);
-//! `crds: Skip` creates nothing.
+//! `crds: Skip` creates nothing. The agent's ClusterRole (deploy/rbac.yaml) may create CRDs
+//! and neither change nor delete one.
 //!
 //! Needs `$FIEF_RENDER_HELPER` (tools/test.sh sets it from tools/build-render-helper.sh).
 
@@ -92,4 +93,47 @@ fn crds_skip_creates_no_crd() {
         "",
         &format!("widgets.{group}")
     ));
+}
+
+/// `kubectl auth can-i VERB customresourcedefinitions --as USER`: the answer's first word.
+fn can_i(verb: &str, user: &str) -> String {
+    let out = common::kubectl::Kubectl::admin().output(&[
+        "auth",
+        "can-i",
+        verb,
+        "customresourcedefinitions.apiextensions.k8s.io",
+        "--as",
+        user,
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn the_agent_s_cluster_role_creates_crds_and_can_neither_change_nor_delete_one() {
+    // deploy/rbac.yaml's ClusterRole, under a name of its own, bound to a user of the test.
+    let rbac = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml"),
+    )
+    .expect("deploy/rbac.yaml");
+    let role = rbac
+        .split("\n---\n")
+        .find(|d| d.contains("kind: ClusterRole\nmetadata:\n  name: fief-agent\n"))
+        .expect("the agent's ClusterRole");
+    let name = common::unique("agent-crds");
+    let role = role.replace("name: fief-agent\n", &format!("name: {name}\n"));
+    let binding = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  \
+         name: {name}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  \
+         name: {name}\nsubjects:\n  - apiGroup: rbac.authorization.k8s.io\n    kind: User\n    \
+         name: {name}\n"
+    );
+    common::kubectl::Kubectl::admin()
+        .stdin(&format!("{role}\n---\n{binding}"))
+        .ok(&["apply", "-f", "-"]);
+    for verb in ["get", "list", "watch", "create"] {
+        assert_eq!(can_i(verb, &name), "yes", "{verb}");
+    }
+    for verb in ["update", "patch", "delete", "deletecollection"] {
+        assert_eq!(can_i(verb, &name), "no", "{verb}");
+    }
 }
