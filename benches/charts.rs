@@ -22,7 +22,6 @@
 //! `cargo bench --bench charts [-- TENANTS RUNS SAMPLE]`
 
 #[path = "../tests/common/offline.rs"]
-#[allow(dead_code)] // shared with the tests; the bench uses part of it
 mod offline;
 #[path = "../tests/common/synth.rs"]
 #[allow(dead_code)] // shared with the tests; the bench uses part of it
@@ -267,23 +266,7 @@ fn main() {
     let templates = load(templates_dir.path());
     print_load("before");
 
-    let (first, chart_objects) = render_fleet(&charts);
-    let (mut chart_walls, mut template_walls, mut bump_walls) = (vec![], vec![], vec![]);
-    let (mut chart_cpu, mut template_cpu, mut bump_cpu) = (vec![], vec![], vec![]);
-    let mut template_objects = 0;
-    for run in 0..runs {
-        let ((wall, _), cpu) = with_cpu(|| render_fleet(&charts));
-        chart_walls.push(wall);
-        chart_cpu.push(cpu);
-        let ((wall, objects), cpu) = with_cpu(|| render_fleet(&templates));
-        template_walls.push(wall);
-        template_cpu.push(cpu);
-        template_objects = objects;
-        let bumped = bump(charts_dir.path(), run);
-        let ((wall, _), cpu) = with_cpu(|| render_fleet(&bumped));
-        bump_walls.push(wall);
-        bump_cpu.push(cpu);
-    }
+    let fleets = render_fleets(&charts, &templates, charts_dir.path(), runs);
     let (_, helper_rss) = cpu_and_helpers();
     let one_chart = render_one(&charts, &synth::tenant_name(1), 51);
     let one_templates = render_one(&templates, &synth::tenant_name(1), 51);
@@ -292,28 +275,11 @@ fn main() {
     let helm_fleet = helm_wall.mul_f64(tenants as f64 / sample as f64);
     print_load("after");
 
-    let chart_median = median(chart_walls);
     println!(
         "charts benchmark: {tenants} tenants, {} threads",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    println!(
-        "  chart fleet render + validate   median {}, CPU {} ({chart_objects} objects; first \
-         run, starting the helper: {})",
-        ms(chart_median),
-        ms(median(chart_cpu)),
-        ms(first)
-    );
-    println!(
-        "  chart bumped, every tenant      median {}, CPU {}",
-        ms(median(bump_walls)),
-        ms(median(bump_cpu))
-    );
-    println!(
-        "  templates fleet                 median {}, CPU {} ({template_objects} objects)",
-        ms(median(template_walls)),
-        ms(median(template_cpu))
-    );
+    fleets.print();
     println!(
         "  one tenant alone                chart {}, templates {} (ratio {:.2})",
         ms(one_chart),
@@ -329,12 +295,71 @@ fn main() {
          fief is {:.1}x faster",
         ms(helm_wall),
         ms(helm_fleet),
-        helm_fleet.as_secs_f64() / chart_median.as_secs_f64()
+        helm_fleet.as_secs_f64() / median(fleets.chart.0.clone()).as_secs_f64()
     );
     println!(
         "  (CPU: this process and its helper, user + system.) Helper RSS after: {} MiB",
         helper_rss / 1024
     );
+}
+
+/// Wall and CPU times of the runs of one fleet.
+type Times = (Vec<Duration>, Vec<Duration>);
+
+/// The fleets' runs: the chart fleet, the templates fleet, the chart fleet bumped.
+struct Fleets {
+    first: Duration,
+    chart: Times,
+    templates: Times,
+    bumped: Times,
+    chart_objects: usize,
+    template_objects: usize,
+}
+
+/// The first run of the chart fleet, then `runs` runs of each fleet in turn.
+fn render_fleets(charts: &Repo, templates: &Repo, charts_dir: &Path, runs: usize) -> Fleets {
+    let (first, chart_objects) = render_fleet(charts);
+    let mut fleets = Fleets {
+        first,
+        chart: Times::default(),
+        templates: Times::default(),
+        bumped: Times::default(),
+        chart_objects,
+        template_objects: 0,
+    };
+    let push = |times: &mut Times, ((wall, objects), cpu): ((Duration, usize), Duration)| {
+        times.0.push(wall);
+        times.1.push(cpu);
+        objects
+    };
+    for run in 0..runs {
+        push(&mut fleets.chart, with_cpu(|| render_fleet(charts)));
+        fleets.template_objects = push(&mut fleets.templates, with_cpu(|| render_fleet(templates)));
+        let bumped = bump(charts_dir, run);
+        push(&mut fleets.bumped, with_cpu(|| render_fleet(&bumped)));
+    }
+    fleets
+}
+
+impl Fleets {
+    fn print(&self) {
+        let m = |t: &Times| (ms(median(t.0.clone())), ms(median(t.1.clone())));
+        let (chart, chart_cpu) = m(&self.chart);
+        println!(
+            "  chart fleet render + validate   median {chart}, CPU {chart_cpu} ({} objects; \
+             first run, starting the helper: {})",
+            self.chart_objects,
+            ms(self.first)
+        );
+        let (bumped, bumped_cpu) = m(&self.bumped);
+        println!("  chart bumped, every tenant      median {bumped}, CPU {bumped_cpu}");
+        let (templates, templates_cpu) = m(&self.templates);
+        println!(
+            "  templates fleet                 median {templates}, CPU {templates_cpu} ({} \
+             objects)",
+            self.template_objects
+        );
+    }
 }
 
 /// The chart fleet with the chart's version changed (`run` makes it new each time), read
