@@ -83,8 +83,14 @@ fn the_deployment_waits_until_the_pre_job_completes() {
         message.contains("main phase waits for") && message.contains("migrate"),
         "{message}"
     );
-    // Applied again while the Job runs: still held.
-    apply_json(repo.path(), &["--tenant", &t], 0);
+    // Applied again while the Job runs: still held, and the summary says so.
+    let out = fief("apply", repo.path(), &["--tenant", &t]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(
+        summary.contains("waiting: the main phase waits for Job.batch/"),
+        "{summary}"
+    );
     assert!(!exists("deployment", &ns, "web"));
 
     let done_at = common::job::complete("migrate", &ns);

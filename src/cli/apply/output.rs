@@ -9,6 +9,8 @@ use std::io::Write;
 
 use super::Synced;
 use crate::cli::colour;
+use crate::core::plan::depends::describe;
+use crate::core::plan::phase::PhaseHold;
 use crate::core::status::Outcome;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::Unhealthy;
@@ -59,6 +61,13 @@ fn progress_line(r: &TenantReport) -> String {
     }
     if let Some(hold) = &r.prune_held {
         line.push_str(&format!("\n  prune held: {hold}"));
+    }
+    // Held until what they wait for is healthy: applied by a later run (or `--wait`).
+    if let Some(hold @ PhaseHold::Waiting { .. }) = &r.phase_hold {
+        line.push_str(&format!("\n  waiting: {hold}"));
+    }
+    if !r.waiting.is_empty() {
+        line.push_str(&format!("\n  waiting: {}", describe(&r.waiting)));
     }
     for k in &r.kept {
         line.push_str(&format!("\n  kept: {k}"));
