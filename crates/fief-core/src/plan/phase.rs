@@ -194,15 +194,17 @@ pub fn placement_of(object: &RenderedObject) -> Placement {
     }
 }
 
-/// Whether applying `a` must delete the live object first: a pre or post Job whose rendered
-/// content changed since `previous_hash` was applied (a Job's template cannot be changed in
-/// place; Helm's `before-hook-creation`).
+/// Whether applying `a` must delete the live object first: a pre or post Job the previous
+/// inventory has, whose rendered content differs from `previous_hash` (what was applied; empty
+/// when a sync stopped before applying it) — a Job's template cannot be changed in place
+/// (Helm's `before-hook-creation`). A Job new to the inventory is created, not deleted first.
 pub fn recreates(a: &Apply<'_>, previous_hash: Option<&str>) -> bool {
     let id = &a.object.id;
     id.group == "batch"
         && id.kind == "Job"
+        && a.existed
         && placement_of(a.object) != Placement::MAIN
-        && previous_hash.is_some_and(|h| !h.is_empty() && h != a.hash)
+        && previous_hash.is_some_and(|h| h != a.hash)
 }
 
 /// Why a sync does not go past a placement.

@@ -229,24 +229,28 @@ fn a_tenant_without_phases_is_not_gated_and_main_of_an_unwaited_component_is_don
 }
 
 #[test]
-fn only_a_changed_pre_or_post_job_is_recreated() {
+fn only_a_changed_pre_or_post_job_the_inventory_has_is_recreated() {
     let r = tenant("2", "2", "2");
     let p = plan(&r, None, &HashMap::new(), &PruneGuard::default(), false);
-    let by = |name: &str| {
-        p.stages
-            .iter()
-            .flatten()
-            .find(|a| a.object.id.name == name)
-            .expect("planned")
+    let by = |name: &str, existed: bool| {
+        let a = p.stages.iter().flatten().find(|a| a.object.id.name == name);
+        Apply {
+            existed,
+            ..a.expect("planned").clone()
+        }
     };
-    assert!(recreates(by("migrate"), Some("old")));
-    assert!(recreates(by("notify"), Some("old")));
-    assert!(!recreates(by("migrate"), None), "new: created");
-    assert!(!recreates(by("migrate"), Some("")), "never applied");
-    let same = by("migrate").hash.clone();
-    assert!(!recreates(by("migrate"), Some(&same)), "unchanged: applied");
+    assert!(recreates(&by("migrate", true), Some("old")));
+    assert!(recreates(&by("notify", true), Some("old")));
     assert!(
-        !recreates(by("site"), Some("old")),
+        recreates(&by("migrate", true), Some("")),
+        "recorded by a sync that stopped: it may be there"
+    );
+    assert!(!recreates(&by("migrate", true), None));
+    assert!(!recreates(&by("migrate", false), Some("")), "new: created");
+    let same = by("migrate", true).hash.clone();
+    assert!(!recreates(&by("migrate", true), Some(&same)), "unchanged");
+    assert!(
+        !recreates(&by("site", true), Some("old")),
         "main objects are applied"
     );
 }
