@@ -12,6 +12,7 @@ use base64::Engine;
 use common::sops::{self, AgeKey};
 use serde_json::Value;
 
+mod chart;
 mod in_the_cluster;
 
 fn fief_bin() -> &'static str {

@@ -41,6 +41,13 @@ pub struct ComponentMeta {
     /// counts (`replicas`) and Flux-style `${var}` substitution (`substitute`).
     #[serde(default, skip_serializing_if = "super::KustomizeFromValues::is_empty")]
     pub kustomize: super::KustomizeFromValues,
+    /// `kind: helm` or `kind: kustomize`: values taken from the tenant's SOPS secrets, by
+    /// values path, e.g. `{auth.password: tenant.postgresPassword}` sets the release's
+    /// `auth.password` to `secrets.tenant.postgresPassword` (`shared.<key>` reads
+    /// `secrets/shared.sops.yaml`). The only way a secret reaches a chart or a kustomization:
+    /// values files never hold secrets, and these values are set after every layer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_values: BTreeMap<String, String>,
     /// Default version.
     #[serde(default)]
     pub version: Option<String>,

@@ -15,6 +15,7 @@ mod package_emit;
 mod parse;
 mod pinned;
 pub mod provenance;
+mod secret_values;
 mod state;
 mod tenant;
 pub mod values;

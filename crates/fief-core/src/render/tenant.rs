@@ -11,14 +11,13 @@ use serde_json::{Value, json};
 
 use super::context::fief_context;
 use super::order::component_order;
-use super::package::{Capabilities, Package};
-use super::package_emit::{Target, check_strict, render_package};
+use super::package_emit::check_strict;
 use super::parse::parse_rendered;
 use super::state::keep;
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::{
-    BASELINE, Component, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
+    BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
 };
 use crate::objects;
 use crate::schema::locate::Step;
@@ -313,6 +312,9 @@ fn check_environment_components(
 }
 
 /// Renders one component's templates for one environment into the tenant's output.
+#[path = "tenant_package.rs"]
+mod package;
+
 struct Emitter<'a, 'r> {
     renderer: &'a Renderer,
     repo: &'r Repo,
@@ -374,41 +376,8 @@ impl Emitter<'_, '_> {
             return;
         }
         match component.package.as_deref() {
-            Some(package) => self.emit_package(package, component, &vals, env),
+            Some(package) => self.emit_package(package, component, &dir, vals, env),
             None => self.emit(&component.name, version, vals, env, &component.templates),
-        }
-    }
-
-    /// Render a `helm` or `kustomize` component for one environment.
-    fn emit_package(&mut self, package: &Package, component: &Component, vals: &Value, env: &str) {
-        let namespace = self.out.namespaces.get(env).cloned().unwrap_or_default();
-        // The config parsed (the tenant resolved only then); fief.yaml's settings.
-        let capabilities = match &self.repo.config {
-            Ok(config) => Capabilities {
-                kube_version: config.kubernetes_version.as_deref(),
-                api_versions: &config.api_versions,
-            },
-            Err(_) => Capabilities::default(),
-        };
-        let target = Target {
-            component: &component.name,
-            env,
-            namespace: &namespace,
-            values: vals,
-            capabilities,
-            kustomize: &component.meta.kustomize,
-            crds: component.meta.crds,
-        };
-        let out = render_package(self.renderer, &self.repo.snapshot, package, &target);
-        self.errors.extend(out.errors);
-        keep(self.out, self.tenant, &self.applyset, &component.name, out.objects);
-        // A tenant that keeps no workloads (archived, purged) creates no CRDs for them.
-        if matches!(self.tenant.spec.state, TenantState::Active | TenantState::Frozen) {
-            for crd in out.crds {
-                if !self.out.chart_crds.iter().any(|c| c.id == crd.id) {
-                    self.out.chart_crds.push(crd);
-                }
-            }
         }
     }
 

@@ -109,6 +109,12 @@ fn checked_folder(meta: &ComponentMeta, refuse: &mut impl FnMut(&str, String)) -
                     refuse(field, format!("`{field}` needs `kind: {}`", wants(field)));
                 }
             }
+            if !meta.secret_values.is_empty() {
+                refuse(
+                    "secretValues",
+                    "`secretValues` is for `kind: helm` and `kind: kustomize`; templates read the tenant's secrets as `secrets`".into(),
+                );
+            }
             return None;
         }
         RenderKind::Helm if meta.path.is_some() => {
