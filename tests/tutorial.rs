@@ -62,6 +62,26 @@ fn agent_logs() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The outputs the tutorial's steps promise.
+fn what_the_reader_is_told_to_expect(stdout: &str) {
+    assert!(
+        stdout.contains("Hello, Globex"),
+        "step 4 shows the greeting:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("Hello again, Globex"),
+        "step 6 shows the change live:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("acme-prod"),
+        "step 4 lists the namespaces:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("message: Globex is up") && stdout.trim_end().ends_with("Globex is up"),
+        "step 7 renders the chart and shows its ConfigMap live:\n{stdout}"
+    );
+}
+
 #[test]
 fn every_shell_block_of_the_getting_started_tutorial_runs_as_written_on_a_real_cluster() {
     let cluster = node_cluster();
@@ -116,23 +136,7 @@ fn every_shell_block_of_the_getting_started_tutorial_runs_as_written_on_a_real_c
         out.status,
         agent_logs()
     );
-    // What the reader is told to expect.
-    assert!(
-        stdout.contains("Hello, Globex"),
-        "step 4 shows the greeting:\n{stdout}"
-    );
-    assert!(
-        stdout.contains("Hello again, Globex"),
-        "step 6 shows the change live:\n{stdout}"
-    );
-    assert!(
-        stdout.contains("acme-prod"),
-        "step 4 lists the namespaces:\n{stdout}"
-    );
-    assert!(
-        stdout.contains("message: Globex is up") && stdout.trim_end().ends_with("Globex is up"),
-        "step 7 renders the chart and shows its ConfigMap live:\n{stdout}"
-    );
+    what_the_reader_is_told_to_expect(&stdout);
     let replicas = kubectl(
         &[
             "get",
