@@ -152,17 +152,27 @@ fn a_failed_migration_job_holds_its_tenant_and_the_rollout_wave() {
         "the next wave is not started"
     );
 
-    // The fixed migration is created again; once it completes, the rollout goes through.
+    the_fixed_migration_lets_the_rollout_through(&server, &agent_ns, &canary, &rest);
+}
+
+/// The fixed migration is created again; once it completes, the rollout goes through, the
+/// next wave starting only once the canary's own objects are applied after its Job.
+fn the_fixed_migration_lets_the_rollout_through(
+    server: &GitServer,
+    agent_ns: &str,
+    canary: &str,
+    rest: &str,
+) {
+    let (c_ns, r_ns) = (format!("{canary}-prod"), format!("{rest}-prod"));
     let stop = Arc::new(AtomicBool::new(false));
     complete_jobs(vec![c_ns.clone(), r_ns.clone()], stop.clone());
     server.commit(&[migrate("2")], "fix the migration");
     wait_until("the rollout completes", Duration::from_secs(90), || {
-        record(&agent_ns)["phase"] == "Complete"
-            && greeting(&canary).as_deref() == Some("g2")
-            && greeting(&rest).as_deref() == Some("g2")
+        record(agent_ns)["phase"] == "Complete"
+            && greeting(canary).as_deref() == Some("g2")
+            && greeting(rest).as_deref() == Some("g2")
     });
     stop.store(true, Ordering::Relaxed);
-    // The next wave started only once the canary's own objects were applied after its Job.
     let writes = common::audit::writes();
     let at = |resource: &str, ns: &str, name: &str| -> Vec<i64> {
         let same = |w: &&common::audit::Write| {
