@@ -55,7 +55,7 @@ func kindStandIns(files map[string]string) (map[string]string, []string, bool) {
 			standIns[name] = content
 			continue
 		}
-		split := releaseutil.SplitManifests(content)
+		split := splitManifests(content)
 		docs := make([]string, len(split))
 		for key, doc := range split {
 			i, err := strconv.Atoi(strings.TrimPrefix(key, "manifest-"))
@@ -75,6 +75,18 @@ func kindStandIns(files map[string]string) (map[string]string, []string, bool) {
 		standIns[name] = strings.Join(docs, "\n---\n")
 	}
 	return standIns, entries, true
+}
+
+// splitManifests is releaseutil.SplitManifests: a file without `---` cannot hold its
+// separator, so it is one manifest, trimmed, without Helm's regular expression run over it.
+func splitManifests(content string) map[string]string {
+	if strings.Contains(content, "---") {
+		return releaseutil.SplitManifests(content)
+	}
+	if trimmed := strings.TrimSpace(content); trimmed != "" {
+		return map[string]string{"manifest-0": trimmed}
+	}
+	return map[string]string{}
 }
 
 var (

@@ -78,3 +78,14 @@ func TestKindsReadFromTheFirstLinesOnlyWhenPlain(t *testing.T) {
 		}
 	}
 }
+
+func TestSplittingAFileAsHelmSplitsIt(t *testing.T) {
+	for _, content := range []string{
+		"", "  \n", "kind: A\n", "\n\nkind: A\nx: 1\n\n", "kind: A\n---\nkind: B\n",
+		"---\nkind: A\n", "kind: A\n  ---\n", "a: \"--\"\n-- -\n",
+	} {
+		if got, want := splitManifests(content), releaseutil.SplitManifests(content); !reflect.DeepEqual(got, want) {
+			t.Errorf("splitManifests(%q) = %q, Helm's %q", content, got, want)
+		}
+	}
+}
