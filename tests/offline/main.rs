@@ -17,6 +17,7 @@ mod init;
 mod layout;
 mod packages;
 mod packages_charts;
+mod packages_fidelity;
 mod packages_kustomize;
 mod reference;
 mod render;

@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/ignore"
 	"helm.sh/helm/v3/pkg/release"
 )
 
@@ -98,8 +99,12 @@ func (s *store) chartFor(req *request) (*chart.Chart, bool, error) {
 	return c, false, nil
 }
 
-// loadChart is Helm's loader over the files, in name order.
-func loadChart(byName map[string]string) (*chart.Chart, error) {
+// loadChart is Helm's loader over the files, in name order, less those `.helmignore` names.
+func loadChart(all map[string]string) (*chart.Chart, error) {
+	byName, err := withoutIgnored(all)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %s: %w", ignore.HelmIgnore, err)
+	}
 	names := make([]string, 0, len(byName))
 	for name := range byName {
 		names = append(names, name)
@@ -125,6 +130,9 @@ func (s *store) renderHelm(req *request) answer {
 	if err != nil {
 		return answer{Error: err.Error()}
 	}
+	if err := checkDependencies(loaded); err != nil {
+		return answer{Error: err.Error()}
+	}
 	// Rendering changes the chart (disabled subcharts are dropped, imported values merged):
 	// each render works on its own copy of the loaded one.
 	c := cloneChart(loaded)
@@ -146,6 +154,30 @@ func (s *store) renderHelm(req *request) answer {
 		docs = append(crdDocuments(c), docs...)
 	}
 	return answer{Documents: docs}
+}
+
+// checkDependencies refuses a chart whose Chart.yaml lists a dependency its charts/ folder
+// lacks, in `helm template`'s words: it mirrors the check `helm template` runs before
+// rendering (pkg/action.CheckDependencies: the top chart's dependencies by chart name,
+// enabled or not, aliases aside).
+func checkDependencies(c *chart.Chart) error {
+	var missing []string
+	for _, want := range c.Metadata.Dependencies {
+		found := false
+		for _, have := range c.Dependencies() {
+			if have.Name() == want.Name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, want.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: %s", strings.Join(missing, ", "))
 }
 
 // capabilities are what `helm template --kube-version --api-versions` gives a chart: Helm's
