@@ -11,9 +11,9 @@
 //! change the installed agent hold [`AGENT`] so they run one at a time. A node that cannot
 //! start fails every test here with the reason.
 
+mod chart;
 #[path = "../common/mod.rs"]
 mod common;
-mod chart;
 mod depends;
 mod helm;
 mod install;
