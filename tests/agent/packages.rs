@@ -13,7 +13,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::agent::*;
-use serde_json::Value;
 
 /// A small chart at `version`: one ConfigMap naming the release, its version and `greeting`;
 /// from 2.0.0 on it also needs `tier`, which only some tenants set.
@@ -65,16 +64,6 @@ fn tenant(name: &str, ring: &str, lines: &[&str]) -> (String, String) {
 
 fn cm(tenant: &str, key: &str) -> Option<String> {
     configmap_value(&format!("{tenant}-prod"), "web-config", key)
-}
-
-fn rollout(agent_ns: &str) -> Value {
-    common::util::rollout_record(kubectl_json(&[
-        "get",
-        "configmap",
-        "-n",
-        agent_ns,
-        "fief-rollout",
-    ]))
 }
 
 fn head(server: &GitServer) -> String {
@@ -156,10 +145,10 @@ fn a_chart_version_bump_rolls_out_wave_by_wave_halts_at_a_tenant_it_fails_and_fi
     let bumped = head(&server);
     assert_eq!(agent.signed_push(), 202);
     wait_until("the rollout halts", Duration::from_secs(60), || {
-        let r = rollout(&agent_ns);
+        let r = rollout_record(&agent_ns);
         r["commit"] == bumped.as_str() && r["phase"] == "Halted"
     });
-    let r = rollout(&agent_ns);
+    let r = rollout_record(&agent_ns);
     let reason = r["reason"].as_str().unwrap_or("");
     assert!(
         reason.contains("wave 2 \"early\"") && reason.contains("tier is required"),
@@ -190,7 +179,7 @@ fn a_chart_version_bump_rolls_out_wave_by_wave_halts_at_a_tenant_it_fails_and_fi
     let pinned = head(&server);
     assert_eq!(agent.signed_push(), 202);
     wait_until("the rollout completes", Duration::from_secs(60), || {
-        let r = rollout(&agent_ns);
+        let r = rollout_record(&agent_ns);
         r["commit"] == pinned.as_str() && r["phase"] == "Complete"
     });
     assert_eq!(cm(&rest, "chartVersion").as_deref(), Some("2.0.0"));

@@ -52,8 +52,7 @@ fn greeting(tenant: &str) -> Option<String> {
 }
 
 fn record(agent_ns: &str) -> Value {
-    let cm = kubectl_json(&["get", "configmap", "-n", agent_ns, "fief-rollout"]);
-    common::util::rollout_record(cm)
+    common::agent::rollout_record(agent_ns)
 }
 
 /// The Ready condition's (reason, message).

@@ -45,13 +45,7 @@ fn data(tenant: &str, key: &str) -> Option<String> {
 }
 
 fn record(agent_ns: &str) -> Value {
-    common::util::rollout_record(kubectl_json(&[
-        "get",
-        "configmap",
-        "-n",
-        agent_ns,
-        "fief-rollout",
-    ]))
+    common::agent::rollout_record(agent_ns)
 }
 
 fn head(server: &GitServer) -> String {

@@ -260,6 +260,17 @@ pub fn kubectl_json(args: &[&str]) -> Option<Value> {
     super::kubectl::Kubectl::admin().json(args)
 }
 
+/// The agent's rollout record (ConfigMap `fief-rollout` in `agent_ns`), or null.
+pub fn rollout_record(agent_ns: &str) -> Value {
+    super::util::rollout_record(kubectl_json(&[
+        "get",
+        "configmap",
+        "-n",
+        agent_ns,
+        "fief-rollout",
+    ]))
+}
+
 pub fn configmap_value(ns: &str, name: &str, key: &str) -> Option<String> {
     let cm = kubectl_json(&["get", "configmap", "-n", ns, name])?;
     cm["data"][key].as_str().map(str::to_string)

@@ -50,7 +50,7 @@ fn files_under(root: &Path) -> Vec<(String, String)> {
 
 /// A repo with tenant `acme` (environment dev, namespace acme-dev) using component `c`,
 /// whose files are `component` (paths relative to components/c/); `values` is the tenant's.
-fn repo(component: &[(String, String)], values: &Value) -> Repo {
+pub(crate) fn repo(component: &[(String, String)], values: &Value) -> Repo {
     let tenant = format!(
         "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  \
          environments: [dev]\n  components:\n    - name: c\n      values: {values}\n"

@@ -83,20 +83,11 @@ const FILES: [(&str, &str); 7] = [
 
 /// A repo with tenant `acme` (environment dev, namespace acme-dev) using component `c`.
 fn repo(values: &Value) -> Repo {
-    let tenant = format!(
-        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: acme\nspec:\n  \
-         environments: [dev]\n  components:\n    - name: c\n      values: {values}\n"
-    );
-    let mut files = vec![
-        ("fief.yaml".to_string(), String::new()),
-        ("tenants/acme.yaml".to_string(), tenant),
-    ];
-    files.extend(
-        FILES
-            .iter()
-            .map(|(p, t)| (format!("components/c/{p}"), t.to_string())),
-    );
-    Repo::load(Arc::new(Snapshot::from_files(files)))
+    let files: Vec<(String, String)> = FILES
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    crate::packages::repo(&files, values)
 }
 
 fn identity(o: &Value) -> String {

@@ -7,18 +7,10 @@
 //! dependencies has something to apply or prune: one GET per object of the components it
 //! depends on, a few at a time.
 
-use std::collections::HashMap;
-
-use futures::stream::{self, StreamExt};
-
 use super::Resources;
-use super::health::live_health;
-use fief_core::health::Health;
+use super::health::read_health;
 use fief_core::plan::{Plan, depends};
 use fief_core::render::TenantRender;
-
-/// Reads in flight at once for one tenant.
-const READS: usize = 8;
 
 /// Set aside the components of `plan` whose dependencies are not ready (see the module docs).
 pub async fn defer_dependents(resources: &Resources, render: &TenantRender, plan: &mut Plan<'_>) {
@@ -27,14 +19,6 @@ pub async fn defer_dependents(resources: &Resources, render: &TenantRender, plan
         return;
     }
     let objects = depends::objects_of(render, &check);
-    let health: HashMap<_, Health> = stream::iter(objects)
-        .map(|o| async move {
-            // Not found, or not readable: not healthy, and why.
-            let h = live_health(resources, &o.id, &o.object).await;
-            (o.id.clone(), h.unwrap_or_else(Health::InProgress))
-        })
-        .buffer_unordered(READS)
-        .collect()
-        .await;
+    let health = read_health(resources, objects).await;
     depends::defer(plan, render, &health);
 }

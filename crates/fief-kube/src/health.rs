@@ -117,6 +117,26 @@ pub async fn wait_healthy(
     bad
 }
 
+/// Reads in flight at once for one tenant in [`read_health`].
+const READS: usize = 8;
+
+/// The health of each of `objects` by kstatus rules, a few read at a time; an object that is
+/// not found, not served or not readable is in progress, and says why.
+pub async fn read_health<'a>(
+    resources: &Resources,
+    objects: impl IntoIterator<Item = &'a fief_core::render::RenderedObject>,
+) -> HashMap<ObjectId, Health> {
+    use futures::stream::{self, StreamExt};
+    stream::iter(objects)
+        .map(|o| async move {
+            let h = live_health(resources, &o.id, &o.object).await;
+            (o.id.clone(), h.unwrap_or_else(Health::InProgress))
+        })
+        .buffer_unordered(READS)
+        .collect()
+        .await
+}
+
 /// The health of the live object `id` (rendered as `object`) by kstatus rules; or why it
 /// cannot be told (not found, not served, not readable).
 pub async fn live_health(

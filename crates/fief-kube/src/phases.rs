@@ -9,21 +9,15 @@
 //! propagation) and gone. Reads only when the tenant has pre or post objects and something
 //! placed after them changes: one GET per object placed before, a few at a time.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use futures::stream::{self, StreamExt};
 use kube::api::DeleteParams;
 
-use super::health::live_health;
+use super::health::read_health;
 use super::sync::Ctx;
 use super::{ClusterError, Resources, send_as};
-use fief_core::health::Health;
 use fief_core::plan::{Apply, Plan, phase};
 use fief_core::render::TenantRender;
-
-/// Reads in flight at once for one tenant.
-const READS: usize = 8;
 
 /// How long a deleted Job may take to be gone before its new version is created.
 const GONE_WITHIN: Duration = Duration::from_secs(60);
@@ -31,15 +25,7 @@ const GONE_WITHIN: Duration = Duration::from_secs(60);
 /// Set aside the placements of `plan` that wait for earlier ones (see the module docs).
 pub async fn gate_phases(resources: &Resources, render: &TenantRender, plan: &mut Plan<'_>) {
     let check = phase::to_check(render, plan);
-    let health: HashMap<_, Health> = stream::iter(check)
-        .map(|o| async move {
-            // Not found, or not readable: not done, and why.
-            let h = live_health(resources, &o.id, &o.object).await;
-            (o.id.clone(), h.unwrap_or_else(Health::InProgress))
-        })
-        .buffer_unordered(READS)
-        .collect()
-        .await;
+    let health = read_health(resources, check).await;
     phase::gate(plan, render, &health);
 }
 
