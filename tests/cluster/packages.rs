@@ -10,25 +10,12 @@ use std::path::Path;
 use crate::common;
 
 use common::cluster_cli::{TestRepo, apply_json, exists, kubectl_json, tenant_report};
-use common::offline::{metrics_server_chart, render_helper};
+use common::offline::{metrics_server_chart, render_helper, text_files_under};
 
 /// Copy the chart's files under `components/<component>/chart/` of the repo.
 fn copy_chart(repo: &TestRepo, component: &str, chart: &Path) {
-    let mut dirs = vec![chart.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the chart").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let rel = path.strip_prefix(chart).expect("under the chart");
-            let text = std::fs::read_to_string(&path).expect("a text file");
-            repo.write(
-                &format!("components/{component}/chart/{}", rel.display()),
-                &text,
-            );
-        }
+    for (rel, text) in text_files_under(chart) {
+        repo.write(&format!("components/{component}/chart/{rel}"), &text);
     }
 }
 

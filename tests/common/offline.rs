@@ -108,3 +108,23 @@ pub fn module_folder(module: &str, folder: &str) -> PathBuf {
     assert!(path.is_dir(), "{module} has no folder {folder}");
     path
 }
+
+/// Every UTF-8 text file under `root`, by its path relative to `root` (a chart's images and
+/// other binary files are left out), in path order.
+pub fn text_files_under(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                let rel = path.strip_prefix(root).expect("under root");
+                out.push((rel.to_string_lossy().into_owned(), text));
+            }
+        }
+    }
+    out.sort();
+    out
+}

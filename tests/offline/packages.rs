@@ -19,7 +19,9 @@ use fief_core::snapshot::Snapshot;
 use fief_source::render_helper::HelperRenderer;
 use serde_json::{Value, json};
 
-use crate::common::offline::{self, metrics_server_chart, render_helper, stderr, write_file};
+use crate::common::offline::{
+    self, metrics_server_chart, render_helper, stderr, text_files_under, write_file,
+};
 
 /// The labels fief adds to every object.
 const FIEF_LABELS: [&str; 4] = [
@@ -28,25 +30,6 @@ const FIEF_LABELS: [&str; 4] = [
     "fief.dev/component",
     "applyset.kubernetes.io/part-of",
 ];
-
-/// Every file under `root`, relative to it.
-fn files_under(root: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the chart").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                let rel = path.strip_prefix(root).expect("under root");
-                let text = std::fs::read_to_string(&path).expect("a text file");
-                out.push((rel.to_string_lossy().into_owned(), text));
-            }
-        }
-    }
-    out
-}
 
 /// A repo with tenant `acme` (environment dev, namespace acme-dev) using component `c`,
 /// whose files are `component` (paths relative to components/c/); `values` is the tenant's.
@@ -165,7 +148,7 @@ pub(super) fn assert_same(fief: &[Value], helm: &[Value], what: &str) {
 fn chart_component(chart: &Path, component_yaml: &str) -> Vec<(String, String)> {
     let mut files = vec![("component.yaml".to_string(), component_yaml.to_string())];
     files.extend(
-        files_under(chart)
+        text_files_under(chart)
             .into_iter()
             .map(|(p, t)| (format!("chart/{p}"), t)),
     );

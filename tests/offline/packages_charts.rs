@@ -39,20 +39,10 @@ struct Flags {
 
 /// Every UTF-8 file under `root`, relative to it (a chart's images are not sent).
 fn text_files(root: &Path) -> BTreeMap<String, Arc<str>> {
-    let mut out = BTreeMap::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the chart").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if let Ok(text) = std::fs::read_to_string(&path) {
-                let rel = path.strip_prefix(root).expect("under root");
-                out.insert(rel.to_string_lossy().into_owned(), Arc::from(text));
-            }
-        }
-    }
-    out
+    crate::common::offline::text_files_under(root)
+        .into_iter()
+        .map(|(rel, text)| (rel, Arc::from(text)))
+        .collect()
 }
 
 /// The YAML documents of `text`, empty ones left out.
