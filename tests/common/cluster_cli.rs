@@ -231,6 +231,12 @@ pub fn mark_ready(kind: &str, name: &str, ns: &str) -> i64 {
         status["currentRevision"] = format!("{name}-1").into();
         status["updateRevision"] = format!("{name}-1").into();
     }
+    patch_status(kind, name, ns, &status)
+}
+
+/// Merge `status` into the status subresource of `kind/name` in `ns` (what a controller
+/// would write); when it was sent, in microseconds.
+pub fn patch_status(kind: &str, name: &str, ns: &str, status: &serde_json::Value) -> i64 {
     let at = now_us();
     let patch = serde_json::json!({ "status": status }).to_string();
     kubectl_ok(&[

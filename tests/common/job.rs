@@ -3,7 +3,7 @@
 //! server requires of a finished Job (start and completion times, the success or failure
 //! target condition before the final one).
 
-use super::cluster_cli::{kubectl_ok, now_us};
+use super::cluster_cli::patch_status;
 
 /// Mark Job `name` in `ns` Complete; returns when (microseconds, as the audit log counts).
 pub fn complete(name: &str, ns: &str) -> i64 {
@@ -16,7 +16,7 @@ pub fn complete(name: &str, ns: &str) -> i64 {
     let status = serde_json::json!({
         "startTime": now, "completionTime": now, "succeeded": 1, "active": 0,
         "conditions": [cond("SuccessCriteriaMet"), cond("Complete")]});
-    patch(name, ns, &status)
+    patch_status("job", name, ns, &status)
 }
 
 /// Mark Job `name` in `ns` Failed (reason `BackoffLimitExceeded`); returns when.
@@ -30,24 +30,7 @@ pub fn fail(name: &str, ns: &str) -> i64 {
     let status = serde_json::json!({
         "startTime": now, "failed": 1, "active": 0,
         "conditions": [cond("FailureTarget"), cond("Failed")]});
-    patch(name, ns, &status)
-}
-
-fn patch(name: &str, ns: &str, status: &serde_json::Value) -> i64 {
-    let at = now_us();
-    let patch = serde_json::json!({ "status": status }).to_string();
-    kubectl_ok(&[
-        "patch",
-        "job",
-        name,
-        "-n",
-        ns,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &patch,
-    ]);
-    at
+    patch_status("job", name, ns, &status)
 }
 
 fn timestamp() -> String {

@@ -103,33 +103,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn context() -> Value {
-        json!({"shared": {"analytics": {"apiKey": "k-123456"}}, "tenant": {"db": "pa55word"}})
+    /// [`set_one`] for tenant `acme`, whose secrets are `db` and the shared `analytics.apiKey`.
+    fn set_acme(path: &str, source: &str, values: &mut Value) -> Result<(), String> {
+        let context =
+            json!({"shared": {"analytics": {"apiKey": "k-123456"}}, "tenant": {"db": "pa55word"}});
+        let secrets = Secrets {
+            tenant: "acme",
+            context: &context,
+        };
+        set_one(path, source, &secrets, values)
     }
 
     #[test]
     fn a_secret_is_set_at_its_path_creating_the_mappings_on_the_way() {
         let mut values = json!({"auth": {"user": "app"}});
-        set_one(
-            "auth.password",
-            "tenant.db",
-            &Secrets {
-                tenant: "acme",
-                context: &context(),
-            },
-            &mut values,
-        )
-        .unwrap();
-        set_one(
-            "global.key",
-            "shared.analytics.apiKey",
-            &Secrets {
-                tenant: "acme",
-                context: &context(),
-            },
-            &mut values,
-        )
-        .unwrap();
+        set_acme("auth.password", "tenant.db", &mut values).unwrap();
+        set_acme("global.key", "shared.analytics.apiKey", &mut values).unwrap();
         assert_eq!(
             values,
             json!({"auth": {"user": "app", "password": "pa55word"}, "global": {"key": "k-123456"}})
@@ -139,41 +128,14 @@ mod tests {
     #[test]
     fn a_missing_secret_or_a_path_through_a_scalar_is_an_error_naming_what_to_do() {
         let mut values = json!({"auth": "plain"});
-        let e = set_one(
-            "x",
-            "tenant.nope",
-            &Secrets {
-                tenant: "acme",
-                context: &context(),
-            },
-            &mut values,
-        )
-        .unwrap_err();
+        let e = set_acme("x", "tenant.nope", &mut values).unwrap_err();
         assert!(
             e.contains("`secrets.tenant.nope` is not in secrets/tenants/"),
             "{e}"
         );
-        let e = set_one(
-            "auth.password",
-            "tenant.db",
-            &Secrets {
-                tenant: "acme",
-                context: &context(),
-            },
-            &mut values,
-        )
-        .unwrap_err();
+        let e = set_acme("auth.password", "tenant.db", &mut values).unwrap_err();
         assert!(e.contains("`auth` is not a mapping"), "{e}");
-        let e = set_one(
-            "x",
-            "db",
-            &Secrets {
-                tenant: "acme",
-                context: &context(),
-            },
-            &mut values,
-        )
-        .unwrap_err();
+        let e = set_acme("x", "db", &mut values).unwrap_err();
         assert!(e.contains("write `tenant.<key>`"), "{e}");
         assert!(!e.contains("pa55word"));
     }
