@@ -625,11 +625,15 @@ maxPods: 100
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# Disk signals off (0% is "no threshold", as kind configures its nodes): the node shares the
+# build machine's disk, whose free space is the machine's business, not the test's. A
+# threshold met there evicts nothing (the test Pods use no disk) and admits no new Pod.
 evictionHard:
   memory.available: 100Mi
-  nodefs.available: 1%
-  nodefs.inodesFree: 1%
-  imagefs.available: 1%
+  nodefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.available: "0%"
+  imagefs.inodesFree: "0%"
 EOF
 
 # A Node object left by an earlier node of the same name would look Ready.

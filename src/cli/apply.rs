@@ -119,6 +119,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
         cluster: args.cluster_name.clone(),
         commit: None,
         progress: None,
+        adopt: super::args::AdoptMode::sync_mode(args.adopt),
     };
     let known: BTreeSet<String> = repo.tenants.keys().cloned().collect();
     let reusable: BTreeMap<String, String> =

@@ -2,8 +2,9 @@
 //!
 //! In: [`DiffArgs`]. Out: unified diffs on stdout (updates, creates and every prune apply
 //! would do, and the orphaned tenants), notes (client-side fallback for read-only callers,
-//! skipped tenants, Secrets not compared without the age key) and errors (including applies
-//! the API server would refuse) on stderr; exit code 0 no difference, 1 differences, orphans
+//! skipped tenants, Secrets not compared without the age key, with `--adopt` the existing
+//! objects `apply --adopt` takes with no change) and errors (including applies the API
+//! server would refuse) on stderr; exit code 0 no difference, 1 differences, orphans
 //! or invalid tenants, 3 cluster failure or a refusal apply would hit.
 
 use std::collections::BTreeMap;
@@ -35,6 +36,7 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
                 &config.agent_namespace,
                 &args.cluster_name,
                 &config.prune_guard,
+                args.adopt,
             )
             .await?,
         )
@@ -46,6 +48,17 @@ pub fn diff_cmd(args: &DiffArgs) -> Result<u8, CliError> {
     let mut stderr = std::io::stderr().lock();
     for n in &outcome.notes {
         let _ = writeln!(stderr, "note: {n}");
+    }
+    if !outcome.adoptable.is_empty() {
+        let n = outcome.adoptable.len();
+        let _ = writeln!(
+            stderr,
+            "note: `fief apply --adopt` takes {n} existing object{} with no change:",
+            if n == 1 { "" } else { "s" }
+        );
+        for a in &outcome.adoptable {
+            let _ = writeln!(stderr, "  {a}");
+        }
     }
     for e in errors {
         let _ = writeln!(stderr, "{} {e}", super::colour::error_prefix());

@@ -324,6 +324,7 @@ fn admin_sync_options(agent_ns: &str) -> SyncOptions {
         cluster: "default".into(),
         commit: None,
         progress: None,
+        adopt: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod adopt;
 mod apply;
 mod apply_env;
 mod apply_noop;

@@ -5,6 +5,7 @@
 //! resolves each object's resource and scope; arbitrary kinds are applied as dynamic objects.
 
 pub mod adopt;
+pub mod adoption;
 pub mod apply;
 pub mod batched;
 mod chart_crds;

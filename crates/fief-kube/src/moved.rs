@@ -67,6 +67,7 @@ pub async fn retire(resources: &Resources, agent_namespace: &str, inv: &Inventor
         cluster: String::new(),
         commit: None,
         progress: None,
+        adopt: Default::default(),
     };
     let live = HashMap::new();
     let ctx = Ctx {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::adopt::{check_new_namespaces, is_namespace};
+use super::adopt::is_namespace;
 use super::apply::apply_stages;
 pub use super::hold::PruneRelease;
 use super::hold::{prune_hold, record_hold};
@@ -53,6 +53,8 @@ pub struct SyncOptions {
     pub commit: Option<String>,
     /// Each tenant's report as soon as it is done (for progress output); none: not sent.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
+    /// Whether objects that exist and no inventory records are taken (`fief apply --adopt`).
+    pub adopt: super::adoption::Adopt,
 }
 
 /// Current time, RFC 3339, for condition transitions.
@@ -313,17 +315,18 @@ async fn sync_tenant(
     report.waiting.clone_from(&plan.waiting);
     report.phase_hold.clone_from(&plan.phase_hold);
     report.counts.unchanged = plan.unchanged.len();
-    // Never adopt: a namespace this tenant has not recorded must not exist, or be labelled
-    // as this tenant's.
-    let created = match check_new_namespaces(ctx, tenant, &plan).await {
-        Ok(absent) => absent,
+    // A namespace this tenant has not recorded must not exist, or be labelled as this
+    // tenant's, or be adopted (`--adopt`); other objects that exist are taken only by
+    // `--adopt`, and (without `=force`) only when equal to the render.
+    let owned = match super::adoption::check(ctx, render, &plan).await {
+        Ok(owned) => owned,
         Err(e) => {
-            report.errors.push(e.to_string());
+            report.errors.push(e);
             return record_failure(ctx, inv, prev, report).await;
         }
     };
     let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
-    if let Err(e) = record_union(ctx, &plan, &created, &mut inv, prev).await {
+    if let Err(e) = record_union(ctx, &plan, &owned.created, &mut inv, prev).await {
         report.outcome = Outcome::Failed;
         report
             .errors
@@ -336,6 +339,7 @@ async fn sync_tenant(
     super::chart_crds::create_absent(ctx, render, &mut report).await;
     apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
     crash_point("after-apply");
+    super::adoption::hand_over(ctx, render, &inv, &owned, &mut report).await;
     // A failed pre or post object fails the tenant; what is placed after it waits.
     if let Some(failed @ PhaseHold::Failed { .. }) = &plan.phase_hold {
         report.errors.push(failed.to_string());

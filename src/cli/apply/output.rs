@@ -72,6 +72,9 @@ fn progress_line(r: &TenantReport) -> String {
     for k in &r.kept {
         line.push_str(&format!("\n  kept: {k}"));
     }
+    for a in &r.adopted {
+        line.push_str(&format!("\n  adopted: {a}"));
+    }
     line
 }
 

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod adopt;
 mod agent;
 mod chart;
 mod install;
 mod retire;
 mod spares;
 
+pub use adopt::AdoptMode;
 pub use agent::{AgentArgs, LogFormat, SyncDurations};
 pub use chart::{ChartArgs, ChartCommand, ChartUpdateArgs};
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
@@ -305,6 +307,13 @@ pub struct ApplyArgs {
     /// `health.timeout`.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Take objects that already exist and no inventory records (made by Flux, Argo CD, Helm
+    /// or kubectl), with no delete and no restart: `--adopt` takes those equal to the render
+    /// (a tenant with one that differs is not applied), `--adopt=force` takes every one and
+    /// sets it to the render. Another fief tenant's object is never taken. Run
+    /// `fief diff --adopt` first.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "equal")]
+    pub adopt: Option<AdoptMode>,
 }
 
 /// `fief diff`.
@@ -334,6 +343,10 @@ pub struct DiffArgs {
     /// pull-request comment.
     #[arg(short = 'o', long, value_enum, default_value_t = DiffFormat::Text)]
     pub output: DiffFormat,
+    /// Show what `fief apply --adopt` would take: objects that exist and no inventory
+    /// records, each equal to the render (listed, not a difference) or differing (its diff).
+    #[arg(long, conflicts_with = "from")]
+    pub adopt: bool,
 }
 
 /// Output of `fief diff --from`.

@@ -117,6 +117,7 @@ fn sync_options(rev: &Revision, options: &AgentOptions) -> SyncOptions {
         cluster: options.cluster.clone(),
         commit: Some(rev.commit.clone()),
         progress: None,
+        adopt: Default::default(),
     }
 }
 

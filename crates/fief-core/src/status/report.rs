@@ -111,6 +111,8 @@ pub struct TenantReport {
     pub counts: Counts,
     /// Objects left in place although they left git (prune disabled, no longer ours).
     pub kept: Vec<String>,
+    /// Objects that existed, made by another tool, and that this sync took (`--adopt`).
+    pub adopted: Vec<String>,
     /// Why objects a prune would delete still run, if they do.
     pub prune_held: Option<PruneHeld>,
     /// Errors.
@@ -135,6 +137,7 @@ impl TenantReport {
             outcome,
             counts: Counts::default(),
             kept: Vec::new(),
+            adopted: Vec::new(),
             prune_held: None,
             errors: Vec::new(),
             suspended: None,
@@ -183,6 +186,8 @@ struct Wire<'a> {
     outcome: Outcome,
     counts: &'a Counts,
     kept: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    adopted: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     prune_held: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -205,6 +210,7 @@ impl Serialize for TenantReport {
             outcome: self.outcome,
             counts: &self.counts,
             kept: &self.kept,
+            adopted: &self.adopted,
             prune_held: self.prune_held.as_ref().map(ToString::to_string),
             prune_blocked: self.prune_blocked(),
             errors: &self.errors,

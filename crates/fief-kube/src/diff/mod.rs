@@ -22,6 +22,7 @@ use fief_core::objects::{self, ObjectId};
 use fief_core::plan;
 use fief_core::render::TenantRender;
 
+mod adopt;
 mod object;
 mod text;
 
@@ -51,6 +52,9 @@ pub struct DiffOutcome {
     pub errors: Vec<String>,
     /// One-line notes for people (client-side fallback, skipped tenants).
     pub notes: Vec<String>,
+    /// With `adopt`: the objects `fief apply --adopt` would take with no change
+    /// (`tenant: Kind/namespace/name (from managers)`).
+    pub adoptable: Vec<String>,
     /// Tenants with an inventory in the cluster and no tenant file in the repo, with the
     /// number of objects their inventory holds: `apply` reports them orphaned and prunes none.
     pub orphans: Vec<(String, usize)>,
@@ -60,13 +64,16 @@ pub struct DiffOutcome {
 /// `cluster` or unset): updates and creates from a server-side dry-run (component objects as
 /// the tenant identity, as apply sends them), and every prune apply would do (with a note
 /// when `guard`, fief.yaml's mass-prune guard, would hold them). Objects the caller cannot
-/// dry-run (read-only rights) are compared client-side, with a note.
+/// dry-run (read-only rights) are compared client-side, with a note. With `adopt`, objects
+/// that exist and no inventory records are compared as `fief apply --adopt` compares them
+/// ([`adopt::adoption_diff`]).
 pub async fn diff(
     resources: &Resources,
     renders: &[TenantRender],
     agent_namespace: &str,
     cluster: &str,
     guard: &PruneGuard,
+    adopt: bool,
 ) -> Result<DiffOutcome, ClusterError> {
     let mut outcome = DiffOutcome::default();
     let client = resources.client().clone();
@@ -92,6 +99,7 @@ pub async fn diff(
             prev,
             live: &live,
             unreadable: &unreadable,
+            adopt,
         };
         tenant.diff(guard, &mut outcome, &mut tally).await;
     }
@@ -182,6 +190,8 @@ struct TenantDiff<'a> {
     prev: Option<&'a Inventory>,
     live: &'a HashMap<ObjectId, Value>,
     unreadable: &'a BTreeSet<String>,
+    /// Compare objects that exist and no inventory records as `--adopt` would.
+    adopt: bool,
 }
 
 impl TenantDiff<'_> {
@@ -222,7 +232,34 @@ impl TenantDiff<'_> {
                 tally.not_compared += 1;
                 continue;
             }
-            match object_diff(&mut ctx, r, a.object, self.live.get(&a.object.id)).await {
+            let live = self.live.get(&a.object.id);
+            if self.adopt && live.is_none() && !a.existed {
+                let adopted = adopt::adoption_diff(self.resources, r, a.object).await;
+                match adopted {
+                    Ok(adopt::Adoptable::NotFound) => {}
+                    Ok(adopt::Adoptable::Found(d)) => {
+                        outcome.diffs.extend(d);
+                        continue;
+                    }
+                    Ok(adopt::Adoptable::Equal(managers)) => {
+                        let from = if managers.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (from {})", managers.join(", "))
+                        };
+                        outcome
+                            .adoptable
+                            .push(format!("{}: {}{from}", r.tenant, a.object.id));
+                        continue;
+                    }
+                    Err(e) => {
+                        let e = r.secret_leaves.scrub(&e.to_string());
+                        outcome.errors.push(format!("tenant `{}`: {e}", r.tenant));
+                        continue;
+                    }
+                }
+            }
+            match object_diff(&mut ctx, r, a.object, live).await {
                 Ok(Compared::Server(d)) => outcome.diffs.extend(d),
                 Ok(Compared::Client(d, why)) => {
                     tally.client_side += 1;

@@ -112,11 +112,17 @@ async fn a_namespace_of_another_tenant_is_refused_and_nothing_is_applied() {
         },
     });
     let (client, server) = mock_api_server(Scenario::new().with_object(NAMESPACE, theirs));
-    let result = sync(&server, &client, &render(&["a"], false), None, &options()).await;
+    // Not even `--adopt=force` takes another tenant's namespace.
+    let forced = SyncOptions {
+        adopt: crate::adoption::Adopt::Force,
+        ..options()
+    };
+    let result = sync(&server, &client, &render(&["a"], false), None, &forced).await;
     let report = &result.reports[0];
     assert_eq!(report.outcome, Outcome::Failed);
     assert!(
-        report.errors[0].contains("refusing to adopt"),
+        report.errors[0].contains("belongs to fief tenant `other`")
+            && report.errors[0].contains("not even with --adopt"),
         "{:?}",
         report.errors
     );

@@ -91,6 +91,7 @@ fn options() -> SyncOptions {
         cluster: "default".to_string(),
         commit: None,
         progress: None,
+        adopt: Default::default(),
     }
 }
 
