@@ -14,6 +14,7 @@ pub mod colour;
 mod compare;
 mod completion;
 mod diff;
+mod import;
 mod init;
 mod install;
 pub mod output;
@@ -149,6 +150,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Spares(args) => spares::spares_cmd(&args),
         Command::Allocate(args) => spares::allocate_cmd(&args),
         Command::Chart(args) => chart::chart_cmd(&args),
+        Command::Import(args) => import::import_cmd(&args),
         Command::Completion(args) => completion::completion_cmd(&args),
         Command::Man => completion::man_cmd(),
         Command::Version(args) => version::version_cmd(&args),

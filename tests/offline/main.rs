@@ -1,6 +1,6 @@
 //! Tests that need no cluster: render and validate (their messages, safety checks, schemas
-//! and values), `fief init` and `fief bump`, pull-request diffs and pins from git, the git
-//! source, `helm` and `kustomize` components against Helm and kustomize (charts from repositories too), the generated references, the crate layout, the book and the Helm chart.
+//! and values), `fief init`, `fief import` and `fief bump`, pull-request diffs and pins from
+//! git, the git source, `helm` and `kustomize` components against Helm and kustomize (charts from repositories too), the generated references, the crate layout, the book and the Helm chart.
 //!
 //! One binary, so the fief crates are linked once for all of them.
 
@@ -13,6 +13,7 @@ mod chart_repos;
 mod diff_from_git;
 mod docs;
 mod git_source;
+mod import;
 mod init;
 mod layout;
 mod packages;

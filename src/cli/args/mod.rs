@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod adopt;
 mod agent;
 mod chart;
+mod import;
 mod install;
 mod retire;
 mod spares;
@@ -16,6 +17,7 @@ mod spares;
 pub use adopt::AdoptMode;
 pub use agent::{AgentArgs, LogFormat, SyncDurations};
 pub use chart::{ChartArgs, ChartCommand, ChartUpdateArgs};
+pub use import::ImportArgs;
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
 pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};
@@ -80,6 +82,12 @@ pub enum Command {
     /// Turn one Ready spare tenant into a customer's tenant (owner, labels, values) and refill
     /// the pool, in one commit: the agent's next sync is a small change, not a cold start.
     Allocate(AllocateArgs),
+    /// Write a tenants repo from Flux (HelmRelease, Kustomization and their sources) and Argo
+    /// CD (Application, ApplicationSet) objects in YAML files: one component per chart or
+    /// kustomization, one tenant per customer namespace, values split into layers, and a
+    /// report (IMPORT-REPORT.md) of what could not be mapped and what to do. Secret data is
+    /// never copied.
+    Import(ImportArgs),
     /// Charts components take from Helm repositories and OCI registries: `fief chart update`
     /// fetches them and writes fief.lock with their digests.
     Chart(ChartArgs),
