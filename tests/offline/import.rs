@@ -382,3 +382,32 @@ fn input_without_flux_or_argo_cd_objects_writes_nothing() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn objects_exported_as_a_kubectl_list_are_imported_item_by_item() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let from = work.path().join("flux.yaml");
+    std::fs::write(
+        &from,
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - apiVersion: source.toolkit.fluxcd.io/v1\n  kind: HelmRepository\n  metadata:\n    \
+         name: podinfo\n    namespace: flux-system\n  spec:\n    url: https://charts.example.com/podinfo\n\
+         - apiVersion: helm.toolkit.fluxcd.io/v2\n  kind: HelmRelease\n  metadata:\n    \
+         name: podinfo\n    namespace: acme-prod\n  spec:\n    chart:\n      spec:\n        \
+         chart: podinfo\n        version: 6.7.1\n        sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}\n    \
+         serviceAccountName: deployer\n",
+    )
+    .expect("write");
+    let out = work.path().join("repo");
+    let o = import(&work.path().join("cache"), &from, &out, &[]);
+    assert!(
+        out.join("tenants/acme.yaml").is_file(),
+        "{:?}",
+        written(&out)
+    );
+    let want = format!(
+        "{}:22: HelmRelease acme-prod/podinfo: spec.serviceAccountName: not mapped",
+        from.display()
+    );
+    assert!(stdout(&o).contains(&want), "{}", stdout(&o));
+}

@@ -77,7 +77,15 @@ fn depends_on(o: &Object) -> Vec<String> {
 fn helm_release(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Option<Release> {
     let spec = &o.value["spec"];
     let source = chart_source(o, index, findings)?;
-    let name = spec["releaseName"].as_str().unwrap_or(o.name()).to_string();
+    // Flux's default release name: `<targetNamespace>-<name>` with a target namespace.
+    let name = match (
+        spec["releaseName"].as_str(),
+        spec["targetNamespace"].as_str(),
+    ) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(ns)) => format!("{ns}-{}", o.name()),
+        (None, None) => o.name().to_string(),
+    };
     let mut release = Release {
         origin: o.origin(),
         key: format!("{}/{}", o.namespace(), o.name()),

@@ -238,6 +238,18 @@ fn component(
         Source::Chart { .. } => Some(chart_version(&name, &releases, findings)),
         _ => None,
     };
+    if !matches!(source, Source::Kustomize { .. }) {
+        for p in releases.iter().filter(|p| p.release.name != name) {
+            findings.push(Finding {
+                at: p.release.origin.clone(),
+                field: "releaseName".to_string(),
+                message: format!(
+                    "Helm release `{}` is named `{name}` in fief (a chart's release is its component's name): objects named after the release get new names"
+                    , p.release.name
+                ),
+            });
+        }
+    }
     Component {
         name,
         source,

@@ -200,9 +200,14 @@ fn kustomize_defaults(c: &Component, varz: &mut Value) {
 fn secret_values(c: &Component, findings: &mut Vec<Finding>) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     let refs = c.secrets();
+    let mut told: BTreeSet<(&str, &str)> = BTreeSet::new();
     for (tenant, s) in &refs {
         let key = camel(&[&c.name, &s.path]);
         out.insert(s.path.clone(), format!("tenant.{key}"));
+        // One line per tenant and value: a tenant's SOPS file serves all its environments.
+        if !told.insert((tenant, s.path.as_str())) {
+            continue;
+        }
         findings.push(Finding {
             at: s.at.clone(),
             field: s.path.clone(),
@@ -212,14 +217,13 @@ fn secret_values(c: &Component, findings: &mut Vec<Finding>) -> BTreeMap<String,
             ),
         });
     }
-    let tenants: BTreeSet<&str> = c.releases.iter().map(|p| p.tenant.as_str()).collect();
     for (path, key) in &out {
-        for tenant in &tenants {
-            if !refs.iter().any(|(t, s)| t == tenant && &s.path == path) {
+        for p in &c.releases {
+            if told.insert((p.tenant.as_str(), path.as_str())) {
                 findings.push(Finding {
-                    at: c.releases[0].release.origin.clone(),
+                    at: p.release.origin.clone(),
                     field: path.clone(),
-                    message: format!("tenant `{tenant}` took no Secret for `{path}`, but component `{}` reads `secrets.{key}` for every tenant: add it to secrets/tenants/{tenant}.sops.yaml", c.name),
+                    message: format!("took no Secret for `{path}`, but component `{}` reads `secrets.{key}` for every tenant: add it to secrets/tenants/{}.sops.yaml", c.name, p.tenant),
                 });
             }
         }

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use super::model::{Finding, Object, Origin};
 use crate::core::yaml;
 
@@ -16,6 +18,9 @@ pub fn objects(file: &str, text: &str) -> (Vec<Object>, Vec<Finding>) {
     let mut findings = Vec::new();
     for doc in yaml::split_documents(text) {
         match yaml::parse_value(&doc) {
+            Ok(Some(value)) if value["kind"] == "List" => {
+                list_items(file, doc.text, doc.first_line, value, &mut out);
+            }
             Ok(Some(value)) if value.get("kind").is_some_and(|k| k.is_string()) => {
                 out.push(Object {
                     file: file.to_string(),
@@ -38,6 +43,37 @@ pub fn objects(file: &str, text: &str) -> (Vec<Object>, Vec<Finding>) {
         }
     }
     (out, findings)
+}
+
+/// The items of a `kind: List` document (`kubectl get -o yaml`), each at the first line
+/// after the previous item's naming it (its text from there, to find its fields' lines).
+fn list_items(file: &str, text: &str, first_line: usize, list: Value, out: &mut Vec<Object>) {
+    let Value::Object(mut list) = list else {
+        return;
+    };
+    let Some(Value::Array(items)) = list.remove("items") else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    for value in items.into_iter().filter(|v| v["kind"].is_string()) {
+        let needle = format!("name: {}", value["metadata"]["name"].as_str().unwrap_or(""));
+        if let Some(i) = lines
+            .iter()
+            .skip(at)
+            .position(|l| l.trim_start().starts_with(&needle))
+        {
+            at += i;
+        }
+        out.push(Object {
+            file: file.to_string(),
+            line: first_line + at,
+            text: lines[at.min(lines.len())..].join("\n"),
+            value,
+            via: None,
+        });
+        at += 1;
+    }
 }
 
 /// The Flux API groups.
@@ -97,7 +133,7 @@ impl<'a> Index<'a> {
 }
 
 /// `namespace/name` of a reference `{name, namespace}` made from an object in `own_ns`.
-pub fn ref_key(reference: &serde_json::Value, own_ns: &str) -> String {
+pub fn ref_key(reference: &Value, own_ns: &str) -> String {
     let ns = reference["namespace"].as_str().unwrap_or(own_ns);
     format!("{ns}/{}", reference["name"].as_str().unwrap_or(""))
 }
