@@ -125,9 +125,10 @@ fn group_title(g: &Group) -> String {
 fn plain(c: &Comparison, label: &str, colour: bool) -> String {
     let (added, changed, removed) = counts(c);
     let mut out = format!(
-        "{} tenants changed, {} unchanged ({label}): {added} objects added, {changed} changed, {removed} removed\n",
-        c.tenants.len(),
-        c.unchanged
+        "{} changed, {} unchanged ({label}): {} added, {changed} changed, {removed} removed\n",
+        super::words::count(c.tenants.len(), "tenant"),
+        c.unchanged,
+        super::words::count(added, "object"),
     );
     for t in &c.tenants {
         let _ = writeln!(
@@ -186,9 +187,10 @@ fn plain(c: &Comparison, label: &str, colour: bool) -> String {
 fn markdown(c: &Comparison, label: &str) -> String {
     let (added, changed, removed) = counts(c);
     let mut out = format!(
-        "### fief diff {label}\n\n**{} tenants changed**, {} unchanged: {added} objects added, {changed} changed, {removed} removed.\n\n",
-        c.tenants.len(),
-        c.unchanged
+        "### fief diff {label}\n\n**{} changed**, {} unchanged: {} added, {changed} changed, {removed} removed.\n\n",
+        super::words::count(c.tenants.len(), "tenant"),
+        c.unchanged,
+        super::words::count(added, "object"),
     );
     if !c.tenants.is_empty() {
         out.push_str("| tenant | added | changed | removed |\n|---|---:|---:|---:|\n");

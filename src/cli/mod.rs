@@ -30,6 +30,7 @@ mod suspend;
 mod validate;
 mod values;
 mod version;
+mod words;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -63,8 +63,8 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
             }
             let bad = renders.iter().filter(|r| !r.is_ok()).count();
             out.push_str(&format!(
-                "{} tenants, {} valid, {} invalid\n",
-                renders.len(),
+                "{}, {} valid, {} invalid\n",
+                super::words::count(renders.len(), "tenant"),
                 renders.len() - bad,
                 bad
             ));

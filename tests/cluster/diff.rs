@@ -40,7 +40,7 @@ fn diff_shows_the_prune_of_a_kind_the_render_no_longer_has() {
         "secrets are never printed: {shown}"
     );
     assert!(
-        shown.starts_with("1 tenants changed"),
+        shown.starts_with("1 tenant changed"),
         "summary first: {shown}"
     );
     let json = fief("diff", repo.path(), &["--tenant", &tenant, "-o", "json"]);

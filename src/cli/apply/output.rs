@@ -169,8 +169,8 @@ pub(super) fn text_summary(
     let failed = reports.iter().filter(|r| !r.is_ok()).count();
     let total = |f: fn(&TenantReport) -> usize| reports.iter().map(f).sum::<usize>();
     out.push_str(&format!(
-        "{} tenants: {} ok, {} failed; objects: {} created, {} configured, {} unchanged, {} pruned, {} failed\n",
-        reports.len(),
+        "{}: {} ok, {} failed; objects: {} created, {} configured, {} unchanged, {} pruned, {} failed\n",
+        super::super::words::count(reports.len(), "tenant"),
         reports.len() - failed,
         failed,
         total(|r| r.counts.created),
