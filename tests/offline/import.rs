@@ -411,3 +411,31 @@ fn objects_exported_as_a_kubectl_list_are_imported_item_by_item() {
     );
     assert!(stdout(&o).contains(&want), "{}", stdout(&o));
 }
+
+#[test]
+fn flux_overlays_per_cluster_become_environments_of_one_tenant_with_overrides() {
+    let charts = serve_chart();
+    let work = tempfile::tempdir().expect("tempdir");
+    let (cache, from, out) = (
+        work.path().join("cache"),
+        work.path().join("clusters"),
+        work.path().join("repo"),
+    );
+    fleet_at("clusters", &from, &charts.http.url);
+    let o = import(&cache, &from, &out, &[]);
+    let tenant = read(&out, "tenants/podinfo.yaml");
+    for want in [
+        "environments: [production, staging]",
+        "production:\n      components:\n        podinfo:\n          values:\n            replicaCount: 3\n            ui:\n              message: podinfo on production",
+        "staging:\n      components:\n        podinfo:\n          values:\n            replicaCount: 1",
+    ] {
+        assert!(tenant.contains(want), "no {want:?} in:\n{tenant}");
+    }
+    assert!(
+        stdout(&o).contains("namespace `podinfo` becomes `podinfo-staging`"),
+        "{}",
+        stdout(&o)
+    );
+    let summary = lock_and_validate(&cache, &out);
+    assert!(summary.contains("1 tenant, 1 valid"), "{summary}");
+}

@@ -128,6 +128,17 @@ pub fn split_namespace(namespace: &str) -> (String, String, bool) {
     (namespace.to_string(), "prod".to_string(), false)
 }
 
+/// The environment a file's path names, for objects whose namespace names none: the last
+/// folder or file name that is an environment name (`clusters/production/apps.yaml`,
+/// `staging.yaml`), as a Flux repo keeps one folder per cluster or stage.
+pub fn env_of_file(file: &str) -> Option<String> {
+    file.split(['/', '\\'])
+        .map(|seg| seg.rsplit_once('.').map_or(seg, |(stem, _)| stem))
+        .filter(|seg| ENVIRONMENTS.contains(seg))
+        .next_back()
+        .map(str::to_string)
+}
+
 /// A DNS-1123 label made of `text` (lower case, other characters as `-`, at most 63).
 pub fn dns_label(text: &str) -> String {
     let mut out: String = text
@@ -140,11 +151,16 @@ pub fn dns_label(text: &str) -> String {
 }
 
 /// Place every release and group them into components.
-pub fn fleet(releases: Vec<Release>, findings: &mut Vec<Finding>) -> Fleet {
+pub fn fleet(
+    releases: Vec<Release>,
+    envs: &BTreeMap<String, String>,
+    findings: &mut Vec<Finding>,
+) -> Fleet {
     let mut groups: Vec<(String, Vec<Placed>)> = Vec::new();
     let mut renamed: BTreeSet<String> = BTreeSet::new();
     for release in releases {
-        let Some(placed) = place(release, findings, &mut renamed) else {
+        let env = envs.get(&release.origin.file).cloned();
+        let Some(placed) = place(release, env, findings, &mut renamed) else {
             continue;
         };
         let key = placed.release.source.key();
@@ -168,9 +184,12 @@ pub fn fleet(releases: Vec<Release>, findings: &mut Vec<Finding>) -> Fleet {
     Fleet { components }
 }
 
-/// The tenant and environment of a release; `None` (with a finding) for a platform namespace.
+/// The tenant and environment of a release (the environment from `file_env`, the one its
+/// file's path names, when its namespace names none); `None` (with a finding) for a
+/// platform namespace.
 fn place(
     release: Release,
+    file_env: Option<String>,
     findings: &mut Vec<Finding>,
     renamed: &mut BTreeSet<String>,
 ) -> Option<Placed> {
@@ -185,14 +204,19 @@ fn place(
         });
         return None;
     }
-    let (tenant, env, split) = split_namespace(ns);
-    let tenant = dns_label(release.tenant.as_deref().unwrap_or(&tenant));
-    if !split && release.tenant.is_none() && renamed.insert(ns.to_string()) {
+    let (ns_tenant, ns_env, split) = split_namespace(ns);
+    let env = match file_env {
+        Some(env) if !split => env,
+        _ => ns_env,
+    };
+    let tenant = dns_label(release.tenant.as_deref().unwrap_or(&ns_tenant));
+    let new_ns = format!("{tenant}-{env}");
+    if new_ns != ns && renamed.insert(format!("{ns} {new_ns}")) {
         findings.push(Finding {
             at: release.origin.clone(),
             field: String::new(),
             message: format!(
-                "namespace `{ns}` names no environment: tenant `{tenant}` in environment `prod`, whose namespace is `{tenant}-prod` (fief.yaml namespacePattern); its objects move there"
+                "namespace `{ns}` becomes `{new_ns}`: tenant `{tenant}`, environment `{env}` (fief.yaml namespacePattern `{{tenant}}-{{env}}`); its objects move there"
             ),
         });
     }
@@ -306,4 +330,35 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
             .collect()
     };
     parts(a).cmp(&parts(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_ending_in_an_environment_is_that_tenants_environment() {
+        assert_eq!(
+            split_namespace("acme-prod"),
+            ("acme".into(), "prod".into(), true)
+        );
+        assert_eq!(
+            split_namespace("big-co-staging"),
+            ("big-co".into(), "staging".into(), true)
+        );
+        assert_eq!(
+            split_namespace("acme"),
+            ("acme".into(), "prod".into(), false)
+        );
+    }
+
+    #[test]
+    fn a_files_folder_or_name_gives_the_environment_of_namespaces_without_one() {
+        assert_eq!(
+            env_of_file("clusters/production/apps.yaml"),
+            Some("production".into())
+        );
+        assert_eq!(env_of_file("out/staging.yaml"), Some("staging".into()));
+        assert_eq!(env_of_file("fleet/apps.yaml"), None);
+    }
 }

@@ -307,3 +307,32 @@ pub fn argo_settings(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overlay_is_copied_with_its_base_from_the_folder_above_overlays() {
+        assert_eq!(
+            split_path("apps/web/overlays/prod"),
+            ("apps/web".into(), "overlays/prod".into())
+        );
+        assert_eq!(split_path("./apps/web"), ("apps/web".into(), ".".into()));
+    }
+
+    #[test]
+    fn argo_image_overrides_read_as_kustomize_edit_set_image_writes_them() {
+        let i = argo_image("ghcr.io/acme/web:1.4.2");
+        assert_eq!(
+            (i.name.as_str(), i.new_tag.as_deref()),
+            ("ghcr.io/acme/web", Some("1.4.2"))
+        );
+        let i = argo_image("web=registry.local:5000/web@sha256:abc");
+        assert_eq!(i.new_name.as_deref(), Some("registry.local:5000/web"));
+        assert_eq!(
+            (i.name.as_str(), i.digest.as_deref()),
+            ("web", Some("sha256:abc"))
+        );
+    }
+}

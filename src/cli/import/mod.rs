@@ -42,12 +42,26 @@ pub struct Imported {
     pub objects: usize,
 }
 
-/// Import the objects of `inputs` ((file, text) pairs). Pure; the git generators read
-/// `git`.
-pub fn import(inputs: &[(String, String)], git: &dyn appset::GitFiles) -> Imported {
+/// One input file.
+pub struct Input {
+    /// Its path, as the report names it.
+    pub file: String,
+    /// Its text.
+    pub text: String,
+    /// The environment its path below `--from` names (`clusters/production/…`), for objects
+    /// whose namespace names none.
+    pub env: Option<String>,
+}
+
+/// Import the objects of `inputs`. Pure; the git generators read `git`.
+pub fn import(inputs: &[Input], git: &dyn appset::GitFiles) -> Imported {
     let mut findings = Vec::new();
     let mut objects: Vec<Object> = Vec::new();
-    for (file, text) in inputs {
+    let envs: BTreeMap<String, String> = inputs
+        .iter()
+        .filter_map(|i| Some((i.file.clone(), i.env.clone()?)))
+        .collect();
+    for Input { file, text, .. } in inputs {
         let (found, bad) = read::objects(file, text);
         objects.extend(found);
         findings.extend(bad);
@@ -73,7 +87,7 @@ pub fn import(inputs: &[(String, String)], git: &dyn appset::GitFiles) -> Import
         .iter()
         .filter(|o| o.group() == read::ARGO_GROUP || read::FLUX_GROUPS.contains(&o.group()))
         .count();
-    let fleet = group::fleet(releases, &mut findings);
+    let fleet = group::fleet(releases, &envs, &mut findings);
     let repo = layers::repo(fleet, &mut findings);
     findings.extend(report::copy_findings(&repo));
     findings.sort();
@@ -144,7 +158,7 @@ fn refuse_non_empty(out: &Path) -> Result<(), CliError> {
 }
 
 /// The YAML files of `path` (itself, or under it, recursively, hidden folders left out).
-fn read_inputs(path: &Path, out: &mut Vec<(String, String)>) -> Result<(), CliError> {
+fn read_inputs(path: &Path, out: &mut Vec<Input>) -> Result<(), CliError> {
     let meta = std::fs::metadata(path)
         .map_err(|e| CliError::Usage(format!("--from {}: {e}", path.display())))?;
     let mut files: Vec<PathBuf> = Vec::new();
@@ -159,7 +173,16 @@ fn read_inputs(path: &Path, out: &mut Vec<(String, String)>) -> Result<(), CliEr
     for file in files {
         let text = std::fs::read_to_string(&file)
             .map_err(|e| CliError::Usage(format!("--from {}: {e}", file.display())))?;
-        out.push((file.display().to_string(), text));
+        // Only the part below --from names an environment (not the user's own folders).
+        let below = match file.strip_prefix(path) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel,
+            _ => Path::new(file.file_name().unwrap_or_default()),
+        };
+        out.push(Input {
+            file: file.display().to_string(),
+            text,
+            env: group::env_of_file(&below.to_string_lossy()),
+        });
     }
     Ok(())
 }
