@@ -2,10 +2,13 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use fief::cli::{self, Cli};
 
 fn main() -> ExitCode {
+    // A shell asking for completions (`COMPLETE=bash fief -- …`, from the script
+    // `fief completion` prints) is answered here, and the process exits.
+    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     let args = Cli::parse();
     // `helm` and `kustomize` components render through fief-render-helper, started on the
     // first such component (the CLI's commands and the agent alike).

@@ -170,17 +170,10 @@ fn choose(args: &BumpArgs, repo: &Repo, users: &[String]) -> Result<Vec<String>,
         )));
     }
     if let Some(sel) = &args.selector {
-        let Some((key, value)) = sel.split_once('=') else {
-            return Err(CliError::Usage(format!(
-                "--selector {sel}: expected KEY=VALUE"
-            )));
-        };
+        let chosen = super::selector::select(repo, sel)?;
         return Ok(users
             .iter()
-            .filter(|t| {
-                matches!(repo.tenants.get(*t), Some(Ok(tenant))
-                    if tenant.metadata.labels.get(key).map(String::as_str) == Some(value))
-            })
+            .filter(|t| chosen.contains(t))
             .cloned()
             .collect());
     }

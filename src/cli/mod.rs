@@ -12,6 +12,7 @@ mod bump;
 mod chart;
 pub mod colour;
 mod compare;
+pub mod complete;
 mod completion;
 mod diff;
 mod import;

@@ -64,7 +64,7 @@ fn parse(text: &str) -> Result<Vec<Requirement>, CliError> {
 }
 
 /// The names of the tenants whose files parse and whose labels meet `selector`.
-fn select(repo: &Repo, selector: &str) -> Result<Vec<String>, CliError> {
+pub fn select(repo: &Repo, selector: &str) -> Result<Vec<String>, CliError> {
     let reqs = parse(selector)?;
     Ok(repo
         .tenants
@@ -81,20 +81,30 @@ pub fn apply_selector(args: &mut RepoArgs) -> Result<(), CliError> {
     let Some(selector) = args.selector.clone() else {
         return Ok(());
     };
-    let snapshot = crate::source::fs::read_dir(&args.repo)?;
+    args.tenants = select_in(&args.repo, &selector, &args.tenants)?;
+    Ok(())
+}
+
+/// The tenants of the repo in `dir` whose labels meet `selector`, within `within` when it
+/// names any; no match is a usage error.
+pub fn select_in(
+    dir: &std::path::Path,
+    selector: &str,
+    within: &[String],
+) -> Result<Vec<String>, CliError> {
+    let snapshot = crate::source::fs::read_dir(dir)?;
     let repo = Repo::load(std::sync::Arc::new(snapshot));
-    let mut chosen = select(&repo, &selector)?;
-    if !args.tenants.is_empty() {
-        chosen.retain(|t| args.tenants.contains(t));
+    let mut chosen = select(&repo, selector)?;
+    if !within.is_empty() {
+        chosen.retain(|t| within.contains(t));
     }
     if chosen.is_empty() {
         return Err(CliError::Usage(format!(
             "no tenant in {} matches -l `{selector}`",
-            args.repo.display()
+            dir.display()
         )));
     }
-    args.tenants = chosen;
-    Ok(())
+    Ok(chosen)
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ pub(super) async fn who(client: &kube::Client) -> String {
     }
 }
 
-/// `fief suspend TENANT [--reason R]`.
+/// `fief suspend -t TENANT [--reason R]`.
 pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
     let ns = agent_ns::resolve(&args.agent_ns)?;
     runtime()?.block_on(async {
@@ -80,7 +80,7 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
             &crate::kube::sync::now_rfc3339(),
             args.reason.as_deref(),
         );
-        let name = inventory_name(&args.tenant);
+        let name = inventory_name(args.tenant.name());
         let found = annotate(
             &client,
             &ns.name,
@@ -90,27 +90,30 @@ pub fn suspend_cmd(args: &SuspendArgs) -> Result<u8, CliError> {
         )
         .await?;
         if !found {
-            return Err(unknown_tenant(&client, &ns, &args.cluster, &args.tenant).await);
+            return Err(unknown_tenant(&client, &ns, &args.cluster, args.tenant.name()).await);
         }
         println!(
-            "tenant {} suspended ({note}): `fief apply` and the agent leave it alone (no apply, drift repair or prune) until `fief resume {}`",
-            args.tenant, args.tenant
+            "tenant {} suspended ({note}): `fief apply` and the agent leave it alone (no apply, drift repair or prune) until `fief resume -t {}`",
+            args.tenant.name(), args.tenant.name()
         );
         Ok(EXIT_OK)
     })
 }
 
-/// `fief resume TENANT`.
+/// `fief resume -t TENANT`.
 pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
     let ns = agent_ns::resolve(&args.agent_ns)?;
     runtime()?.block_on(async {
         let client = client(&args.cluster).await?;
-        let name = inventory_name(&args.tenant);
+        let name = inventory_name(args.tenant.name());
         let Some(flags) = get_flags(&client, &ns.name, &name).await? else {
-            return Err(unknown_tenant(&client, &ns, &args.cluster, &args.tenant).await);
+            return Err(unknown_tenant(&client, &ns, &args.cluster, args.tenant.name()).await);
         };
         if flags.suspended.is_none() {
-            println!("tenant {} is not suspended; nothing to do", args.tenant);
+            println!(
+                "tenant {} is not suspended; nothing to do",
+                args.tenant.name()
+            );
             return Ok(EXIT_OK);
         }
         annotate(
@@ -123,7 +126,7 @@ pub fn resume_cmd(args: &ResumeArgs) -> Result<u8, CliError> {
         .await?;
         println!(
             "tenant {} resumed: the agent syncs it now (or run `fief apply`)",
-            args.tenant
+            args.tenant.name()
         );
         Ok(EXIT_OK)
     })

@@ -208,6 +208,8 @@ fn no_secret_value_is_served_and_the_view_is_read_only(
     assert_eq!(agent.get("/ui/nothing-here").unwrap().0, 404);
     assert_eq!(agent.request("POST", "/ui/", &[], "").unwrap().0, 405);
     assert_eq!(agent.get("/ui").unwrap().0, 308);
+    // The agent's root leads a browser to the view.
+    assert_eq!(agent.get("/").unwrap().0, 307);
 }
 
 #[test]

@@ -173,18 +173,23 @@ fn adopt_takes_a_flux_made_tenant_with_no_change_and_fief_alone_owns_its_fields_
         assert!(!m.contains(&"kustomize-controller".to_string()), "{m:?}");
     }
 
-    // fief alone owns the fields now: a key removed from git is removed from the object.
+    fief_alone_owns_what_it_took(&repo, &tenant, &ns);
+}
+
+/// After adoption: a key removed from git is removed from the object (no other manager keeps
+/// it), and a re-run with --adopt takes or changes nothing more.
+fn fief_alone_owns_what_it_took(repo: &TestRepo, tenant: &str, ns: &str) {
     repo.write(
         "components/web/templates/config.yaml",
         &WEB_CONFIG.replace("  b: \"2\"\n", ""),
     );
-    apply_json(repo.path(), &["--tenant", &tenant], 0);
-    let data = kubectl_json(&["get", "configmap", "web-config", "-n", &ns])["data"].clone();
+    apply_json(repo.path(), &["--tenant", tenant], 0);
+    let data = kubectl_json(&["get", "configmap", "web-config", "-n", ns])["data"].clone();
     assert_eq!(data, serde_json::json!({"a": "1"}));
 
     // On a re-run the objects are this tenant's: nothing more is adopted or changed.
-    let (out, _) = apply_json(repo.path(), &["--tenant", &tenant, "--adopt"], 0);
-    let report = tenant_report(&out, &tenant);
+    let (out, _) = apply_json(repo.path(), &["--tenant", tenant, "--adopt"], 0);
+    let report = tenant_report(&out, tenant);
     assert!(report.get("adopted").is_none(), "{report}");
     assert_eq!(report["counts"]["created"], 0, "{report}");
     assert_eq!(report["counts"]["configured"], 0, "{report}");

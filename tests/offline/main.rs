@@ -10,6 +10,7 @@ mod common;
 mod bump;
 mod chart;
 mod chart_repos;
+mod cli_habits;
 mod diff_from_git;
 mod docs;
 mod git_source;

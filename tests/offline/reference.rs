@@ -58,7 +58,8 @@ fn cli_markdown() -> String {
         "# Command line\n\n<!-- Generated from `fief <command> --help` by \
          `cargo test --test offline reference::` with FIEF_BLESS=1; do not edit. -->\n\n\
          Every command prints this text with `--help`; `fief man` prints it as a man page \
-         and `fief completion SHELL` a completion script.\n\n## fief\n\n```text\n",
+         and `fief completion SHELL` a completion script (commands, flags, and the tenant and \
+         environment names of the repo in the current folder).\n\n## fief\n\n```text\n",
     );
     out.push_str(&help_of(&[]));
     out.push_str("```\n");

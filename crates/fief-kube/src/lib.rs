@@ -9,6 +9,7 @@ pub mod adoption;
 pub mod apply;
 pub mod batched;
 mod chart_crds;
+mod config;
 pub mod counter;
 pub mod depends;
 pub mod diff;
@@ -28,6 +29,8 @@ pub mod tenant_events;
 pub mod tenant_flags;
 pub mod transport;
 
+pub use config::load_config;
+
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
@@ -38,7 +41,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use kube::{Client, Config};
 use serde_json::Value;
@@ -68,6 +70,17 @@ pub enum ClusterError {
     /// The kubeconfig could not be loaded.
     #[error("cannot load kubeconfig: {0}")]
     Kubeconfig(String),
+    /// No kubeconfig file where one is looked for (and not in a Pod).
+    #[error(
+        "no kubeconfig: {} does not exist ({from}); give --kubeconfig FILE or set KUBECONFIG",
+        path.display()
+    )]
+    NoKubeconfig {
+        /// The file looked for.
+        path: std::path::PathBuf,
+        /// Where its name came from.
+        from: &'static str,
+    },
     /// No connection to the API server (refused, timed out, TLS failed): never an answer
     /// of the server.
     #[error(
@@ -244,36 +257,6 @@ pub async fn connect(
     let client = build_client(config, &counter, Some(qps), None)
         .map_err(|source| ClusterError::request("build the client", source))?;
     Ok((client, counter))
-}
-
-/// Resolve the cluster's address and credentials from `--kubeconfig` / `--context`,
-/// `KUBECONFIG`, `~/.kube/config` or the in-cluster service account, as kubectl does.
-pub async fn load_config(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-) -> Result<Config, ClusterError> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..Default::default()
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc =
-                Kubeconfig::read_from(path).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
-            Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?
-        }
-        None if context.is_some() => Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
-        None => Config::infer()
-            .await
-            .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?,
-    };
-    let server = config.cluster_url.to_string();
-    let _ = SERVER_URL.set(server.trim_end_matches('/').to_string());
-    Ok(config)
 }
 
 /// A client for `config` whose requests `counter` counts, limited to `qps` per second on the

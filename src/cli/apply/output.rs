@@ -41,7 +41,7 @@ fn progress_line(r: &TenantReport) -> String {
     );
     if let Some(why) = &r.suspended {
         return format!(
-            "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume {}` to sync again)",
+            "{}: {} ({why}): nothing applied, repaired or pruned (`fief resume -t {}` to sync again)",
             r.tenant,
             colour::word(colour::stdout(), Outcome::Suspended.as_str()),
             r.tenant

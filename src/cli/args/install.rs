@@ -213,7 +213,7 @@ pub struct InitArgs {
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// The name of the first tenant (a DNS-1123 label).
-    #[arg(long, default_value = "example")]
+    #[arg(short = 't', long, default_value = "example")]
     pub tenant: String,
 }
 

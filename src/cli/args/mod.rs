@@ -9,10 +9,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod adopt;
 mod agent;
 mod chart;
+mod examples;
 mod import;
 mod install;
 mod retire;
 mod spares;
+mod tenant;
 
 pub use adopt::AdoptMode;
 pub use agent::{AgentArgs, LogFormat, SyncDurations};
@@ -21,6 +23,8 @@ pub use import::ImportArgs;
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
 pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};
+pub use tenant::OneTenant;
+use tenant::{environments, tenants};
 
 /// `fief --version`: the crate version and the git commit it was built from.
 pub const VERSION: &str = crate::core::VERSION;
@@ -55,32 +59,43 @@ pub enum Command {
     /// Write a new tenants repo that validates and renders at once: fief.yaml, dev and prod
     /// environments, one component with a values schema, one tenant, a .sops.yaml to fill in,
     /// a CI workflow and the JSON Schemas editors use.
+    #[command(after_help = examples::INIT)]
     Init(InitArgs),
     /// Write the JSON Schemas of the tenants-repo files (fief.yaml, tenant, component.yaml,
     /// environment) for editors; `fief init` writes them too.
+    #[command(after_help = examples::SCHEMAS)]
     Schemas(SchemasArgs),
     /// Render tenants to Kubernetes objects (no cluster needed).
+    #[command(after_help = examples::RENDER)]
     Render(RenderArgs),
     /// Render and validate tenants; print a summary per tenant (no cluster needed).
+    #[command(after_help = examples::VALIDATE)]
     Validate(ValidateArgs),
     /// One-shot sync: server-side apply every tenant, record inventories, prune safely.
+    #[command(after_help = examples::APPLY)]
     Apply(ApplyArgs),
     /// Show what `apply` would change (server-side dry-run); exit 1 when anything differs.
+    #[command(after_help = examples::DIFF)]
     Diff(DiffArgs),
     /// Run the in-cluster reconciler: fetch git, sync changed tenants, repair drift.
+    #[command(after_help = examples::AGENT)]
     Agent(Box<AgentArgs>),
     /// Print every tenant's status from its inventory in the cluster.
+    #[command(after_help = examples::STATUS)]
     Status(StatusArgs),
     /// Set a component's version or git ref in chosen tenant files (a one-line change each,
     /// comments kept), print the diff, and optionally commit it: the fleet deploy tool, GitOps
     /// style.
+    #[command(after_help = examples::BUMP)]
     Bump(BumpArgs),
     /// Top up the pool of spare tenants (fief.yaml `spares:`) in `tenants/`: new tenant files
     /// with random names, optionally committed and pushed. The agent applies them like any
     /// tenant.
+    #[command(after_help = examples::SPARES)]
     Spares(SparesArgs),
     /// Turn one Ready spare tenant into a customer's tenant (owner, labels, values) and refill
     /// the pool, in one commit: the agent's next sync is a small change, not a cold start.
+    #[command(after_help = examples::ALLOCATE)]
     Allocate(AllocateArgs),
     /// Write a tenants repo from Flux (HelmRelease, Kustomization and their sources) and Argo
     /// CD (Application, ApplicationSet) objects in YAML files: one component per chart or
@@ -92,34 +107,44 @@ pub enum Command {
     /// fetches them and writes fief.lock with their digests.
     Chart(ChartArgs),
     /// Print a shell completion script (`fief completion bash > /etc/bash_completion.d/fief`).
+    #[command(after_help = examples::COMPLETION)]
     Completion(CompletionArgs),
     /// Print the man page (roff) of fief and its commands.
+    #[command(after_help = examples::MAN)]
     Man,
     /// Install the agent in a cluster: namespace, Secrets from the credential files, RBAC, the
     /// admission policy, Deployment and Service, server-side applied; then wait for its
     /// rollout. `--export` prints the YAML instead (Secrets named, never printed).
+    #[command(after_help = examples::INSTALL)]
     Install(Box<InstallArgs>),
     /// Check a cluster before `fief install`: its version, the admission-policy API, and the
     /// current user's rights to create what install writes. Exit 0 all pass, 1 one fails.
+    #[command(after_help = examples::CHECK)]
     Check(CheckArgs),
     /// Remove the agent from a cluster; its namespace, the inventories and every tenant object
     /// stay (tenants go on running, unmanaged).
+    #[command(after_help = examples::UNINSTALL)]
     Uninstall(UninstallArgs),
     /// Print fief's version, the git commit it was built from and the tenants-repo format
     /// (the `apiVersion` its files must carry) it reads.
+    #[command(after_help = examples::VERSION)]
     Version(VersionArgs),
     /// Suspend a tenant: `apply` and the agent leave it alone (no apply, drift repair or
     /// prune) until `fief resume`. Recorded on its inventory in the cluster.
+    #[command(after_help = examples::SUSPEND)]
     Suspend(SuspendArgs),
     /// Resume a suspended tenant; the agent syncs it at once.
+    #[command(after_help = examples::RESUME)]
     Resume(ResumeArgs),
     /// Ask the running agent to fetch git and sync now (a tenant or all), and wait until each
     /// tenant is Ready: exit 0 all Ready, 1 a tenant failed, 3 no answer within --timeout, 4
     /// a prune is held, 5 not healthy within --timeout (each tenant's reason printed).
+    #[command(after_help = examples::RECONCILE)]
     Reconcile(ReconcileArgs),
     /// Finish moving a tenant to another cluster: once it is Ready there at this repo's
     /// inputs, delete what it left on the old cluster (its recorded objects, then its
     /// inventory). Refuses, deleting nothing, until then.
+    #[command(after_help = examples::RETIRE)]
     Retire(RetireArgs),
 }
 
@@ -132,7 +157,7 @@ pub struct VersionArgs {
 }
 
 /// How a day-2 command finds the agent's namespace.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct AgentNamespaceArgs {
     /// The agent's namespace, where the inventories are (default: `agentNamespace` of
     /// --repo's fief.yaml, else of ./fief.yaml, else fief-system; never the kubeconfig
@@ -149,7 +174,8 @@ pub struct AgentNamespaceArgs {
 #[derive(Debug, Args)]
 pub struct SuspendArgs {
     /// The tenant.
-    pub tenant: String,
+    #[command(flatten)]
+    pub tenant: OneTenant,
     /// Why (recorded with who and when; shown by `fief status`).
     #[arg(long)]
     pub reason: Option<String>,
@@ -165,7 +191,8 @@ pub struct SuspendArgs {
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The tenant.
-    pub tenant: String,
+    #[command(flatten)]
+    pub tenant: OneTenant,
     /// Where the agent runs.
     #[command(flatten)]
     pub agent_ns: AgentNamespaceArgs,
@@ -178,7 +205,7 @@ pub struct ResumeArgs {
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// Only this tenant (default: every tenant).
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 't', long, value_name = "NAME", add = tenants())]
     pub tenant: Option<String>,
     /// How long to wait, in all, for the agent's answer and then for the tenants to become
     /// Ready (a tenant still waiting for health then exits 5).
@@ -212,10 +239,11 @@ pub struct BumpArgs {
     #[arg(long = "ref", value_name = "REF")]
     pub git_ref: Option<String>,
     /// These tenants (repeatable).
-    #[arg(long = "tenant", value_name = "NAME")]
+    #[arg(short = 't', long = "tenant", value_name = "NAME", add = tenants())]
     pub tenants: Vec<String>,
-    /// Tenants whose metadata.labels match `key=value`.
-    #[arg(long, value_name = "KEY=VALUE")]
+    /// The tenants whose labels match (`tier=free`, `tier!=free`, `region`, `!beta`;
+    /// comma-separated, all must hold), among those that use the component.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
     /// Every tenant that uses the component.
     #[arg(long)]
@@ -238,11 +266,15 @@ pub struct CompletionArgs {
 }
 
 /// `fief status`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     /// Only these tenants.
-    #[arg(long = "tenant", value_name = "NAME")]
+    #[arg(short = 't', long = "tenant", value_name = "NAME", add = tenants())]
     pub tenants: Vec<String>,
+    /// Only the tenants whose labels match (`tier=free`, `tier!=free`, `region`, `!beta`),
+    /// read from the tenant files of --repo (default: the current folder).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
     /// Where the agent runs.
     #[command(flatten)]
     pub agent_ns: AgentNamespaceArgs,
@@ -265,7 +297,7 @@ pub struct StatusArgs {
 pub use crate::core::model::parse_duration;
 
 /// Which cluster.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ClusterArgs {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long, value_name = "FILE")]
@@ -300,7 +332,7 @@ pub struct ApplyArgs {
     /// Only these environments (repeatable): apply their objects and prune only in their
     /// namespaces. Objects of the other environments (and cluster-scoped objects other than
     /// the chosen namespaces) are neither applied nor pruned, and stay in the inventory.
-    #[arg(long = "env", value_name = "ENV")]
+    #[arg(long = "env", value_name = "ENV", add = environments())]
     pub envs: Vec<String>,
     /// Output format of the summary.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
@@ -345,7 +377,7 @@ pub struct DiffArgs {
     pub to: Option<String>,
     /// Only these environments (repeatable): their objects, and against the cluster the
     /// prunes `apply --env` would do in their namespaces; other environments are not shown.
-    #[arg(long = "env", value_name = "ENV")]
+    #[arg(long = "env", value_name = "ENV", add = environments())]
     pub envs: Vec<String>,
     /// Output with `--from`: a summary then unified diffs (text), JSON, or Markdown for a
     /// pull-request comment.
@@ -385,7 +417,7 @@ pub struct RepoArgs {
     /// Path to the tenants repo.
     pub repo: PathBuf,
     /// Only these tenants (repeatable); default all.
-    #[arg(long = "tenant", value_name = "NAME")]
+    #[arg(short = 't', long = "tenant", value_name = "NAME", add = tenants())]
     pub tenants: Vec<String>,
     /// Only the tenants whose labels match (`tier=free`, `tier!=free`, `region`, `!beta`;
     /// comma-separated, all must hold), as if each were given with --tenant.
@@ -409,7 +441,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub show_secrets: bool,
     /// Only these environments (repeatable): the others are not rendered.
-    #[arg(long = "env", value_name = "ENV")]
+    #[arg(long = "env", value_name = "ENV", add = environments())]
     pub envs: Vec<String>,
     /// Format of the stream on stdout: a multi-document YAML stream, or one JSON `v1/List`.
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Yaml, conflicts_with = "out")]
@@ -436,7 +468,7 @@ pub struct ValidateArgs {
     #[command(flatten)]
     pub repo: RepoArgs,
     /// Only these environments (repeatable): the others are not rendered or checked.
-    #[arg(long = "env", value_name = "ENV")]
+    #[arg(long = "env", value_name = "ENV", add = environments())]
     pub envs: Vec<String>,
     /// Output format of the summary.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]

@@ -15,7 +15,7 @@ pub struct RetireArgs {
     /// Path to the tenants repo (a checkout at the commit that moved the tenant).
     pub repo: PathBuf,
     /// The tenant that moved.
-    #[arg(long, value_name = "NAME")]
+    #[arg(short = 't', long, value_name = "NAME", add = super::tenant::tenants())]
     pub tenant: String,
     /// The cluster it moved away from (its old `spec.cluster`), reached with --kubeconfig and
     /// --context.

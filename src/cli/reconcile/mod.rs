@@ -102,7 +102,7 @@ async fn request(
     };
     if let Some(why) = flags.suspended {
         eprintln!(
-            "{} tenant {t} is suspended ({why}); nothing requested — `fief resume {t}` first",
+            "{} tenant {t} is suspended ({why}); nothing requested — `fief resume -t {t}` first",
             super::colour::error_prefix()
         );
         return Ok(None);

@@ -26,6 +26,18 @@ type WavePlace = (usize, String, bool);
 
 /// `fief status`.
 pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
+    // `-l`: the tenants are chosen by the labels of their files in --repo (or here).
+    if let Some(selector) = &args.selector {
+        let dir = args
+            .agent_ns
+            .repo
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("."));
+        let mut chosen = args.clone();
+        chosen.tenants = super::selector::select_in(&dir, selector, &args.tenants)?;
+        chosen.selector = None;
+        return status_cmd(&chosen);
+    }
     let namespace = agent_ns::resolve(&args.agent_ns)?;
     let ns = namespace.name.as_str();
     let (view, presence) = runtime()?.block_on(async {

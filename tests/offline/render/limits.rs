@@ -222,17 +222,59 @@ fn synthetic_repo_renders_cleanly_with_about_twenty_objects_per_tenant() {
     assert!((20..=30).contains(&per_tenant), "{per_tenant}");
 }
 
+/// What `fief` answers a fish shell completing `words` (the last one being typed), run in
+/// `dir`.
+fn completions(dir: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fief"))
+        .env("COMPLETE", "fish")
+        .arg("--")
+        .args(words)
+        .current_dir(dir)
+        .output()
+        .expect("run fief");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .collect()
+}
+
 #[test]
-fn completions_man_page_and_version_come_from_the_same_flags_as_help() {
+fn the_shell_completes_commands_flags_and_the_repos_tenant_and_environment_names() {
     for shell in ["bash", "zsh", "fish"] {
         let out = fief(&["completion", shell]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert!(
-            stdout(&out).contains("validate"),
+            stdout(&out).contains("COMPLETE="),
             "{shell}: {}",
             stdout(&out)
         );
     }
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::offline::init_repo(dir.path(), "stark");
+    crate::common::offline::write_file(
+        dir.path(),
+        "tenants/eu/wayne.yaml",
+        "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: wayne\nspec:\n  environments: [dev]\n",
+    );
+    let here = dir.path();
+    assert!(completions(here, &["fief", "va"]).contains(&"validate".to_string()));
+    assert_eq!(
+        completions(here, &["fief", "apply", ".", "--tenant", ""]),
+        ["stark", "wayne"]
+    );
+    assert_eq!(
+        completions(here, &["fief", "suspend", "-t", "w"]),
+        ["wayne"]
+    );
+    assert_eq!(
+        completions(here, &["fief", "diff", ".", "--env", ""]),
+        ["dev", "prod"]
+    );
+}
+
+#[test]
+fn completions_man_page_and_version_come_from_the_same_flags_as_help() {
     let man = fief(&["man"]);
     assert_eq!(man.status.code(), Some(0));
     let page = stdout(&man);

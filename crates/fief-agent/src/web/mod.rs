@@ -163,6 +163,7 @@ pub(crate) fn routes(shared: &Shared) -> Router<Arc<Shared>> {
         return Router::new();
     }
     Router::new()
+        .route("/", get(pages::root_to_overview))
         .route("/ui", get(pages::to_overview))
         .route("/ui/", get(pages::overview))
         .route("/ui/tenants", get(pages::tenants))

@@ -96,6 +96,12 @@ pub(super) async fn to_overview() -> Response {
     (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, "/ui/")]).into_response()
 }
 
+/// `/` → `/ui/` while the view is on: a temporary redirect, since `/` is the agent's and the
+/// view may be turned off.
+pub(super) async fn root_to_overview() -> Response {
+    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, "/ui/")]).into_response()
+}
+
 /// `GET /ui/`.
 pub(super) async fn overview(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let web = match guard(&shared, &headers) {
