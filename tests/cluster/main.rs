@@ -1,8 +1,8 @@
 //! The CLI against a real control plane (one per process, shared by every module; each test
 //! uses its own tenant and namespace names): apply and its no-op pass, safety and prune rules,
 //! `--env`, diff, isolation between tenants, secrets, moving a tenant between two clusters,
-//! install and the deploy manifests, `helm` and `kustomize` components, kubectl reading the rendered YAML back, and the test
-//! control plane itself.
+//! install and the deploy manifests, `helm` and `kustomize` components, kubectl reading the rendered YAML back, `fief import
+//! --from-cluster`, and the test control plane itself.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,6 +16,7 @@ mod control_plane;
 mod depends;
 mod deploy;
 mod diff;
+mod import;
 mod install;
 mod isolation;
 mod move_cluster;

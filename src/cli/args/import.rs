@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Format;
+use super::{ClusterArgs, Format};
 
 /// The examples under `fief import --help`.
 const EXAMPLES: &str = "Examples:
   fief import --from clusters/prod --from apps/ --out tenants-repo
   fief import --from fleet.yaml --out tenants-repo --format json
+  fief import --from-cluster --context prod --out tenants-repo
   fief import --from appsets/ --checkout https://git.example.com/apps.git=../apps --out tenants-repo
   fief chart update tenants-repo && fief validate tenants-repo";
 
@@ -23,8 +24,21 @@ pub struct ImportArgs {
     /// (HelmRelease, Kustomization, HelmRepository, GitRepository, OCIRepository) and Argo CD
     /// (Application, ApplicationSet) objects, and the ConfigMaps and cluster Secrets they
     /// name. Other Kubernetes objects are skipped. Repeat for more.
-    #[arg(long = "from", value_name = "PATH", required = true)]
+    #[arg(
+        long = "from",
+        value_name = "PATH",
+        required_unless_present = "from_cluster"
+    )]
     pub from: Vec<PathBuf>,
+    /// Also read the Flux and Argo CD objects of the kubeconfig's cluster (list and get only):
+    /// the kinds above, the ConfigMaps releases take values from, Secrets' key names (never
+    /// their values) and Argo CD cluster Secrets' `name` and `server`. They are saved under
+    /// DIR/import-source/, which the report's lines point into.
+    #[arg(long)]
+    pub from_cluster: bool,
+    /// Cluster connection (with --from-cluster).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// The folder to write the tenants repo into: it must be absent or empty (nothing is
     /// overwritten).
     #[arg(long, value_name = "DIR")]

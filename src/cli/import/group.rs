@@ -134,8 +134,7 @@ pub fn split_namespace(namespace: &str) -> (String, String, bool) {
 pub fn env_of_file(file: &str) -> Option<String> {
     file.split(['/', '\\'])
         .map(|seg| seg.rsplit_once('.').map_or(seg, |(stem, _)| stem))
-        .filter(|seg| ENVIRONMENTS.contains(seg))
-        .next_back()
+        .rfind(|seg| ENVIRONMENTS.contains(seg))
         .map(str::to_string)
 }
 

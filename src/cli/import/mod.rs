@@ -1,8 +1,9 @@
 //! `fief import`: a tenants repo written from Flux and Argo CD objects, with a report of what
 //! could not be mapped and why.
 //!
-//! In: YAML files (or folders of them) holding Flux and Argo CD objects, checkouts of the git
-//! repositories ApplicationSet git generators read, and an empty output folder. Out: the
+//! In: YAML files (or folders of them) holding Flux and Argo CD objects, or a cluster's (read
+//! by [`cluster`] into `import-source/` of the output), checkouts of the git repositories
+//! ApplicationSet git generators read, and an empty output folder. Out: the
 //! repo's files in that folder (fief.yaml, environments, components, tenants, the files
 //! `fief init` writes besides) with `IMPORT-REPORT.md`, and the report on stdout. Secret data
 //! is never read: a value from a Secret becomes a `secretValues` entry and a report line.
@@ -14,6 +15,7 @@
 mod appset;
 mod appset_git;
 mod argo;
+mod cluster;
 mod flux;
 mod group;
 mod kustomize;
@@ -107,6 +109,18 @@ pub fn import_cmd(args: &ImportArgs) -> Result<u8, CliError> {
     for from in &args.from {
         read_inputs(from, &mut inputs)?;
     }
+    let from_cluster = if args.from_cluster {
+        cluster::read(&args.cluster)?
+    } else {
+        Vec::new()
+    };
+    for (path, text) in &from_cluster {
+        inputs.push(Input {
+            file: args.out.join(path).display().to_string(),
+            text: text.clone(),
+            env: None,
+        });
+    }
     let git = Checkouts::parse(&args.checkout)?;
     let imported = import(&inputs, &git);
     if imported.objects == 0 {
@@ -121,7 +135,8 @@ pub fn import_cmd(args: &ImportArgs) -> Result<u8, CliError> {
         return Ok(EXIT_INVALID);
     }
     let out = args.out.display().to_string();
-    let mut files = imported.files.clone();
+    let mut files = from_cluster;
+    files.extend(imported.files.iter().cloned());
     files.push((
         "IMPORT-REPORT.md".to_string(),
         report::markdown(&imported.findings, &imported.repo),
