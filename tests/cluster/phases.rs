@@ -6,7 +6,9 @@
 //! changed pre Job is deleted and created again; a chart's `pre-install` hook gets the same
 //! treatment, its test and delete hooks not applied. The test control plane runs no Job
 //! controller: the test writes the Job's status as the controller would
-//! (tests/common/job.rs). The agent's side: tests/agent/phases.rs.
+//! (tests/common/job.rs). Hook delete policies: a chart's `hook-succeeded` hook is deleted
+//! once complete, runs again only when its content changes, and a `hook-failed` Job is
+//! deleted once failed while its tenant stays failed. The agent's side: tests/agent/phases.rs.
 
 use crate::common;
 
@@ -283,4 +285,134 @@ fn a_charts_pre_install_hook_runs_before_the_chart_and_its_other_hooks_do_not() 
     let written = written_at("configmaps", &ns, "db-settings", "").expect("the chart applied");
     assert!(written > done_at);
     assert!(!exists("job", &ns, "db-cleanup") && !exists("job", &ns, "db-test"));
+}
+
+/// Whether the tenant's inventory records `name` done, and how (`"succeeded"`, or the
+/// failure's JSON).
+fn done_of(repo: &TestRepo, t: &str, name: &str) -> Option<String> {
+    let inventory = format!("fief-tenant-{t}");
+    let cm = kubectl_json(&["get", "configmap", "-n", &repo.agent_ns, &inventory]);
+    let entries: serde_json::Value =
+        serde_json::from_str(cm["data"]["entries"].as_str().unwrap_or("[]")).unwrap_or_default();
+    let entry = entries
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?
+        .clone();
+    (!entry["done"].is_null()).then(|| entry["done"].to_string())
+}
+
+/// fief's applies of Job `name` in `ns` at the API server (the test's status writes, sent
+/// with kubectl, left out).
+fn job_applies(ns: &str, name: &str) -> usize {
+    common::audit::writes()
+        .iter()
+        .filter(|w| w.resource == "jobs" && w.namespace == ns && w.name == name)
+        .filter(|w| w.verb == "patch" && !w.user_agent.starts_with("kubectl"))
+        .count()
+}
+
+#[test]
+fn a_hook_succeeded_job_is_deleted_once_complete_and_runs_again_only_when_its_content_changes() {
+    let repo = TestRepo::new("");
+    chart(&repo);
+    let migrate = "components/db/chart/templates/migrate.yaml";
+    let body = std::fs::read_to_string(repo.path().join(migrate)).expect("hook template");
+    let policy = "    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded\n";
+    repo.write(
+        migrate,
+        &body.replacen("  annotations:\n", &format!("  annotations:\n{policy}"), 1),
+    );
+    let t = common::unique("hookdel");
+    repo.tenant(&t, "  components:\n    - name: db\n");
+    let ns = format!("{t}-prod");
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(exists("job", &ns, "db-migrate") && !exists("configmap", &ns, "db-settings"));
+
+    common::job::complete("db-migrate", &ns);
+    let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(tenant_report(&out, &t)["phaseHold"].is_null(), "{out}");
+    assert!(!exists("job", &ns, "db-migrate"), "deleted once complete");
+    assert!(exists("configmap", &ns, "db-settings"), "the chart goes on");
+    assert_eq!(
+        done_of(&repo, &t, "db-migrate").as_deref(),
+        Some("\"succeeded\"")
+    );
+    let (s, _, message) = ready(&repo, &t);
+    assert_eq!(s, "True", "{message}");
+
+    // Unchanged: not created again, nothing written.
+    let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    let counts = &tenant_report(&out, &t)["counts"];
+    assert_eq!(
+        (counts["created"].as_u64(), counts["configured"].as_u64()),
+        (Some(0), Some(0)),
+        "{out}"
+    );
+    assert!(!exists("job", &ns, "db-migrate"));
+    assert_eq!(job_applies(&ns, "db-migrate"), 1);
+
+    // A values change reaches the hook: it runs again, and the chart waits for it.
+    repo.write("components/db/chart/values.yaml", "tag: \"2\"\n");
+    let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(!tenant_report(&out, &t)["phaseHold"].is_null(), "{out}");
+    let job = kubectl_json(&["get", "job", "db-migrate", "-n", &ns]);
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example.com/migrate:2"
+    );
+    assert_eq!(done_of(&repo, &t, "db-migrate"), None);
+    common::job::complete("db-migrate", &ns);
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(!exists("job", &ns, "db-migrate"));
+    let settings = kubectl_json(&["get", "configmap", "db-settings", "-n", &ns]);
+    assert_eq!(settings["data"]["tag"], "2");
+}
+
+#[test]
+fn a_hook_failed_job_is_deleted_once_failed_and_its_tenant_stays_failed_with_nothing_pruned() {
+    let repo = TestRepo::new("");
+    repo.write(
+        "components/app/templates/old.yaml",
+        OTHER_CM.replace("other", "old").as_str(),
+    );
+    let t = common::unique("hookfail");
+    repo.tenant(&t, APP);
+    let ns = format!("{t}-prod");
+    apply_json(repo.path(), &["--tenant", &t], 0);
+
+    repo.remove("components/app/templates/old.yaml");
+    let policy = "    helm.sh/hook-delete-policy: hook-failed\n";
+    let job = migrate("2").replacen("  annotations:\n", &format!("  annotations:\n{policy}"), 1);
+    repo.write("components/app/templates/migrate.yaml", &job);
+    repo.write("components/app/templates/web.yaml", &web("2"));
+    apply_json(repo.path(), &["--tenant", &t], 0);
+    common::job::fail("migrate", &ns);
+    for run in ["the sync that sees it fail", "a later sync"] {
+        let (out, _) = apply_json(repo.path(), &["--tenant", &t], 3);
+        let errors = tenant_report(&out, &t)["errors"].to_string();
+        assert!(
+            errors.contains(&format!("Job.batch/{ns}/migrate"))
+                && errors.contains("BackoffLimitExceeded"),
+            "{run}: {errors}"
+        );
+        assert!(
+            !exists("job", &ns, "migrate"),
+            "{run}: deleted, not run again"
+        );
+        assert!(exists("configmap", &ns, "old"), "{run}: nothing pruned");
+        assert!(
+            !exists("deployment", &ns, "web"),
+            "{run}: nothing of main applied"
+        );
+        let (s, reason, message) = ready(&repo, &t);
+        assert_eq!(
+            (s.as_str(), reason.as_str()),
+            ("False", "PhaseFailed"),
+            "{run}"
+        );
+        assert!(message.contains("backoff limit"), "{run}: {message}");
+    }
+    assert_eq!(job_applies(&ns, "migrate"), 1);
+    assert!(done_of(&repo, &t, "migrate").is_some_and(|d| d.contains("BackoffLimitExceeded")));
 }

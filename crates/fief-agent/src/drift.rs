@@ -13,6 +13,8 @@
 //! objects of a tenant being synced are fief's own writes: recorded, never counted or queued
 //! as drift. After a relist (a watch gap), objects that changed or disappeared meanwhile are
 //! compared with what was known and their tenants queued. Status-only changes hash the same.
+//! A pre or post object its delete policy deleted once it ended is recorded done: neither its
+//! deletion nor a change of it is drift (it is not applied again until its content changes).
 //! Lists are read in pages of [`PAGE`], at most three kinds at once, each object parsed
 //! without its `managedFields` ([`LiveObject`]); objects are held by their interned id.
 
@@ -280,7 +282,7 @@ fn deleted(shared: &Shared, id: &ObjectId, seen: Seen) {
     shared.write_live().remove(id);
     if let Some(tenant) = shared.tenant_of(id) {
         shared.gate.gone(&tenant, id);
-        if may_drift(shared, &tenant, seen) {
+        if may_drift(shared, &tenant, seen) && !is_done(shared, id) {
             drifted(shared, &tenant, id, "managed object deleted");
         }
     }
@@ -315,10 +317,20 @@ fn observe(
     let recorded = shared.recorded_live(id);
     shared.write_live().insert(interned.clone(), hash);
     shared.gate.observed(&tenant, &interned, Some(hash), value);
-    if recorded.is_some_and(|r| r != hash) && may_drift(shared, &tenant, seen) {
+    if recorded.is_some_and(|r| r != hash)
+        && may_drift(shared, &tenant, seen)
+        && !is_done(shared, id)
+    {
         drifted(shared, &tenant, id, "a field fief owns changed");
     }
     Some(interned)
+}
+
+/// Whether `id` is recorded done by its delete policy (see the module docs).
+fn is_done(shared: &Shared, id: &ObjectId) -> bool {
+    super::read(&shared.recorded)
+        .get(id)
+        .is_some_and(|r| r.done)
 }
 
 /// An object of a tenant the agent has not rendered (its render failed since the agent

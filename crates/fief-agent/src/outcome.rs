@@ -58,15 +58,20 @@ pub(super) fn record(
             for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
                 let id = shared.intern(id);
                 let digest = Digest::from_hex(&entry.live);
+                let done = entry.done.is_some();
                 recorded.insert(
                     id.clone(),
                     super::verify::Recorded {
                         tenant: tenant.clone(),
                         live: digest,
                         version: None,
+                        done,
                     },
                 );
-                live.insert(id, digest);
+                // A done object may be gone: the watches say whether it is there.
+                if !done {
+                    live.insert(id, digest);
+                }
             }
         }
     }

@@ -15,7 +15,7 @@
 //! hash: its last sync is settled and recorded those inputs, so a render would give the
 //! objects recorded. It is verified when every recorded object exists and is, by its metadata,
 //! still the version fief applied ([`AppliedVersion::still`]): nobody changed a field fief
-//! sets since. Until such a tenant is next rendered, the watches judge its objects by their
+//! sets since. A done object (a hook its delete policy deleted) need not exist. Until such a tenant is next rendered, the watches judge its objects by their
 //! version instead of a live hash (see [`super::drift`]): an object that moved is drift.
 //! Drift, resync, retry, rollout and `fief reconcile` triggers always render.
 
@@ -40,6 +40,9 @@ pub struct Recorded {
     /// The version it was applied at, while its tenant has not been rendered since it was
     /// verified (the watches then judge it by this, having no desired shape for it).
     pub version: Option<Box<Version>>,
+    /// A pre or post object done by its delete policy ([`fief_core::inventory::Entry::done`]):
+    /// it may be gone, and neither its absence nor a change of it is drift.
+    pub done: bool,
 }
 
 /// The candidates of one batch, found while its inventories are read (see the module docs).
@@ -96,6 +99,18 @@ impl Seeder {
         let name: Arc<str> = tenant.into();
         let mut ids = Vec::with_capacity(inv.entries.len());
         for e in inv.entries.values() {
+            if e.done.is_some() {
+                recorded.insert(
+                    shared.intern(&e.id),
+                    Recorded {
+                        tenant: name.clone(),
+                        live: Digest::from_hex(&e.live),
+                        version: None,
+                        done: true,
+                    },
+                );
+                continue;
+            }
             self.kinds
                 .entry((e.api_version.clone(), e.id.kind.clone()))
                 .or_default()
@@ -107,6 +122,7 @@ impl Seeder {
                     tenant: name.clone(),
                     live: Digest::from_hex(&e.live),
                     version: Some(Box::new(Version::from(&e.applied_version()))),
+                    done: false,
                 },
             );
             ids.push(id);

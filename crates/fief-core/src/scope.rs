@@ -141,6 +141,7 @@ mod tests {
                 managed: String::new(),
                 created: None,
                 pending: false,
+                done: None,
             };
             inv.entries.insert(o.id.clone(), entry);
         }

@@ -351,6 +351,7 @@ mod reuse_tests {
                     managed: String::new(),
                     created: None,
                     pending: false,
+                    done: None,
                 },
             );
         }

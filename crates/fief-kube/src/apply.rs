@@ -206,6 +206,7 @@ fn record_applied(inv: &mut Inventory, a: &Apply<'_>, returned: &Value) {
             ),
             created,
             pending,
+            done: None,
         },
     );
 }

@@ -3,6 +3,8 @@
 //!
 //! In: a rendered tenant, each component's health settings, a default timeout. Out: the
 //! objects that are not healthy, and why. Reads only (one GET per pending object per second).
+//! A pre or post object with `helm.sh/hook-delete-policy: hook-succeeded` that is not found
+//! was deleted by that policy once it succeeded: it counts as healthy.
 //! For the agent, [`write_verdict`] writes a tenant's health verdict onto its inventory's
 //! status (one GET and a strategic merge patch of the status key, guarded by the
 //! resourceVersion read).
@@ -18,7 +20,22 @@ use fief_core::health::{Health, Verdict, health, set_conditions};
 use fief_core::inventory::{DATA_STATUS, Inventory};
 use fief_core::model::{BASELINE, Repo, parse_duration};
 use fief_core::objects::ObjectId;
+use fief_core::plan::hooks::deleted_when_healthy;
 use fief_core::render::TenantRender;
+
+/// Why the health of a live object cannot be told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unread {
+    /// There is no such object.
+    #[error("not found")]
+    NotFound,
+    /// The cluster does not serve its kind.
+    #[error("the cluster does not serve this kind")]
+    NotServed,
+    /// Reading it failed.
+    #[error("cannot read it: {0}")]
+    Unreadable(String),
+}
 
 /// An object that did not become healthy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -80,8 +97,10 @@ pub async fn wait_healthy(
         for (id, (_, reason, object)) in pending.iter_mut() {
             match live_health(resources, id, object).await {
                 Ok(Health::Current) => done.push((*id, None)),
+                Err(Unread::NotFound) if deleted_when_healthy(object) => done.push((*id, None)),
                 Ok(Health::Failed(why)) => done.push((*id, Some(why))),
-                Ok(Health::InProgress(why)) | Err(why) => *reason = why,
+                Ok(Health::InProgress(why)) => *reason = why,
+                Err(why) => *reason = why.to_string(),
             }
         }
         for (id, failure) in done {
@@ -130,7 +149,10 @@ pub async fn read_health<'a>(
     stream::iter(objects)
         .map(|o| async move {
             let h = live_health(resources, &o.id, &o.object).await;
-            (o.id.clone(), h.unwrap_or_else(Health::InProgress))
+            (
+                o.id.clone(),
+                h.unwrap_or_else(|why| Health::InProgress(why.to_string())),
+            )
         })
         .buffer_unordered(READS)
         .collect()
@@ -138,15 +160,15 @@ pub async fn read_health<'a>(
 }
 
 /// The health of the live object `id` (rendered as `object`) by kstatus rules; or why it
-/// cannot be told (not found, not served, not readable).
+/// cannot be told.
 pub async fn live_health(
     resources: &Resources,
     id: &ObjectId,
     object: &Value,
-) -> Result<Health, String> {
+) -> Result<Health, Unread> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let Some(resource) = resources.resolve(api_version, &id.kind).await else {
-        return Err("the cluster does not serve this kind".to_string());
+        return Err(Unread::NotServed);
     };
     match resources
         .api(&resource, &id.namespace)
@@ -154,8 +176,8 @@ pub async fn live_health(
         .await
     {
         Ok(Some(obj)) => Ok(health(&serde_json::to_value(obj).unwrap_or(Value::Null))),
-        Ok(None) => Err("not found".to_string()),
-        Err(e) => Err(format!("cannot read it: {}", super::brief(&e))),
+        Ok(None) => Err(Unread::NotFound),
+        Err(e) => Err(Unread::Unreadable(super::brief(&e))),
     }
 }
 

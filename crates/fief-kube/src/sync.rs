@@ -312,6 +312,8 @@ async fn sync_tenant(
     }
     super::depends::defer_dependents(ctx.resources, render, &mut plan).await;
     super::phases::gate_phases(ctx.resources, render, &mut plan).await;
+    // Hooks that ended are recorded done before the union is written, deleted after it.
+    super::phases::record_ended(&plan, &mut inv);
     report.waiting.clone_from(&plan.waiting);
     report.phase_hold.clone_from(&plan.phase_hold);
     report.counts.unchanged = plan.unchanged.len();
@@ -325,7 +327,7 @@ async fn sync_tenant(
             return record_failure(ctx, inv, prev, report).await;
         }
     };
-    let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty();
+    let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty() || !plan.ended.is_empty();
     if let Err(e) = record_union(ctx, &plan, &owned.created, &mut inv, prev).await {
         report.outcome = Outcome::Failed;
         report
@@ -335,6 +337,7 @@ async fn sync_tenant(
     }
     crash_point("after-union");
     let recorded = inv.clone();
+    super::phases::delete_ended(ctx, &plan, &mut inv, &mut report).await;
     // A chart's crds/ CRDs: created when absent, before the first stage (in no inventory).
     super::chart_crds::create_absent(ctx, render, &mut report).await;
     apply_stages(ctx, render, &plan, &mut inv, &mut report).await;
@@ -407,6 +410,7 @@ async fn record_union(
                 managed: String::new(),
                 created: is_namespace(&id.group, &id.kind).then(|| created.contains(&id.name)),
                 pending: true,
+                done: None,
             },
         );
     }

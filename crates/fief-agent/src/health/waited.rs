@@ -37,7 +37,8 @@ pub(super) fn waited_objects(
         let Some(Some(limit)) = limits.get(&o.component) else {
             continue;
         };
-        let Some(entry) = inv.entries.get(&o.id) else {
+        // A done object (its delete policy deleted it once it ended) is not waited for.
+        let Some(entry) = inv.entries.get(&o.id).filter(|e| e.done.is_none()) else {
             continue;
         };
         let live = Digest::from_hex(&entry.live);

@@ -68,6 +68,24 @@ pub struct Entry {
     /// towards the total ([`crate::plan::plan`]); a sync that completes clears it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pending: bool,
+    /// A pre or post object with a delete policy (`helm.sh/hook-delete-policy`) that ran to
+    /// its end at the content [`Entry::hash`] records, and how: while the render still has that
+    /// content, it is neither applied nor read again, and its absence is not drift. Absent:
+    /// not done (and in entries of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Done>,
+}
+
+/// How a pre or post object with a delete policy ended ([`Entry::done`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Done {
+    /// It was healthy (a Job: complete) with the rest of its phase; deleted when its policy
+    /// says `hook-succeeded`.
+    Succeeded,
+    /// It failed, and why (a Job: its `Failed` condition's reason and message); deleted by
+    /// its policy's `hook-failed`. Its tenant stays failed until its content changes.
+    Failed(String),
 }
 
 impl Entry {
@@ -351,10 +369,12 @@ impl Inventory {
             && self.status.is_settled()
             && !self.entries.is_empty()
             && self.entries.values().all(|e| {
-                !e.hash.is_empty()
-                    && !e.live.is_empty()
-                    && !e.resource_version.is_empty()
-                    && !e.uid.is_empty()
+                // A done object needs no live version: it may be gone (see [`Entry::done`]).
+                e.done.is_some()
+                    || !e.hash.is_empty()
+                        && !e.live.is_empty()
+                        && !e.resource_version.is_empty()
+                        && !e.uid.is_empty()
             })
     }
 

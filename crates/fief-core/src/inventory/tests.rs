@@ -27,6 +27,7 @@ fn entry(kind: &str, ns: &str, name: &str) -> Entry {
         managed: String::new(),
         created: None,
         pending: false,
+        done: None,
     }
 }
 
@@ -141,4 +142,52 @@ fn unreadable_inventory_is_an_error_not_an_empty_inventory() {
     let cm = json!({"metadata": {"name": "x", "namespace": "fief-system",
         "labels": {"fief.dev/tenant": "acme"}}, "data": {"entries": "not json"}});
     assert!(Inventory::from_configmap(&cm).is_err());
+}
+
+#[test]
+fn a_done_entry_is_written_in_a_word_and_entries_without_it_are_not_done() {
+    let mut inv = Inventory::new("acme");
+    let mut ok = entry("ConfigMap", "acme-prod", "account");
+    ok.done = Some(Done::Succeeded);
+    let mut failed = entry("ConfigMap", "acme-prod", "migrate");
+    failed.done = Some(Done::Failed("job failed: BackoffLimitExceeded".into()));
+    let plain = entry("ConfigMap", "acme-prod", "site");
+    for e in [ok, failed, plain] {
+        inv.entries.insert(e.id.clone(), e);
+    }
+    let cm = inv.to_configmap("fief-system");
+    let text = cm["data"][DATA_ENTRIES].as_str().unwrap_or_default();
+    assert!(text.contains(r#""done":"succeeded""#), "{text}");
+    assert!(
+        text.contains(r#""done":{"failed":"job failed: BackoffLimitExceeded"}"#),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("done").count(),
+        2,
+        "absent when not done: {text}"
+    );
+    assert_eq!(Inventory::from_configmap(&cm).unwrap(), inv);
+    // An entry written by a version without the field reads as not done.
+    let old = r#"[{"kind":"Job","namespace":"a","name":"m","group":"batch","apiVersion":"batch/v1","hash":"h","live":"l"}]"#;
+    let cm = json!({"metadata": {"name": "x", "namespace": "fief-system",
+        "labels": {"fief.dev/tenant": "acme"}}, "data": {"entries": old}});
+    let read = Inventory::from_configmap(&cm).unwrap();
+    assert!(read.entries.values().all(|e| e.done.is_none()));
+}
+
+#[test]
+fn a_done_entry_needs_no_live_version_for_the_inventory_to_stand_for_a_render() {
+    let mut inv = Inventory::new("acme");
+    let mut e = entry("ConfigMap", "acme-prod", "cfg");
+    e.resource_version = "5".into();
+    e.uid = "u".into();
+    inv.entries.insert(e.id.clone(), e);
+    let mut gone = entry("ConfigMap", "acme-prod", "hook");
+    gone.done = Some(Done::Succeeded);
+    inv.entries.insert(gone.id.clone(), gone);
+    inv.status.inputs = "h1".into();
+    inv.status
+        .set_condition(ConditionType::Ready, true, Reason::Applied, "", "t");
+    assert!(inv.stands_for("h1"));
 }

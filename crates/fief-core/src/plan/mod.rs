@@ -3,6 +3,8 @@
 //! In: a [`TenantRender`], the previous [`Inventory`], the hashes of the live objects' fields
 //! fief sets, and the prune guard. Out: a [`Plan`] — objects to apply in stage order, objects
 //! unchanged, entries to prune in reverse stage order, or why pruning is held back. Pure.
+//! Ordered phases ([`phase`]), hook delete policies ([`hooks`]) and `dependsOn`
+//! ([`depends`]) then narrow what one sync applies.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -90,6 +92,9 @@ pub struct Plan<'a> {
     /// The placements set aside because a pre or post phase is not done, or failed
     /// ([`phase::gate`]).
     pub phase_hold: Option<phase::PhaseHold>,
+    /// Pre and post objects with a delete policy that ended: to record as done, and to
+    /// delete by their policy ([`phase::gate`], [`hooks`]).
+    pub ended: Vec<hooks::Ended>,
 }
 
 impl Plan<'_> {
@@ -200,7 +205,8 @@ pub fn managed_fingerprint(managed_fields: &Value, manager: &str) -> String {
 ///
 /// `live` maps each object that exists in the cluster to the hash of its projection on the
 /// desired fields; an object is skipped only when its rendered hash and its live hash both
-/// match the inventory. Only entries the render's scope covers may be pruned (`--env`).
+/// match the inventory; a [done](Entry::done) object only when its rendered hash does (it may
+/// be gone: a hook deleted by its delete policy is not run again). Only entries the render's scope covers may be pruned (`--env`).
 ///
 /// The mass-prune guard counts only entries applied by a completed sync (not
 /// [`Entry::pending`]): a held prune is measured again against the same objects on every
@@ -225,7 +231,10 @@ pub fn plan<'a>(
         desired_ids.insert(&object.id);
         let hash = object.content_hash().to_string();
         match prev.get(&object.id) {
-            Some(entry) if entry.hash == hash && live.get(&object.id) == Some(&entry.live) => {
+            Some(entry)
+                if entry.hash == hash
+                    && (entry.done.is_some() || live.get(&object.id) == Some(&entry.live)) =>
+            {
                 plan.unchanged.push(entry.clone());
             }
             entry => plan.stages[stage_of(&object.id, &object.component)].push(Apply {
@@ -265,10 +274,13 @@ pub fn plan<'a>(
 }
 
 pub mod depends;
+pub mod hooks;
 pub mod phase;
 
 #[cfg(test)]
 mod depends_tests;
+#[cfg(test)]
+mod hooks_tests;
 #[cfg(test)]
 mod phase_tests;
 #[cfg(test)]

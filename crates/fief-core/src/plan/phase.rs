@@ -15,7 +15,11 @@
 //!
 //! A placement is done when nothing of it is applied in this sync and each of its objects is
 //! healthy by kstatus rules (a Job `Complete`); a `main` object of a component that does not
-//! wait for health (`health.wait: false`) is done once applied. Objects of one placement go
+//! wait for health (`health.wait: false`) is done once applied. An object with a delete policy
+//! that the inventory records [done](crate::inventory::Entry::done) is known by that record
+//! and never read (it may be gone): succeeded, it is healthy; failed, it fails the tenant
+//! until its content changes, wherever it is placed. Which such objects end in a sync, and the
+//! hold while some have not ended, are [`super::hooks`]'s. Objects of one placement go
 //! together, in the sync's stage order; placements go by phase, then weight (lower first).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -83,6 +87,12 @@ impl Placement {
         phase: Phase::Main,
         weight: 0,
     };
+
+    /// After every placement: a hold after it sets nothing aside.
+    pub const LAST: Placement = Placement {
+        phase: Phase::Post,
+        weight: i64::MAX,
+    };
 }
 
 impl std::fmt::Display for Placement {
@@ -122,6 +132,11 @@ pub enum PhaseError {
          once: split it in two, or set fief.dev/phase"
     )]
     PreAndPost(String),
+    /// `helm.sh/hook-delete-policy` names a policy Helm does not have.
+    #[error(
+        "`{0}` is not a hook delete policy (before-hook-creation, hook-succeeded, hook-failed)"
+    )]
+    UnknownDeletePolicy(String),
 }
 
 impl PhaseError {
@@ -129,6 +144,7 @@ impl PhaseError {
     pub fn field(&self) -> String {
         let key = match self {
             PhaseError::UnknownPhase(_) => ANNOTATION_PHASE,
+            PhaseError::UnknownDeletePolicy(_) => super::hooks::HELM_HOOK_DELETE_POLICY,
             _ => HELM_HOOK,
         };
         format!("metadata.annotations.{key}")
@@ -142,8 +158,10 @@ fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 /// Classify a rendered object by its annotations: `fief.dev/phase` first; else `helm.sh/hook`
 /// (`pre-install`/`pre-upgrade` → pre, `post-install`/`post-upgrade` → post, a hook of
 /// both install and upgrade being one object; only test, delete or rollback events →
-/// [`Classified::Skipped`]); else main. The weight is `helm.sh/hook-weight`'s.
+/// [`Classified::Skipped`]); else main. The weight is `helm.sh/hook-weight`'s. A
+/// `helm.sh/hook-delete-policy` must name known policies ([`super::hooks::delete_policy`]).
 pub fn classify(object: &Value) -> Result<Classified, PhaseError> {
+    super::hooks::delete_policy(object)?;
     let weight = annotation(object, HELM_HOOK_WEIGHT)
         .and_then(|w| w.trim().parse::<i64>().ok())
         .unwrap_or(0);
@@ -210,12 +228,14 @@ pub fn recreates(a: &Apply<'_>, previous_hash: Option<&str>) -> bool {
 /// Why a sync does not go past a placement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PhaseHold {
-    /// Objects placed after `after` wait for these objects (`id (why)`).
+    /// Objects placed after `after` wait for these objects (`id (why)`); or, with nothing
+    /// set aside (`held` none, `after` [`Placement::LAST`]), the sync waits for objects with a
+    /// delete policy to end ([`super::hooks`]).
     Waiting {
         /// The last placement that may go on.
         after: Placement,
-        /// The first phase set aside.
-        held: Phase,
+        /// The first phase set aside, if any.
+        held: Option<Phase>,
         /// What it waits for.
         on: Vec<String>,
     },
@@ -249,9 +269,16 @@ impl PhaseHold {
 impl std::fmt::Display for PhaseHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PhaseHold::Waiting { held, on, .. } => {
-                write!(f, "the {held} phase waits for {}", on.join(", "))
-            }
+            PhaseHold::Waiting {
+                held: Some(held),
+                on,
+                ..
+            } => write!(f, "the {held} phase waits for {}", on.join(", ")),
+            PhaseHold::Waiting { held: None, on, .. } => write!(
+                f,
+                "waits for {} to end (its helm.sh/hook-delete-policy deletes it then)",
+                on.join(", ")
+            ),
             PhaseHold::Failed {
                 after,
                 held,
@@ -266,13 +293,13 @@ impl std::fmt::Display for PhaseHold {
     }
 }
 
+/// Placed objects by placement.
+type Placements<'a> = super::hooks::Placed<'a>;
+
 /// The tenant's placed objects by placement, leaving out the baseline and the components this
 /// sync holds for their dependencies (`dependsOn` orders first: a migration Job of a
 /// component that depends on its database waits for the database, which it does not hold).
-fn placements<'a>(
-    render: &'a TenantRender,
-    plan: &Plan<'_>,
-) -> BTreeMap<Placement, Vec<&'a RenderedObject>> {
+fn placements<'a>(render: &'a TenantRender, plan: &Plan<'_>) -> Placements<'a> {
     let mut out: BTreeMap<Placement, Vec<&RenderedObject>> = BTreeMap::new();
     let placed =
         |o: &&RenderedObject| o.component != BASELINE && !plan.waiting.contains_key(&o.component);
@@ -298,50 +325,43 @@ fn busy(plan: &Plan<'_>) -> BTreeSet<Placement> {
 }
 
 /// The objects whose health this sync must know: those placed before the first placement
-/// with something to apply or prune. Empty when the tenant has no pre or post objects, or
-/// nothing of it changes (then no object is read).
+/// with something to apply or prune, and those of a pre or post phase with objects of a
+/// delete policy that are not done yet ([`super::hooks::ending`]); never a done one (it may
+/// be gone). Empty when the tenant has no pre or post objects, or nothing of it changes and
+/// every object with a delete policy is done (then no object is read).
 pub fn to_check<'a>(render: &'a TenantRender, plan: &Plan<'_>) -> Vec<&'a RenderedObject> {
-    let Some(first) = busy(plan).into_iter().next() else {
-        return Vec::new();
-    };
-    placements(render, plan)
+    let busy = busy(plan);
+    let first = busy.iter().next().copied();
+    let placed = placements(render, plan);
+    let ending = super::hooks::ending(&placed, &busy, plan);
+    let unread = HashMap::new();
+    let done = super::hooks::Known::new(plan, &unread);
+    placed
         .into_iter()
-        .filter(|(p, _)| *p < first)
+        .filter(|(p, _)| first.is_some_and(|f| *p < f) || ending.contains(&p.phase))
         .flat_map(|(_, objects)| objects)
+        .filter(|o| !done.is_done(&o.id))
         .collect()
 }
 
 /// Set aside every placement after the first one that is not done (see the module docs),
-/// recording why in `plan.phase_hold`. `health` holds what is known of [`to_check`]'s objects
-/// (absent: not found or not read).
+/// recording why in `plan.phase_hold`, and the objects with a delete policy that end in this
+/// sync in `plan.ended` ([`super::hooks`]). `health` holds what is known of [`to_check`]'s
+/// objects (absent: not found or not read); a done object is known by its record.
 pub fn gate(plan: &mut Plan<'_>, render: &TenantRender, health: &HashMap<ObjectId, Health>) {
     let busy = busy(plan);
-    let Some(last) = busy.iter().next_back().copied() else {
-        return;
-    };
     let placed = placements(render, plan);
-    let mut hold = None;
-    for (p, objects) in placed.range(..last) {
-        let held = busy
-            .range((std::ops::Bound::Excluded(*p), std::ops::Bound::Unbounded))
-            .next()
-            .map_or(Phase::Main, |n| n.phase);
-        if busy.contains(p) {
-            let on = objects
-                .iter()
-                .map(|o| format!("{} (applied in this sync, not yet healthy)", o.id))
-                .collect();
-            hold = Some(PhaseHold::Waiting {
-                after: *p,
-                held,
-                on,
-            });
-            break;
-        }
-        if let Some(h) = not_done(*p, objects, render, health, held) {
-            hold = Some(h);
-            break;
-        }
+    let known = super::hooks::Known::new(plan, health);
+    let mut hold = first_hold(&placed, &busy, render, &known);
+    // A failure recorded (or read) past what the loop above looked at fails the tenant too.
+    if let Some(failed) = first_failure(&placed, &busy, &known)
+        && hold.as_ref().is_none_or(|h| failed.after() < h.after())
+    {
+        hold = Some(failed);
+    }
+    plan.ended = super::hooks::ended(&placed, &busy, &known, hold.as_ref());
+    if hold.is_none() {
+        hold = super::hooks::awaiting(&placed, plan, &known, &plan.ended);
     }
     let Some(hold) = hold else {
         return;
@@ -355,12 +375,73 @@ pub fn gate(plan: &mut Plan<'_>, render: &TenantRender, health: &HashMap<ObjectI
     plan.phase_hold = Some(hold);
 }
 
+/// The first phase after `p` with something to apply (main when none).
+fn held_after(busy: &BTreeSet<Placement>, p: Placement) -> Phase {
+    busy.range((std::ops::Bound::Excluded(p), std::ops::Bound::Unbounded))
+        .next()
+        .map_or(Phase::Main, |n| n.phase)
+}
+
+/// The first placement before the last busy one that is not done, as a hold: busy itself
+/// (applied in this sync), or waiting for or failed by its objects.
+fn first_hold(
+    placed: &Placements<'_>,
+    busy: &BTreeSet<Placement>,
+    render: &TenantRender,
+    known: &super::hooks::Known<'_>,
+) -> Option<PhaseHold> {
+    let last = busy.iter().next_back().copied()?;
+    for (p, objects) in placed.range(..last) {
+        let held = held_after(busy, *p);
+        if busy.contains(p) {
+            let on = objects
+                .iter()
+                .map(|o| format!("{} (applied in this sync, not yet healthy)", o.id))
+                .collect();
+            return Some(PhaseHold::Waiting {
+                after: *p,
+                held: Some(held),
+                on,
+            });
+        }
+        if let Some(h) = not_done(*p, objects, render, known, held) {
+            return Some(h);
+        }
+    }
+    None
+}
+
+/// The first pre or post object not applied in this sync that failed (as recorded, or as
+/// read), as a hold.
+fn first_failure(
+    placed: &Placements<'_>,
+    busy: &BTreeSet<Placement>,
+    known: &super::hooks::Known<'_>,
+) -> Option<PhaseHold> {
+    let unapplied = placed
+        .iter()
+        .filter(|(p, _)| **p != Placement::MAIN && !busy.contains(p));
+    for (p, objects) in unapplied {
+        for o in objects {
+            if let Some(Health::Failed(reason)) = known.health(&o.id) {
+                return Some(PhaseHold::Failed {
+                    after: *p,
+                    held: held_after(busy, *p),
+                    object: o.id.to_string(),
+                    reason,
+                });
+            }
+        }
+    }
+    None
+}
+
 /// Why placement `p` (not applied in this sync) is not done, if it is not.
 fn not_done(
     p: Placement,
     objects: &[&RenderedObject],
     render: &TenantRender,
-    health: &HashMap<ObjectId, Health>,
+    known: &super::hooks::Known<'_>,
     held: Phase,
 ) -> Option<PhaseHold> {
     let mut on = Vec::new();
@@ -368,14 +449,14 @@ fn not_done(
         if p == Placement::MAIN && render.dependencies.unwaited.contains(&o.component) {
             continue;
         }
-        match health.get(&o.id) {
+        match known.health(&o.id) {
             Some(Health::Current) => {}
             Some(Health::Failed(why)) if p != Placement::MAIN => {
                 return Some(PhaseHold::Failed {
                     after: p,
                     held,
                     object: o.id.to_string(),
-                    reason: why.clone(),
+                    reason: why,
                 });
             }
             Some(Health::Failed(why) | Health::InProgress(why)) => {
@@ -384,5 +465,9 @@ fn not_done(
             None => on.push(format!("{} (not found)", o.id)),
         }
     }
-    (!on.is_empty()).then_some(PhaseHold::Waiting { after: p, held, on })
+    (!on.is_empty()).then_some(PhaseHold::Waiting {
+        after: p,
+        held: Some(held),
+        on,
+    })
 }

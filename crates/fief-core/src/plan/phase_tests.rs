@@ -78,7 +78,7 @@ fn test_delete_and_rollback_hooks_are_skipped_and_nonsense_is_refused() {
 }
 
 /// A Job of component `app` in `phase` (weight `weight`), and its content `data`.
-fn job(name: &str, phase: &str, weight: i64, data: &str) -> RenderedObject {
+pub(super) fn job(name: &str, phase: &str, weight: i64, data: &str) -> RenderedObject {
     let mut o = object("Job", name, data);
     o.id.group = "batch".into();
     o.object["metadata"]["annotations"] = json!({
@@ -95,7 +95,7 @@ fn tenant(migrate: &str, site: &str, notify: &str) -> TenantRender {
     ])
 }
 
-fn names(p: &Plan<'_>) -> Vec<String> {
+pub(super) fn names(p: &Plan<'_>) -> Vec<String> {
     let mut out: Vec<String> = p
         .stages
         .iter()
@@ -106,7 +106,7 @@ fn names(p: &Plan<'_>) -> Vec<String> {
     out
 }
 
-fn id(r: &TenantRender, name: &str) -> ObjectId {
+pub(super) fn id(r: &TenantRender, name: &str) -> ObjectId {
     let found = r.objects.iter().find(|o| o.id.name == name);
     found
         .map(|o| o.id.clone())
@@ -124,7 +124,7 @@ fn the_first_sync_applies_only_the_pre_phase_and_reads_nothing() {
     assert!(matches!(
         &hold,
         PhaseHold::Waiting {
-            held: Phase::Main,
+            held: Some(Phase::Main),
             ..
         }
     ));
@@ -163,7 +163,7 @@ fn main_waits_while_the_pre_job_runs_then_goes_and_post_waits_for_main() {
     assert_eq!(names(&p), ["site"], "main goes; post waits for it");
     let hold = p.phase_hold.unwrap();
     assert!(
-        matches!(hold, PhaseHold::Waiting { held: Phase::Post, after, .. } if after == Placement::MAIN)
+        matches!(hold, PhaseHold::Waiting { held: Some(Phase::Post), after, .. } if after == Placement::MAIN)
     );
 }
 

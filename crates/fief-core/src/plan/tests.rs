@@ -61,6 +61,7 @@ pub(super) fn applied(r: &TenantRender) -> (Inventory, HashMap<ObjectId, String>
                 managed: String::new(),
                 created: None,
                 pending: false,
+                done: None,
             },
         );
     }

@@ -102,6 +102,7 @@ mod tests {
             managed: String::new(),
             created: None,
             pending: false,
+            done: None,
         }
     }
 
