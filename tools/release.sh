@@ -7,13 +7,18 @@
 #      chart's Chart.yaml version and appVersion); the work tree as committed.
 # Out: in dist/ (git-ignored), replacing this version's earlier artefacts:
 #        fief-VERSION-<arch>-linux   the binary: cargo install --path . --locked (release)
+#        fief-render-helper-VERSION-<arch>-linux
+#                                    the helper that renders `helm` and `kustomize`
+#                                    components (tools/build-render-helper.sh, cached);
+#                                    served beside the binary, the CI workflow `fief init`
+#                                    writes downloads both
 #        fief-VERSION-image.tar      the image as an OCI archive (tools/build-image.sh fief),
 #                                    tagged <repository>:VERSION; load it with
 #                                    `ctr images import`, `skopeo copy oci-archive:...` or
 #                                    `podman load`
 #        fief-VERSION.tgz            the Helm chart (helm package deploy/chart/fief with
 #                                    --version and --app-version VERSION), linted first
-#        SHA256SUMS                  sha256sum of the three files above
+#        SHA256SUMS                  sha256sum of the four files above
 #      The paths written are printed on stdout, one a line; progress goes to stderr.
 #
 # Settings (environment):
@@ -26,7 +31,8 @@
 #   FIEF_HELM_BIN             the helm CLI (default: tools/build-helm.sh builds the pinned one)
 #
 # Usage: tools/release.sh VERSION        e.g. tools/release.sh 0.1.0
-# Needs: cargo, go (helm, first time), git, sha256sum, and what tools/build-image.sh needs.
+# Needs: cargo, go (helm and the helper, first time), git, sha256sum, and what
+# tools/build-image.sh needs.
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -71,10 +77,11 @@ case "$(uname -m)" in
 esac
 dist="${repo_root}/dist"
 binary_out="${dist}/fief-${version}-${arch}-linux"
+helper_out="${dist}/fief-render-helper-${version}-${arch}-linux"
 image_out="${dist}/fief-${version}-image.tar"
 chart_out="${dist}/fief-${version}.tgz"
 mkdir -p "${dist}"
-rm -f "${binary_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
+rm -f "${binary_out}" "${helper_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
 
 # The binary is built the way the README tells users to install it, `cargo install --path .`,
 # into a scratch root (the build itself shares the workspace's target folder).
@@ -88,6 +95,10 @@ install -m 0755 "${built}" "${binary_out}"
 rm -rf "${install_root}"
 reported="$("${binary_out}" --version)"
 [[ "${reported}" == *"${version}"* ]] || die "the binary reports '${reported}', not ${version}"
+
+log "building fief-render-helper"
+helper="$(tools/build-render-helper.sh)"
+install -m 0755 "${helper}" "${helper_out}"
 
 log "building the image ${image_repo}:${version}"
 tools/build-image.sh fief "${image_out}" "${image_repo}:${version}" "${binary_out}"
@@ -104,7 +115,7 @@ log "linting and packaging the chart"
   --destination "${dist}" >&2
 [[ -f "${chart_out}" ]] || die "helm package wrote no ${chart_out}"
 
-(cd "${dist}" && sha256sum "$(basename "${binary_out}")" "$(basename "${image_out}")" \
-  "$(basename "${chart_out}")" >SHA256SUMS)
+(cd "${dist}" && sha256sum "$(basename "${binary_out}")" "$(basename "${helper_out}")" \
+  "$(basename "${image_out}")" "$(basename "${chart_out}")" >SHA256SUMS)
 log "done; nothing was published"
-printf '%s\n' "${binary_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
+printf '%s\n' "${binary_out}" "${helper_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"

@@ -16,6 +16,7 @@ mod docs;
 mod git_source;
 mod import;
 mod init;
+mod init_ci;
 mod layout;
 mod packages;
 mod packages_charts;

@@ -2,13 +2,14 @@
 //! `component.yaml` and `varz.yaml`, one `tenants/<tenant>.yaml` per tenant, and from
 //! `fief init` the `.sops.yaml` to fill in, the CI workflow, `.gitignore` and the JSON Schemas.
 //!
-//! In: a [`Repo`]. Out: (path, text) pairs. Pure: the caller writes them.
+//! In: a [`Repo`]. Out: (path, text) pairs; the caller writes them. The CI workflow is pinned
+//! to the running fief binary (hashed once per process), as `fief init` pins it.
 
 use serde_json::{Map, Value, json};
 
 use super::layers::{ComponentOut, Repo, TenantOut};
 use super::model::Source;
-use crate::cli::init::{SCHEMA_DIR, SKELETON};
+use crate::cli::init::{SCHEMA_DIR, SKELETON, workflow};
 use crate::core::model::RepoFile;
 
 /// The files of the imported repo, by path.
@@ -32,13 +33,14 @@ pub fn files(repo: &Repo, objects: usize) -> Vec<(String, String)> {
         out.push((format!("tenants/{name}.yaml"), tenant_yaml(name, tenant)));
     }
     for (path, text) in SKELETON {
-        if matches!(
-            path,
-            ".sops.yaml" | ".github/workflows/fief.yaml" | ".gitignore"
-        ) {
+        if matches!(path, ".sops.yaml" | ".gitignore") {
             out.push((path.to_string(), text.to_string()));
         }
     }
+    out.push((
+        workflow::PATH.to_string(),
+        workflow::text(workflow::Pins::of_this_fief()),
+    ));
     out.extend(
         RepoFile::ALL
             .iter()

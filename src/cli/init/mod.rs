@@ -2,8 +2,11 @@
 //! editors use to check its files as they are typed.
 //!
 //! In: a folder (and the first tenant's name). Out: the files of [`SKELETON`] with the tenant
-//! named, the schemas of [`RepoFile`] under `.fief/schemas/`, and the next steps on stdout.
-//! Nothing that exists is overwritten: init names the files in the way and writes none.
+//! named and the CI workflow pinned to this fief's release ([`workflow`]), the schemas of
+//! [`RepoFile`] under `.fief/schemas/`, and the next steps on stdout. Nothing that exists is
+//! overwritten: init names the files in the way and writes none.
+
+pub mod workflow;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,7 @@ pub const SCHEMA_DIR: &str = ".fief/schemas";
 const TENANT: &str = "__TENANT__";
 
 /// The files of a new tenants repo: (path in the repo, text), `__TENANT__` standing for the
-/// first tenant's name. The skeleton lives under `src/cli/init/skeleton/` as real files, so it
+/// first tenant's name and the CI workflow a template [`workflow::text`] fills in. The skeleton lives under `src/cli/init/skeleton/` as real files, so it
 /// can be read and tested like any repo.
 pub const SKELETON: [(&str, &str); 13] = [
     ("fief.yaml", include_str!("skeleton/fief.yaml")),
@@ -59,19 +62,19 @@ pub const SKELETON: [(&str, &str); 13] = [
         include_str!("skeleton/components/hello/templates/service.yaml"),
     ),
     (".sops.yaml", include_str!("skeleton/.sops.yaml")),
-    (
-        ".github/workflows/fief.yaml",
-        include_str!("skeleton/.github/workflows/fief.yaml"),
-    ),
+    (workflow::PATH, workflow::TEMPLATE),
     (".gitignore", include_str!("skeleton/gitignore")),
 ];
 
 /// The files `fief init` writes for a first tenant named `tenant`: the skeleton with the name
-/// filled in, then the schemas.
-pub fn repo_files(tenant: &str) -> Vec<(String, String)> {
+/// filled in and the workflow pinning `pins`, then the schemas.
+pub fn repo_files(tenant: &str, pins: &workflow::Pins) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = SKELETON
         .iter()
-        .map(|(path, text)| (path.replace(TENANT, tenant), text.replace(TENANT, tenant)))
+        .map(|(path, text)| match *path {
+            workflow::PATH => (path.to_string(), workflow::text(pins)),
+            _ => (path.replace(TENANT, tenant), text.replace(TENANT, tenant)),
+        })
         .collect();
     files.extend(
         RepoFile::ALL
@@ -90,7 +93,8 @@ pub fn init_cmd(args: &InitArgs) -> Result<u8, CliError> {
             args.tenant
         )));
     }
-    let files = repo_files(&args.tenant);
+    let pins = workflow::Pins::of_this_fief();
+    let files = repo_files(&args.tenant, pins);
     let in_the_way: Vec<String> = files
         .iter()
         .map(|(path, _)| args.dir.join(path))
@@ -109,10 +113,11 @@ pub fn init_cmd(args: &InitArgs) -> Result<u8, CliError> {
         write_file(&args.dir.join(path), text)?;
     }
     println!(
-        "Wrote a tenants repo with tenant `{}` to {}.\n\n{}",
+        "Wrote a tenants repo with tenant `{}` to {}.\n\n{}\n\n{}",
         args.tenant,
         args.dir.display(),
-        next_steps(&args.dir, &args.tenant)
+        next_steps(&args.dir, &args.tenant),
+        workflow::summary(pins).trim_end()
     );
     Ok(EXIT_OK)
 }
