@@ -191,6 +191,7 @@ fn the_report_names_file_line_and_what_to_do_for_each_field_not_mapped() {
             "{globex}:49: Kustomization flux-system/globex-web: spec.prune: `prune: false` not mapped"
         ),
         "globex-prod/redis is not imported".to_string(),
+        "HelmRelease initech-prod/podinfo: spec.chart.spec.valuesFiles: not mapped".to_string(),
         "Alert flux-system/fleet: a Flux Alert: not mapped".to_string(),
         "OCIRepository flux-system/platform-manifests".to_string(),
         "copy `apps/web` into components/web/ so that `apps/web/overlays/prod` is components/web/overlays/prod"

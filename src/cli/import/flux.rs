@@ -108,7 +108,23 @@ fn helm_release(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Optio
     if let Some(values) = spec.get("values").filter(|v| v.is_object()) {
         merge(&mut release.values, values);
     }
+    helm_release_fields(o, findings);
+    Some(release)
+}
+
+/// A HelmRelease's fields beyond its chart and values: the ones reported.
+fn helm_release_fields(o: &Object, findings: &mut Vec<Finding>) {
+    let spec = &o.value["spec"];
     install_fields(o, findings);
+    if spec["chart"]["spec"]["valuesFiles"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
+    {
+        findings.push(o.finding(
+            "spec.chart.spec.valuesFiles",
+            "not mapped: merge those values files of the chart into the component's varz.yaml",
+        ));
+    }
     if spec["suspend"] == true {
         findings.push(o.finding(
             "spec.suspend",
@@ -154,7 +170,6 @@ fn helm_release(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Optio
             ("storageNamespace", "fief keeps no Helm release storage"),
         ],
     ));
-    Some(release)
 }
 
 /// `spec.install` beyond `crds: Skip|Create`.
