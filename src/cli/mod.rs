@@ -18,6 +18,7 @@ mod diff;
 mod import;
 mod init;
 mod install;
+mod notify;
 pub mod output;
 mod reconcile;
 mod render;
@@ -163,6 +164,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Resume(args) => suspend::resume_cmd(&args),
         Command::Reconcile(args) => reconcile::reconcile_cmd(&args),
         Command::Retire(args) => retire::retire_cmd(&args),
+        Command::Notify(args) => notify::notify_cmd(&args),
     }
 }
 

@@ -6,8 +6,12 @@
 //! - 100 tenants failing at once send a bounded, deduplicated number of messages;
 //! - a receiver that is down or hangs delays nothing: the other channels get their messages
 //!   and a tenant change still goes live within the usual time.
+//!
+//! URLs in a Secret of the agent's namespace instead of a SOPS file: `secrets`.
 
 use crate::common;
+
+mod secrets;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -18,6 +18,7 @@ mod import;
 mod init;
 mod init_ci;
 mod layout;
+mod notify;
 mod packages;
 mod packages_charts;
 mod packages_fidelity;

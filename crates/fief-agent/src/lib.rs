@@ -19,7 +19,7 @@ mod inventories;
 mod leader;
 pub mod memory;
 pub mod metrics;
-mod notify;
+pub mod notify;
 mod outcome;
 mod pins;
 pub mod queue;

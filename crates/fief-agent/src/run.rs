@@ -118,6 +118,7 @@ fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
         metrics.notifications.clone(),
         options.age_keys.clone(),
         options.cluster.clone(),
+        clients.client.clone(),
     );
     let client = clients.client.clone();
     let shared = Arc::new(Shared {

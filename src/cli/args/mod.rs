@@ -12,6 +12,7 @@ mod chart;
 mod examples;
 mod import;
 mod install;
+mod notify;
 mod retire;
 mod spares;
 mod tenant;
@@ -21,6 +22,7 @@ pub use agent::{AgentArgs, LogFormat, SyncDurations};
 pub use chart::{ChartArgs, ChartCommand, ChartUpdateArgs};
 pub use import::ImportArgs;
 pub use install::{CheckArgs, InitArgs, InstallArgs, SchemasArgs, UninstallArgs};
+pub use notify::{NotifyArgs, NotifyCommand, NotifyTestArgs};
 pub use retire::RetireArgs;
 pub use spares::{AllocateArgs, GitArgs, SparesArgs};
 pub use tenant::OneTenant;
@@ -146,6 +148,10 @@ pub enum Command {
     /// inventory). Refuses, deleting nothing, until then.
     #[command(after_help = examples::RETIRE)]
     Retire(RetireArgs),
+    /// Notification channels: `fief notify test CHANNEL` sends one test message to a channel
+    /// of fief.yaml (or a tenant's, with --tenant), its URL read the way the agent reads it,
+    /// and prints whether the receiver took it (never the URL).
+    Notify(NotifyArgs),
 }
 
 /// `fief version`.

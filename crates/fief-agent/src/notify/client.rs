@@ -1,10 +1,12 @@
 //! Delivery: one task per channel posts its messages, retrying failed sends with backoff, so
 //! a receiver that is down or hangs delays only its own channel.
 //!
-//! In: each channel's [`Target`] and its queue of bodies. Out: HTTP POSTs (http or https,
-//! hyper's client with rustls and the system's root certificates; each attempt bounded by
+//! In: each channel's [`Target`] and its queue of bodies; for a channel whose URL is in a
+//! Secret, the Secret as it is at each attempt. Out: HTTP POSTs (http or https, hyper's
+//! client with rustls and the system's root certificates; each attempt bounded by
 //! [`REQUEST_TIMEOUT`]), the notification counter by provider type and result, and on
-//! failure a log line naming the channel and what went wrong — never its URL.
+//! failure a log line naming the channel and what went wrong (for a Secret: its name and
+//! key) — never its URL.
 
 use std::time::Duration;
 
@@ -18,7 +20,8 @@ use prometheus_client::metrics::family::Family;
 use tokio::sync::mpsc;
 
 use super::retry::{Answer, Next, jitter, next};
-use super::route::Target;
+use super::route::{Endpoint, Target, uri_for};
+use super::secret_url;
 use crate::metrics::NotificationLabel;
 
 /// How long one attempt may take, connection included.
@@ -105,46 +108,91 @@ fn describe(answer: Answer) -> String {
 }
 
 /// Start `target`'s delivery task; it ends when the returned sender is dropped and its
-/// queue is empty.
+/// queue is empty. `kube` reads the URL of a channel whose URL is in a Secret.
 pub fn spawn(
     target: Target,
     client: Client,
+    kube: Option<kube::Client>,
     counter: Family<NotificationLabel, Counter>,
 ) -> mpsc::Sender<Delivery> {
     let (tx, mut rx) = mpsc::channel::<Delivery>(QUEUE);
     tokio::spawn(async move {
-        let label = |result: &'static str| NotificationLabel {
-            provider: target.provider.as_str().to_string(),
-            result,
-        };
         while let Some(d) = rx.recv().await {
-            let mut attempt = 0;
-            loop {
-                let answer = client.post(&target.uri, d.body.clone()).await;
-                match next(answer, attempt, jitter()) {
-                    Next::Delivered => {
-                        if d.counted {
-                            counter.get_or_create(&label("sent")).inc();
-                        }
-                        break;
-                    }
-                    Next::Retry(wait) => {
-                        tracing::debug!(channel = %target.id, attempt, error = describe(answer), "notification not delivered; retrying");
-                        tokio::time::sleep(wait).await;
-                        attempt += 1;
-                    }
-                    Next::GiveUp => {
-                        tracing::warn!(channel = %target.id, attempts = attempt + 1, error = describe(answer), "notification not delivered; given up");
-                        if d.counted {
-                            counter.get_or_create(&label("failed")).inc();
-                        }
-                        break;
-                    }
-                }
+            let sent = deliver(&target, &client, kube.as_ref(), d.body).await;
+            if d.counted {
+                let label = NotificationLabel {
+                    provider: target.provider.as_str().to_string(),
+                    result: if sent { "sent" } else { "failed" },
+                };
+                counter.get_or_create(&label).inc();
             }
         }
     });
     tx
+}
+
+/// Post `body` to `target`, retrying with backoff; whether it was delivered. A channel whose
+/// URL is in a Secret reads it afresh for each attempt: a Secret or key that is missing gives
+/// up at once (logged by the Secret's name and key), one that cannot be read is retried.
+async fn deliver(
+    target: &Target,
+    client: &Client,
+    kube: Option<&kube::Client>,
+    body: Vec<u8>,
+) -> bool {
+    let mut attempt = 0;
+    loop {
+        let answer = match uri_now(target, kube).await {
+            Ok(uri) => client.post(&uri, body.clone()).await,
+            Err(Unsent::Lasting(why)) => {
+                tracing::warn!(channel = %target.id, error = %why, "notification not sent: its URL cannot be read");
+                return false;
+            }
+            Err(Unsent::Transient(why)) => {
+                tracing::debug!(channel = %target.id, error = %why, "the channel's URL cannot be read now");
+                Answer::Connect
+            }
+        };
+        match next(answer, attempt, jitter()) {
+            Next::Delivered => return true,
+            Next::Retry(wait) => {
+                tracing::debug!(channel = %target.id, attempt, error = describe(answer), "notification not delivered; retrying");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+            Next::GiveUp => {
+                tracing::warn!(channel = %target.id, attempts = attempt + 1, error = describe(answer), "notification not delivered; given up");
+                return false;
+            }
+        }
+    }
+}
+
+/// Why a channel's URL cannot be had for this attempt (never the URL).
+enum Unsent {
+    /// Until a person fixes it (a missing Secret or key, not a URL).
+    Lasting(String),
+    /// For now (the API server did not answer).
+    Transient(String),
+}
+
+/// Where to POST `target`'s message now.
+async fn uri_now(target: &Target, kube: Option<&kube::Client>) -> Result<http::Uri, Unsent> {
+    let at = match &target.endpoint {
+        Endpoint::Fixed(uri) => return Ok(uri.clone()),
+        Endpoint::Secret(at) => at,
+    };
+    let Some(kube) = kube else {
+        return Err(Unsent::Lasting(format!("{at}: no cluster client")));
+    };
+    let url = secret_url::read(kube, at).await.map_err(|e| {
+        if e.transient() {
+            Unsent::Transient(e.to_string())
+        } else {
+            Unsent::Lasting(e.to_string())
+        }
+    })?;
+    uri_for(&target.provider, &url).map_err(|why| Unsent::Lasting(format!("{at}: {why}")))
 }
 
 #[cfg(test)]

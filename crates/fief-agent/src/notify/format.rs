@@ -16,6 +16,8 @@ use fief_core::model::ProviderType;
 pub const FIRING_FOR: Duration = Duration::from_secs(900);
 /// How long an alert for one event (a prune held, an orphan, a rollout step) fires.
 pub const EVENT_FOR: Duration = Duration::from_secs(3600);
+/// How long the alert of a test message fires.
+pub const TEST_FOR: Duration = Duration::from_secs(300);
 
 /// The body `provider` takes for `m`, sent at `now` (`None`: a type fief does not know).
 pub fn body(provider: &ProviderType, m: &Message, now: SystemTime) -> Option<Value> {
@@ -128,7 +130,7 @@ pub fn teams(m: &Message) -> Value {
 /// One Alertmanager v2 alert. Labels `alertname`, `tenant` (when there is one) and
 /// `severity` name the alert; a recovery carries the labels of the alert it ends, with
 /// `endsAt` now (resolved). A condition fires [`FIRING_FOR`] past `now`; an event
-/// [`EVENT_FOR`] past when it happened.
+/// [`EVENT_FOR`] past when it happened; a test message [`TEST_FOR`].
 pub fn alert(m: &Message, now: SystemTime) -> Value {
     let named = m.alert_kind();
     let mut labels = Map::new();
@@ -148,6 +150,7 @@ pub fn alert(m: &Message, now: SystemTime) -> Value {
     }
     let (starts, ends) = match m.kind {
         Kind::Recovered => (now, now),
+        Kind::Test => (m.at, m.at + TEST_FOR),
         k if k.is_condition() => (m.at, now + FIRING_FOR),
         _ => (m.at, m.at + EVENT_FOR),
     };

@@ -46,7 +46,7 @@ fn slot(kind: Kind) -> Slot {
         Kind::PruneHeld => Slot::Prune,
         Kind::Orphaned => Slot::Orphan,
         Kind::RolloutHalted | Kind::RolloutComplete => Slot::Rollout,
-        Kind::Suppressed => Slot::Summary,
+        Kind::Suppressed | Kind::Test => Slot::Summary,
     }
 }
 

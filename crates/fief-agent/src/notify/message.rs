@@ -25,6 +25,8 @@ pub enum Kind {
     RolloutComplete,
     /// A channel's rate limit held messages back: how many.
     Suppressed,
+    /// `fief notify test`: a person checking that the channel receives messages.
+    Test,
 }
 
 /// How bad it is.
@@ -61,6 +63,7 @@ impl Kind {
             Kind::RolloutHalted => "rolloutHalted",
             Kind::RolloutComplete => "rolloutComplete",
             Kind::Suppressed => "suppressed",
+            Kind::Test => "test",
         }
     }
 
@@ -75,6 +78,7 @@ impl Kind {
             Kind::RolloutHalted => "rollout halted",
             Kind::RolloutComplete => "rollout complete",
             Kind::Suppressed => "messages suppressed",
+            Kind::Test => "test message",
         }
     }
 
@@ -89,6 +93,7 @@ impl Kind {
             Kind::RolloutHalted => "FiefRolloutHalted",
             Kind::RolloutComplete => "FiefRolloutComplete",
             Kind::Suppressed => "FiefNotificationsSuppressed",
+            Kind::Test => "FiefTestMessage",
         }
     }
 
@@ -97,7 +102,7 @@ impl Kind {
         match self {
             Kind::SyncFailed | Kind::Stalled | Kind::RolloutHalted => Severity::Error,
             Kind::PruneHeld | Kind::Orphaned | Kind::Suppressed => Severity::Warning,
-            Kind::Recovered | Kind::RolloutComplete => Severity::Info,
+            Kind::Recovered | Kind::RolloutComplete | Kind::Test => Severity::Info,
         }
     }
 

@@ -10,8 +10,10 @@
 //! per channel ([`client`]). The calls never block and never wait on the network: they
 //! `try_send` on a bounded queue (a full queue drops the fact and says so in the log). Only
 //! transitions are sent, the same message at most once per window, at most a channel's rate,
-//! and a receiver that is down delays only its own channel. URLs come only from SOPS files,
-//! are held in memory, and are never logged.
+//! and a receiver that is down delays only its own channel. URLs come only from SOPS files
+//! or (fief.yaml's channels) from a Secret of the agent's namespace, read for each message
+//! ([`secret_url`]); they are held in memory and never logged. [`test_message`] sends one
+//! test message to one channel, for `fief notify test`.
 
 mod client;
 mod format;
@@ -19,8 +21,10 @@ mod limit;
 mod message;
 mod retry;
 mod route;
+pub mod secret_url;
 mod sender;
 mod state;
+pub mod test_message;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,14 +67,16 @@ fn lock(m: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>
 
 impl Notifier {
     /// Start the sender task: messages are counted in `counter`, URLs decrypted with
-    /// `keys`, and only tenants of `cluster` have channels.
+    /// `keys` (or read from a Secret with `kube`), and only tenants of `cluster` have
+    /// channels.
     pub(crate) fn start(
         counter: Family<NotificationLabel, Counter>,
         keys: Option<Arc<Keys>>,
         cluster: String,
+        kube: kube::Client,
     ) -> Notifier {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(Router::new(counter, keys, cluster).run(rx));
+        tokio::spawn(Router::new(counter, keys, cluster, Some(kube)).run(rx));
         Notifier {
             tx,
             noted: Arc::default(),

@@ -2,7 +2,9 @@
 //! from a bounded queue, turns facts into messages ([`Tracker`]), applies the dedupe window
 //! and each channel's rate limit, and hands bodies to each channel's delivery task.
 //!
-//! In: [`Input`]s (facts from the sync path, health and rollout; each new revision's repo).
+//! In: [`Input`]s (facts from the sync path, health and rollout; each new revision's repo),
+//! and a kube client for the channels whose URL is in a Secret (checked once when the
+//! channel appears, read again by its delivery task for every message).
 //! Out: bodies on the channels' queues; every second, held messages whose window ended,
 //! one summary per channel that suppressed messages, and every [`REPUSH`] the alerts still
 //! firing to each Alertmanager channel; counts of suppressed and dropped messages.
@@ -23,7 +25,8 @@ use super::client::{self, Client, Delivery};
 use super::format;
 use super::limit::{BURST, Bucket, Decision, Dedupe, PER_MINUTE};
 use super::message::{Kind, Message};
-use super::route::{ChannelId, Routes, Target, UrlCache, resolve};
+use super::route::{ChannelId, Endpoint, Routes, Target, UrlCache, resolve};
+use super::secret_url;
 use super::state::{Fact, Tracker};
 use crate::metrics::NotificationLabel;
 
@@ -58,14 +61,18 @@ pub struct Router {
     counter: Family<NotificationLabel, Counter>,
     keys: Option<Arc<Keys>>,
     cluster: String,
+    /// Reads the URLs kept in Secrets of the agent's namespace.
+    kube: Option<kube::Client>,
 }
 
 impl Router {
-    /// A router for this agent's `cluster`, decrypting URLs with `keys`.
+    /// A router for this agent's `cluster`, decrypting URLs with `keys` and reading those
+    /// kept in Secrets with `kube`.
     pub fn new(
         counter: Family<NotificationLabel, Counter>,
         keys: Option<Arc<Keys>>,
         cluster: String,
+        kube: Option<kube::Client>,
     ) -> Router {
         Router {
             tracker: Tracker::default(),
@@ -78,6 +85,7 @@ impl Router {
             counter,
             keys,
             cluster,
+            kube,
         }
     }
 
@@ -128,16 +136,38 @@ impl Router {
                 .channels
                 .remove(&target.id)
                 .filter(|c| c.target == *target);
-            let channel = kept.unwrap_or_else(|| Channel {
-                target: target.clone(),
-                tx: client::spawn(target.clone(), self.client.clone(), self.counter.clone()),
-                bucket: Bucket::new(BURST, PER_MINUTE, now),
+            let channel = kept.unwrap_or_else(|| {
+                self.check_secret(target);
+                Channel {
+                    target: target.clone(),
+                    tx: client::spawn(
+                        target.clone(),
+                        self.client.clone(),
+                        self.kube.clone(),
+                        self.counter.clone(),
+                    ),
+                    bucket: Bucket::new(BURST, PER_MINUTE, now),
+                }
             });
             channels.insert(target.id.clone(), channel);
         }
         tracing::debug!(channels = channels.len(), "notification channels read");
         self.channels = channels;
         self.routes = routes;
+    }
+
+    /// For a new channel whose URL is in a Secret: read it once now, off this task, so a
+    /// missing Secret or key is in the log before the first message needs it.
+    fn check_secret(&self, target: &Target) {
+        let (Endpoint::Secret(at), Some(kube)) = (&target.endpoint, &self.kube) else {
+            return;
+        };
+        let (at, kube, id) = (at.clone(), kube.clone(), target.id.clone());
+        tokio::spawn(async move {
+            if let Err(e) = secret_url::read(&kube, &at).await {
+                tracing::warn!(channel = %id, error = %e, "notification channel cannot be sent to until its Secret is fixed");
+            }
+        });
     }
 
     fn fact(&mut self, fact: Fact) {

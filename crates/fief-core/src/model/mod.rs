@@ -38,7 +38,7 @@ pub use kustomize::{
 pub use load::archive::{digest_of, unpack_chart};
 pub use load::{LoadStats, is_dns_label, line_of_key, tenant_stem};
 pub use notifications::{
-    Channel, Notifications, ProviderType, SecretRef, UrlError, UrlSource, resolve_url,
+    Channel, Notifications, ProviderType, SecretKeyRef, SecretRef, UrlError, UrlSource, resolve_url,
 };
 pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;

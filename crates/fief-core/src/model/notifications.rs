@@ -3,10 +3,13 @@
 //! messages and the rollout's); a tenant file's `spec.notifications` are that tenant's own.
 //!
 //! In: the deserialized fields, and (to open a channel's URL) the repo's parsed SOPS files
-//! with the agent's age keys. Out: [`Channel`]s, and a channel's URL decrypted in memory
-//! ([`resolve_url`]). A URL is only ever read from a SOPS-encrypted file: one written in
-//! plain text is kept as [`UrlSource::Plain`] without its text, so no error, log or
-//! serialization can repeat it. Pure.
+//! with the agent's age keys. Out: [`Channel`]s, whether a channel may read its URL where it
+//! says ([`UrlSource::allowed_for`]), and a channel's URL decrypted in memory
+//! ([`resolve_url`]). A URL is read from a SOPS-encrypted file of the repo or (platform
+//! channels only) from a key of a Kubernetes Secret in the agent's namespace, which the
+//! agent and `fief notify test` read from the cluster; one written in plain text is kept as
+//! [`UrlSource::Plain`] without its text, so no error, log or serialization can repeat it.
+//! Pure.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -43,9 +46,9 @@ pub struct Channel {
     /// (the base URL of an Alertmanager; fief posts to `/api/v2/alerts`).
     #[serde(rename = "type")]
     pub provider: ProviderType,
-    /// Where the URL is: a key of a SOPS-encrypted file in the repo. URLs carry tokens, so a
-    /// plain-text URL is an error.
-    #[schemars(with = "SecretRef")]
+    /// Where the URL is: `{secret, key}`, a key of a SOPS-encrypted file in the repo, or
+    /// (fief.yaml's channels only) `{secretKeyRef: {name, key}}`, a key of a Secret in the
+    /// agent's namespace. URLs carry tokens, so a plain-text URL is an error.
     pub url: UrlSource,
 }
 
@@ -133,13 +136,54 @@ pub struct SecretRef {
     pub key: String,
 }
 
+/// A key of a Kubernetes Secret in the agent's namespace (fief.yaml's channels only).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretKeyRef {
+    /// The Secret's name, in the agent's namespace (fief.yaml `agentNamespace`).
+    pub name: String,
+    /// The key of the Secret's `data` whose value is the URL.
+    pub key: String,
+}
+
+impl fmt::Display for SecretKeyRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret `{}` (key `{}`)", self.name, self.key)
+    }
+}
+
 /// Where a channel's URL is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlSource {
     /// In a SOPS-encrypted file.
     Secret(SecretRef),
+    /// In a Secret of the agent's namespace, read from the cluster when a message is sent.
+    Kube(SecretKeyRef),
     /// In plain text in the repo file (a validation error). The text is not kept.
     Plain,
+}
+
+/// A channel's `url` map as written: `{secret, key}` or `{secretKeyRef}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UrlFields {
+    secret: Option<String>,
+    key: Option<String>,
+    secret_key_ref: Option<SecretKeyRef>,
+}
+
+impl UrlFields {
+    fn source<E: de::Error>(self) -> Result<UrlSource, E> {
+        match (self.secret, self.key, self.secret_key_ref) {
+            (Some(secret), Some(key), None) => Ok(UrlSource::Secret(SecretRef { secret, key })),
+            (None, None, Some(r)) => Ok(UrlSource::Kube(r)),
+            (_, _, Some(_)) => Err(E::custom(
+                "`secretKeyRef` stands alone: write `{secret: <SOPS file>, key: <key>}` or `{secretKeyRef: {name: <Secret>, key: <key>}}`, not both",
+            )),
+            (None, _, None) => Err(E::missing_field("secret")),
+            (Some(_), None, None) => Err(E::missing_field("key")),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for UrlSource {
@@ -148,14 +192,15 @@ impl<'de> Deserialize<'de> for UrlSource {
         impl<'de> Visitor<'de> for Source {
             type Value = UrlSource;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map `{secret: <SOPS file>, key: <key>}`")
+                f.write_str(
+                    "a map `{secret: <SOPS file>, key: <key>}` or `{secretKeyRef: {name: <Secret>, key: <key>}}`",
+                )
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<UrlSource, E> {
                 Ok(UrlSource::Plain)
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UrlSource, A::Error> {
-                SecretRef::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(UrlSource::Secret)
+                UrlFields::deserialize(de::value::MapAccessDeserializer::new(map))?.source()
             }
         }
         d.deserialize_any(Source)
@@ -164,9 +209,81 @@ impl<'de> Deserialize<'de> for UrlSource {
 
 impl Serialize for UrlSource {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Kube<'a> {
+            secret_key_ref: &'a SecretKeyRef,
+        }
         match self {
             UrlSource::Secret(r) => r.serialize(s),
+            UrlSource::Kube(r) => Kube { secret_key_ref: r }.serialize(s),
             UrlSource::Plain => s.serialize_str("<plain-text URL, not kept>"),
+        }
+    }
+}
+
+impl schemars::JsonSchema for UrlSource {
+    fn schema_name() -> Cow<'static, str> {
+        "ChannelUrl".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut secret_key_ref = generator.subschema_for::<SecretKeyRef>();
+        secret_key_ref.insert(
+            "description".into(),
+            "Instead of `secret` and `key` (fief.yaml's channels only): a key of a Kubernetes Secret in the agent's namespace, read from the cluster each time a message is sent.".into(),
+        );
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Where a channel's URL is: `{secret, key}` or `{secretKeyRef: {name, key}}`.",
+            "properties": {
+                "secret": {
+                    "type": "string",
+                    "description": "A SOPS-encrypted file of the repo: its path, under `secrets/`, ending in `.sops.yaml` or `.sops.json` (a tenant's channel: the tenant's own `secrets/tenants/<tenant>.sops.yaml`). With `key`.",
+                },
+                "key": {
+                    "type": "string",
+                    "description": "With `secret`: the top-level key of the file whose (encrypted) value is the URL.",
+                },
+                "secretKeyRef": secret_key_ref,
+            },
+            "additionalProperties": false,
+            "if": {"required": ["secretKeyRef"]},
+            "then": {"maxProperties": 1},
+            "else": {"required": ["secret", "key"]},
+        })
+    }
+}
+
+impl UrlSource {
+    /// Whether a channel of `tenant` (`None`: fief.yaml's) may read its URL from here: the
+    /// platform's from a SOPS file under `secrets/` or a Secret of the agent's namespace; a
+    /// tenant's only from its own SOPS file, never from a Secret of the cluster (those are
+    /// the platform's, and a tenant file must not be able to name one).
+    pub fn allowed_for(&self, tenant: Option<&str>) -> Result<(), UrlError> {
+        match (self, tenant) {
+            (UrlSource::Plain, _) => Err(UrlError::Plain),
+            (UrlSource::Kube(_), Some(_)) => Err(UrlError::TenantSecretRef),
+            (UrlSource::Kube(_), None) => Ok(()),
+            (UrlSource::Secret(r), Some(t)) => {
+                let own = crate::secrets::tenant_paths(t);
+                if own.contains(&r.secret) {
+                    Ok(())
+                } else {
+                    Err(UrlError::NotOwnFile {
+                        file: r.secret.clone(),
+                        own: own[0].clone(),
+                    })
+                }
+            }
+            (UrlSource::Secret(r), None) => {
+                let sops = r.secret.ends_with(".sops.yaml") || r.secret.ends_with(".sops.json");
+                if r.secret.starts_with("secrets/") && sops {
+                    Ok(())
+                } else {
+                    Err(UrlError::NotUnderSecrets(r.secret.clone()))
+                }
+            }
         }
     }
 }
@@ -175,8 +292,29 @@ impl Serialize for UrlSource {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UrlError {
     /// The URL is written in plain text in the repo.
-    #[error("the URL is written in plain text; fief reads URLs only from a SOPS file")]
+    #[error("the URL is written in plain text; fief reads URLs only from a SOPS file or a Secret")]
     Plain,
+    /// A tenant's channel names a Secret of the cluster.
+    #[error(
+        "a tenant's channel cannot read a Kubernetes Secret (`secretKeyRef`): the agent namespace's Secrets are the platform's; read the URL from the tenant's own SOPS file instead"
+    )]
+    TenantSecretRef,
+    /// A tenant's channel names a SOPS file other than the tenant's own.
+    #[error(
+        "`{file}` is not this tenant's secret file; a tenant's channel reads its URL from the tenant's own: {own}"
+    )]
+    NotOwnFile {
+        /// The file named.
+        file: String,
+        /// The tenant's own file.
+        own: String,
+    },
+    /// A platform channel names a file that is not a SOPS file under `secrets/`.
+    #[error("`{0}` is not a SOPS file under secrets/ (ending in .sops.yaml or .sops.json)")]
+    NotUnderSecrets(String),
+    /// The URL is in a Secret of the cluster, not in the repo.
+    #[error("the URL is in {0} of the agent's namespace, read from the cluster")]
+    InCluster(SecretKeyRef),
     /// No SOPS file at that path.
     #[error("no SOPS file `{0}` in the repo")]
     NoFile(String),
@@ -198,10 +336,12 @@ pub enum UrlError {
     },
 }
 
-/// Decrypt a channel's URL with the agent's age keys. The result is held in memory only.
+/// Decrypt a channel's URL with the agent's age keys. The result is held in memory only. A
+/// URL in a Secret of the cluster is [`UrlError::InCluster`]: the caller reads it there.
 pub fn resolve_url(secrets: &Secrets, url: &UrlSource, keys: &Keys) -> Result<String, UrlError> {
     let r = match url {
         UrlSource::Secret(r) => r,
+        UrlSource::Kube(r) => return Err(UrlError::InCluster(r.clone())),
         UrlSource::Plain => return Err(UrlError::Plain),
     };
     let unreadable = |detail: String| UrlError::Unreadable {
@@ -273,5 +413,34 @@ mod tests {
         let e = parse("channel:\n  name: ops\n  type: slack\n  url: {secret: s, kee: k}\n")
             .unwrap_err();
         assert!(e.contains("unknown field `kee`"), "{e}");
+    }
+
+    #[test]
+    fn a_url_from_a_secret_key_ref_parses_and_cannot_be_mixed_with_a_sops_file() {
+        let c = parse(
+            "channel:\n  name: ops\n  type: slack\n  url: {secretKeyRef: {name: slack-ops, key: url}}\n",
+        )
+        .unwrap();
+        let r = SecretKeyRef {
+            name: "slack-ops".to_string(),
+            key: "url".to_string(),
+        };
+        assert_eq!(c.url, UrlSource::Kube(r.clone()));
+        assert_eq!(
+            serde_json::to_value(&c.url).unwrap(),
+            serde_json::json!({"secretKeyRef": {"name": "slack-ops", "key": "url"}})
+        );
+        assert_eq!(c.url.allowed_for(None), Ok(()));
+        assert_eq!(
+            c.url.allowed_for(Some("acme")),
+            Err(UrlError::TenantSecretRef)
+        );
+        let e = parse(
+            "channel:\n  name: ops\n  type: slack\n  url: {secret: s, key: k, secretKeyRef: {name: n, key: k}}\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("`secretKeyRef` stands alone"), "{e}");
+        let e = parse("channel:\n  name: ops\n  type: slack\n  url: {key: k}\n").unwrap_err();
+        assert!(e.contains("missing field `secret`"), "{e}");
     }
 }

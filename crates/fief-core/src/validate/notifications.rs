@@ -1,16 +1,21 @@
 //! Notification channels: fief.yaml's `notifications.providers` and a tenant's
 //! `spec.notifications` must name a known provider type, have unique names, and read their
 //! URL from a key of a SOPS-encrypted file the channel may use (any under `secrets/` for the
-//! platform, the tenant's own secret file for a tenant): never from plain text.
+//! platform, the tenant's own secret file for a tenant) or, fief.yaml's only, from a key of
+//! a Secret in the agent's namespace (well-formed names; the cluster is not read): never
+//! from plain text.
 //!
 //! In: the repo (its files and parsed SOPS files, nothing decrypted), fief.yaml and a tenant.
 //! Out: a diagnostic at the file and line of each problem; a diagnostic never repeats a URL
 //! written in plain text. Pure.
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{Channel, Config, ProviderType, Repo, Tenant, UrlSource, is_dns_label};
+use crate::model::{
+    Channel, Config, ProviderType, Repo, SecretKeyRef, Tenant, UrlSource, is_dns_label,
+};
 use crate::schema::locate::{Step, line_of_path};
 use crate::secrets::{ENCRYPTED, tenant_paths};
+use crate::validate::names::is_dns_subdomain;
 
 /// Where a list of channels is written, and which secret files its channels may read.
 struct List<'a> {
@@ -113,36 +118,26 @@ fn check_list(repo: &Repo, list: &List<'_>, channels: &[Channel]) -> Vec<Diagnos
 
 /// What is wrong with where `channel` reads its URL, if anything.
 fn url_problem(repo: &Repo, list: &List<'_>, channel: &Channel) -> Option<String> {
-    let own = list.tenant.map(tenant_paths);
-    let example = own
-        .as_ref()
-        .map_or("secrets/notifications.sops.yaml", |p| p[0].as_str());
-    let r = match &channel.url {
-        UrlSource::Plain => {
+    let r = match (&channel.url, channel.url.allowed_for(list.tenant)) {
+        (UrlSource::Plain, _) => {
+            let example = list.tenant.map_or_else(
+                || "secrets/notifications.sops.yaml".to_string(),
+                |t| tenant_paths(t)[0].clone(),
+            );
+            let or_secret = if list.tenant.is_none() {
+                " (or keep it in a Secret of the agent's namespace: `url: {secretKeyRef: {name: <Secret>, key: <key>}}`)"
+            } else {
+                ""
+            };
             return Some(format!(
-                "channel `{}` has its URL in plain text; URLs carry tokens, so fief reads them only from a SOPS-encrypted file: put it in one (`sops set {example} '[\"{}\"]' '\"https://...\"'`), write `url: {{secret: {example}, key: {}}}`, and rotate the URL (it stays in git's history)",
+                "channel `{}` has its URL in plain text; URLs carry tokens, so fief reads them only from a SOPS-encrypted file: put it in one (`sops set {example} '[\"{}\"]' '\"https://...\"'`), write `url: {{secret: {example}, key: {}}}`{or_secret}, and rotate the URL (it stays in git's history)",
                 channel.name, channel.name, channel.name
             ));
         }
-        UrlSource::Secret(r) => r,
+        (_, Err(e)) => return Some(e.to_string()),
+        (UrlSource::Kube(r), Ok(())) => return secret_key_ref_problem(r),
+        (UrlSource::Secret(r), Ok(())) => r,
     };
-    match &own {
-        Some(paths) if !paths.contains(&r.secret) => {
-            return Some(format!(
-                "`{}` is not this tenant's secret file; a tenant's channel reads its URL from the tenant's own: {}",
-                r.secret, paths[0]
-            ));
-        }
-        None if !(r.secret.starts_with("secrets/")
-            && (r.secret.ends_with(".sops.yaml") || r.secret.ends_with(".sops.json"))) =>
-        {
-            return Some(format!(
-                "`{}` is not a SOPS file under secrets/ (ending in .sops.yaml or .sops.json)",
-                r.secret
-            ));
-        }
-        _ => {}
-    }
     let file = match repo.secrets.file(&r.secret) {
         None => {
             return Some(format!(
@@ -180,6 +175,25 @@ fn url_problem(repo: &Repo, list: &List<'_>, channel: &Channel) -> Option<String
         )),
         Some(_) => None,
     }
+}
+
+/// What is wrong with the names of a Secret reference (the Secret itself is the cluster's:
+/// the agent reads it, `fief validate` does not).
+fn secret_key_ref_problem(r: &SecretKeyRef) -> Option<String> {
+    if !is_dns_subdomain(&r.name) {
+        return Some(format!(
+            "`{}` is not a Secret name (a DNS-1123 subdomain: lowercase letters, digits, `-` and `.`)",
+            r.name
+        ));
+    }
+    let key_chars = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if r.key.is_empty() || r.key.len() > 253 || !r.key.chars().all(key_chars) {
+        return Some(format!(
+            "`{}` is not a Secret key (letters, digits, `-`, `_` and `.`)",
+            r.key
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

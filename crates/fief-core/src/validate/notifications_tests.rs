@@ -183,3 +183,41 @@ fn a_url_is_decrypted_with_the_age_keys_and_errors_name_file_and_key_only() {
         Err(UrlError::Plain)
     );
 }
+
+#[test]
+fn a_platform_channel_may_read_a_secret_of_the_agent_namespace_by_well_formed_names() {
+    let r = repo(
+        "notifications:\n  providers:\n    - name: ops\n      type: slack\n      url: {secretKeyRef: {name: slack-ops, key: url}}\n    - name: bad\n      type: slack\n      url: {secretKeyRef: {name: Slack_Ops, key: url}}\n",
+        "",
+    );
+    let ds = check(&r);
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].line, Some(8));
+    assert!(
+        ds[0]
+            .problem
+            .to_string()
+            .contains("`Slack_Ops` is not a Secret name"),
+        "{ds:?}"
+    );
+}
+
+#[test]
+fn a_tenant_channel_cannot_name_a_secret_of_the_cluster() {
+    let r = repo(
+        "",
+        "    - name: team\n      type: webhook\n      url: {secretKeyRef: {name: slack-ops, key: url}}\n",
+    );
+    let ds = check(&r);
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(
+        (ds[0].file.as_str(), ds[0].line),
+        ("tenants/acme.yaml", Some(9))
+    );
+    let text = ds[0].problem.to_string();
+    assert!(text.contains("spec.notifications[0].url"), "{text}");
+    assert!(
+        text.contains("a tenant's channel cannot read a Kubernetes Secret"),
+        "{text}"
+    );
+}
