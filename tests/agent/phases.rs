@@ -5,6 +5,8 @@
 //! and the rollout halts at the canary wave: the next wave's tenant gets neither the Job nor
 //! the change. A fixed Job is created again and, once complete, the rollout goes through: the
 //! next wave starts only once the canary's own objects are applied after its Job.
+//! Hook delete policies: a pre and a post Job with `hook-succeeded` are deleted once
+//! complete and are not run again by drift repair, resyncs or a restart.
 //! The test plays the Job controller (this control plane runs none). The CLI's side:
 //! tests/cluster/phases.rs.
 
@@ -191,4 +193,80 @@ fn the_fixed_migration_lets_the_rollout_through(
         rest_started > canary_applied,
         "the next wave's Job at {rest_started}, before the canary's change at {canary_applied}"
     );
+}
+
+/// A Job placed in `phase` with `helm.sh/hook-delete-policy: hook-succeeded`.
+fn hook(name: &str, phase: &str) -> (String, String) {
+    (
+        format!("components/app/templates/{name}.yaml"),
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    fief.dev/phase: {phase}\n    helm.sh/hook-delete-policy: hook-succeeded\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: m\n          image: registry.example.com/{name}:1\n"
+        ),
+    )
+}
+
+/// fief's applies of Job `name` in `ns` (the test's status writes, sent with kubectl, left
+/// out).
+fn job_applies(ns: &str, name: &str) -> usize {
+    common::audit::writes()
+        .iter()
+        .filter(|w| w.resource == "jobs" && w.namespace == ns && w.name == name)
+        .filter(|w| w.verb == "patch" && !w.user_agent.starts_with("kubectl"))
+        .count()
+}
+
+#[test]
+fn done_hooks_are_not_run_again_by_drift_repair_resyncs_or_a_restart() {
+    let agent_ns = common::unique("fief-hd");
+    let t = common::unique("hd");
+    let ns = format!("{t}-prod");
+    let mut files = common::agent::small_repo(&agent_ns, &[(&t, "hi")]);
+    files.extend([hook("migrate", "pre"), hook("notify", "post")]);
+    let server = GitServer::new(&files);
+    let stop = Arc::new(AtomicBool::new(false));
+    complete_jobs(vec![ns.clone()], stop.clone());
+    let args = ["--interval", "1s", "--resync-interval", "2s"];
+    let mut agent = Agent::start(&server.url(), &args);
+    let settled = || {
+        exists("configmap", &ns, "app-config")
+            && !exists("job", &ns, "migrate")
+            && !exists("job", &ns, "notify")
+            && condition_of(&status(&agent_ns, &t), "Ready")["status"] == "True"
+    };
+    wait_until(
+        "both hooks ran, were deleted, and the tenant is ready",
+        Duration::from_secs(90),
+        settled,
+    );
+    let once = [job_applies(&ns, "migrate"), job_applies(&ns, "notify")];
+    assert_eq!(once, [1, 1]);
+
+    // Drift repair of another object, and resyncs.
+    common::cluster_cli::kubectl_ok(&["delete", "configmap", "app-extra", "-n", &ns]);
+    wait_until(
+        "the deleted ConfigMap repaired",
+        Duration::from_secs(30),
+        || exists("configmap", &ns, "app-extra"),
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(settled(), "after drift repair and resyncs");
+
+    // A restart.
+    agent.kill();
+    let drift: Vec<String> = agent
+        .log()
+        .lines()
+        .filter(|l| l.contains("drift") && (l.contains("/migrate") || l.contains("/notify")))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        drift.is_empty(),
+        "a deleted done hook is no drift: {drift:?}"
+    );
+    let agent = Agent::start(&server.url(), &args);
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    assert!(settled(), "after a restart; its log:\n{}", agent.log());
+    let again = [job_applies(&ns, "migrate"), job_applies(&ns, "notify")];
+    assert_eq!(again, once, "no hook applied again");
 }

@@ -416,3 +416,53 @@ fn a_hook_failed_job_is_deleted_once_failed_and_its_tenant_stays_failed_with_not
     assert_eq!(job_applies(&ns, "migrate"), 1);
     assert!(done_of(&repo, &t, "migrate").is_some_and(|d| d.contains("BackoffLimitExceeded")));
 }
+
+#[test]
+fn apply_wait_goes_through_pre_and_post_hooks_deleted_once_complete() {
+    let repo = repo();
+    let policy = "    helm.sh/hook-delete-policy: hook-succeeded\n";
+    let with_policy =
+        |job: String| job.replacen("  annotations:\n", &format!("  annotations:\n{policy}"), 1);
+    repo.write(
+        "components/app/templates/migrate.yaml",
+        &with_policy(migrate("1")),
+    );
+    let notify = migrate("1")
+        .replace("name: migrate", "name: notify")
+        .replace("phase: pre", "phase: post");
+    repo.write("components/app/templates/notify.yaml", &with_policy(notify));
+    repo.write("components/app/component.yaml", "health:\n  wait: false\n");
+    let t = common::unique("hookw");
+    repo.tenant(&t, APP);
+    let ns = format!("{t}-prod");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let marker = {
+        let (ns, stop) = (ns.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut done = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for job in ["migrate", "notify"] {
+                    if !done.contains(&job) && exists("job", &ns, job) {
+                        common::job::complete(job, &ns);
+                        done.push(job);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            done
+        })
+    };
+    let out = fief(
+        "apply",
+        repo.path(),
+        &["--tenant", &t, "--wait", "--timeout", "60s"],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let completed = marker.join().expect("marker thread");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(completed, ["migrate", "notify"]);
+    assert!(exists("deployment", &ns, "web"));
+    assert!(!exists("job", &ns, "migrate") && !exists("job", &ns, "notify"));
+    let (s, _, message) = ready(&repo, &t);
+    assert_eq!(s, "True", "{message}");
+}
