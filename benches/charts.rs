@@ -21,11 +21,15 @@
 //!
 //! `cargo bench --bench charts [-- TENANTS RUNS SAMPLE]`
 
+#[path = "shared/chart_fleet.rs"]
+mod chart_fleet;
 #[path = "../tests/common/offline.rs"]
 mod offline;
 #[path = "../tests/common/synth.rs"]
 #[allow(dead_code)] // shared with the tests; the bench uses part of it
 mod synth;
+
+use chart_fleet::{VARZ, children, replicas, status_kib, write_chart_repo};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,13 +39,6 @@ use std::time::{Duration, Instant};
 use fief::core::model::Repo;
 use fief::core::render::{Renderer, render_tenant};
 
-/// The component's defaults: what a tenant may run of the chart (fief refuses cluster-scoped
-/// objects and bindings in other namespaces), with the PodDisruptionBudget and the resizer's
-/// ConfigMap on.
-const VARZ: &str = "rbac: {create: false}\napiService: {create: false}\n\
-                    podDisruptionBudget: {enabled: true, minAvailable: 1}\n\
-                    addonResizer: {enabled: true}\n";
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -49,47 +46,6 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-/// The replicas tenant `i` sets.
-fn replicas(i: usize) -> usize {
-    1 + i % 3
-}
-
-/// Write the chart fleet: `tenants` tenants using component `metrics` (the chart in
-/// components/metrics/chart).
-fn write_chart_repo(dir: &Path, chart: &Path, tenants: usize) {
-    offline::write_file(dir, "fief.yaml", "baseDomain: bench.example\n");
-    offline::write_file(
-        dir,
-        "components/metrics/component.yaml",
-        "kind: helm\nchart: chart\nhealth: {wait: false}\n",
-    );
-    offline::write_file(dir, "components/metrics/varz.yaml", VARZ);
-    copy_dir(chart, &dir.join("components/metrics/chart"));
-    for i in 0..tenants {
-        let name = synth::tenant_name(i);
-        let text = format!(
-            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  \
-             environments: [prod]\n  components:\n    - name: metrics\n      values: \
-             {{replicas: {}}}\n",
-            replicas(i)
-        );
-        offline::write_file(dir, &format!("tenants/{name}.yaml"), &text);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create chart folder");
-    for entry in std::fs::read_dir(from).expect("read chart").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            let text = std::fs::read_to_string(&path).expect("a text file");
-            std::fs::write(to.join(entry.file_name()), text).expect("write chart file");
-        }
-    }
 }
 
 fn load(dir: &Path) -> Repo {
@@ -169,34 +125,6 @@ fn stat_ticks(path: &str) -> Option<u64> {
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
-fn children(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = s[s.rfind(')')? + 2..].to_string();
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(parent)
-        })
-        .collect()
-}
-
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// `helm template` once per tenant for the first `sample` tenants, two at a time: the wall
 /// time of the sample.
 fn helm_template_sample(helm: &Path, chart: &Path, sample: usize) -> Duration {
@@ -259,7 +187,7 @@ fn main() {
     ));
     let chart = offline::metrics_server_chart();
     let charts_dir = tempfile::tempdir().expect("temp dir");
-    write_chart_repo(charts_dir.path(), &chart, tenants);
+    write_chart_repo(charts_dir.path(), &chart, tenants, synth::tenant_name);
     let templates_dir = tempfile::tempdir().expect("temp dir");
     synth::write_repo(templates_dir.path(), tenants).expect("write synthetic repo");
     let charts = load(charts_dir.path());

@@ -16,9 +16,15 @@
 //! (the API server's own rate for fief's objects).
 //! `FIEF_BENCH_SCALE=1 cargo bench --bench cluster -- 1000,10000 3` runs the CLI and the
 //! agent at each size in one sitting (benches/cluster/scale.rs).
+//! `FIEF_BENCH_CHARTS=1 cargo bench --bench cluster -- 1000 7` compares the agent with a
+//! fleet of chart tenants and one of templates tenants (benches/cluster/charts_agent.rs).
 
 #[path = "cluster/agent_proc.rs"]
 mod agent_proc;
+#[path = "shared/chart_fleet.rs"]
+mod chart_fleet;
+#[path = "cluster/charts_agent.rs"]
+mod charts_agent;
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "cluster/measured.rs"]
@@ -31,8 +37,8 @@ mod raw;
 mod scale;
 
 use agent_proc::*;
-use common::synth;
 use common::util::{Daemon, git_daemon};
+use common::{offline, synth};
 use measured::Measured;
 use raw::*;
 
@@ -383,6 +389,10 @@ fn main() {
     );
     if std::env::var_os("FIEF_BENCH_AGENT_ONLY").is_some() {
         bench.agent_only();
+        return;
+    }
+    if std::env::var_os("FIEF_BENCH_CHARTS").is_some() {
+        charts_agent::run(&bench);
         return;
     }
     if std::env::var_os("FIEF_BENCH_SCALE").is_some() {

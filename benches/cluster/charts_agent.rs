@@ -1,0 +1,176 @@
+//! `FIEF_BENCH_CHARTS=1 cargo bench --bench cluster -- [TENANTS] [RUNS]`: the agent with a
+//! fleet of chart tenants beside the same number of templates tenants, in one sitting on the
+//! real test control plane.
+//!
+//! Both fleets are applied by `fief apply` (each with its own agent namespace), then served
+//! by git daemon and run by an agent each, one after the other: its RSS once ready and
+//! after RUNS one-tenant values changes (with the render helper's, which the chart agent
+//! starts), and the webhook-to-applied time of those changes (the chart tenant's `replicas`,
+//! read back from its Deployment; the templates tenant's worker queue, from its ConfigMap:
+//! one object written each).
+
+use super::*;
+
+use crate::chart_fleet::{children, status_kib, write_chart_repo};
+
+/// A chart tenant's name.
+fn chart_tenant(i: usize) -> String {
+    format!("charts-{i:05}")
+}
+
+/// Run the comparison and print its rows.
+pub fn run(bench: &Bench) {
+    let (tenants, runs, kubeconfig) = (bench.tenants, bench.runs.max(5), &bench.kubeconfig);
+    let work = bench.work.path();
+    let charts = work.join("charts");
+    write_chart_repo(
+        &charts,
+        &offline::metrics_server_chart(),
+        tenants,
+        chart_tenant,
+    );
+    offline::write_file(
+        &charts,
+        "fief.yaml",
+        "baseDomain: bench.example\nagentNamespace: fief-bench-charts\n",
+    );
+    let templates = work.join("tpl0");
+    let mut files = synth::repo_files_named(tenants, "tpl0");
+    files.push((
+        "fief.yaml".into(),
+        "baseDomain: bench.example\nagentNamespace: fief-bench-templates\n".into(),
+    ));
+    synth::write_files(&templates, &files).unwrap();
+    for (name, repo) in [("chart", &charts), ("templates", &templates)] {
+        let (secs, objects, _) = fief_apply(repo, kubeconfig);
+        row(
+            &format!("   cold apply, {tenants} {name} tenants (fief apply)"),
+            format!("{secs:.1} s, {objects} objects"),
+        );
+    }
+    let secret = work.join("secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let chart = measure_chart(bench, &charts, &secret, runs);
+    let tpl = measure_templates(bench, &templates, &secret, runs);
+    row(
+        &format!("   agent RSS, {tenants} tenants, chart vs templates (peak, agent + helper)"),
+        format!(
+            "{:.0} MiB vs {:.0} MiB ({:.2}×); ready: {:.0} vs {:.0} MiB",
+            chart.peak,
+            tpl.peak,
+            chart.peak / tpl.peak,
+            chart.ready,
+            tpl.ready
+        ),
+    );
+    row(
+        &format!("   one-tenant values change, webhook to applied, {tenants} tenants (p50)"),
+        format!(
+            "chart {:.0} ms vs templates {:.0} ms ({:.2}×)",
+            chart.change_ms,
+            tpl.change_ms,
+            chart.change_ms / tpl.change_ms
+        ),
+    );
+}
+
+/// What one fleet's agent measured.
+struct AgentFigures {
+    /// RSS once ready (agent + helper), MiB.
+    ready: f64,
+    /// Peak RSS over the changes (agent + helper's peak), MiB.
+    peak: f64,
+    /// Median webhook-to-applied time of a one-tenant change, ms.
+    change_ms: f64,
+}
+
+/// The agent's and its helpers' RSS now, and their peaks, MiB.
+fn rss_with_helpers(agent: &AgentProc) -> (f64, f64) {
+    let pid = agent.child.id();
+    let helpers = children(pid);
+    let now: u64 = helpers.iter().map(|p| status_kib(*p, "VmRSS:")).sum();
+    let peak: u64 = helpers.iter().map(|p| status_kib(*p, "VmHWM:")).sum();
+    (
+        agent.status_mib("VmRSS:") + now as f64 / 1024.0,
+        agent.peak_rss_mib() + peak as f64 / 1024.0,
+    )
+}
+
+/// The chart fleet's agent: ready, then `runs` changes of tenant 1's replicas.
+fn measure_chart(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> AgentFigures {
+    let work = bench.work.path();
+    let served = phases::serve(repo, &work.join("git-charts"));
+    let agent = AgentProc::start(
+        &served.url,
+        &bench.kubeconfig,
+        &work.join("cache-charts"),
+        secret,
+    );
+    let ready = rss_with_helpers(&agent).0;
+    let tenant = chart_tenant(1);
+    let file = served.repo.join(format!("tenants/{tenant}.yaml"));
+    let original = std::fs::read_to_string(&file).unwrap();
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(bench.client.clone(), &format!("{tenant}-prod"));
+    let mut walls = Vec::new();
+    let mut peak: f64 = 0.0;
+    for i in 0..runs {
+        let replicas = 10 + i as i32;
+        let text = original.replace(
+            &format!("{{replicas: {}}}", crate::chart_fleet::replicas(1)),
+            &format!("{{replicas: {replicas}}}"),
+        );
+        assert_ne!(text, original, "the tenant file sets its replicas");
+        std::fs::write(&file, text).unwrap();
+        git(
+            &served.repo,
+            &["commit", "-q", "-am", &format!("replicas {replicas}")],
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        agent.push();
+        bench.rt.block_on(wait_replicas(&api, replicas));
+        walls.push(start.elapsed().as_secs_f64());
+        peak = peak.max(rss_with_helpers(&agent).1);
+    }
+    AgentFigures {
+        ready,
+        peak,
+        change_ms: median(walls) * 1000.0,
+    }
+}
+
+/// The templates fleet's agent: ready, then `runs` changes of one tenant's worker value.
+fn measure_templates(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> AgentFigures {
+    let work = bench.work.path();
+    let served = phases::serve(repo, &work.join("git-templates"));
+    let agent = AgentProc::start(
+        &served.url,
+        &bench.kubeconfig,
+        &work.join("cache-templates"),
+        secret,
+    );
+    let ready = rss_with_helpers(&agent).0;
+    let (p50, _, _) =
+        phases::one_tenant_changes(&bench.rt, &bench.client, &agent, &served, runs, "tpl");
+    AgentFigures {
+        ready,
+        peak: rss_with_helpers(&agent).1,
+        change_ms: p50,
+    }
+}
+
+/// Wait until a Deployment of the namespace asks for `replicas`.
+async fn wait_replicas(api: &Api<k8s_openapi::api::apps::v1::Deployment>, replicas: i32) {
+    loop {
+        if let Ok(list) = api.list(&Default::default()).await
+            && list
+                .items
+                .iter()
+                .any(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(replicas))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
