@@ -231,6 +231,9 @@ Helm hooks are rendered as `helm template --skip-tests` prints them and placed i
 phases: `pre-install`/`pre-upgrade` before the other objects, which wait until they are healthy, \
 `post-install`/`post-upgrade` after them, ordered by `helm.sh/hook-weight`; `test`, delete and \
 rollback hooks are not rendered (`fief.dev/phase: pre|main|post` places an object of any kind). \
+On a pre or post object, `helm.sh/hook-delete-policy: hook-succeeded` deletes it once its phase \
+is healthy and `hook-failed` once it failed; the inventory records it done, and it runs again \
+only when its rendered content changes. \
 A chart's `crds/` folders (its own and its enabled subcharts') follow Helm's rules, as \
 component.yaml `crds:` says: `Create` (the default) creates each CustomResourceDefinition there \
 that the cluster lacks, before the first stage, and waits until it is Established; fief never \
