@@ -312,8 +312,6 @@ async fn sync_tenant(
     }
     super::depends::defer_dependents(ctx.resources, render, &mut plan).await;
     super::phases::gate_phases(ctx.resources, render, &mut plan).await;
-    // Hooks that ended are recorded done before the union is written, deleted after it.
-    super::phases::record_ended(&plan, &mut inv);
     report.waiting.clone_from(&plan.waiting);
     report.phase_hold.clone_from(&plan.phase_hold);
     report.counts.unchanged = plan.unchanged.len();
@@ -327,6 +325,8 @@ async fn sync_tenant(
             return record_failure(ctx, inv, prev, report).await;
         }
     };
+    // Hooks that ended are recorded done with the union, and deleted once it is written.
+    super::phases::record_ended(&plan, &mut inv);
     let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty() || !plan.ended.is_empty();
     if let Err(e) = record_union(ctx, &plan, &owned.created, &mut inv, prev).await {
         report.outcome = Outcome::Failed;
