@@ -177,14 +177,7 @@ fn managers_of(live: &Value) -> Vec<String> {
 /// and kubectl's apply record: what must match for an object to be taken with no change.
 pub fn comparable(mut object: Value) -> Value {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        for f in [
-            "managedFields",
-            "resourceVersion",
-            "generation",
-            "uid",
-            "creationTimestamp",
-            "selfLink",
-        ] {
+        for f in super::diff::SERVER_FIELDS {
             meta.remove(f);
         }
         for (key, fief_owned) in [

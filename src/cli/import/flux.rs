@@ -125,12 +125,7 @@ fn helm_release_fields(o: &Object, findings: &mut Vec<Finding>) {
             "not mapped: merge those values files of the chart into the component's varz.yaml",
         ));
     }
-    if spec["suspend"] == true {
-        findings.push(o.finding(
-            "spec.suspend",
-            "suspended in Flux: run `fief suspend <tenant>` after the first apply if it must stay so",
-        ));
-    }
+    suspended(o, spec, findings);
     findings.extend(unmapped(
         o,
         &[
@@ -347,4 +342,14 @@ fn kustomization(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Opti
     }
     super::kustomize::flux_settings(o, index, &mut release, findings);
     Some(release)
+}
+
+/// A Flux object's `spec.suspend: true`, reported: fief has the same switch per tenant.
+pub(super) fn suspended(o: &Object, spec: &Value, findings: &mut Vec<Finding>) {
+    if spec["suspend"] == true {
+        findings.push(o.finding(
+            "spec.suspend",
+            "suspended in Flux: run `fief suspend -t <tenant>` after the first apply if it must stay so",
+        ));
+    }
 }

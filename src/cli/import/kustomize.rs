@@ -163,12 +163,7 @@ pub fn flux_settings(
             "`prune: false` not mapped: fief prunes what leaves git (behind its guards); annotate objects that must stay with `fief.dev/prune: disabled`",
         ));
     }
-    if spec["suspend"] == true {
-        findings.push(o.finding(
-            "spec.suspend",
-            "suspended in Flux: run `fief suspend <tenant>` after the first apply if it must stay so",
-        ));
-    }
+    super::flux::suspended(o, spec, findings);
     findings.extend(unmapped(
         o,
         &[

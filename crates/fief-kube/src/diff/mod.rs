@@ -27,6 +27,7 @@ mod object;
 mod text;
 
 use object::{Compared, DiffCtx, object_diff, pending_namespaces};
+pub(crate) use text::SERVER_FIELDS;
 pub use text::colourise;
 use text::{normalise, to_yaml, unified};
 

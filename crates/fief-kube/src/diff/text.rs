@@ -12,7 +12,7 @@ use fief_core::redact::redact;
 use fief_core::render::TenantRender;
 
 /// Metadata the server maintains; never part of a diff.
-const SERVER_FIELDS: [&str; 6] = [
+pub(crate) const SERVER_FIELDS: [&str; 6] = [
     "managedFields",
     "resourceVersion",
     "generation",
