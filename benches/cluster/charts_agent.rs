@@ -53,6 +53,10 @@ pub fn run(bench: &Bench) {
     let chart = measure_chart(bench, &charts, &secret, runs);
     let tpl = measure_templates(bench, &templates, &secret, runs);
     row(
+        "   of which resident now, anonymous + file-backed (agent; helper)",
+        format!("chart {}; templates {}", chart.split, tpl.split),
+    );
+    row(
         &format!("   agent RSS, {tenants} tenants, chart vs templates (peak, agent + helper)"),
         format!(
             "{:.0} MiB vs {:.0} MiB ({:.2}×); ready: {:.0} vs {:.0} MiB",
@@ -82,6 +86,22 @@ struct AgentFigures {
     peak: f64,
     /// Median webhook-to-applied time of a one-tenant change, ms.
     change_ms: f64,
+    /// What is resident after the changes, anonymous and file-backed, agent then helper.
+    split: String,
+}
+
+/// The agent's and its helpers' resident memory now, anonymous + file-backed, MiB.
+fn split(agent: &AgentProc) -> String {
+    let helpers = children(agent.child.id());
+    let kib =
+        |field: &str| helpers.iter().map(|p| status_kib(*p, field)).sum::<u64>() as f64 / 1024.0;
+    format!(
+        "{:.0} + {:.0} MiB; {:.0} + {:.0} MiB",
+        agent.status_mib("RssAnon:"),
+        agent.status_mib("RssFile:"),
+        kib("RssAnon:"),
+        kib("RssFile:")
+    )
 }
 
 /// The agent's and its helpers' RSS now, and their peaks, MiB.
@@ -137,6 +157,7 @@ fn measure_chart(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> Agen
         ready,
         peak,
         change_ms: median(walls) * 1000.0,
+        split: split(&agent),
     }
 }
 
@@ -157,6 +178,7 @@ fn measure_templates(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> 
         ready,
         peak: rss_with_helpers(&agent).1,
         change_ms: p50,
+        split: split(&agent),
     }
 }
 
