@@ -123,7 +123,11 @@ pub async fn examine(
     o: &RenderedObject,
 ) -> Result<Examined, ClusterError> {
     let version = api_version(&o.object);
-    let resource = resources.require(&o.id, &version).await?;
+    // A kind the cluster does not serve yet (its CRD comes with this very apply) has no
+    // object to take.
+    let Some(resource) = resources.resolve(&version, &o.id.kind).await else {
+        return Ok(Examined::Absent);
+    };
     let api = resources.api(&resource, &o.id.namespace);
     let live = api
         .get_opt(&o.id.name)
