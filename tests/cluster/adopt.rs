@@ -75,6 +75,11 @@ fn flux_made(ns: &str, objects: &[&str]) {
     }
 }
 
+/// A live object with its `managedFields` (kubectl hides them unless asked).
+fn with_managers(kind: &str, name: &str, ns: &str) -> Value {
+    kubectl_json(&["get", kind, name, "-n", ns, "--show-managed-fields"])
+}
+
 /// The main-resource field managers of a live object.
 fn managers(live: &Value) -> Vec<String> {
     live["metadata"]["managedFields"]
@@ -138,22 +143,8 @@ fn adopt_takes_a_flux_made_tenant_with_no_change_and_fief_alone_owns_its_fields_
     ] {
         assert!(adopted.contains(&id), "{id} in {adopted}");
     }
-    let config_after = kubectl_json(&[
-        "get",
-        "configmap",
-        "web-config",
-        "-n",
-        &ns,
-        "--show-managed-fields",
-    ]);
-    let deployment_after = kubectl_json(&[
-        "get",
-        "deployment",
-        "web",
-        "-n",
-        &ns,
-        "--show-managed-fields",
-    ]);
+    let config_after = with_managers("configmap", "web-config", &ns);
+    let deployment_after = with_managers("deployment", "web", &ns);
     assert_eq!(config_after["metadata"]["uid"], config["metadata"]["uid"]);
     assert_eq!(
         deployment_after["metadata"]["uid"],
@@ -243,14 +234,7 @@ fn adopt_leaves_a_tenant_whose_live_objects_differ_and_force_takes_them_as_rende
     // --adopt=force takes it, in place, as rendered.
     let (out, _) = apply_json(repo.path(), &["--tenant", &tenant, "--adopt=force"], 0);
     assert_eq!(tenant_report(&out, &tenant)["outcome"], "applied", "{out}");
-    let live = kubectl_json(&[
-        "get",
-        "configmap",
-        "web-config",
-        "-n",
-        &ns,
-        "--show-managed-fields",
-    ]);
+    let live = with_managers("configmap", "web-config", &ns);
     assert_eq!(live["data"]["a"], "1");
     assert_eq!(live["metadata"]["uid"], uid);
     assert!(

@@ -43,23 +43,9 @@ pub fn subtract(value: &Value, base: Option<&Value>) -> Option<Value> {
     }
 }
 
-/// Merge `from` into `into`, mappings key by key, anything else replaced (as Helm and fief
-/// merge values).
-pub fn merge(into: &mut Value, from: &Value) {
-    match (into, from) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                match a.get_mut(k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        a.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (slot, v) => *slot = v.clone(),
-    }
-}
+/// Merge `from` into `into`, mappings key by key, anything else replaced: fief's own merge
+/// of value layers (Helm merges values the same way).
+pub use crate::core::render::values::merge;
 
 /// Set the dotted `path` (`image.tag`) in `into` to `value`, making mappings on the way (a
 /// non-mapping in the way is replaced).
