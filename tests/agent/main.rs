@@ -13,6 +13,7 @@ mod depends;
 mod faults;
 mod health;
 mod leader;
+mod local;
 mod monitoring;
 mod notifications;
 mod packages;

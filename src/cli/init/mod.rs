@@ -128,7 +128,7 @@ fn next_steps(dir: &Path, tenant: &str) -> String {
         "Next:\n  \
          fief validate {dir}\n  \
          fief render {dir} --tenant {tenant}\n  \
-         git -C {dir} init && git -C {dir} add -A && git -C {dir} commit -m 'tenants repo'\n\
+         git -C {dir} init -b main && git -C {dir} add -A && git -C {dir} commit -m 'tenants repo'\n\
          Then push it and install the agent: fief install --image IMAGE --repo URL\n\
          (fief init wrote the JSON Schemas to {SCHEMA_DIR}/; editors with the YAML language \
          server check the files as you type.)"
