@@ -39,8 +39,14 @@ pub fn writes() -> Vec<Write> {
     let path = cp
         .env("FIEF_CP_AUDIT_LOG")
         .expect("the control plane's env names FIEF_CP_AUDIT_LOG");
+    writes_in(std::path::Path::new(path))
+}
+
+/// Every mutating request in the audit log at `path` (another control plane's, such as the
+/// node cluster's).
+pub fn writes_in(path: &std::path::Path) -> Vec<Write> {
     let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read the audit log {path}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot read the audit log {}: {e}", path.display()));
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|e| e["stage"] == "ResponseComplete")

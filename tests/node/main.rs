@@ -11,6 +11,7 @@
 //! change the installed agent hold [`AGENT`] so they run one at a time. A node that cannot
 //! start fails every test here with the reason.
 
+mod adopt;
 mod chart;
 #[path = "../common/mod.rs"]
 mod common;

@@ -83,7 +83,7 @@ fn a_tenant_component_whose_pods_run_becomes_ready_after_fief_apply() {
 
 /// A tenants repo (agent namespace `agent_ns`) whose tenant `tenant` runs the busybox
 /// `web` component, two replicas, under a quota.
-fn web_repo(agent_ns: &str, tenant: &str) -> tempfile::TempDir {
+pub(crate) fn web_repo(agent_ns: &str, tenant: &str) -> tempfile::TempDir {
     let repo = tempfile::tempdir().expect("tempdir");
     let files = [
         (
@@ -118,7 +118,7 @@ fn web_repo(agent_ns: &str, tenant: &str) -> tempfile::TempDir {
 
 /// Wait until both `web` Pods in `ns` are Ready (else say where they are, with the
 /// namespace's Events); the Pods and how long that took.
-fn wait_for_two_ready_web_pods(ns: &str) -> (Vec<Value>, Duration) {
+pub(crate) fn wait_for_two_ready_web_pods(ns: &str) -> (Vec<Value>, Duration) {
     let (pods, ready_after) = wait_for("both web pods Ready", Duration::from_secs(120), || {
         let list =
             kubectl_json(&["get", "pods", "-n", ns, "-l", "app=web"]).ok_or("cannot list pods")?;
