@@ -71,8 +71,42 @@ fn flux_made(repo: &Path, tenant: &str, ns: &str) {
     );
 }
 
-fn uid(kind: &str, ns: &str, name: &str) -> Value {
-    kubectl_json(&["get", kind, "-n", ns, name]).expect("the object")["metadata"]["uid"].clone()
+/// The uids of the component's three objects in `ns`.
+fn uids(ns: &str) -> Vec<Value> {
+    [
+        ("deployment", "web"),
+        ("service", "web"),
+        ("configmap", "web-settings"),
+    ]
+    .iter()
+    .map(|(kind, name)| {
+        kubectl_json(&["get", kind, "-n", ns, name]).expect("the object")["metadata"]["uid"].clone()
+    })
+    .collect()
+}
+
+/// Set the ConfigMap's `mode` by hand, as someone editing what Flux made.
+fn set_mode(ns: &str, mode: &str) {
+    let patch = format!(r#"{{"data":{{"mode":"{mode}"}}}}"#);
+    kubectl_ok(&[
+        "patch",
+        "configmap",
+        "web-settings",
+        "-n",
+        ns,
+        "--type",
+        "merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+/// The names of the two Ready web Pods in `ns`, sorted.
+fn ready_pods(ns: &str) -> Vec<String> {
+    let (pods, _) = wait_for_two_ready_web_pods(ns);
+    let mut names: Vec<String> = pods.iter().map(pod_name).collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -91,41 +125,18 @@ fn a_running_workload_flux_made_is_adopted_with_the_same_pods_and_no_delete() {
         .expect("write");
     }
     flux_made(repo.path(), &tenant, &ns);
-    let (pods, _) = wait_for_two_ready_web_pods(&ns);
-    let pod_names: Vec<String> = pods.iter().map(pod_name).collect();
-    let uids: Vec<Value> = [
-        ("deployment", "web"),
-        ("service", "web"),
-        ("configmap", "web-settings"),
-    ]
-    .iter()
-    .map(|(k, n)| uid(k, &ns, n))
-    .collect();
+    let pods = ready_pods(&ns);
+    let objects = uids(&ns);
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("a clock after 1970")
         .as_micros() as i64;
 
     // An object that differs: the tenant is left alone, the object named.
-    kubectl_ok(&[
-        "patch",
-        "configmap",
-        "web-settings",
-        "-n",
-        &ns,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"data":{"mode":"edited"}}"#,
-    ]);
+    set_mode(&ns, "edited");
     let out = fief("apply", repo.path(), &["--adopt"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
         err.contains(&format!("ConfigMap/{ns}/web-settings"))
             && err.contains("differ from the render"),
@@ -139,39 +150,15 @@ fn a_running_workload_flux_made_is_adopted_with_the_same_pods_and_no_delete() {
     );
 
     // Put back as Flux had it: everything is taken, in place.
-    kubectl_ok(&[
-        "patch",
-        "configmap",
-        "web-settings",
-        "-n",
-        &ns,
-        "--type",
-        "merge",
-        "-p",
-        r#"{"data":{"mode":"live"}}"#,
-    ]);
+    set_mode(&ns, "live");
     let out = fief("apply", repo.path(), &["--adopt"]);
     assert!(
         out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let after: Vec<Value> = [
-        ("deployment", "web"),
-        ("service", "web"),
-        ("configmap", "web-settings"),
-    ]
-    .iter()
-    .map(|(k, n)| uid(k, &ns, n))
-    .collect();
-    assert_eq!(after, uids, "the same objects");
-    let (pods, _) = wait_for_two_ready_web_pods(&ns);
-    let mut now: Vec<String> = pods.iter().map(pod_name).collect();
-    let mut before = pod_names.clone();
-    now.sort();
-    before.sort();
-    assert_eq!(now, before, "the same Pods, still Ready");
+    assert_eq!(uids(&ns), objects, "the same objects");
+    assert_eq!(ready_pods(&ns), pods, "the same Pods, still Ready");
     let deletes: Vec<_> = audit_writes()
         .into_iter()
         .filter(|w| w.verb == "delete" && w.namespace == ns && w.received_us >= since)
