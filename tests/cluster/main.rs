@@ -17,6 +17,7 @@ mod depends;
 mod deploy;
 mod diff;
 mod import;
+mod import_adopt;
 mod install;
 mod isolation;
 mod move_cluster;
