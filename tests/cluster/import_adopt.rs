@@ -5,13 +5,12 @@
 //! imported repo finds every object equal to the render.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use crate::common;
 
 use common::chart_repos::{HttpRepo, helm, package};
 use common::kubectl::Kubectl;
-use common::offline::{render_helper, stderr, stdout};
+use common::offline::{fief_with_charts, stderr, stdout};
 
 /// The HelmRelease's values, from its ConfigMap and its own `values`.
 const CONFIGMAP_VALUES: &str = "resources:\n  requests:\n    cpu: 100m\n";
@@ -29,16 +28,6 @@ fn flux_objects(ns: &str, url: &str) -> String {
         indent(CONFIGMAP_VALUES, "    "),
         indent(RELEASE_VALUES, "    ")
     )
-}
-
-/// `fief ARGS` with the render helper and a chart cache of its own.
-fn fief(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .env("FIEF_RENDER_HELPER", render_helper())
-        .env("FIEF_CHART_CACHE", cache)
-        .output()
-        .expect("run fief")
 }
 
 /// What helm-controller makes of the release: `helm template` with the ConfigMap's values
@@ -102,7 +91,7 @@ fn an_imported_flux_helmrelease_renders_what_helm_controller_made() {
     let repo = home.path().join("repo");
     let cache = home.path().join("cache");
     let p = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
-    let out = fief(&cache, &["import", "--from", &p(&from), "--out", &p(&repo)]);
+    let out = fief_with_charts(&cache, &["import", "--from", &p(&from), "--out", &p(&repo)]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     // Its own agent namespace, as every cluster test has.
     let config = std::fs::read_to_string(repo.join("fief.yaml")).expect("fief.yaml");
@@ -117,11 +106,11 @@ fn an_imported_flux_helmrelease_renders_what_helm_controller_made() {
         format!("{config}agentNamespace: {agent_ns}\n"),
     )
     .expect("write");
-    let out = fief(&cache, &["chart", "update", &p(&repo)]);
+    let out = fief_with_charts(&cache, &["chart", "update", &p(&repo)]);
     assert!(out.status.success(), "{}", stderr(&out));
 
     helm_controller_made(home.path(), &archive, &ns);
-    let out = fief(
+    let out = fief_with_charts(
         &cache,
         &[
             "diff",

@@ -15,6 +15,17 @@ pub fn fief(args: &[&str]) -> Output {
         .expect("run fief")
 }
 
+/// Run the fief binary with `args`, the render helper (`$FIEF_RENDER_HELPER`) and the chart
+/// cache `cache` of its own.
+pub fn fief_with_charts(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fief"))
+        .args(args)
+        .env("FIEF_RENDER_HELPER", render_helper())
+        .env("FIEF_CHART_CACHE", cache)
+        .output()
+        .expect("run fief")
+}
+
 /// Its stdout, as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -11,7 +11,7 @@
 //! them) and `go` for the chart's module download.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use fief_core::model::Repo;
@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::common::chart_repos::{HttpRepo, Registry, copy_dir, digest_of_file, package};
 use crate::common::offline::{
-    line_of, metrics_server_chart, render_helper, stderr, stdout, write_file,
+    fief_with_charts, line_of, metrics_server_chart, render_helper, stderr, stdout, write_file,
 };
 
 /// The version the tests publish the chart at.
@@ -29,16 +29,6 @@ const VERSION: &str = "3.12.2";
 
 /// The tenant's values: no cluster-scoped objects, which a component may not make.
 const VALUES: &str = "{rbac: {create: false}, apiService: {create: false}}";
-
-/// `fief ARGS` with the render helper and the chart cache `cache`.
-fn fief_with(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .env("FIEF_RENDER_HELPER", render_helper())
-        .env("FIEF_CHART_CACHE", cache)
-        .output()
-        .expect("run fief")
-}
 
 /// A repo with tenant `acme` (environment dev) running component `ms`, whose component.yaml
 /// is `component`.
@@ -117,7 +107,7 @@ fn charts_from_an_http_repository_and_a_registry_are_locked_render_as_in_repo_an
     let local = work.path().join("local");
     tenants_repo(&local, "kind: helm\nchart: chart\n");
     copy_dir(&metrics_server_chart(), &local.join("components/ms/chart"));
-    let expected = fief_with(&cache, &["render", local.to_str().expect("utf-8")]);
+    let expected = fief_with_charts(&cache, &["render", local.to_str().expect("utf-8")]);
     assert!(expected.status.success(), "{}", stderr(&expected));
     let mut renders = Vec::new();
     for (name, repository) in [
@@ -127,7 +117,7 @@ fn charts_from_an_http_repository_and_a_registry_are_locked_render_as_in_repo_an
         let repo = work.path().join(name);
         tenants_repo(&repo, &remote(&repository, VERSION));
         let path = repo.to_str().expect("utf-8");
-        let update = fief_with(&cache, &["chart", "update", path]);
+        let update = fief_with_charts(&cache, &["chart", "update", path]);
         assert!(update.status.success(), "{name}: {}", stderr(&update));
         assert!(stdout(&update).contains(&digest), "{}", stdout(&update));
         let lock = std::fs::read_to_string(repo.join("fief.lock")).expect("fief.lock");
@@ -142,7 +132,7 @@ fn charts_from_an_http_repository_and_a_registry_are_locked_render_as_in_repo_an
                 "{name}: fief.lock has no {want}:\n{lock}"
             );
         }
-        let out = fief_with(&cache, &["render", path]);
+        let out = fief_with_charts(&cache, &["render", path]);
         assert!(out.status.success(), "{name}: {}", stderr(&out));
         assert_same_objects(&out, &expected, name);
         renders.push(repo);
@@ -158,10 +148,10 @@ fn charts_from_an_http_repository_and_a_registry_are_locked_render_as_in_repo_an
     drop(published);
     for repo in &renders {
         let path = repo.to_str().expect("utf-8");
-        let out = fief_with(&cache, &["render", path]);
+        let out = fief_with_charts(&cache, &["render", path]);
         assert!(out.status.success(), "offline: {}", stderr(&out));
         assert_same_objects(&out, &expected, "offline");
-        let cold = fief_with(&work.path().join("cold"), &["validate", path]);
+        let cold = fief_with_charts(&work.path().join("cold"), &["validate", path]);
         assert!(!cold.status.success());
         let err = stderr(&cold);
         assert!(
@@ -180,7 +170,7 @@ fn an_unlocked_chart_another_version_or_a_range_is_refused_with_what_to_run() {
     let at = |line: usize| format!("components/ms/component.yaml:{line}");
     // No lock at all.
     tenants_repo(&repo, &remote("oci://127.0.0.1:1/charts", VERSION));
-    let out = fief_with(&cache, &["validate", path]);
+    let out = fief_with_charts(&cache, &["validate", path]);
     let err = stderr(&out);
     assert!(!out.status.success());
     let chart_line = line_of(&repo, "components/ms/component.yaml", "chart:");
@@ -197,7 +187,7 @@ fn an_unlocked_chart_another_version_or_a_range_is_refused_with_what_to_run() {
         "charts:\n  - repository: oci://127.0.0.1:1/charts\n    name: metrics-server\n    \
          version: 3.11.0\n    digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
     );
-    let out = fief_with(&cache, &["validate", path]);
+    let out = fief_with_charts(&cache, &["validate", path]);
     let err = stderr(&out);
     let version_line = line_of(&repo, "components/ms/component.yaml", "version:");
     assert!(
@@ -208,14 +198,14 @@ fn an_unlocked_chart_another_version_or_a_range_is_refused_with_what_to_run() {
     );
     // A range is not a version.
     tenants_repo(&repo, &remote("oci://127.0.0.1:1/charts", "^3.12.0"));
-    let out = fief_with(&cache, &["validate", path]);
+    let out = fief_with_charts(&cache, &["validate", path]);
     let err = stderr(&out);
     assert!(
         err.contains(&at(version_line)) && err.contains("not an exact version"),
         "{err}"
     );
     // `fief chart update` refuses it too, writing nothing.
-    let update = fief_with(&cache, &["chart", "update", path]);
+    let update = fief_with_charts(&cache, &["chart", "update", path]);
     assert!(!update.status.success());
     assert!(
         stderr(&update).contains("not an exact version"),
@@ -236,7 +226,7 @@ fn a_chart_published_again_under_the_same_version_is_refused() {
     let repo = work.path().join("repo");
     let path = repo.to_str().expect("utf-8");
     tenants_repo(&repo, &remote(&http.url, VERSION));
-    let update = fief_with(&work.path().join("first"), &["chart", "update", path]);
+    let update = fief_with_charts(&work.path().join("first"), &["chart", "update", path]);
     assert!(update.status.success(), "{}", stderr(&update));
     // The same version again, with a changed template.
     let changed = home.path().join("changed/metrics-server");
@@ -246,7 +236,7 @@ fn a_chart_published_again_under_the_same_version_is_refused() {
     let again = package(home.path(), &changed, VERSION, &served);
     assert_ne!(digest_of_file(&again), first);
     http.index(home.path());
-    let out = fief_with(&work.path().join("second"), &["validate", path]);
+    let out = fief_with_charts(&work.path().join("second"), &["validate", path]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
@@ -256,10 +246,10 @@ fn a_chart_published_again_under_the_same_version_is_refused() {
         "{err}"
     );
     // The first cache holds the locked archive: it renders, unchanged by the republication.
-    let out = fief_with(&work.path().join("first"), &["validate", path]);
+    let out = fief_with_charts(&work.path().join("first"), &["validate", path]);
     assert!(out.status.success(), "{}", stderr(&out));
     // Accepting it is a visible change: `fief chart update` warns and rewrites the digest.
-    let update = fief_with(&work.path().join("second"), &["chart", "update", path]);
+    let update = fief_with_charts(&work.path().join("second"), &["chart", "update", path]);
     assert!(update.status.success(), "{}", stderr(&update));
     assert!(
         stderr(&update).contains("published again"),

@@ -8,10 +8,10 @@
 //! Needs `$FIEF_RENDER_HELPER` and `$FIEF_HELM_BIN` (tools/test.sh sets both).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::chart_repos::{HttpRepo, copy_dir, package};
-use crate::common::offline::{render_helper, stderr, stdout, text_files_under};
+use crate::common::offline::{fief_with_charts, stderr, stdout, text_files_under};
 
 /// The fixture URL of the chart repository, replaced by the loopback server's.
 const CHARTS: &str = "https://charts.example.com/podinfo";
@@ -26,16 +26,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn path_str(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
-}
-
-/// `fief ARGS` with the render helper and a chart cache of its own under `cache`.
-fn fief_in(cache: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fief"))
-        .args(args)
-        .env("FIEF_RENDER_HELPER", render_helper())
-        .env("FIEF_CHART_CACHE", cache)
-        .output()
-        .expect("run fief")
 }
 
 fn read(root: &Path, path: &str) -> String {
@@ -77,7 +67,7 @@ fn fleet_at(name: &str, to: &Path, url: &str) {
 fn import(cache: &Path, from: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["import", "--from", path_str(from), "--out", path_str(out)];
     args.extend_from_slice(extra);
-    let o = fief_in(cache, &args);
+    let o = fief_with_charts(cache, &args);
     assert!(
         o.status.success(),
         "fief import: {}{}",
@@ -97,13 +87,13 @@ fn copy_web(out: &Path, component: &str) {
 
 /// `fief chart update` then `fief validate` on `out`; both must pass.
 fn lock_and_validate(cache: &Path, out: &Path) -> String {
-    let update = fief_in(cache, &["chart", "update", path_str(out)]);
+    let update = fief_with_charts(cache, &["chart", "update", path_str(out)]);
     assert!(
         update.status.success(),
         "fief chart update: {}",
         stderr(&update)
     );
-    let validate = fief_in(cache, &["validate", path_str(out)]);
+    let validate = fief_with_charts(cache, &["validate", path_str(out)]);
     assert!(
         validate.status.success(),
         "fief validate: {}{}",
@@ -208,7 +198,7 @@ fn the_report_names_file_line_and_what_to_do_for_each_field_not_mapped() {
     }
     // Plain Kubernetes objects are skipped without a word.
     assert!(!printed.contains("Namespace"), "{printed}");
-    let json = fief_in(
+    let json = fief_with_charts(
         &cache,
         &[
             "import",
@@ -342,7 +332,7 @@ fn a_non_empty_out_folder_is_refused_and_left_as_it_was() {
     let out = work.path().join("repo");
     std::fs::create_dir_all(&out).expect("mkdir");
     std::fs::write(out.join("notes.txt"), "mine").expect("write");
-    let o = fief_in(
+    let o = fief_with_charts(
         &work.path().join("cache"),
         &[
             "import",
@@ -371,7 +361,7 @@ fn input_without_flux_or_argo_cd_objects_writes_nothing() {
     )
     .expect("write");
     let out = work.path().join("repo");
-    let o = fief_in(
+    let o = fief_with_charts(
         &work.path().join("cache"),
         &["import", "--from", path_str(&from), "--out", path_str(&out)],
     );
