@@ -208,11 +208,10 @@ fn helm_release(
             path.rsplit('/').next().unwrap_or(path).to_string()
         }
     };
-    let mut r = kustomize::release(o, src, namespace.to_string());
-    r.kustomize_path = None;
-    r.name = helm["releaseName"]
+    let name = helm["releaseName"]
         .as_str()
         .map_or(chart_name, str::to_string);
+    let mut r = Release::new(o, src, name, namespace.to_string());
     r.skip_crds = helm["skipCrds"] == true;
     if let Some(text) = helm["values"].as_str() {
         let doc = crate::core::yaml::Document {

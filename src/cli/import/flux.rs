@@ -5,7 +5,7 @@
 //! In: the input's objects and their [`Index`]. Out: [`Release`]s and the findings of what
 //! did not map. Pure.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::model::{Finding, Object, Release, SecretRef, Source};
 use super::read::{FLUX_GROUPS, Index, ref_key, unmapped};
@@ -87,22 +87,9 @@ fn helm_release(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Optio
         (None, None) => o.name().to_string(),
     };
     let mut release = Release {
-        origin: o.origin(),
-        key: format!("{}/{}", o.namespace(), o.name()),
-        source,
-        name,
-        namespace: target_namespace(o),
-        cluster: None,
-        values: json!({}),
-        secrets: Vec::new(),
-        images: Vec::new(),
-        replicas: Vec::new(),
-        vars: Vec::new(),
-        kustomize_path: None,
         skip_crds: spec["install"]["crds"] == "Skip",
         depends_on: depends_on(o),
-        wave: None,
-        tenant: None,
+        ..Release::new(o, source, name, target_namespace(o))
     };
     values_from(o, index, &mut release, findings);
     if let Some(values) = spec.get("values").filter(|v| v.is_object()) {

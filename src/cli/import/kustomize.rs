@@ -38,22 +38,8 @@ pub fn release(o: &Object, source: Source, namespace: String) -> Release {
         .unwrap_or(o.name())
         .to_string();
     Release {
-        origin: o.origin(),
-        key: format!("{}/{}", o.namespace(), o.name()),
-        source,
-        name,
-        namespace,
-        cluster: None,
-        values: json!({}),
-        secrets: Vec::new(),
-        images: Vec::new(),
-        replicas: Vec::new(),
-        vars: Vec::new(),
         kustomize_path: Some(inner),
-        skip_crds: false,
-        depends_on: Vec::new(),
-        wave: None,
-        tenant: None,
+        ..Release::new(o, source, name, namespace)
     }
 }
 

@@ -214,3 +214,28 @@ pub struct Release {
     /// namespace is the same for every element).
     pub tenant: Option<String>,
 }
+
+impl Release {
+    /// A release of object `o` from `source`, named `name`, into `namespace`, with nothing
+    /// else set yet (no values, images, dependencies or wave).
+    pub fn new(o: &Object, source: Source, name: String, namespace: String) -> Release {
+        Release {
+            origin: o.origin(),
+            key: format!("{}/{}", o.namespace(), o.name()),
+            source,
+            name,
+            namespace,
+            cluster: None,
+            values: Value::Object(Default::default()),
+            secrets: Vec::new(),
+            images: Vec::new(),
+            replicas: Vec::new(),
+            vars: Vec::new(),
+            kustomize_path: None,
+            skip_crds: false,
+            depends_on: Vec::new(),
+            wave: None,
+            tenant: None,
+        }
+    }
+}
