@@ -142,6 +142,7 @@ fn package(chart: &Path) -> Package {
         dir: chart.to_string_lossy().into_owned(),
         root: String::new(),
         files: Arc::new(text_files(chart)),
+        binary: Arc::default(),
         key: format!("parity:{}", chart.display()),
         defaults: json!({}),
     }

@@ -3,12 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -32,14 +33,28 @@ type store struct {
 	charts map[string]*chart.Chart
 	// files of charts not loaded yet: kept as their request is read, loaded by the first
 	// render that needs them.
-	pending map[string]map[string]string
+	pending map[string]*chartFiles
 	kusts   map[string]map[string]string
+}
+
+// chartFiles are a chart's files as a request carries them: text, and the others as bytes.
+type chartFiles struct {
+	text   map[string]string
+	binary map[string][]byte
+}
+
+// filesOf are the chart files `req` carries; nil when it names its key alone.
+func filesOf(req *request) *chartFiles {
+	if req.Files == nil && req.Binary == nil {
+		return nil
+	}
+	return &chartFiles{text: req.Files, binary: req.Binary}
 }
 
 func newStore() *store {
 	return &store{
 		charts:  map[string]*chart.Chart{},
-		pending: map[string]map[string]string{},
+		pending: map[string]*chartFiles{},
 		kusts:   map[string]map[string]string{},
 	}
 }
@@ -51,7 +66,8 @@ func kubeVersion() string {
 // keep holds a request's files by its key before the request is rendered, so the requests
 // read after it may name the key alone while it is still rendering.
 func (s *store) keep(req *request) {
-	if req.Files == nil {
+	files := filesOf(req)
+	if files == nil {
 		return
 	}
 	s.mu.Lock()
@@ -60,11 +76,14 @@ func (s *store) keep(req *request) {
 	case "helm":
 		if _, ok := s.charts[req.Key]; !ok {
 			if len(s.pending) >= maxCached {
-				s.pending = map[string]map[string]string{}
+				s.pending = map[string]*chartFiles{}
 			}
-			s.pending[req.Key] = req.Files
+			s.pending[req.Key] = files
 		}
 	case "kustomize":
+		if req.Files == nil {
+			return
+		}
 		if len(s.kusts) >= maxCached {
 			s.kusts = map[string]map[string]string{}
 		}
@@ -80,7 +99,7 @@ func (s *store) chartFor(req *request) (*chart.Chart, bool, error) {
 	if c, ok := s.charts[req.Key]; ok {
 		return c, false, nil
 	}
-	files := req.Files
+	files := filesOf(req)
 	if held, ok := s.pending[req.Key]; ok {
 		files = held
 	}
@@ -99,20 +118,25 @@ func (s *store) chartFor(req *request) (*chart.Chart, bool, error) {
 	return c, false, nil
 }
 
-// loadChart is Helm's loader over the files, in name order, less those `.helmignore` names.
-func loadChart(all map[string]string) (*chart.Chart, error) {
-	byName, err := withoutIgnored(all)
+// utf8BOM is the byte order mark Helm's loaders (LoadDir, LoadArchive) cut from the start of
+// every chart file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// loadChart is Helm's loader over the files, text and bytes alike, in name order, less those
+// `.helmignore` names, each without a leading byte order mark as Helm's loaders read them.
+func loadChart(all *chartFiles) (*chart.Chart, error) {
+	names, err := loadedNames(all)
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %s: %w", ignore.HelmIgnore, err)
 	}
-	names := make([]string, 0, len(byName))
-	for name := range byName {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	files := make([]*loader.BufferedFile, 0, len(names))
 	for _, name := range names {
-		files = append(files, &loader.BufferedFile{Name: name, Data: []byte(byName[name])})
+		data, ok := all.binary[name]
+		if !ok {
+			data = []byte(all.text[name])
+		}
+		data = bytes.TrimPrefix(data, utf8BOM)
+		files = append(files, &loader.BufferedFile{Name: name, Data: data})
 	}
 	c, err := loader.LoadFiles(files)
 	if err != nil {
@@ -153,7 +177,22 @@ func (s *store) renderHelm(req *request) answer {
 	if req.IncludeCRDs {
 		docs = append(crdDocuments(c), docs...)
 	}
+	if err := textOnly(docs); err != nil {
+		return answer{Error: err.Error()}
+	}
 	return answer{Documents: docs}
+}
+
+// textOnly refuses a document that is not UTF-8 text (a template printing a binary file's
+// bytes, a `crds/` file in another encoding): `helm template` prints such bytes as they are,
+// while fief reads manifests as UTF-8 and the answer's JSON would change them.
+func textOnly(docs []document) error {
+	for _, d := range docs {
+		if !utf8.ValidString(d.Text) {
+			return fmt.Errorf("%s is not UTF-8 text once rendered: fief reads manifests as UTF-8 text (a binary file's bytes go into a manifest through b64enc)", d.Source)
+		}
+	}
+	return nil
 }
 
 // checkDependencies refuses a chart whose Chart.yaml lists a dependency its charts/ folder

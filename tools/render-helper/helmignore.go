@@ -4,23 +4,29 @@ package main
 import (
 	"os"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/ignore"
 )
 
-// withoutIgnored is the chart's files less those its `.helmignore` and Helm's default rules
-// name, as Helm's loader.LoadDir loads a chart folder: a folder a rule matches is skipped
-// whole, then each remaining file is matched, by its path in the chart. As in LoadDir, only
-// the chart's top `.helmignore` is read, for subchart folders too (a subchart's own is one of
-// its files). A repository chart's files were packaged through the same rules, so they all
-// pass again: in-repo and repository charts load alike. One difference stays: a packed
-// subchart (`charts/<x>.tgz`) arrives unpacked as the folder `charts/<x>/`, so the top rules
-// reach its files, which Helm, loading the archive whole, leaves in.
-func withoutIgnored(files map[string]string) (map[string]string, error) {
+// loadedNames are the names of the chart's files, text and bytes, in name order, less those
+// its `.helmignore` and Helm's default rules name, as Helm's loader.LoadDir loads a chart
+// folder: a folder a rule matches is skipped whole, then each remaining file is matched, by
+// its path in the chart. As in LoadDir, only the chart's top `.helmignore` is read, for
+// subchart folders too (a subchart's own is one of its files), whatever bytes it holds. A
+// repository chart's files were packaged through the same rules, so they all pass again:
+// in-repo and repository charts load alike. One difference stays: a packed subchart
+// (`charts/<x>.tgz`) arrives unpacked as the folder `charts/<x>/`, so the top rules reach its
+// files, which Helm, loading the archive whole, leaves in.
+func loadedNames(files *chartFiles) ([]string, error) {
 	rules := ignore.Empty()
-	if text, ok := files[ignore.HelmIgnore]; ok {
+	text, ok := files.text[ignore.HelmIgnore]
+	if data, binary := files.binary[ignore.HelmIgnore]; binary {
+		text, ok = string(data), true
+	}
+	if ok {
 		parsed, err := ignore.Parse(strings.NewReader(text))
 		if err != nil {
 			return nil, err
@@ -28,14 +34,21 @@ func withoutIgnored(files map[string]string) (map[string]string, error) {
 		rules = parsed
 	}
 	rules.AddDefaults()
-	kept := make(map[string]string, len(files))
+	kept := make([]string, 0, len(files.text)+len(files.binary))
 	// Whether each folder is ignored, decided once per folder.
 	folders := map[string]bool{}
-	for name, text := range files {
+	keep := func(name string) {
 		if !ignoredFile(rules, name, folders) {
-			kept[name] = text
+			kept = append(kept, name)
 		}
 	}
+	for name := range files.text {
+		keep(name)
+	}
+	for name := range files.binary {
+		keep(name)
+	}
+	sort.Strings(kept)
 	return kept, nil
 }
 

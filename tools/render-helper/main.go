@@ -20,12 +20,15 @@ import (
 	"sync"
 )
 
-// request is one render: `kind` is "helm" or "kustomize".
+// request is one render: `kind` is "helm" or "kustomize". `files` are the package's UTF-8
+// files; `binary` a chart's other files (base64 in the JSON, bytes once read), which Helm
+// reads as they are.
 type request struct {
 	ID        uint64            `json:"id"`
 	Kind      string            `json:"kind"`
 	Key       string            `json:"key"`
 	Files     map[string]string `json:"files,omitempty"`
+	Binary    map[string][]byte `json:"binary,omitempty"`
 	Root      string            `json:"root,omitempty"`
 	Values    json.RawMessage   `json:"values,omitempty"`
 	Release   string            `json:"release,omitempty"`

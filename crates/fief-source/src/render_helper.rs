@@ -6,12 +6,14 @@
 //! on the first request, renders one request per core at once and answers each JSON line on
 //! its stdin with one JSON line naming the request's id; it is ended after a while without
 //! requests and started again when needed. A package's files are sent the first time its key
-//! is seen (again if the helper says it lost them), so the helper loads each chart once. The
+//! is seen (again if the helper says it lost them), so the helper loads each chart once: text
+//! files as text, a chart's other files as base64 beside them. The
 //! helper reads no file and opens no connection: what it renders is what this module sends.
 
 #[path = "render_helper_pipe.rs"]
 mod pipe;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -52,6 +54,8 @@ struct Request<'a> {
     key: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     files: Option<Files<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    binary: Option<Binary<'a>>,
     root: &'a str,
     values: &'a serde_json::Value,
     release: &'a str,
@@ -66,12 +70,24 @@ struct Request<'a> {
     kustomize: Option<&'a fief_core::model::KustomizeSettings>,
 }
 
-/// A package's files as a JSON object of path → text.
-struct Files<'a>(&'a std::collections::BTreeMap<String, std::sync::Arc<str>>);
+/// A package's text files as a JSON object of path → text.
+struct Files<'a>(&'a BTreeMap<String, Arc<str>>);
 
 impl Serialize for Files<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(self.0.iter().map(|(k, v)| (k, &**v)))
+    }
+}
+
+/// A chart's files that are not UTF-8 text as a JSON object of path → standard base64 (what
+/// Go's encoding/json reads into a `[]byte`).
+struct Binary<'a>(&'a BTreeMap<String, Arc<[u8]>>);
+
+impl Serialize for Binary<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        let engine = &base64::engine::general_purpose::STANDARD;
+        s.collect_map(self.0.iter().map(|(k, v)| (k, engine.encode(v))))
     }
 }
 
@@ -218,6 +234,7 @@ fn exchange(
             },
             key: &package.key,
             files: first.then_some(Files(&package.files)),
+            binary: (first && !package.binary.is_empty()).then_some(Binary(&package.binary)),
             root: &package.root,
             values: request.values,
             release: request.release,

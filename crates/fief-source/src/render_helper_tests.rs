@@ -1,5 +1,6 @@
 //! The pipe protocol against scripted helpers: files sent once per key and again when the
-//! helper lost them, a helper that stopped started again, errors passed through.
+//! helper lost them, a chart's binary files as base64 beside its text files, a helper that
+//! stopped started again, errors passed through.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,16 +28,20 @@ fn package() -> Package {
         dir: "components/c/chart".into(),
         root: String::new(),
         files: Arc::new(files),
+        binary: Arc::default(),
         key: "k1".into(),
         defaults: json!({}),
     }
 }
 
 fn render(helper: &HelperRenderer) -> Result<Vec<String>, PackageError> {
-    let p = package();
+    render_package(helper, &package())
+}
+
+fn render_package(helper: &HelperRenderer, p: &Package) -> Result<Vec<String>, PackageError> {
     let values = json!({"a": 1});
     let request = PackageRequest {
-        package: &p,
+        package: p,
         values: &values,
         release: "c",
         namespace: "t-dev",
@@ -143,4 +148,28 @@ fn a_helper_idle_for_a_while_is_ended_and_the_next_request_starts_another() {
     assert_eq!(render(&helper), ok);
     std::thread::sleep(std::time::Duration::from_millis(400));
     assert_eq!(render(&helper), ok);
+}
+
+#[test]
+fn a_charts_binary_files_go_once_as_base64_beside_its_text_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The first request carries both maps, the icon's bytes in base64 (Go reads them into a
+    // []byte); the second names the key alone.
+    let first = r#"*'"files":{"Chart.yaml"'*'"binary":{"files/icon.png":"iVBO/w=="}'*"#;
+    let body = format!(
+        "read l; case \"$l\" in {first}) echo '{}';; *) echo '{{\"id\":1,\"error\":\"no binary\"}}';; esac\n\
+         read l; case \"$l\" in *binary*) echo '{{\"id\":2,\"error\":\"sent twice\"}}';; *) echo '{}';; esac\n",
+        DOC.replace("ID", "1"),
+        DOC.replace("ID", "2"),
+    );
+    let helper = HelperRenderer::at(script(dir.path(), &body));
+    let mut p = package();
+    p.key = "k2".into();
+    p.binary = Arc::new(BTreeMap::from([(
+        "files/icon.png".to_string(),
+        Arc::from(&[0x89, b'P', b'N', 0xff][..]),
+    )]));
+    let ok = Ok(vec!["c/templates/a.yaml=kind: A".to_string()]);
+    assert_eq!(render_package(&helper, &p), ok);
+    assert_eq!(render_package(&helper, &p), ok);
 }

@@ -11,7 +11,7 @@ impl Problem {
         match self {
             Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
             Problem::Binary { .. } => {
-                "make the file UTF-8 text: only a chart's packed subcharts (`charts/*.tgz`) may be binary"
+                "make the file UTF-8 text: only the files of a `kind: helm` chart may be binary"
             }
             Problem::EscapesRepo { .. } => {
                 "use a path inside the repo, without `..`, an absolute path or a symlink out"

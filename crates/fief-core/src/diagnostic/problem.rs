@@ -17,8 +17,9 @@ pub enum Problem {
         /// Why the file could not be read.
         reason: String,
     },
-    /// A file that is not UTF-8 text, with its bytes: only a chart's packed subcharts
-    /// (`charts/*.tgz`) and fetched chart archives are read from them.
+    /// A file that is not UTF-8 text, with its bytes: only the files of a `kind: helm` chart
+    /// (packed subcharts and files `.Files` reads) and fetched chart archives are read from
+    /// them.
     #[error("cannot read file: it is not UTF-8 text")]
     Binary {
         /// The file's content.

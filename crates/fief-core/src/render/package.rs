@@ -1,10 +1,11 @@
 //! Helm charts and kustomizations as components: what fief sends to the renderer that runs
 //! Helm's and kustomize's own engines, and the trait that renderer implements.
 //!
-//! In: a component's [`Package`] (its files, read from the snapshot when the repo loads), the
-//! layered values, the release name and namespace. Out: the rendered documents, each named by
-//! the chart file it came from. The core never runs a program: a [`PackageRenderer`] does,
-//! installed by the CLI or the agent ([`install`]) and reached through the [`super::Renderer`].
+//! In: a component's [`Package`] (its files, text and bytes, read from the snapshot when the
+//! repo loads), the layered values, the release name and namespace. Out: the rendered
+//! documents, each named by the chart file it came from. The core never runs a program: a
+//! [`PackageRenderer`] does, installed by the CLI or the agent ([`install`]) and reached
+//! through the [`super::Renderer`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -23,9 +24,13 @@ pub struct Package {
     pub dir: String,
     /// kustomize: the folder of the kustomization to build, relative to `dir`; helm: empty.
     pub root: String,
-    /// Every file under `dir`, by path relative to it.
+    /// Every file under `dir` that is UTF-8 text, by path relative to it.
     pub files: Arc<BTreeMap<String, Arc<str>>>,
-    /// A hash of `files`: the renderer keeps what it loaded under this key.
+    /// helm: the chart's files that are not UTF-8 text (an icon, a compressed dashboard, a
+    /// keystore), by path relative to `dir`, which Helm reads as bytes (`.Files.GetBytes`);
+    /// kustomize: empty.
+    pub binary: Arc<BTreeMap<String, Arc<[u8]>>>,
+    /// A hash of `files` and `binary`: the renderer keeps what it loaded under this key.
     pub key: String,
     /// helm: the chart's `values.yaml` (the keys a layer may set); kustomize: null.
     pub defaults: Value,
@@ -140,6 +145,7 @@ mod tests {
             dir: dir.to_string(),
             root: root.to_string(),
             files: Arc::default(),
+            binary: Arc::default(),
             key: String::new(),
             defaults: Value::Null,
         }

@@ -4,9 +4,10 @@
 //!
 //! In: an archive's bytes (or a chart's files, some of them packed subcharts). Out: every
 //! file by its path inside the chart (the archive's top folder, the chart's name, dropped as
-//! Helm's loader drops it), a packed subchart `charts/<x>.tgz` as the folder `charts/<x>/`;
-//! or why not: a path leaving the chart, a link, a file too large, a file that is not UTF-8
-//! text (the render helper is sent text). Nothing is written to disk. Pure.
+//! Helm's loader drops it), a packed subchart `charts/<x>.tgz` as the folder `charts/<x>/`,
+//! UTF-8 files as text and the others (an icon, a compressed dashboard) as bytes, which Helm
+//! reads as they are; or why not: a path leaving the chart, a link, a file too large, a file
+//! Helm parses as YAML that is not UTF-8 text. Nothing is written to disk. Pure.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -19,8 +20,43 @@ use crate::snapshot::MAX_FILE_BYTES;
 /// Most bytes one chart unpacks to, subcharts included (Helm's own bound is 100 MiB).
 const MAX_CHART_BYTES: u64 = 100 * 1024 * 1024;
 
-/// A chart's files by path inside the chart.
-pub(crate) type ChartFiles = BTreeMap<String, Arc<str>>;
+/// The files Helm's loader parses as YAML, in a chart or any of its subcharts: they must be
+/// UTF-8 text (Helm refuses them otherwise); every other file may hold any bytes.
+const YAML_FILES: [&str; 5] = [
+    "Chart.yaml",
+    "Chart.lock",
+    "values.yaml",
+    "requirements.yaml",
+    "requirements.lock",
+];
+
+/// A chart's files by path inside the chart: the UTF-8 ones as text, the others as bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChartFiles {
+    /// The files that are UTF-8 text.
+    pub text: BTreeMap<String, Arc<str>>,
+    /// The files that are not (images, archives, keystores), as Helm reads them: bytes.
+    pub binary: BTreeMap<String, Arc<[u8]>>,
+}
+
+impl ChartFiles {
+    /// Whether the chart holds a file at `path`, text or not.
+    pub fn contains(&self, path: &str) -> bool {
+        self.text.contains_key(path) || self.binary.contains_key(path)
+    }
+
+    /// Add the file at `path`: as text when `data` is UTF-8, as bytes otherwise.
+    fn insert_data(&mut self, path: String, data: Vec<u8>) {
+        match String::from_utf8(data) {
+            Ok(text) => {
+                self.text.insert(path, Arc::from(text));
+            }
+            Err(e) => {
+                self.binary.insert(path, Arc::from(e.into_bytes()));
+            }
+        }
+    }
+}
 
 /// `sha256:<hex>` of `bytes`: how the lock names an archive.
 pub fn digest_of(bytes: &[u8]) -> String {
@@ -41,6 +77,28 @@ pub(crate) fn is_packed_subchart(path: &str) -> bool {
         && !file.starts_with(['.', '_'])
 }
 
+/// Whether Helm's loader parses the file at `path` (inside a chart) as YAML: a
+/// [`YAML_FILES`] name at the top of the chart or of a subchart folder (`charts/<x>/`, at any
+/// depth), where Helm reads it as that chart's.
+pub(crate) fn read_as_yaml(path: &str) -> bool {
+    let mut rest = path;
+    while let Some(inner) = rest.strip_prefix("charts/") {
+        match inner.split_once('/') {
+            Some((_, after)) if !after.is_empty() => rest = after,
+            _ => return false,
+        }
+    }
+    YAML_FILES.contains(&rest)
+}
+
+/// Why Helm cannot load the chart file `path` that is not UTF-8 text (a [`read_as_yaml`]
+/// file).
+pub(crate) fn not_text(path: &str) -> String {
+    format!(
+        "`{path}` is not UTF-8 text: Helm reads a chart's Chart.yaml, Chart.lock, values.yaml and requirements files as YAML, which is text"
+    )
+}
+
 /// Add the files of the packed subchart at `path` (`…/charts/<x>.tgz`) to `files` as the
 /// folder `…/charts/<x>/`.
 pub(crate) fn add_subchart(files: &mut ChartFiles, path: &str, bytes: &[u8]) -> Result<(), String> {
@@ -57,13 +115,24 @@ fn add_subchart_within(
 ) -> Result<(), String> {
     let folder = path.trim_end_matches(".tgz");
     let inner = unpack(bytes, budget, depth + 1).map_err(|e| format!("{path}: {e}"))?;
-    for (name, text) in inner {
+    let clash = |at: &str| {
+        format!(
+            "{path} unpacks to {at}, which the chart also holds as a file: keep the chart folder or the archive, not both"
+        )
+    };
+    for (name, text) in inner.text {
         let at = format!("{folder}/{name}");
-        if files.insert(at.clone(), text).is_some() {
-            return Err(format!(
-                "{path} unpacks to {at}, which the chart also holds as a file: keep the chart folder or the archive, not both"
-            ));
+        if files.contains(&at) {
+            return Err(clash(&at));
         }
+        files.text.insert(at, text);
+    }
+    for (name, data) in inner.binary {
+        let at = format!("{folder}/{name}");
+        if files.contains(&at) {
+            return Err(clash(&at));
+        }
+        files.binary.insert(at, data);
     }
     Ok(())
 }
@@ -73,7 +142,7 @@ fn unpack(bytes: &[u8], budget: &mut u64, depth: usize) -> Result<ChartFiles, St
         return Err("subcharts nested more than 8 deep".to_string());
     }
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
-    let mut files = ChartFiles::new();
+    let mut files = ChartFiles::default();
     let mut packed = Vec::new();
     let entries = archive
         .entries()
@@ -112,15 +181,15 @@ fn unpack(bytes: &[u8], budget: &mut u64, depth: usize) -> Result<ChartFiles, St
             packed.push((name, data));
             continue;
         }
-        let text = String::from_utf8(data).map_err(|_| {
-            format!("`{raw}` is not UTF-8 text; fief renders charts whose files are text")
-        })?;
-        files.insert(name, Arc::from(text));
+        files.insert_data(name, data);
+    }
+    if let Some(path) = files.binary.keys().find(|p| read_as_yaml(p)) {
+        return Err(not_text(path));
     }
     for (name, data) in packed {
         add_subchart_within(&mut files, &name, &data, budget, depth)?;
     }
-    if !files.contains_key("Chart.yaml") {
+    if !files.text.contains_key("Chart.yaml") {
         return Err("the archive holds no Chart.yaml in its top folder".to_string());
     }
     Ok(files)
@@ -174,7 +243,7 @@ mod tests {
             ("app/charts/sub-1.0.0.tgz", &sub),
         ]);
         let files = unpack_chart(&top).unwrap();
-        let names: Vec<&str> = files.keys().map(String::as_str).collect();
+        let names: Vec<&str> = files.text.keys().map(String::as_str).collect();
         assert_eq!(
             names,
             [
@@ -187,13 +256,63 @@ mod tests {
     }
 
     #[test]
-    fn binary_files_and_paths_leaving_the_chart_are_refused() {
-        let binary = tgz(&[
+    fn files_that_are_not_utf8_unpack_as_bytes_in_the_chart_and_its_packed_subcharts() {
+        let icon: &[u8] = &[0x89, b'P', b'N', b'G', 0xff, 0x00, 0xfe];
+        let sub = tgz(&[("sub/Chart.yaml", b"name: sub"), ("sub/files/k.jks", icon)]);
+        let top = tgz(&[
             ("app/Chart.yaml", b"name: app"),
-            ("app/files/x.bin", &[0xff, 0xfe]),
+            ("app/files/icon.png", icon),
+            ("app/templates/x.yaml", b"kind: X"),
+            ("app/charts/sub-1.0.0.tgz", &sub),
         ]);
-        let e = unpack_chart(&binary).unwrap_err();
-        assert!(e.contains("app/files/x.bin") && e.contains("UTF-8"), "{e}");
+        let files = unpack_chart(&top).unwrap();
+        let binary: Vec<(&str, &[u8])> = files
+            .binary
+            .iter()
+            .map(|(p, b)| (p.as_str(), &**b))
+            .collect();
+        assert_eq!(
+            binary,
+            [
+                ("charts/sub-1.0.0/files/k.jks", icon),
+                ("files/icon.png", icon)
+            ]
+        );
+        assert!(files.text.contains_key("templates/x.yaml"));
+        assert!(files.contains("files/icon.png") && !files.text.contains_key("files/icon.png"));
+    }
+
+    #[test]
+    fn a_file_helm_parses_as_yaml_that_is_not_utf8_is_refused_naming_it() {
+        let latin1 = b"a: caf\xe9\n";
+        let top = tgz(&[
+            ("app/Chart.yaml", b"name: app"),
+            ("app/values.yaml", latin1),
+        ]);
+        let e = unpack_chart(&top).unwrap_err();
+        assert!(
+            e.contains("`values.yaml` is not UTF-8") && e.contains("YAML"),
+            "{e}"
+        );
+        let sub = tgz(&[("sub/Chart.yaml", latin1)]);
+        let top = tgz(&[
+            ("app/Chart.yaml", b"name: app"),
+            ("app/charts/sub.tgz", &sub),
+        ]);
+        let e = unpack_chart(&top).unwrap_err();
+        assert!(
+            e.contains("charts/sub.tgz: `Chart.yaml` is not UTF-8"),
+            "{e}"
+        );
+        assert!(read_as_yaml("charts/sub/values.yaml"));
+        assert!(read_as_yaml("charts/a/charts/b/Chart.lock"));
+        assert!(!read_as_yaml("charts/values.yaml"));
+        assert!(!read_as_yaml("files/values.yaml"));
+        assert!(!read_as_yaml("templates/values.yaml"));
+    }
+
+    #[test]
+    fn paths_leaving_the_chart_and_what_is_not_an_archive_are_refused() {
         assert!(inside_chart("app/../../etc/passwd").is_err());
         assert!(unpack_chart(b"not gzip").is_err());
         assert!(is_packed_subchart("charts/a-1.tgz"));

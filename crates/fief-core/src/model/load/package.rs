@@ -2,17 +2,18 @@
 //! one: the fields component.yaml must and must not have, and the files to send.
 //!
 //! In: the snapshot, the component's folder and its parsed component.yaml. Out: the
-//! component's [`Package`] (every file under the chart's or the component's folder, keyed by
-//! a hash of them), or diagnostics at component.yaml's lines. Only what the snapshot holds is
-//! read, so nothing outside the repo can reach a chart. Pure.
+//! component's [`Package`] (every file under the chart's or the component's folder, a chart's
+//! files that are not UTF-8 text as bytes, keyed by a hash of them), or diagnostics at
+//! component.yaml's lines. Only what the snapshot holds is read, so nothing outside the repo
+//! can reach a chart. Pure.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{archive, line_of_key, parse_file, read};
+use super::archive::{self, ChartFiles};
+use super::{line_of_key, parse_file, read};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::model::{ChartSource, ComponentMeta, RenderKind};
 use crate::render::package::Package;
@@ -90,7 +91,8 @@ pub(super) fn load_package(
         key: key_of(meta.kind, &root, &files),
         dir: root_dir,
         root,
-        files: Arc::new(files),
+        files: Arc::new(files.text),
+        binary: Arc::new(files.binary),
         defaults,
     })
 }
@@ -180,41 +182,50 @@ fn what(kind: RenderKind) -> &'static str {
 }
 
 /// Every file under `root`, relative to it, a packed subchart (`charts/<x>.tgz`) of a chart
-/// unpacked as the folder `charts/<x>/`; a file the snapshot could not read (binary, too
-/// large, a symlink leaving the repo) or an archive that does not unpack is an error.
+/// unpacked as the folder `charts/<x>/`. A chart's files that are not UTF-8 text go as bytes,
+/// as Helm reads them, but for those Helm parses as YAML; a kustomization's must be text. A
+/// file the snapshot could not read (too large, a symlink leaving the repo) or an archive
+/// that does not unpack is an error.
 fn package_files(
     snapshot: &Snapshot,
     kind: RenderKind,
     root: &str,
     errors: &mut Vec<Diagnostic>,
-) -> Option<BTreeMap<String, Arc<str>>> {
-    let mut files = BTreeMap::new();
+) -> Option<ChartFiles> {
+    let mut files = ChartFiles::default();
     let mut packed = Vec::new();
     let mut ok = true;
+    let mut refuse = |path: &String, problem: Problem| {
+        errors.push(Diagnostic::new(path.clone(), None, problem));
+        ok = false;
+    };
     for (path, entry) in snapshot.under(root) {
         let rel = &path[root.len() + 1..];
         match entry {
             Ok(text) => {
-                files.insert(rel.to_string(), text.clone());
+                files.text.insert(rel.to_string(), text.clone());
+            }
+            Err(Problem::Binary { .. })
+                if kind == RenderKind::Helm && archive::read_as_yaml(rel) =>
+            {
+                let reason = archive::not_text(rel);
+                refuse(path, Problem::Unreadable { reason });
             }
             Err(Problem::Binary { bytes })
                 if kind == RenderKind::Helm && archive::is_packed_subchart(rel) =>
             {
                 packed.push((path, rel, bytes));
             }
-            Err(problem) => {
-                errors.push(Diagnostic::new(path.clone(), None, problem.clone()));
-                ok = false;
+            Err(Problem::Binary { bytes }) if kind == RenderKind::Helm => {
+                files.binary.insert(rel.to_string(), bytes.clone());
             }
+            Err(problem) => refuse(path, problem.clone()),
         }
     }
     for (path, rel, bytes) in packed {
         if let Err(reason) = archive::add_subchart(&mut files, rel, bytes) {
-            let problem = Problem::Unreadable {
-                reason: format!("a packed subchart that does not unpack: {reason}"),
-            };
-            errors.push(Diagnostic::new(path.clone(), None, problem));
-            ok = false;
+            let reason = format!("a packed subchart fief cannot read: {reason}");
+            refuse(path, Problem::Unreadable { reason });
         }
     }
     ok.then_some(files)
@@ -244,17 +255,31 @@ fn chart_values(snapshot: &Snapshot, chart: &str, errors: &mut Vec<Diagnostic>) 
     }
 }
 
-/// A hash of the kind, the root and every file: the renderer's key for what it loaded.
-pub(super) fn key_of(kind: RenderKind, root: &str, files: &BTreeMap<String, Arc<str>>) -> String {
+/// A hash of the kind, the root and every file, text and bytes: the renderer's key for what
+/// it loaded. A chart with no binary file hashes its text files alone.
+pub(super) fn key_of(kind: RenderKind, root: &str, files: &ChartFiles) -> String {
     let mut hash = Sha256::new();
     hash.update(kind.as_str());
     hash.update([0]);
     hash.update(root);
-    for (path, text) in files {
+    for (path, text) in &files.text {
         hash.update([0]);
         hash.update(path);
         hash.update([0]);
         hash.update(text.as_bytes());
     }
+    for (path, bytes) in &files.binary {
+        // Each binary file is marked and its length given: none can read as a text file's
+        // end or as another binary file.
+        hash.update([1]);
+        hash.update(path);
+        hash.update([0]);
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    }
     hex::encode(hash.finalize())
 }
+
+#[cfg(test)]
+#[path = "package_binary_tests.rs"]
+mod binary_tests;

@@ -101,7 +101,8 @@ fn locked_package(
         key: key_of(RenderKind::Helm, "", &files),
         dir: chart.display(),
         root: String::new(),
-        files: Arc::new(files),
+        files: Arc::new(files.text),
+        binary: Arc::new(files.binary),
         defaults,
     })
 }
@@ -178,7 +179,7 @@ fn archive_of(snapshot: &Snapshot, digest: &str) -> Result<Arc<[u8]>, String> {
 
 /// The chart's `values.yaml` (an empty map when absent), which must be a mapping.
 fn chart_defaults(files: &super::archive::ChartFiles) -> Result<Value, String> {
-    let Some(text) = files.get("values.yaml") else {
+    let Some(text) = files.text.get("values.yaml") else {
         return Ok(Value::Object(Default::default()));
     };
     match crate::yaml::parse_single_typed::<Value>(text) {
