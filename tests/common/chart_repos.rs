@@ -86,6 +86,17 @@ impl HttpRepo {
 
     /// Serve `dir` on `port` (0: any free one).
     pub fn serve_on(dir: &Path, port: u16) -> HttpRepo {
+        HttpRepo::start(dir, port, None)
+    }
+
+    /// Serve `dir` only to requests with HTTP basic auth `user`:`password`; others get 401.
+    pub fn serve_with_basic_auth(dir: &Path, user: &str, password: &str) -> HttpRepo {
+        let engine = base64::engine::general_purpose::STANDARD;
+        let token = base64::Engine::encode(&engine, format!("{user}:{password}"));
+        HttpRepo::start(dir, 0, Some(format!("Basic {token}")))
+    }
+
+    fn start(dir: &Path, port: u16, authorization: Option<String>) -> HttpRepo {
         let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().expect("a local address").port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -96,7 +107,7 @@ impl HttpRepo {
                     return;
                 }
                 if let Ok(stream) = stream {
-                    let _ = serve_one(&root, stream);
+                    let _ = serve_one(&root, authorization.as_deref(), stream);
                 }
             }
         });
@@ -131,17 +142,31 @@ impl Drop for HttpRepo {
     }
 }
 
-/// Answer one GET with the file it names under `root` (no `..`), or 404.
-fn serve_one(root: &Path, mut stream: TcpStream) -> std::io::Result<()> {
+/// Answer one GET with the file it names under `root` (no `..`), or 404; 401 when
+/// `authorization` is set and the request does not carry it.
+fn serve_one(
+    root: &Path,
+    authorization: Option<&str>,
+    mut stream: TcpStream,
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request = String::new();
     reader.read_line(&mut request)?;
+    let mut authorized = authorization.is_none();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
             break;
         }
+        if let (Some(want), Some((name, value))) = (authorization, header.split_once(':')) {
+            authorized |= name.eq_ignore_ascii_case("authorization") && value.trim() == want;
+        }
+    }
+    if !authorized {
+        return stream.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"charts\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
     }
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let rel = path.trim_start_matches('/');

@@ -9,6 +9,8 @@ mod common;
 
 mod bump;
 mod chart;
+mod chart_binary;
+mod chart_credentials;
 mod chart_repos;
 mod cli_habits;
 mod diff_from_git;

@@ -4,12 +4,17 @@
 // In: `fief-render-helper pull <repository> <name> <version>`, the version exact. Out: the
 // chart's .tgz on stdout, or a one-line reason on stderr and exit status 1. This is the only
 // mode that opens a connection; fief runs it only for a chart whose digest it has not cached,
-// and checks the digest of what it gets.
+// and checks the digest of what it gets. Credentials are Helm's own: for an HTTP repository,
+// the entry of Helm's repository config (`helm repo add --username --password`,
+// $HELM_REPOSITORY_CONFIG) whose URL is the repository's; for an OCI registry, Helm's registry
+// config (`helm registry login`, $HELM_REGISTRY_CONFIG).
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -42,10 +47,27 @@ func runPull(args []string, out io.Writer) error {
 		data, err = pullHTTP(settings, repository, name, version)
 	}
 	if err != nil {
-		return err
+		return withCredentialsHint(err, repository)
 	}
 	_, err = out.Write(data)
 	return err
+}
+
+// withCredentialsHint adds what to do to a refusal for want of credentials.
+func withCredentialsHint(err error, repository string) error {
+	text := strings.ToLower(err.Error())
+	if !strings.Contains(text, "401") && !strings.Contains(text, "403") &&
+		!strings.Contains(text, "unauthorized") && !strings.Contains(text, "forbidden") {
+		return err
+	}
+	if strings.HasPrefix(repository, "oci://") {
+		return fmt.Errorf("%w; the registry wants credentials: run `helm registry login %s` "+
+			"(fief reads Helm's registry config, $HELM_REGISTRY_CONFIG; the agent its Secret fief-helm, key config.json)",
+			err, strings.SplitN(strings.TrimPrefix(repository, "oci://"), "/", 2)[0])
+	}
+	return fmt.Errorf("%w; the repository wants credentials: run `helm repo add NAME %s --username USER "+
+		"--password-stdin` (fief reads Helm's repository config, $HELM_REPOSITORY_CONFIG; the agent its "+
+		"Secret fief-helm, key repositories.yaml)", err, repository)
 }
 
 // pullOCI pulls `<repository>/<name>:<version>` (a `+` in the version is `_` in the tag, as
@@ -72,10 +94,19 @@ func pullOCI(settings *cli.EnvSettings, repository, name, version string) ([]byt
 }
 
 // pullHTTP finds the version in the repository's index.yaml and downloads its first URL
-// (resolved against the repository's, as `helm pull --repo` does).
+// (resolved against the repository's, as `helm pull --repo` does), with the credentials and
+// TLS settings of the repository's entry in Helm's repository config, if it has one. As in
+// Helm, the user name and password go only to the repository's own scheme, host and port,
+// unless the entry passes them to every host.
 func pullHTTP(settings *cli.EnvSettings, repository, name, version string) ([]byte, error) {
 	getters := getter.All(settings)
-	chartURL, err := repo.FindChartInRepoURL(repository, name, version, "", "", "", getters)
+	entry, err := repositoryEntry(settings.RepositoryConfig, repository)
+	if err != nil {
+		return nil, err
+	}
+	chartURL, err := repo.FindChartInAuthAndTLSAndPassRepoURL(repository, entry.Username, entry.Password,
+		name, version, entry.CertFile, entry.KeyFile, entry.CAFile, entry.InsecureSkipTLSverify,
+		entry.PassCredentialsAll, getters)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +118,35 @@ func pullHTTP(settings *cli.EnvSettings, repository, name, version string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	buf, err := g.Get(chartURL, getter.WithURL(repository))
+	buf, err := g.Get(chartURL,
+		getter.WithURL(repository),
+		getter.WithBasicAuth(entry.Username, entry.Password),
+		getter.WithPassCredentialsAll(entry.PassCredentialsAll),
+		getter.WithTLSClientConfig(entry.CertFile, entry.KeyFile, entry.CAFile),
+		getter.WithInsecureSkipVerifyTLS(entry.InsecureSkipTLSverify))
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s: %w", chartURL, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// repositoryEntry is the entry of Helm's repository config at `path` whose URL is
+// `repository` (a trailing `/` ignored); an empty entry when the file does not exist or names
+// no such repository, so a public repository needs no config.
+func repositoryEntry(path, repository string) (repo.Entry, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return repo.Entry{}, nil
+	}
+	file, err := repo.LoadFile(path)
+	if err != nil {
+		return repo.Entry{}, fmt.Errorf("reading Helm's repository config: %w", err)
+	}
+	for _, e := range file.Repositories {
+		if e != nil && strings.TrimSuffix(e.URL, "/") == repository {
+			return *e, nil
+		}
+	}
+	return repo.Entry{}, nil
 }
 
 // isLoopback says whether the host of `hostPath` (host[:port]/path) is a loopback address or

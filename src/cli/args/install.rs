@@ -57,6 +57,14 @@ pub struct InstallArgs {
     /// age identities that decrypt the repo's SOPS files (Secret fief-age-key).
     #[arg(long, value_name = "FILE")]
     pub age_key_file: Option<PathBuf>,
+    /// Helm's repository config with the credentials of private chart repositories, as `helm
+    /// repo add --username --password` writes it (Secret fief-helm, key repositories.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub helm_repositories_file: Option<PathBuf>,
+    /// Helm's registry config with the logins of private OCI registries, as `helm registry
+    /// login` writes it (Secret fief-helm, key config.json).
+    #[arg(long, value_name = "FILE")]
+    pub helm_registry_config_file: Option<PathBuf>,
     /// The agent container's CPU request (a Kubernetes quantity; `none` leaves it out).
     #[arg(long, default_value = "100m", value_name = "QUANTITY")]
     pub cpu_request: String,

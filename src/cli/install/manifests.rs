@@ -62,6 +62,10 @@ pub struct Credentials {
     pub age_key: Option<String>,
     /// The token the web view asks for.
     pub web_token: Option<String>,
+    /// Helm's repository config (credentials of private chart repositories).
+    pub helm_repositories: Option<String>,
+    /// Helm's registry config (logins of private OCI registries).
+    pub helm_registry: Option<String>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -72,6 +76,8 @@ impl std::fmt::Debug for Credentials {
             .field("webhook_secret", &self.webhook_secret.is_some())
             .field("age_key", &self.age_key.is_some())
             .field("web_token", &self.web_token.is_some())
+            .field("helm_repositories", &self.helm_repositories.is_some())
+            .field("helm_registry", &self.helm_registry.is_some())
             .finish()
     }
 }
@@ -197,6 +203,17 @@ fn secrets(namespace: &str, c: &Credentials) -> Vec<Value> {
     if let Some(t) = &c.web_token {
         out.push(secret(namespace, "fief-web", &[("token", t.as_str())]));
     }
+    // Where the agent's HELM_REPOSITORY_CONFIG and HELM_REGISTRY_CONFIG point.
+    let helm: Vec<(&str, &str)> = [
+        ("repositories.yaml", &c.helm_repositories),
+        ("config.json", &c.helm_registry),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key, value.as_deref()?)))
+    .collect();
+    if !helm.is_empty() {
+        out.push(secret(namespace, "fief-helm", &helm));
+    }
     out
 }
 
@@ -293,7 +310,14 @@ fn configure(deployment: &mut Value, s: &Settings, c: &Credentials) {
 /// A short hash of every credential, for the Pod template: a new key rolls the Pods.
 fn credentials_digest(c: &Credentials) -> String {
     let mut hash = Sha256::new();
-    for part in [&c.git_token, &c.webhook_secret, &c.age_key, &c.web_token]
+    for part in [
+        &c.git_token,
+        &c.webhook_secret,
+        &c.age_key,
+        &c.web_token,
+        &c.helm_repositories,
+        &c.helm_registry,
+    ]
         .into_iter()
         .flatten()
     {
@@ -405,6 +429,7 @@ mod tests {
             git_token: Some("tok".into()),
             webhook_secret: Some("hook".into()),
             age_key: Some("AGE-SECRET-KEY-1".into()),
+            helm_registry: Some("{}".into()),
             ..Credentials::default()
         };
         let all = objects(&settings(DEFAULT_NAMESPACE), &given).unwrap();
@@ -424,6 +449,8 @@ mod tests {
         }
         let age = find(&all, "Secret", "fief-age-key");
         assert_eq!(age["data"]["keys.txt"], "QUdFLVNFQ1JFVC1LRVktMQ==");
+        let helm = &find(&all, "Secret", "fief-helm")["data"];
+        assert_eq!((helm["config.json"].as_str(), helm.get("repositories.yaml")), (Some("e30="), None));
         assert!(
             format!("{given:?}").contains("age_key: true"),
             "Debug shows no value"

@@ -61,6 +61,8 @@ fn credentials(args: &InstallArgs) -> Result<Credentials, CliError> {
         webhook_secret: read(&args.webhook_secret_file, "webhook secret")?
             .map(|t| t.trim().to_string()),
         age_key: read(&args.age_key_file, "age key")?,
+        helm_repositories: read(&args.helm_repositories_file, "Helm repository config")?,
+        helm_registry: read(&args.helm_registry_config_file, "Helm registry config")?,
         web_token: read(&args.web_token_file, "web view token")?.map(|t| t.trim().to_string()),
     })
 }
@@ -353,7 +355,7 @@ pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
     let mut objects =
         manifests::objects(&settings, &Credentials::default()).map_err(CliError::Serialize)?;
     objects.retain(|o| o["kind"] != "Namespace");
-    for secret in ["fief-git", "fief-webhook", "fief-age-key", "fief-web"] {
+    for secret in ["fief-git", "fief-webhook", "fief-age-key", "fief-web", "fief-helm"] {
         objects.push(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": secret, "namespace": args.namespace}}));
     }

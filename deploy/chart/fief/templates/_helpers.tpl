@@ -87,7 +87,8 @@ ssh
 
 {{/*
 The Pod template's `fief.dev/credentials`: the first 8 bytes of SHA-256 over the inline
-credentials, as `fief install` computes it (token, webhook secret, age key, web token, each followed by a
+credentials, as `fief install` computes it (token, webhook secret, age key, web token, Helm's
+repository and registry configs, each followed by a
 NUL byte, then the SSH key and known_hosts), so a new key rolls the Pods. Secrets named by
 existingSecret are not read; restart the Deployment after changing one.
 */}}
@@ -97,6 +98,8 @@ existingSecret are not read; restart the Deployment after changing one.
 {{- with .Values.webhook.secret }}{{ $h = printf "%s%s\x00" $h (trim .) }}{{ end -}}
 {{- with .Values.ageKey.key }}{{ $h = printf "%s%s\x00" $h . }}{{ end -}}
 {{- with .Values.web.token }}{{ $h = printf "%s%s\x00" $h (trim .) }}{{ end -}}
+{{- with .Values.helmCredentials.repositories }}{{ $h = printf "%s%s\x00" $h . }}{{ end -}}
+{{- with .Values.helmCredentials.registryConfig }}{{ $h = printf "%s%s\x00" $h . }}{{ end -}}
 {{- if .Values.git.sshKey }}{{ $h = printf "%s%s%s" $h .Values.git.sshKey .Values.git.knownHosts }}{{ end -}}
 {{- sha256sum $h | trunc 16 -}}
 {{- end -}}
