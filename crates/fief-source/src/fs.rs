@@ -94,7 +94,7 @@ fn walk(
                 );
                 continue;
             };
-            if name.starts_with('.') {
+            if crate::hidden(name.as_bytes()) {
                 continue;
             }
             walk(

@@ -7,3 +7,9 @@ pub mod charts;
 pub mod fs;
 pub mod git;
 pub mod render_helper;
+
+/// Whether the sources skip the file or folder `name`: hidden names (`.git`, editor files),
+/// but a chart's `.helmignore`, which Helm reads to leave files out of the chart.
+pub(crate) fn hidden(name: &[u8]) -> bool {
+    name.first() == Some(&b'.') && name != b".helmignore"
+}

@@ -9,18 +9,12 @@ impl Problem {
     /// What the user can do about it.
     pub fn hint(&self) -> &'static str {
         match self {
-            Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
-            Problem::Binary { .. } => {
-                "make the file UTF-8 text: only the files of a `kind: helm` chart may be binary"
-            }
-            Problem::EscapesRepo { .. } => {
-                "use a path inside the repo, without `..`, an absolute path or a symlink out"
-            }
-            Problem::Yaml { .. } => "fix the YAML at this line",
-            Problem::UnknownField { .. } => {
-                "correct the field's name (docs: reference/repo-format.md lists every field); unknown fields are errors so a typo never goes unnoticed"
-            }
-            Problem::InvalidField { .. } => "correct the value of this field",
+            Problem::Unreadable { .. }
+            | Problem::Binary { .. }
+            | Problem::EscapesRepo { .. }
+            | Problem::Yaml { .. }
+            | Problem::UnknownField { .. }
+            | Problem::InvalidField { .. } => file_hint(self),
             Problem::ClusterAccess { .. } => {
                 "grant the agent list and watch on this kind (its ClusterRole), or stop using the kind"
             }
@@ -92,6 +86,24 @@ impl Problem {
             | Problem::KubeSchema { .. }
             | Problem::UnknownKind { .. } => object_hint(self),
         }
+    }
+}
+
+/// The hint of a problem reading a repo file.
+fn file_hint(problem: &Problem) -> &'static str {
+    match problem {
+        Problem::Unreadable { .. } => "make the file a UTF-8 text file inside the repo",
+        Problem::Binary { .. } => {
+            "make the file UTF-8 text: only the files of a `kind: helm` chart may be binary"
+        }
+        Problem::EscapesRepo { .. } => {
+            "use a path inside the repo, without `..`, an absolute path or a symlink out"
+        }
+        Problem::Yaml { .. } => "fix the YAML at this line",
+        Problem::UnknownField { .. } => {
+            "correct the field's name (docs: reference/repo-format.md lists every field); unknown fields are errors so a typo never goes unnoticed"
+        }
+        _ => "correct the value of this field",
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reading one commit's tree from git objects into a [`Snapshot`], with the same rules as
-//! the filesystem source: only the top-level entries fief knows, hidden names skipped, size
-//! and count limits, symlinks followed only while they stay inside the repo.
+//! the filesystem source: only the top-level entries fief knows, hidden names skipped (but a
+//! chart's `.helmignore`), size and count limits, symlinks followed only while they stay
+//! inside the repo.
 //!
 //! In: a repository, a commit's tree and optionally the [`BlobCache`] of the last read. Out: a
 //! [`Snapshot`] or a [`GitError`]. With a cache, a commit is read as a difference from the
@@ -134,7 +135,7 @@ impl TreeReader<'_> {
                         );
                         continue;
                     };
-                    if name.starts_with('.') {
+                    if crate::hidden(name.as_bytes()) {
                         continue;
                     }
                     let child_rel = format!("{rel}/{name}");
@@ -228,7 +229,7 @@ impl TreeReader<'_> {
                     break;
                 };
                 let (child_new, child_old) = (child_new.map(node), child_old.map(node));
-                if entry.name_bytes().first() == Some(&b'.') {
+                if crate::hidden(entry.name_bytes()) {
                     continue;
                 }
                 if let (Some(x), Some(y)) = (child_new, child_old)
