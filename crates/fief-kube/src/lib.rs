@@ -31,8 +31,8 @@ pub mod transport;
 
 pub use config::load_config;
 
-#[cfg(test)]
-mod fixtures;
+#[cfg(any(test, feature = "test-kit"))]
+pub mod fixtures;
 #[cfg(test)]
 mod sync_tests;
 
