@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod architecture;
 mod bump;
 mod chart;
 mod chart_binary;
