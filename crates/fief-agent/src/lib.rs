@@ -35,6 +35,16 @@ mod verify;
 pub mod web;
 pub mod webhook;
 
+#[cfg(test)]
+#[path = "kit_tests.rs"]
+mod kit;
+#[cfg(test)]
+#[path = "kit_repo_tests.rs"]
+mod kit_repo;
+#[cfg(test)]
+#[path = "outcome_tests.rs"]
+mod outcome_tests;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;

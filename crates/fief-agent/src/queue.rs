@@ -107,6 +107,11 @@ impl Queue {
         self.pending.values().min().copied()
     }
 
+    /// When `tenant` is due, if it is queued.
+    pub fn due_at(&self, tenant: &str) -> Option<Instant> {
+        self.pending.get(tenant).copied()
+    }
+
     /// Number of tenants waiting.
     pub fn len(&self) -> usize {
         self.pending.len()

@@ -1,0 +1,130 @@
+//! The tenants repository of the agent's test kit: a local git repository the agent clones
+//! and fetches, committed with the `git` command, and the files of a small fleet.
+//!
+//! In: the files of each commit (path, text) and the paths it removes. Out: the commit ids,
+//! the repository's URL (its path) and the folder the agent caches its clone in.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A local git repository on branch `main`, with a folder for the agent's clone.
+pub(crate) struct Repo {
+    work: tempfile::TempDir,
+    cache: tempfile::TempDir,
+}
+
+/// Run `git` in `dir`; its standard output, trimmed. Fails the test when git fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=fief", "-c", "user.email=fief@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Repo {
+    /// A repository whose first commit holds `files`.
+    pub(crate) fn new(files: &[(String, String)]) -> Repo {
+        let repo = Repo {
+            work: tempfile::tempdir().expect("temp dir"),
+            cache: tempfile::tempdir().expect("temp dir"),
+        };
+        git(repo.work.path(), &["init", "-q", "-b", "main"]);
+        repo.commit(files, &[]);
+        repo
+    }
+
+    /// Its URL, as the agent's `--repo` (a local path).
+    pub(crate) fn url(&self) -> String {
+        self.work.path().display().to_string()
+    }
+
+    /// Where the agent keeps its clone (kept across restarts, as a Pod's volume).
+    pub(crate) fn cache(&self) -> PathBuf {
+        self.cache.path().to_path_buf()
+    }
+
+    /// The commit `main` is at.
+    pub(crate) fn head(&self) -> String {
+        git(self.work.path(), &["rev-parse", "HEAD"])
+    }
+
+    /// Write `files`, delete `removed`, commit them all; the new commit.
+    pub(crate) fn commit(&self, files: &[(String, String)], removed: &[&str]) -> String {
+        let root = self.work.path();
+        for (path, text) in files {
+            let file = root.join(path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent).expect("create folder");
+            }
+            std::fs::write(&file, text).expect("write file");
+        }
+        for path in removed {
+            std::fs::remove_file(root.join(path)).expect("remove file");
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "--allow-empty", "-m", "change"]);
+        self.head()
+    }
+}
+
+/// The component `app`: one ConfigMap per name in its value `configmaps` (by default one,
+/// `app`), each holding the value `greeting`.
+const APP: &str = "{% for name in values.configmaps %}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\ndata:\n  greeting: {{ values.greeting | quote }}\n{% endfor %}\n";
+
+/// The files of a fleet: fief.yaml (agent namespace [`super::kit::AGENT_NS`], then `config`,
+/// e.g. rollout waves), the component `app` ([`APP`]) with greeting `hello`, and `tenants`
+/// (see [`tenant`]).
+pub(crate) fn fleet(config: &str, tenants: &[(String, String)]) -> Vec<(String, String)> {
+    let mut files = vec![
+        (
+            "fief.yaml".to_string(),
+            format!("agentNamespace: {}\n{config}", super::kit::AGENT_NS),
+        ),
+        (
+            "components/app/varz.yaml".to_string(),
+            "configmaps: [app]\ngreeting: hello\n".to_string(),
+        ),
+        (
+            "components/app/templates/app.yaml".to_string(),
+            APP.to_string(),
+        ),
+    ];
+    files.extend(tenants.iter().cloned());
+    files
+}
+
+/// The file of tenant `name` running component `app` with `values` (a YAML flow map, e.g.
+/// `{greeting: hi}`), labelled `labels` (e.g. `{ring: canary}`, or empty), in `environments`
+/// (e.g. `[prod]`, or empty: the default one).
+pub(crate) fn tenant(
+    name: &str,
+    labels: &str,
+    environments: &str,
+    values: &str,
+) -> (String, String) {
+    let labels = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("  labels: {labels}\n")
+    };
+    let environments = if environments.is_empty() {
+        String::new()
+    } else {
+        format!("  environments: {environments}\n")
+    };
+    let values = if values.is_empty() { "{}" } else { values };
+    (
+        format!("tenants/{name}.yaml"),
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n{labels}spec:\n{environments}  components:\n    - name: app\n      values: {values}\n"
+        ),
+    )
+}

@@ -1,0 +1,315 @@
+//! The agent's test kit: an agent over the mock API server and a local git repository, stepped
+//! one turn of its loop at a time, for the unit tests of its decisions.
+//!
+//! In: the files of each commit, and the [`Scenario`] the cluster starts as. Out: a [`Kit`]
+//! whose [`Shared`] is built as `run` builds it, over a client of the mock API server
+//! ([`fief_kube::fixtures`]), with the agent's own source task following the local repository
+//! and its own watches, health-gate writer, Events and notifications; [`Kit::turn`] is one
+//! turn of the leader's loop (`run::main_loop`): take the new revision (restoring a rollout at
+//! the first), sync the due tenants, advance the rollout and publish it. [`Kit::restart`]
+//! keeps the cluster, the repository and the clone, and starts a new agent on them, as a
+//! restarted Pod would.
+//!
+//! Here: the agent and its turns; the repository and its files in `kit_repo_tests.rs`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use super::kit_repo::{Repo, fleet, tenant};
+use super::metrics::{Metrics, SyncDurations};
+use super::queue::Queue;
+use super::source_loop::Revision;
+use super::{
+    AgentOptions, Health, LoopState, Shared, agent_namespace, desired, events, health, lock,
+    notify, reconciler, requests, rollout, source_loop,
+};
+use fief_core::inventory::Inventory;
+use fief_core::objects;
+use fief_kube::Resources;
+use fief_kube::fixtures::{MockApiServer, Scenario, resources};
+
+/// The agent namespace of the kit's repositories.
+pub(crate) const AGENT_NS: &str = "fief-system";
+
+/// How long [`Kit::until`] waits before it fails the test.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// An agent under test, its cluster and its repository.
+pub(crate) struct Kit {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) server: Arc<MockApiServer>,
+    pub(crate) resources: Resources,
+    pub(crate) options: AgentOptions,
+    pub(crate) state: LoopState,
+    pub(crate) repo: Arc<Repo>,
+    revisions: watch::Receiver<Option<Arc<Revision>>>,
+    stop: CancellationToken,
+}
+
+impl Drop for Kit {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+/// The options of a kit's agent: it follows `repo`, caches its clone in `cache`, and lets
+/// components without `health.timeout` wait `health_timeout`.
+fn options(repo: &Repo, health_timeout: Duration) -> AgentOptions {
+    AgentOptions {
+        repo: repo.url(),
+        branch: "main".to_string(),
+        cluster: "default".to_string(),
+        interval: Duration::from_secs(3600),
+        resync_interval: Duration::from_secs(3600),
+        git_timeout: Duration::from_secs(30),
+        cache_dir: repo.cache(),
+        listen: ([127, 0, 0, 1], 0).into(),
+        webhook_secret: None,
+        auth: Default::default(),
+        concurrency: 4,
+        leader_election: false,
+        lease_namespace: AGENT_NS.to_string(),
+        kubeconfig: None,
+        context: None,
+        api_qps: 1000,
+        age_keys: None,
+        max_in_flight: 10,
+        health_timeout,
+        web: None,
+        shards: 0,
+        sync_durations: SyncDurations::PerTenant,
+    }
+}
+
+/// The agent's shared state over `client`, as `run` builds it (no web view, no shards).
+fn shared_state(options: &AgentOptions, client: kube::Client) -> Arc<Shared> {
+    let metrics = Metrics::new(options.sync_durations);
+    let notifier = notify::Notifier::start(
+        metrics.notifications.clone(),
+        None,
+        options.cluster.clone(),
+        client.clone(),
+    );
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        counter: Default::default(),
+        metrics,
+        health: Mutex::new(Health::default()),
+        fetch_now: Notify::new(),
+        wake: Notify::new(),
+        changed: Notify::new(),
+        queue: Mutex::new(Queue::default()),
+        desired: RwLock::new(desired::Desired::default()),
+        ids: Mutex::new(desired::Interner::default()),
+        live: RwLock::new(HashMap::new()),
+        recorded: RwLock::new(HashMap::new()),
+        watches: Mutex::new(HashMap::new()),
+        in_flight: Mutex::new(HashSet::new()),
+        synced_at: Mutex::new(HashMap::new()),
+        webhook_secret: None,
+        branch: options.branch.clone(),
+        shutdown: CancellationToken::new(),
+        relist: watch::Sender::new(0),
+        age_keys: None,
+        gate: Arc::new(health::Gate::new(
+            options.max_in_flight,
+            options.health_timeout,
+        )),
+        requests: Default::default(),
+        rollout: Mutex::new(None),
+        rollout_written: tokio::sync::Mutex::new(None),
+        rollout_retry: Default::default(),
+        events: events::Events::start(client),
+        notify: notifier.clone(),
+        web: None,
+        shards: None,
+        fetches: super::fetches::FetchClock::new(),
+    });
+    shared
+        .gate
+        .on_verdict(move |tenant, verdict| notifier.verdict(tenant, verdict));
+    shared
+}
+
+impl Kit {
+    /// An agent following a new repository of `files`, over a cluster that starts as
+    /// `scenario`; it has read the first commit (nothing is synced yet: see [`Kit::turn`]).
+    pub(crate) async fn start(files: &[(String, String)], scenario: Scenario) -> Kit {
+        let (_, server) = fief_kube::fixtures::mock_api_server(scenario);
+        let repo = Arc::new(Repo::new(files));
+        Kit::on(Arc::new(server), repo, Duration::from_secs(60)).await
+    }
+
+    /// [`Kit::start`] whose components without `health.timeout` wait `timeout`.
+    pub(crate) async fn with_health_timeout(files: &[(String, String)], timeout: Duration) -> Kit {
+        let (_, server) = fief_kube::fixtures::mock_api_server(Scenario::new());
+        let repo = Arc::new(Repo::new(files));
+        Kit::on(Arc::new(server), repo, timeout).await
+    }
+
+    /// A new agent on `server` and `repo`: its shared state, health-gate writer and source
+    /// task, leading; returns once it has read the repository's head.
+    async fn on(server: Arc<MockApiServer>, repo: Arc<Repo>, health_timeout: Duration) -> Kit {
+        let options = options(&repo, health_timeout);
+        let client = server.client();
+        let shared = shared_state(&options, client.clone());
+        shared
+            .gate
+            .spawn_writer(client.clone(), shared.shutdown.clone());
+        let (tx, revisions) = watch::channel(None);
+        requests::set_revisions(&shared, revisions.clone());
+        shared.notify.follow(revisions.clone());
+        tokio::spawn(source_loop::run(shared.clone(), options.clone(), tx));
+        lock(&shared.health).leading = true;
+        let stop = shared.shutdown.child_token();
+        let mut kit = Kit {
+            shared,
+            server,
+            resources: resources(client),
+            options,
+            state: LoopState::default(),
+            repo,
+            revisions,
+            stop,
+        };
+        let head = kit.repo.head();
+        kit.read(&head).await;
+        kit
+    }
+
+    /// Stop this agent and start another on the same cluster, repository and clone (a
+    /// restarted Pod): nothing of this one's memory is kept.
+    pub(crate) async fn restart(self) -> Kit {
+        self.shared.shutdown.cancel();
+        let (server, repo) = (self.server.clone(), self.repo.clone());
+        let timeout = self.options.health_timeout;
+        drop(self);
+        Kit::on(server, repo, timeout).await
+    }
+
+    /// Commit `files` (and remove `removed`) to the repository; returns once the agent's source
+    /// task has read the new commit (the loop takes it at its next turn).
+    pub(crate) async fn push(&mut self, files: &[(String, String)], removed: &[&str]) -> String {
+        let commit = self.repo.commit(files, removed);
+        self.shared.fetch_now.notify_one();
+        self.read(&commit).await;
+        commit
+    }
+
+    /// Wait until the source task has published `commit`.
+    async fn read(&mut self, commit: &str) {
+        let mut revisions = self.revisions.clone();
+        let read = tokio::time::timeout(PATIENCE, async {
+            loop {
+                if revisions
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|r| r.commit == commit)
+                {
+                    return;
+                }
+                if revisions.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        assert!(read.await.is_ok(), "the agent did not read commit {commit}");
+    }
+
+    /// One turn of the leader's loop: take the new revision (restoring a rollout at the
+    /// first), sync the tenants due now, advance the rollout and publish its record. Returns
+    /// the tenants synced (or verified).
+    pub(crate) async fn turn(&mut self) -> Vec<String> {
+        let shared = &self.shared;
+        let rev = self.revisions.borrow_and_update().clone();
+        if let Some(rev) = rev {
+            if self.state.rev.is_none() {
+                rollout::restore(shared, &self.options, &mut self.state, &rev).await;
+            }
+            source_loop::take_revision(shared, &mut self.state, rev);
+        }
+        let mut due = Vec::new();
+        if self.state.rev.is_some() {
+            due = lock(&shared.queue).take_due(Instant::now());
+            due.retain(|t| shared.owns(t));
+            if !due.is_empty() || self.state.check_orphans {
+                let (r, o, s) = (&self.resources, &self.options, &mut self.state);
+                reconciler::batch(shared, r, o, s, due.clone(), &self.stop).await;
+                lock(&shared.ids).sweep();
+            }
+        }
+        rollout::advance(shared, &mut self.state);
+        if let Some(rev) = &self.state.rev {
+            let namespace = agent_namespace(rev, &self.options);
+            rollout::publish(shared, &self.state, &namespace);
+        }
+        due
+    }
+
+    /// Turn until `done` holds; fails the test after a few seconds, naming `what`.
+    pub(crate) async fn until(&mut self, what: &str, mut done: impl FnMut(&Kit) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            self.turn().await;
+            if done(self) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "waited in vain: {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A periodic full resync, as the loop runs it: every watch lists afresh, the
+    /// inventories are read again, and every tenant is queued.
+    pub(crate) fn resync(&mut self) {
+        self.shared.relist.send_modify(|epoch| *epoch += 1);
+        self.state.inventories = None;
+        if let Some(rev) = &self.state.rev {
+            let now = Instant::now();
+            let mut q = lock(&self.shared.queue);
+            for t in rev.hashes.keys() {
+                q.push_for(t, now, "resync");
+            }
+        }
+    }
+
+    /// Whether `tenant` is queued (due now or later).
+    pub(crate) fn queued(&self, tenant: &str) -> bool {
+        lock(&self.shared.queue).due_at(tenant).is_some()
+    }
+
+    /// Whether `tenant` is queued and due by now.
+    pub(crate) fn due(&self, tenant: &str) -> bool {
+        lock(&self.shared.queue)
+            .due_at(tenant)
+            .is_some_and(|at| at <= Instant::now())
+    }
+
+    /// The inventory the cluster holds for `tenant`.
+    pub(crate) fn inventory(&self, tenant: &str) -> Option<Inventory> {
+        let cm = self.server.object(&inventory_path(tenant))?;
+        Inventory::from_configmap(&cm).ok()
+    }
+
+    /// The commit `tenant` was last synced at, as `/status` reports it.
+    pub(crate) fn attempt(&self, tenant: &str) -> Option<fief_core::status::agent::Attempt> {
+        lock(&self.shared.health).attempts.get(tenant).cloned()
+    }
+}
+
+/// The API path of `tenant`'s inventory ConfigMap.
+pub(crate) fn inventory_path(tenant: &str) -> String {
+    format!(
+        "/api/v1/namespaces/{AGENT_NS}/configmaps/{}",
+        objects::inventory_name(tenant)
+    )
+}
+
+/// The API path of ConfigMap `name` in `namespace`.
+pub(crate) fn configmap_path(namespace: &str, name: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/configmaps/{name}")
+}
