@@ -56,9 +56,8 @@ impl Drop for Kit {
     }
 }
 
-/// The options of a kit's agent: it follows `repo`, caches its clone in `cache`, and lets
-/// components without `health.timeout` wait `health_timeout`.
-fn options(repo: &Repo, health_timeout: Duration) -> AgentOptions {
+/// The options of a kit's agent: it follows `repo` and caches its clone beside it.
+fn options(repo: &Repo) -> AgentOptions {
     AgentOptions {
         repo: repo.url(),
         branch: "main".to_string(),
@@ -78,7 +77,7 @@ fn options(repo: &Repo, health_timeout: Duration) -> AgentOptions {
         api_qps: 1000,
         age_keys: None,
         max_in_flight: 10,
-        health_timeout,
+        health_timeout: Duration::from_secs(60),
         web: None,
         shards: 0,
         sync_durations: SyncDurations::PerTenant,
@@ -139,22 +138,26 @@ impl Kit {
     /// An agent following a new repository of `files`, over a cluster that starts as
     /// `scenario`; it has read the first commit (nothing is synced yet: see [`Kit::turn`]).
     pub(crate) async fn start(files: &[(String, String)], scenario: Scenario) -> Kit {
-        let (_, server) = fief_kube::fixtures::mock_api_server(scenario);
-        let repo = Arc::new(Repo::new(files));
-        Kit::on(Arc::new(server), repo, Duration::from_secs(60)).await
+        Kit::with(files, scenario, |_| {}).await
     }
 
-    /// [`Kit::start`] whose components without `health.timeout` wait `timeout`.
-    pub(crate) async fn with_health_timeout(files: &[(String, String)], timeout: Duration) -> Kit {
-        let (_, server) = fief_kube::fixtures::mock_api_server(Scenario::new());
+    /// [`Kit::start`] with the agent's options changed by `configure` (the kit's are
+    /// `--max-in-flight 10`, `--health-timeout 60s`, `--concurrency 4`).
+    pub(crate) async fn with(
+        files: &[(String, String)],
+        scenario: Scenario,
+        configure: impl FnOnce(&mut AgentOptions),
+    ) -> Kit {
+        let (_, server) = fief_kube::fixtures::mock_api_server(scenario);
         let repo = Arc::new(Repo::new(files));
-        Kit::on(Arc::new(server), repo, timeout).await
+        let mut options = options(&repo);
+        configure(&mut options);
+        Kit::on(Arc::new(server), repo, options).await
     }
 
     /// A new agent on `server` and `repo`: its shared state, health-gate writer and source
     /// task, leading; returns once it has read the repository's head.
-    async fn on(server: Arc<MockApiServer>, repo: Arc<Repo>, health_timeout: Duration) -> Kit {
-        let options = options(&repo, health_timeout);
+    async fn on(server: Arc<MockApiServer>, repo: Arc<Repo>, options: AgentOptions) -> Kit {
         let client = server.client();
         let shared = shared_state(&options, client.clone());
         shared
@@ -186,9 +189,9 @@ impl Kit {
     pub(crate) async fn restart(self) -> Kit {
         self.shared.shutdown.cancel();
         let (server, repo) = (self.server.clone(), self.repo.clone());
-        let timeout = self.options.health_timeout;
+        let options = self.options.clone();
         drop(self);
-        Kit::on(server, repo, timeout).await
+        Kit::on(server, repo, options).await
     }
 
     /// Commit `files` (and remove `removed`) to the repository; returns once the agent's source
@@ -260,6 +263,16 @@ impl Kit {
             }
             assert!(Instant::now() < deadline, "waited in vain: {what}");
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Wait (without turning) until `done` holds, as the agent's other tasks (watches, the
+    /// health gate, requests) change its state; fails the test after a few seconds.
+    pub(crate) async fn wait(&self, what: &str, mut done: impl FnMut(&Kit) -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !done(self) {
+            assert!(Instant::now() < deadline, "waited in vain: {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 

@@ -218,3 +218,7 @@ pub(super) fn by_version(
     let live = applied.still(&Version::from(version)).then_some(r.live);
     Some((interned.clone(), r.tenant.clone(), live))
 }
+
+#[cfg(test)]
+#[path = "verify_tests.rs"]
+mod tests;
