@@ -377,3 +377,7 @@ fn observe_version(
     }
     Some(interned)
 }
+
+#[cfg(test)]
+#[path = "drift_tests.rs"]
+mod tests;

@@ -101,6 +101,22 @@ pub(crate) fn fleet(config: &str, tenants: &[(String, String)]) -> Vec<(String, 
     files
 }
 
+/// The component `web`: one Deployment `web` of the value `image` (by default `nginx:1`),
+/// one replica; its health is read from the status a controller writes.
+pub(crate) fn web() -> Vec<(String, String)> {
+    let template = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: {{ values.image | quote }}\n";
+    vec![
+        (
+            "components/web/varz.yaml".to_string(),
+            "image: nginx:1\n".to_string(),
+        ),
+        (
+            "components/web/templates/web.yaml".to_string(),
+            template.to_string(),
+        ),
+    ]
+}
+
 /// The file of tenant `name` running component `app` with `values` (a YAML flow map, e.g.
 /// `{greeting: hi}`), labelled `labels` (e.g. `{ring: canary}`, or empty), in `environments`
 /// (e.g. `[prod]`, or empty: the default one).
@@ -109,6 +125,17 @@ pub(crate) fn tenant(
     labels: &str,
     environments: &str,
     values: &str,
+) -> (String, String) {
+    tenant_of(name, labels, environments, &[("app", values)])
+}
+
+/// The file of tenant `name` running `components` (name, values as a YAML flow map or empty),
+/// labelled `labels` and in `environments` (as [`tenant`]).
+pub(crate) fn tenant_of(
+    name: &str,
+    labels: &str,
+    environments: &str,
+    components: &[(&str, &str)],
 ) -> (String, String) {
     let labels = if labels.is_empty() {
         String::new()
@@ -120,11 +147,17 @@ pub(crate) fn tenant(
     } else {
         format!("  environments: {environments}\n")
     };
-    let values = if values.is_empty() { "{}" } else { values };
+    let components: String = components
+        .iter()
+        .map(|(c, values)| {
+            let values = if values.is_empty() { "{}" } else { values };
+            format!("    - name: {c}\n      values: {values}\n")
+        })
+        .collect();
     (
         format!("tenants/{name}.yaml"),
         format!(
-            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n{labels}spec:\n{environments}  components:\n    - name: app\n      values: {values}\n"
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\n{labels}spec:\n{environments}  components:\n{components}"
         ),
     )
 }

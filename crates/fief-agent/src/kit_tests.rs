@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use super::kit_repo::{Repo, fleet, tenant};
+pub(crate) use super::kit_repo::{Repo, fleet, tenant, tenant_of, web};
 use super::metrics::{Metrics, SyncDurations};
 use super::queue::Queue;
 use super::source_loop::Revision;
