@@ -225,7 +225,7 @@ impl Kit {
 
     /// One turn of the leader's loop: take the new revision (restoring a rollout at the
     /// first), sync the tenants due now, advance the rollout and publish its record. Returns
-    /// the tenants synced (or verified).
+    /// the tenants taken from the queue (the batch may still leave some alone: suspended).
     pub(crate) async fn turn(&mut self) -> Vec<String> {
         let shared = &self.shared;
         let rev = self.revisions.borrow_and_update().clone();
@@ -308,7 +308,28 @@ impl Kit {
         Inventory::from_configmap(&cm).ok()
     }
 
-    /// The commit `tenant` was last synced at, as `/status` reports it.
+    /// Set (`Some`) or remove (`None`) the annotation `key` of the object at `path`, as a
+    /// person's `fief` command or `kubectl annotate` would.
+    pub(crate) fn annotate(&self, path: &str, key: &str, value: Option<&str>) {
+        self.server.edit(path, |o| match value {
+            Some(v) => o["metadata"]["annotations"][key] = v.into(),
+            None => {
+                if let Some(a) = o["metadata"]["annotations"].as_object_mut() {
+                    a.remove(key);
+                }
+            }
+        });
+    }
+
+    /// The annotation `key` of the object at `path`.
+    pub(crate) fn annotation(&self, path: &str, key: &str) -> Option<String> {
+        let object = self.server.object(path)?;
+        object["metadata"]["annotations"][key]
+            .as_str()
+            .map(str::to_string)
+    }
+
+    /// The last sync attempt of `tenant`, as `/status` reports it.
     pub(crate) fn attempt(&self, tenant: &str) -> Option<fief_core::status::agent::Attempt> {
         lock(&self.shared.health).attempts.get(tenant).cloned()
     }

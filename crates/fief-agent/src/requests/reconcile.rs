@@ -177,3 +177,7 @@ fn queue(
     drop(inner);
     answer_all(shared, namespace, done);
 }
+
+#[cfg(test)]
+#[path = "requests_tests.rs"]
+mod tests;
