@@ -101,6 +101,19 @@ pub(crate) fn fleet(config: &str, tenants: &[(String, String)]) -> Vec<(String, 
     files
 }
 
+/// fief.yaml's rollout: waves `canary` and `early` by the label `ring` (the other tenants
+/// last).
+pub(crate) const WAVES: &str = "rollout:\n  waves:\n    - {name: canary, selector: {ring: canary}}\n    - {name: early, selector: {ring: early}}\n";
+
+/// The component `app`'s shared values with `greeting` (a change of it reaches every tenant
+/// through a shared input: a rollout, with [`WAVES`]).
+pub(crate) fn shared_greeting(greeting: &str) -> (String, String) {
+    (
+        "components/app/varz.yaml".to_string(),
+        format!("configmaps: [app]\ngreeting: {greeting}\n"),
+    )
+}
+
 /// The component `web`: one Deployment `web` of the value `image` (by default `nginx:1`),
 /// one replica; its health is read from the status a controller writes.
 pub(crate) fn web() -> Vec<(String, String)> {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use super::kit_repo::{Repo, fleet, tenant, tenant_of, web};
+pub(crate) use super::kit_repo::{Repo, WAVES, fleet, shared_greeting, tenant, tenant_of, web};
 use super::metrics::{Metrics, SyncDurations};
 use super::queue::Queue;
 use super::source_loop::Revision;
@@ -327,6 +327,21 @@ impl Kit {
         object["metadata"]["annotations"][key]
             .as_str()
             .map(str::to_string)
+    }
+
+    /// The greeting of `tenant`'s ConfigMap `app` in its environment `prod`, as the cluster
+    /// holds it (empty: none).
+    pub(crate) fn greeting(&self, tenant: &str) -> String {
+        let app = self
+            .server
+            .object(&configmap_path(&format!("{tenant}-prod"), "app"));
+        app.and_then(|o| o["data"]["greeting"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// The rollout as the loop state holds it.
+    pub(crate) fn rollout(&self) -> Option<fief_core::rollout::Record> {
+        rollout::record(&self.state)
     }
 
     /// The last sync attempt of `tenant`, as `/status` reports it.

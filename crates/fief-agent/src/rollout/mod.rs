@@ -455,3 +455,7 @@ pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) 
         }
     });
 }
+
+#[cfg(test)]
+#[path = "rollout_tests.rs"]
+mod tests;
