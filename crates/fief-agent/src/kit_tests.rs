@@ -339,6 +339,18 @@ impl Kit {
             .unwrap_or_default()
     }
 
+    /// Play the Deployment controller: `tenant`'s Deployment `web` (in its environment
+    /// `prod`) is rolled out and available at its generation.
+    pub(crate) fn available(&self, tenant: &str) {
+        self.server.edit(&deployment_path(tenant), |d| {
+            let generation = d["metadata"]["generation"].clone();
+            d["status"] = serde_json::json!({
+                "observedGeneration": generation,
+                "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+            });
+        });
+    }
+
     /// The rollout as the loop state holds it.
     pub(crate) fn rollout(&self) -> Option<fief_core::rollout::Record> {
         rollout::record(&self.state)
@@ -356,6 +368,11 @@ pub(crate) fn inventory_path(tenant: &str) -> String {
         "/api/v1/namespaces/{AGENT_NS}/configmaps/{}",
         objects::inventory_name(tenant)
     )
+}
+
+/// The API path of `tenant`'s Deployment `web` (component [`web`]) in its environment `prod`.
+pub(crate) fn deployment_path(tenant: &str) -> String {
+    format!("/apis/apps/v1/namespaces/{tenant}-prod/deployments/web")
 }
 
 /// The API path of ConfigMap `name` in `namespace`.

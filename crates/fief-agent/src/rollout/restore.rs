@@ -165,3 +165,7 @@ fn read_at(
         pins,
     })
 }
+
+#[cfg(test)]
+#[path = "restore_tests.rs"]
+mod tests;
