@@ -5,8 +5,7 @@
 //! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
 //! held (mass-prune guard, empty render), 5 (with `--wait`) objects not healthy in time.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +24,7 @@ use crate::core::status::Outcome;
 use crate::kube::Resources;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::Unhealthy;
-use crate::kube::sync::{PruneRelease, SyncOptions, TenantReport, sync, sync_batched};
+use crate::kube::sync::{PruneRelease, SyncOptions, TenantReport, sync_batched};
 
 mod output;
 mod wait;
@@ -40,7 +39,7 @@ struct Prepared {
     /// batch at a time, so memory holds one batch's objects.
     batched: bool,
     /// The tenants rendered up front (with --wait), in scope.
-    renders: Vec<TenantRender>,
+    renders: Arc<Vec<TenantRender>>,
     /// `--env`: only those environments are applied, and pruned only in their namespaces.
     scope: Arc<EnvScope>,
     /// Recorded in each synced tenant's status (see `core::inputs`).
@@ -133,7 +132,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
     Ok(Prepared {
         repo,
         batched,
-        renders,
+        renders: Arc::new(renders),
         scope,
         hashes,
         names,
@@ -164,10 +163,10 @@ async fn sync_cluster(
         .filter(|n| !suspended.contains_key(*n))
         .cloned()
         .collect();
-    let renders: Cow<'_, [TenantRender]> = if suspended.is_empty() {
-        Cow::Borrowed(&prepared.renders)
+    let renders: Arc<Vec<TenantRender>> = if suspended.is_empty() {
+        Arc::clone(&prepared.renders)
     } else {
-        Cow::Owned(
+        Arc::new(
             prepared
                 .renders
                 .iter()
@@ -191,16 +190,12 @@ async fn sync_cluster(
     // Orphaned inventories are reported only when the whole repo is in scope.
     let orphans = args.repo.tenants.is_empty();
     let known = &prepared.known;
-    let reports = if prepared.batched {
-        let render = batch_renderer(prepared, rendered);
-        let reusable = &prepared.reusable;
-        sync_batched(
-            &resources, &names, render, reusable, known, orphans, &options,
-        )
-        .await
-    } else {
-        sync(&resources, &renders, known, orphans, &options).await
+    let synced = Scope {
+        names: &names,
+        renders: &renders,
+        orphans,
     };
+    let reports = sync_tenants(&resources, prepared, &synced, rendered, &options).await;
     // The printer ends once the last sender is gone.
     options.progress = None;
     let streamed = match printer {
@@ -235,6 +230,56 @@ async fn sync_cluster(
     })
 }
 
+/// The tenants a sync covers.
+struct Scope<'a> {
+    /// Not suspended, in scope.
+    names: &'a [String],
+    /// With --wait: their renders.
+    renders: &'a Arc<Vec<TenantRender>>,
+    /// Orphaned inventories are reported (the whole repo is in scope).
+    orphans: bool,
+}
+
+/// Sync the tenants a batch at a time: each batch rendered as it comes, or (with --wait)
+/// taken from the renders made up front.
+async fn sync_tenants(
+    resources: &Resources,
+    prepared: &Prepared,
+    scope: &Scope<'_>,
+    rendered: &Arc<AtomicUsize>,
+    options: &SyncOptions,
+) -> Result<Vec<TenantReport>, crate::kube::ClusterError> {
+    let known = &prepared.known;
+    if prepared.batched {
+        let render = batch_renderer(prepared, rendered);
+        let reusable = &prepared.reusable;
+        sync_batched(
+            resources,
+            scope.names,
+            render,
+            reusable,
+            known,
+            scope.orphans,
+            options,
+        )
+        .await
+    } else {
+        let names: Vec<String> = scope.renders.iter().map(|r| r.tenant.clone()).collect();
+        let render = rendered_before(Arc::clone(scope.renders));
+        let reusable = BTreeMap::new();
+        sync_batched(
+            resources,
+            &names,
+            render,
+            &reusable,
+            known,
+            scope.orphans,
+            options,
+        )
+        .await
+    }
+}
+
 /// `--allow-mass-prune`: the guard holds no tenant's prune, and each it would have held
 /// records who released it (the API server's name for the caller, else `$USER`) and when.
 async fn release(resources: &Resources) -> PruneRelease {
@@ -266,6 +311,23 @@ fn batch_renderer(
     }
 }
 
+/// The renders of a batch of tenants, from those rendered up front (with --wait).
+fn rendered_before(
+    renders: Arc<Vec<TenantRender>>,
+) -> impl Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static {
+    let at: HashMap<String, usize> = renders
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.tenant.clone(), i))
+        .collect();
+    move |batch: &[String]| {
+        batch
+            .iter()
+            .filter_map(|t| at.get(t).map(|i| renders[*i].clone()))
+            .collect()
+    }
+}
+
 /// The exit code: a failure, then invalid tenants, then a held prune, then unhealthy objects.
 fn exit_code(synced: &Synced) -> u8 {
     let reports = &synced.reports;
@@ -289,21 +351,33 @@ fn exit_code(synced: &Synced) -> u8 {
 }
 
 /// Status Events in the tenants' own namespaces for the syncs that changed something or
-/// failed (none when nothing changed: no extra request).
+/// failed (none when nothing changed: no extra request). Their namespaces are read from their
+/// inventories one at a time, in the order of the tenants' names, up to the last of them.
 async fn tenant_events(resources: &Resources, agent_namespace: &str, reports: &[TenantReport]) {
-    use crate::kube::tenant_events::{event_for, owned_namespaces, publish};
-    if !reports.iter().any(|r| event_for(r).is_some()) {
-        return;
-    }
-    let Ok(inventories) =
-        crate::kube::inventory_store::load_inventories(resources.client(), agent_namespace).await
-    else {
+    use crate::kube::tenant_events::{Audience, event_for, owned_namespaces, publish};
+    let wanted: BTreeSet<&str> = reports
+        .iter()
+        .filter(|r| event_for(r, Audience::Tenant).is_some())
+        .map(|r| r.tenant.as_str())
+        .collect();
+    let Some(last) = wanted.last().copied() else {
         return;
     };
-    let namespaces = inventories
-        .iter()
-        .filter_map(|(t, inv)| Some((t.clone(), owned_namespaces(inv.as_ref().ok()?))))
-        .collect();
+    let mut walk = crate::kube::inventory_store::Walk::new(resources.client(), agent_namespace);
+    let mut namespaces = BTreeMap::new();
+    loop {
+        match walk.next_upto(Some(last)).await {
+            Ok(Some(one)) => {
+                for (t, inv) in one.iter() {
+                    if let (true, Ok(inv)) = (wanted.contains(t.as_str()), inv) {
+                        namespaces.insert(t.clone(), owned_namespaces(inv));
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(_) => return,
+        }
+    }
     publish(resources.client(), "fief-apply", reports, &namespaces).await;
 }
 

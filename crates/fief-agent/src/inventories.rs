@@ -16,7 +16,7 @@ use super::verify::Seeder;
 use super::{LoopState, Shared, read};
 use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::render::TenantRender;
-use fief_kube::inventory_store::{each_inventory, get_inventories, load_inventories};
+use fief_kube::inventory_store::{each_inventory, get_inventories};
 use fief_kube::sync::{ClusterState, SyncOptions};
 use fief_kube::{ClusterError, Resources};
 
@@ -67,14 +67,20 @@ fn is_not_found(e: &ClusterError) -> bool {
     matches!(e, ClusterError::Unreachable { source: kube::Error::Api(s), .. } if s.code == 404)
 }
 
-/// Every inventory in the agent namespace (none yet: empty); `None` when they cannot be read.
-pub(super) async fn load(
+/// The tenants with an inventory in the agent namespace (none yet: empty), each inventory
+/// dropped as it is read; `None` when they cannot be read.
+async fn tenants_with_inventories(
     resources: &Resources,
     namespace: &str,
-) -> Option<BTreeMap<String, Result<Inventory, InventoryError>>> {
-    match load_inventories(resources.client(), namespace).await {
-        Ok(i) => Some(i),
-        Err(e) if is_not_found(&e) => Some(BTreeMap::new()),
+) -> Option<BTreeSet<String>> {
+    let mut tenants = BTreeSet::new();
+    match each_inventory(resources.client(), namespace, |t, _| {
+        tenants.insert(t);
+    })
+    .await
+    {
+        Ok(()) => Some(tenants),
+        Err(e) if is_not_found(&e) => Some(BTreeSet::new()),
         Err(e) => {
             tracing::error!(error = %e, "cannot read inventories; retrying later");
             None
@@ -242,11 +248,14 @@ pub(super) async fn cluster_state(
     let mut inventories = match state.inventories.take() {
         Some(i) => i,
         None => {
+            // None held (the read at the batch's start failed): none is kept now either;
+            // every one is read back before its tenant is synced, as after a start.
             if let Some(a) = ahead.take() {
                 a.abort();
             }
-            state.evicted.clear();
-            load(resources, &sync_options.agent_namespace).await?
+            state.evicted =
+                tenants_with_inventories(resources, &sync_options.agent_namespace).await?;
+            BTreeMap::new()
         }
     };
     let ns = &sync_options.agent_namespace;

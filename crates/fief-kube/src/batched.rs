@@ -2,24 +2,28 @@
 //!
 //! In: the tenant names in scope and a function that renders some of them. Out: one
 //! [`TenantReport`] per tenant (and per orphaned inventory), as [`super::sync::sync`] gives.
-//! Past one batch, the metadata of the recorded objects is listed once for all tenants (one
-//! paged metadata-only LIST per kind) while the first batch renders; each batch then reads
-//! only the bodies of objects that moved. Rendering a batch (on a blocking thread) and reading
-//! its live state overlap with the previous batch's last syncs, and tenants flow into one pool of
-//! `concurrency` syncs with no barrier between batches; memory holds only the few batches in
-//! flight. A tenant whose inventory recorded its current input hash, with a settled status
-//! and every recorded object as fief left it (by that metadata pass), is not rendered at all:
-//! a no-op pass renders nothing.
+//! The tenants go in the order of their names, and so do the inventories as they are listed
+//! ([`Walk`]): each batch takes its tenants' inventories as it comes, marks the orphaned ones
+//! it passes, and hands each tenant's inventory to its sync, which drops it once done. A pass
+//! holds at most [`inventories_held_max`] inventories, whatever the fleet's size. Past one
+//! batch, the metadata of the recorded objects is listed once per kind for all tenants (one
+//! paged metadata-only LIST, the first time a batch needs that kind: [`Prefetch`]) while the
+//! batch renders; each batch then reads only the bodies of objects that moved. Rendering a
+//! batch (on a blocking thread) and reading its live state overlap with the previous batch's
+//! last syncs, and tenants flow into one pool of `concurrency` syncs with no barrier between
+//! batches; memory holds only the few batches in flight. A tenant whose inventory recorded its
+//! current input hash, with a settled status and every recorded object as fief left it (by
+//! that metadata pass), is not rendered at all: a no-op pass renders nothing.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{self, Stream, StreamExt};
 
-use super::observe::{Prefetch, prefetch};
-use super::sync::{ClusterState, Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
+use super::inventory_store::{Inventories, Walk};
+use super::observe::Prefetch;
+use super::sync::{Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
 use super::{ClusterError, Resources};
-use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::model::is_dns_label;
 use fief_core::objects::{self, ObjectId};
 use fief_core::render::TenantRender;
@@ -27,6 +31,14 @@ use fief_core::status;
 
 /// Tenants rendered and observed at a time by [`sync_batched`].
 pub const BATCH: usize = 50;
+
+/// The most inventories [`sync_batched`] holds at once with `concurrency` tenants syncing
+/// at once: a batch's ([`BATCH`]) while it is made and its tenants wait for their turn, and
+/// one for each tenant syncing (each is dropped when its sync ends), whatever the number of
+/// tenants. A tenant rendered but not synced yet, or one that stands unrendered, holds none.
+pub fn inventories_held_max(concurrency: usize) -> usize {
+    BATCH + concurrency.max(1)
+}
 
 /// Batches in the making (rendered, then observed) at once: the next one starts once every
 /// tenant of the current one is in the pool, while its last tenants sync. More look-ahead
@@ -47,11 +59,13 @@ struct Batch {
     live: HashMap<ObjectId, String>,
     /// Tenants whose last sync stands with no render (see `core::status::stands_unrendered`).
     unchanged: Vec<TenantReport>,
+    /// The batch's inventories, until each goes to its tenant's turn.
+    inventories: Inventories,
 }
 
-/// One tenant's turn in the pool.
+/// One tenant's turn in the pool: a sync holds its tenant's inventory.
 enum Turn {
-    Sync(Arc<Batch>, usize),
+    Sync(Arc<Batch>, usize, Inventories),
     Unchanged(Box<TenantReport>),
 }
 
@@ -72,12 +86,14 @@ where
     }
 }
 
-/// [`super::sync::sync`] a [`BATCH`] of tenants at a time: `render` renders the named
-/// tenants (on a blocking thread); each batch is rendered, observed (live hashes of its
+/// [`super::sync::sync`] a [`BATCH`] of tenants at a time, in the order of their names:
+/// `render` renders the named tenants (on a blocking thread); each batch takes its
+/// inventories from the walk over every inventory, is rendered, observed (live hashes of its
 /// objects only) and its tenants synced, and dropped once they are done, so memory holds a
-/// few batches' objects rather than the whole repo's. The next batches are rendered and
-/// observed while the current one syncs. The inventories are read once. Orphans (when
-/// `report_orphans`) are reported after the last batch. Reports sorted by tenant.
+/// few batches' objects and at most [`inventories_held_max`] inventories rather than the
+/// whole repo's. The next batches are rendered and observed while the current one syncs.
+/// Orphans (when `report_orphans`) are marked as the walk passes them. Reports sorted by
+/// tenant.
 ///
 /// `reusable` names the tenants whose last successful render may stand in for a new one
 /// (`core::pipeline::reuse_candidates`), with their current input hash: such a tenant whose
@@ -98,31 +114,36 @@ where
 {
     let client = resources.client().clone();
     super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
-    let state = ClusterState {
-        inventories: super::inventory_store::load_inventories(&client, &options.agent_namespace)
-            .await?,
-        live: HashMap::new(),
-    };
-    let inventories = &state.inventories;
+    // In the order the inventories are listed in, each tenant once.
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    let mut walk = Walk::new(&client, &options.agent_namespace);
+    // Inventories that cannot be listed fail the pass before any tenant is synced.
+    walk.peek().await?;
+    let now = now_rfc3339();
+    let selector = tenant_selector(&names);
     let batcher = Batcher {
         resources,
-        names,
+        options,
+        now: now.clone(),
         reusable,
-        inventories,
-        selector: tenant_selector(names),
-        prefetched: tokio::sync::OnceCell::new(),
+        prefetch: Prefetch::new(&selector),
         many: names.len() > BATCH,
         render: Arc::new(render),
+        walk: tokio::sync::Mutex::new(walk),
+        known: report_orphans.then_some(known),
+        orphaned: Mutex::new(Vec::new()),
+        no_live: HashMap::new(),
     };
-    let now = now_rfc3339();
     let batches = stream::iter(names.chunks(BATCH))
         .map(|chunk| batcher.batch(chunk))
         .buffered(BATCHES_AHEAD);
-    // A failed read of a batch's live state stops the later batches; the sync ends with that
-    // error, as one sync would.
+    // A failed read of a batch's inventories or live state stops the later batches; the sync
+    // ends with that error, as one sync would.
     let failure: Mutex<Option<ClusterError>> = Mutex::new(None);
     let mut reports: Vec<TenantReport> = turns(batches, &failure)
-        .map(|turn| take_turn(resources, options, inventories, now.clone(), turn))
+        .map(|turn| take_turn(resources, options, now.clone(), turn))
         .buffer_unordered(options.concurrency.max(1))
         .inspect(|report| {
             if let Some(tx) = &options.progress {
@@ -134,15 +155,8 @@ where
     if let Some(e) = failure.into_inner().ok().flatten() {
         return Err(e);
     }
-    if report_orphans {
-        let ctx = Ctx {
-            resources,
-            live: &state.live,
-            options,
-            now,
-        };
-        reports.extend(orphans(&ctx, inventories, known).await);
-    }
+    batcher.rest().await?;
+    reports.extend(batcher.orphaned.into_inner().unwrap_or_default());
     reports.sort_by(|a, b| a.tenant.cmp(&b.tenant));
     Ok(reports)
 }
@@ -169,16 +183,22 @@ fn tenant_selector(names: &[String]) -> String {
 /// What every batch of one [`sync_batched`] shares: it makes each [`Batch`].
 struct Batcher<'a, R> {
     resources: &'a Resources,
-    /// Every tenant in scope (the metadata pass covers them all).
-    names: &'a [String],
+    options: &'a SyncOptions,
+    now: String,
     reusable: &'a BTreeMap<String, String>,
-    inventories: &'a BTreeMap<String, Result<Inventory, InventoryError>>,
-    selector: String,
-    /// The metadata pass, made by the first batch that needs it.
-    prefetched: tokio::sync::OnceCell<Prefetch>,
+    /// The metadata pass, a kind at a time as batches need them.
+    prefetch: Prefetch,
     /// More than one batch: the metadata pass is made for every batch.
     many: bool,
     render: Arc<R>,
+    /// Every inventory, in the order of the tenants' names.
+    walk: tokio::sync::Mutex<Walk>,
+    /// Every tenant file in the repo, when orphans are reported.
+    known: Option<&'a BTreeSet<String>>,
+    /// The orphans' reports.
+    orphaned: Mutex<Vec<TenantReport>>,
+    /// Marking an orphan reads no live object.
+    no_live: HashMap<ObjectId, String>,
 }
 
 impl<R> Batcher<'_, R>
@@ -187,70 +207,109 @@ where
 {
     /// Whether a tenant recorded its current inputs, so it may need no render: such tenants
     /// wait for the metadata pass; the others are rendered at once.
-    fn may_stand(&self, t: &String) -> bool {
+    fn may_stand(&self, inventories: &Inventories, t: &String) -> bool {
         self.reusable.get(t).is_some_and(
-            |inputs| matches!(self.inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
+            |inputs| matches!(inventories.get(t), Some(Ok(inv)) if inv.status.inputs == *inputs),
         )
     }
 
-    /// The metadata pass, when this batch needs it (more than one batch, or tenants that may
-    /// stand unrendered); made once.
-    async fn prefetch(&self, needed: bool) -> Result<Option<&Prefetch>, ClusterError> {
-        if !self.many && !needed {
-            return Ok(None);
+    /// The inventories of `chunk` (sorted, after every tenant of the batches before): taken
+    /// from the walk up to its last tenant; those of other tenants on the way are marked
+    /// orphaned ([`Batcher::orphan`]) or dropped.
+    async fn read(&self, chunk: &[String]) -> Result<Inventories, ClusterError> {
+        let mut mine = Inventories::new();
+        let Some(last) = chunk.last() else {
+            return Ok(mine);
+        };
+        let mut walk = self.walk.lock().await;
+        while let Some(one) = walk.next_upto(Some(last)).await? {
+            match one.keys().next() {
+                Some(t) if chunk.binary_search(t).is_ok() => mine.append(one),
+                _ => self.orphan(one).await,
+            }
         }
-        self.prefetched
-            .get_or_try_init(|| {
-                prefetch(self.resources, self.inventories, self.names, &self.selector)
-            })
-            .await
-            .map(Some)
+        Ok(mine)
     }
 
-    /// Render and observe one chunk of tenants: those that must render while the metadata
-    /// pass runs, then those the pass does not find exactly as fief left them.
-    async fn batch(&self, chunk: &[String]) -> Result<Arc<Batch>, ClusterError> {
-        let (maybe, must): (Vec<String>, Vec<String>) =
-            chunk.iter().cloned().partition(|t| self.may_stand(t));
-        let (mut renders, prefetch) = futures::join!(
-            render_some(&self.render, must),
-            self.prefetch(!maybe.is_empty())
-        );
-        let prefetch = prefetch?;
-        let (unchanged, redo) = self.sort_out(maybe, prefetch);
+    /// Mark an inventory orphaned when its tenant's file is gone from git and orphans are
+    /// reported; otherwise (a tenant out of scope) it is only dropped.
+    async fn orphan(&self, one: Inventories) {
+        let Some(known) = self.known else { return };
+        let ctx = Ctx {
+            resources: self.resources,
+            live: &self.no_live,
+            options: self.options,
+            now: self.now.clone(),
+        };
+        let reports = orphans(&ctx, &one, known).await;
+        if let Ok(mut orphaned) = self.orphaned.lock() {
+            orphaned.extend(reports);
+        }
+    }
+
+    /// The inventories after the last tenant's, when orphans are reported.
+    async fn rest(&self) -> Result<(), ClusterError> {
+        if self.known.is_none() {
+            return Ok(());
+        }
+        let mut walk = self.walk.lock().await;
+        while let Some(one) = walk.next().await? {
+            self.orphan(one).await;
+        }
+        Ok(())
+    }
+
+    /// Read, render and observe one chunk of tenants: those that must render while the
+    /// metadata pass lists the kinds their inventories record, then those the pass does not
+    /// find exactly as fief left them.
+    async fn batch(&self, chunk: &[String]) -> Result<Batch, ClusterError> {
+        let inventories = self.read(chunk).await?;
+        let (maybe, must): (Vec<String>, Vec<String>) = chunk
+            .iter()
+            .cloned()
+            .partition(|t| self.may_stand(&inventories, t));
+        let prefetch = (self.many || !maybe.is_empty()).then_some(&self.prefetch);
+        let listed = async {
+            let Some(p) = prefetch else { return Ok(()) };
+            let recorded = inventories
+                .values()
+                .filter_map(|i| i.as_ref().ok())
+                .flat_map(|i| i.entries.values());
+            p.ensure(self.resources, recorded).await
+        };
+        let (mut renders, listed) = futures::join!(render_some(&self.render, must), listed);
+        listed?;
+        let (unchanged, redo) = self.sort_out(&inventories, maybe, prefetch);
         renders.extend(render_some(&self.render, redo).await);
-        let live = super::observe::observe_live(
-            self.resources,
-            &renders,
-            self.inventories,
-            false,
-            prefetch,
-        )
-        .await?;
-        Ok(Arc::new(Batch {
+        let live =
+            super::observe::observe_live(self.resources, &renders, &inventories, false, prefetch)
+                .await?;
+        Ok(Batch {
             renders,
             live,
             unchanged,
-        }))
+            inventories,
+        })
     }
 
     /// Of the tenants that may stand unrendered: the reports of those whose last sync stands
     /// (by the metadata pass), and the names of the others, to render.
     fn sort_out(
         &self,
+        inventories: &Inventories,
         maybe: Vec<String>,
         prefetch: Option<&Prefetch>,
     ) -> (Vec<TenantReport>, Vec<String>) {
         let mut unchanged = Vec::new();
         let mut redo = Vec::new();
         for t in maybe {
-            let stands = match (self.inventories.get(&t), self.reusable.get(&t), prefetch) {
+            let stands = match (inventories.get(&t), self.reusable.get(&t), prefetch) {
                 (Some(Ok(inv)), Some(inputs), Some(p)) => {
                     status::stands_unrendered(inv, inputs, |e| p.unchanged(e))
                 }
                 _ => false,
             };
-            match self.inventories.get(&t) {
+            match inventories.get(&t) {
                 Some(Ok(inv)) if stands => unchanged.push(status::unchanged_report(inv)),
                 _ => redo.push(t),
             }
@@ -259,10 +318,11 @@ where
     }
 }
 
-/// The batches' tenants as one stream of turns (each batch's unchanged tenants first). A
-/// batch that failed ends the stream, its error kept in `failure`.
+/// The batches' tenants as one stream of turns (each batch's unchanged tenants first, each
+/// sync with its tenant's inventory; those of the unchanged ones are dropped). A batch that
+/// failed ends the stream, its error kept in `failure`.
 fn turns<'a>(
-    batches: impl Stream<Item = Result<Arc<Batch>, ClusterError>> + 'a,
+    batches: impl Stream<Item = Result<Batch, ClusterError>> + 'a,
     failure: &'a Mutex<Option<ClusterError>>,
 ) -> impl Stream<Item = Turn> + 'a {
     batches
@@ -278,15 +338,16 @@ fn turns<'a>(
             };
             futures::future::ready(next)
         })
-        .flat_map(|b| {
-            let unchanged: Vec<Turn> = b
-                .unchanged
-                .iter()
-                .cloned()
-                .map(|r| Turn::Unchanged(Box::new(r)))
+        .flat_map(|mut b| {
+            let mut inventories = std::mem::take(&mut b.inventories);
+            let unchanged = std::mem::take(&mut b.unchanged)
+                .into_iter()
+                .map(|r| Turn::Unchanged(Box::new(r)));
+            let b = Arc::new(b);
+            let syncs: Vec<Turn> = (0..b.renders.len())
+                .map(|i| Turn::Sync(Arc::clone(&b), i, inventories.take(&b.renders[i].tenant)))
                 .collect();
-            let syncs = (0..b.renders.len()).map(move |i| Turn::Sync(Arc::clone(&b), i));
-            stream::iter(unchanged.into_iter().chain(syncs))
+            stream::iter(unchanged.chain(syncs).collect::<Vec<_>>())
         })
 }
 
@@ -294,13 +355,12 @@ fn turns<'a>(
 async fn take_turn(
     resources: &Resources,
     options: &SyncOptions,
-    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
     now: String,
     turn: Turn,
 ) -> TenantReport {
-    let (b, i) = match turn {
+    let (b, i, inventory) = match turn {
         Turn::Unchanged(report) => return *report,
-        Turn::Sync(b, i) => (b, i),
+        Turn::Sync(b, i, inventory) => (b, i, inventory),
     };
     let ctx = Ctx {
         resources,
@@ -308,7 +368,7 @@ async fn take_turn(
         options,
         now,
     };
-    sync_one(&ctx, &b.renders[i], inventories).await.0
+    sync_one(&ctx, &b.renders[i], &inventory).await.0
 }
 
 #[cfg(test)]

@@ -16,14 +16,20 @@ use super::{ClusterError, FIELD_MANAGER};
 use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use fief_core::objects;
 
-/// Inventory ConfigMaps per page of [`load_inventories`]: a page is parsed while the next one
-/// is read, and dropped after, so at thousands of tenants the read holds two pages' text, not
-/// the whole namespace's. An inventory of 26 objects is about 24 KB of JSON, and a page is
-/// held as received, as one body and as parsed JSON at once: 25 a page is about 2 MiB of it.
-/// (The agent reads a chunk's inventories by name: [`get_inventories`].)
-const PAGE: u32 = 25;
+mod walk;
 
-/// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]).
+pub use walk::{Inventories, Walk, held, peak_held};
+
+/// Inventory ConfigMaps per page of a LIST ([`Walk`], [`each_inventory`]): a page is parsed
+/// while the next one is read, and dropped after, so at thousands of tenants the read holds
+/// two pages' text, not the whole namespace's. An inventory of 26 objects is about 24 KB of
+/// JSON, and a page is held as received, as one body and as parsed JSON at once: 25 a page is
+/// about 2 MiB of it. (The agent reads a chunk's inventories by name: [`get_inventories`].)
+pub const PAGE: u32 = 25;
+
+/// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]),
+/// all held at once: for the few callers that need them together. A pass over every tenant
+/// takes them one at a time instead ([`Walk`]).
 pub async fn load_inventories(
     client: &kube::Client,
     namespace: &str,
@@ -36,6 +42,28 @@ pub async fn load_inventories(
     Ok(out)
 }
 
+/// One page of the inventory ConfigMaps of `namespace` (from `token`, else the first), as
+/// JSON: `items` and `metadata.continue`.
+async fn list_page(
+    client: &kube::Client,
+    namespace: &str,
+    token: Option<&str>,
+) -> Result<Value, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let failed =
+        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
+    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    let mut params = ListParams::default().labels(&selector).limit(PAGE);
+    if let Some(t) = token {
+        params = params.continue_token(t);
+    }
+    let request = kube::core::Request::new(api.resource_url())
+        .list(&params)
+        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+    // Read straight into JSON values (one decode; no typed detour).
+    client.request::<Value>(request).await.map_err(failed)
+}
+
 /// Read every inventory ConfigMap of the agent namespace in pages of [`PAGE`], handing each
 /// to `each` as it is parsed: the caller keeps what it needs, a page at a time. (A few
 /// tenants' inventories are read by name: [`get_inventories`].)
@@ -44,23 +72,7 @@ pub async fn each_inventory(
     namespace: &str,
     mut each: impl FnMut(String, Result<Inventory, InventoryError>),
 ) -> Result<(), ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let failed =
-        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
-    let read_page = |token: Option<String>| {
-        let mut params = ListParams::default().labels(&selector).limit(PAGE);
-        if let Some(t) = &token {
-            params = params.continue_token(t);
-        }
-        let request = kube::core::Request::new(api.resource_url()).list(&params);
-        async move {
-            let request = request.map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-            // Read straight into JSON values (one decode; no typed detour).
-            client.request::<Value>(request).await.map_err(failed)
-        }
-    };
-    let mut current = read_page(None).await?;
+    let mut current = list_page(client, namespace, None).await?;
     loop {
         let token = current["metadata"]["continue"]
             .as_str()
@@ -71,7 +83,7 @@ pub async fn each_inventory(
         // while the inventories of this one are decoded.
         let next = async {
             match token {
-                Some(t) => read_page(Some(t)).await.map(Some),
+                Some(t) => list_page(client, namespace, Some(&t)).await.map(Some),
                 None => Ok(None),
             }
         };

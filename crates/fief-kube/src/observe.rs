@@ -5,8 +5,9 @@
 //! fief applied before need a live hash; per kind, one metadata-only LIST (paged) says which
 //! still carry the resourceVersion recorded in the inventory, or fief's own `managedFields`
 //! entry as recorded (their recorded hash stands: no field fief sets was written), and
-//! only the others are read in full. Reads only (creates the agent namespace when it is
-//! missing).
+//! only the others are read in full. A pass over many tenants lists each kind's metadata once
+//! for all of them instead ([`Prefetch`]), as its batches first need the kind. Reads only
+//! (creates the agent namespace when it is missing).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -15,6 +16,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, Patch};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+mod prefetch;
+
+pub use prefetch::Prefetch;
 
 use super::inventory_store::load_inventories;
 use super::sync::{ClusterState, SyncOptions, api_version};
@@ -26,7 +31,9 @@ use fief_core::plan;
 use fief_core::render::TenantRender;
 
 /// Read what a sync needs: the agent namespace (created if missing), the inventories, and the
-/// live hash of every rendered object fief applied before (see the module docs).
+/// live hash of every rendered object fief applied before (see the module docs). Every
+/// inventory is held at once: a pass over the fleet goes through [`super::batched::sync_batched`],
+/// which holds a batch's.
 pub async fn observe(
     resources: &Resources,
     renders: &[TenantRender],
@@ -43,8 +50,9 @@ pub async fn observe(
 /// The live hash of every rendered object fief applied before (recorded in `inventories`);
 /// see the module docs. `all_tenants`: the renders are the whole repo (a selector on the
 /// tenant label then replaces the list of names when they are many). With `prefetch` (the
-/// metadata of these tenants' objects, read beforehand by [`prefetch`]), no metadata is
-/// listed again: only the bodies of objects it found moved are read.
+/// metadata pass of a pass over many tenants, [`Prefetch`]), no metadata is
+/// listed again (the kinds it has not listed yet are listed first): only the bodies of
+/// objects it found moved are read.
 pub async fn observe_live(
     resources: &Resources,
     renders: &[TenantRender],
@@ -73,6 +81,10 @@ pub async fn observe_live(
                     },
                 );
         }
+    }
+    if let Some(p) = prefetch {
+        let entries = wanted.values().flat_map(|w| w.values().map(|w| w.entry));
+        p.ensure(resources, entries).await?;
     }
     // Name the tenants when they are few (the cluster may hold many more of other repos);
     // past that, one selector for all fief members keeps the URL short.
@@ -152,104 +164,36 @@ struct Wanted<'a> {
     entry: &'a Entry,
 }
 
-/// What one metadata-only pass over the objects recorded for many tenants found (see
-/// [`prefetch`]): the recorded live hash of each object still as fief left it, and every
-/// recorded object that exists.
-#[derive(Debug, Default)]
-pub struct Prefetch {
-    trusted: HashMap<ObjectId, String>,
-    found: HashSet<ObjectId>,
-}
-
-impl Prefetch {
-    /// Whether the object of a recorded entry is live exactly as fief left it (so its
-    /// recorded live hash stands).
-    pub fn unchanged(&self, entry: &Entry) -> bool {
-        self.trusted.get(&entry.id) == Some(&entry.live)
-    }
-}
-
-/// Read, once for all of `tenants`, the metadata of every kind their inventories record: one
-/// metadata-only LIST per kind (paged, the kinds concurrently) with `selector`, instead of one
-/// per batch of tenants. Keeps only identities and recorded hashes, not the pages.
-pub async fn prefetch(
-    resources: &Resources,
-    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
-    tenants: &[String],
-    selector: &str,
-) -> Result<Prefetch, ClusterError> {
-    let mut kinds: HashMap<(String, String), HashMap<&ObjectId, &Entry>> = HashMap::new();
-    for t in tenants {
-        let Some(Ok(inv)) = inventories.get(t) else {
-            continue;
-        };
-        for e in inv.entries.values().filter(|e| !e.live.is_empty()) {
-            kinds
-                .entry((e.api_version.clone(), e.id.kind.clone()))
-                .or_default()
-                .insert(&e.id, e);
-        }
-    }
-    let per_kind: Vec<Result<Prefetch, ClusterError>> = stream::iter(kinds)
-        .map(|((api_version, kind), recorded)| async move {
-            let mut out = Prefetch::default();
-            let Some(resource) = resources.resolve(&api_version, &kind).await else {
-                return Ok(out);
-            };
-            let failed = |source| {
-                ClusterError::request(
-                    format!("list {kind} ({api_version}) where {selector}"),
-                    source,
-                )
-            };
-            each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
-                let Some(e) = recorded.get(&id) else { return };
-                if unchanged_since_applied(e, &m.resource_version, &m.uid, &m.managed_fields) {
-                    out.trusted.insert(id.clone(), e.live.clone());
-                }
-                out.found.insert(id);
-            })
-            .await
-            .map_err(failed)?;
-            Ok(out)
-        })
-        .buffer_unordered(KINDS_AT_ONCE)
-        .collect()
-        .await;
-    let mut all = Prefetch::default();
-    for part in per_kind {
-        let part = part?;
-        all.trusted.extend(part.trusted);
-        all.found.extend(part.found);
-    }
-    Ok(all)
-}
-
-/// Objects per page of a [`prefetch`] LIST (metadata only, about 1 KiB each; a few kinds are
-/// read at once, so this bounds the memory pages take).
-const PREFETCH_PAGE: u32 = 500;
-
 /// Whether a live object (its metadata) is still the one fief last applied, as far as the
 /// fields fief sets go: same uid, and either the same resourceVersion (no write at all) or
 /// fief's own `managedFields` entry unchanged (writes since touched none of fief's fields,
 /// e.g. a controller's status updates).
+/// `managed` gives the live object's [`plan::managed_fingerprint`]; it is asked for only
+/// when the resourceVersion moved.
 fn unchanged_since_applied(
     entry: &Entry,
     resource_version: &str,
     uid: &str,
-    managed_fields: &Value,
+    managed: impl FnOnce() -> String,
 ) -> bool {
-    // The fingerprint is computed only when the resourceVersion moved.
     let managed = if entry.resource_version == resource_version {
         String::new()
     } else {
-        plan::managed_fingerprint(managed_fields, FIELD_MANAGER)
+        managed()
     };
     entry.applied_version().still(&AppliedVersion {
         uid: uid.to_string(),
         resource_version: resource_version.to_string(),
         managed,
     })
+}
+
+/// Whether a `managedFields` entry is fief's own apply (what [`plan::managed_fingerprint`]
+/// reads).
+fn is_own_apply(f: &Value) -> bool {
+    f["manager"] == FIELD_MANAGER
+        && f["operation"] == "Apply"
+        && f["subresource"].as_str().unwrap_or_default().is_empty()
 }
 
 /// One page of a metadata-only LIST, as far as [`live_hashes`] reads it.
@@ -361,22 +305,19 @@ async fn live_hashes(
     let mut moved: HashSet<ObjectId> = HashSet::new();
     if let Some(p) = prefetch {
         for (id, w) in wanted {
-            match p.trusted.get(id) {
-                Some(hash) if *hash == w.entry.live => {
-                    live.insert(id.clone(), hash.clone());
-                }
-                _ if p.found.contains(id) => {
-                    moved.insert(id.clone());
-                }
-                // Not found by the prefetch: it does not exist (it is applied).
-                _ => {}
+            if p.unchanged(w.entry) {
+                live.insert(id.clone(), w.entry.live.clone());
+            } else if p.found(w.entry) {
+                moved.insert(id.clone());
             }
+            // Not found by the metadata pass: it does not exist (it is applied).
         }
     }
     if prefetch.is_none() {
         each_metadata(resources, resource, selector, PAGE, |id, m| {
             let Some(w) = wanted.get(&id) else { return };
-            if unchanged_since_applied(w.entry, &m.resource_version, &m.uid, &m.managed_fields) {
+            let managed = || plan::managed_fingerprint(&m.managed_fields, FIELD_MANAGER);
+            if unchanged_since_applied(w.entry, &m.resource_version, &m.uid, managed) {
                 live.insert(id, w.entry.live.clone());
             } else {
                 moved.insert(id);

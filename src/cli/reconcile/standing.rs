@@ -15,7 +15,7 @@ use crate::core::condition::{ConditionType, Reason};
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::status::moved::moved_to;
 use crate::kube::ClusterError;
-use crate::kube::inventory_store::{get_inventories, load_inventories};
+use crate::kube::inventory_store::{Walk, get_inventories};
 use crate::kube::tenant_flags::load_flags;
 
 /// How long a `Ready` the sync wrote (reason `Applied`, no health verdict yet) is watched
@@ -346,41 +346,48 @@ pub(super) async fn settle(
 }
 
 /// The standings of `tenant`, else of the `only` tenants, else of every tenant (with their
-/// suspensions).
+/// suspensions; their inventories read one at a time, each dropped once judged).
 async fn read(
     client: &kube::Client,
     namespace: &str,
     tenant: Option<&str>,
     only: Option<&[String]>,
 ) -> Result<BTreeMap<String, Standing>, ClusterError> {
-    let (inventories, flags) = match (tenant, only) {
-        (Some(t), _) => (
-            get_inventories(client, namespace, &[t.to_string()]).await?,
-            BTreeMap::new(),
-        ),
-        (None, Some(names)) => (
-            get_inventories(client, namespace, names).await?,
-            BTreeMap::new(),
-        ),
-        (None, None) => (
-            load_inventories(client, namespace).await?,
-            load_flags(client, namespace).await?,
-        ),
+    let named = match (tenant, only) {
+        (Some(t), _) => get_inventories(client, namespace, &[t.to_string()]).await?,
+        (None, Some(names)) => get_inventories(client, namespace, names).await?,
+        (None, None) => return read_every(client, namespace).await,
     };
-    Ok(inventories
+    Ok(named
         .into_iter()
         .map(|(t, inv)| {
-            let suspended = flags.get(&t).and_then(|f| f.suspended.as_deref());
-            let s = standing(inv, suspended);
+            let s = standing(&inv, None);
             (t, s)
         })
         .collect())
 }
 
+/// The standing of every tenant with an inventory, with its suspension.
+async fn read_every(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<String, Standing>, ClusterError> {
+    let flags = load_flags(client, namespace).await?;
+    let mut walk = Walk::new(client, namespace);
+    let mut standings = BTreeMap::new();
+    while let Some(one) = walk.next().await? {
+        for (t, inv) in one.iter() {
+            let suspended = flags.get(t).and_then(|f| f.suspended.as_deref());
+            standings.insert(t.clone(), standing(inv, suspended));
+        }
+    }
+    Ok(standings)
+}
+
 /// The standing of an inventory as read; an unreadable one is a failure.
-fn standing(inv: Result<Inventory, InventoryError>, suspended: Option<&str>) -> Standing {
+fn standing(inv: &Result<Inventory, InventoryError>, suspended: Option<&str>) -> Standing {
     match inv {
-        Ok(inv) => Standing::of(&inv, suspended),
+        Ok(inv) => Standing::of(inv, suspended),
         Err(e) => Standing::Failed {
             reason: "UnreadableInventory".to_string(),
             message: e.to_string(),

@@ -14,9 +14,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::inventory_store::load_inventories;
+use super::inventory_store::{Inventories, Walk};
 use super::{ClusterError, Resources};
-use fief_core::inventory::{Inventory, InventoryError};
+use fief_core::inventory::Inventory;
 use fief_core::model::PruneGuard;
 use fief_core::objects::{self, ObjectId};
 use fief_core::plan;
@@ -68,6 +68,10 @@ pub struct DiffOutcome {
 /// dry-run (read-only rights) are compared client-side, with a note. With `adopt`, objects
 /// that exist and no inventory records are compared as `fief apply --adopt` compares them
 /// ([`adopt::adoption_diff`]).
+///
+/// The tenants are compared in the order of their names, each with its inventory as the walk
+/// over every inventory reaches it ([`Walk`]): one inventory is held at a time. What each
+/// tenant gives is kept in its place, so the outcome lists the tenants in `renders`' order.
 pub async fn diff(
     resources: &Resources,
     renders: &[TenantRender],
@@ -77,58 +81,124 @@ pub async fn diff(
     adopt: bool,
 ) -> Result<DiffOutcome, ClusterError> {
     let mut outcome = DiffOutcome::default();
-    let client = resources.client().clone();
-    let inventories = match load_inventories(&client, agent_namespace).await {
-        Ok(i) => i,
-        Err(e) if e.status_code() == Some(404) => Default::default(),
-        Err(e) => return Err(e),
-    };
+    let mut previous = Previous::new(resources.client(), agent_namespace, renders).await?;
     let skipped = skipped_tenants(renders, cluster, &mut outcome);
     let scope: Vec<&TenantRender> = renders
         .iter()
         .filter(|r| r.is_ok() && !skipped.contains(&r.tenant.as_str()))
         .collect();
-    let kinds = kinds_of(&scope, &inventories);
-    let selector = super::observe::tenant_selector(renders);
-    let (live, unreadable) = read_live(resources, &kinds, &selector, &mut outcome).await?;
+    let mut live = Live::new(resources, super::observe::tenant_selector(renders));
+    live.read(&kinds_of(&scope)).await?;
+    let mut order: Vec<usize> = (0..scope.len()).collect();
+    order.sort_by(|a, b| scope[*a].tenant.cmp(&scope[*b].tenant));
+    let mut parts: Vec<DiffOutcome> = scope.iter().map(|_| DiffOutcome::default()).collect();
     let mut tally = Tally::default();
-    for r in scope {
-        let prev: Option<&Inventory> = inventories.get(&r.tenant).and_then(|i| i.as_ref().ok());
+    for i in order {
+        let r = scope[i];
+        let prev = previous.of(&r.tenant).await?;
+        // A kind the render no longer has may still have objects to prune.
+        if let Some(inv) = prev {
+            let recorded = inv
+                .entries
+                .values()
+                .map(|e| (e.api_version.clone(), e.id.kind.clone()))
+                .collect();
+            live.read(&recorded).await?;
+        }
         let tenant = TenantDiff {
             resources,
             render: r,
             prev,
-            live: &live,
-            unreadable: &unreadable,
+            live: &live.objects,
+            unreadable: &live.unreadable,
             adopt,
         };
-        tenant.diff(guard, &mut outcome, &mut tally).await;
+        tenant.diff(guard, &mut parts[i], &mut tally).await;
     }
-    if tally.not_compared > 0 {
-        outcome.notes.push(format!(
-            "{} Secret(s) not compared: rendered without the age key, their values \
-             are unknown (give --age-key-file, SOPS_AGE_KEY_FILE or SOPS_AGE_KEY to compare them)",
-            tally.not_compared
-        ));
+    outcome.orphans = previous.rest().await?;
+    outcome.errors.extend(live.errors.into_values());
+    for part in parts {
+        outcome.diffs.extend(part.diffs);
+        outcome.errors.extend(part.errors);
+        outcome.notes.extend(part.notes);
+        outcome.adoptable.extend(part.adoptable);
     }
-    let rendered: BTreeSet<&str> = renders.iter().map(|r| r.tenant.as_str()).collect();
-    outcome.orphans = inventories
-        .iter()
-        .filter(|(tenant, _)| !rendered.contains(tenant.as_str()))
-        .map(|(tenant, inv)| {
-            let objects = inv.as_ref().map_or(0, |i| i.entries.len());
-            (tenant.clone(), objects)
-        })
-        .collect();
-    if tally.client_side > 0 {
-        outcome.notes.push(format!(
-            "{} object(s) compared client-side (rendered against the live fields fief sets; \
-             server defaults, admission and RBAC not predicted for them): {}",
-            tally.client_side,
-            tally.reasons.into_iter().collect::<Vec<_>>().join("; ")
-        ));
-    }
+    tally.notes(&mut outcome);
     Ok(outcome)
+}
+
+/// The inventories, taken in the order of their tenants as the tenants in scope are compared:
+/// the one compared now, and of the others only the orphans' names and sizes.
+struct Previous {
+    /// None: the agent namespace does not exist (no inventory).
+    walk: Option<Walk>,
+    /// The inventory of the tenant compared now.
+    held: Inventories,
+    /// Every rendered tenant: the inventory of any other is an orphan's.
+    rendered: BTreeSet<String>,
+    /// Tenants with an inventory and no tenant file, with the objects it holds.
+    orphans: Vec<(String, usize)>,
+}
+
+impl Previous {
+    /// Start the walk over the inventories of `namespace`.
+    async fn new(
+        client: &kube::Client,
+        namespace: &str,
+        renders: &[TenantRender],
+    ) -> Result<Previous, ClusterError> {
+        let mut walk = Walk::new(client, namespace);
+        let walk = match walk.peek().await {
+            Ok(_) => Some(walk),
+            Err(e) if e.status_code() == Some(404) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Previous {
+            walk,
+            held: Inventories::new(),
+            rendered: renders.iter().map(|r| r.tenant.clone()).collect(),
+            orphans: Vec::new(),
+        })
+    }
+
+    /// The inventory of `tenant` (after every tenant asked for before), if it has a readable
+    /// one; the one held before is dropped.
+    async fn of(&mut self, tenant: &str) -> Result<Option<&Inventory>, ClusterError> {
+        if !self.held.contains_key(tenant) {
+            self.held = Inventories::new();
+            while let Some(one) = self.next(Some(tenant)).await? {
+                self.held = one;
+            }
+        }
+        Ok(self.held.get(tenant).and_then(|i| i.as_ref().ok()))
+    }
+
+    /// The next inventory up to `last`'s, noting (and dropping) the orphans on the way.
+    async fn next(&mut self, last: Option<&str>) -> Result<Option<Inventories>, ClusterError> {
+        let Some(walk) = self.walk.as_mut() else {
+            return Ok(None);
+        };
+        while let Some(one) = walk.next_upto(last).await? {
+            let Some((tenant, inv)) = one.iter().next() else {
+                continue;
+            };
+            if Some(tenant.as_str()) == last {
+                return Ok(Some(one));
+            }
+            if !self.rendered.contains(tenant) {
+                let objects = inv.as_ref().map_or(0, |i| i.entries.len());
+                self.orphans.push((tenant.clone(), objects));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The orphans, once every inventory is read.
+    async fn rest(mut self) -> Result<Vec<(String, usize)>, ClusterError> {
+        self.held = Inventories::new();
+        while self.next(None).await?.is_some() {}
+        Ok(self.orphans)
+    }
 }
 
 /// The tenants another cluster's agent owns (their `spec.cluster` is not `cluster`), noted
@@ -153,24 +223,57 @@ fn skipped_tenants<'r>(
     skipped
 }
 
-/// The kinds of the render and of the inventory: a kind the render no longer has may
-/// still have objects to prune.
-fn kinds_of(
-    scope: &[&TenantRender],
-    inventories: &BTreeMap<String, Result<Inventory, InventoryError>>,
-) -> BTreeSet<(String, String)> {
+/// The kinds of the render.
+fn kinds_of(scope: &[&TenantRender]) -> BTreeSet<(String, String)> {
     let mut kinds = BTreeSet::new();
     for r in scope {
         for o in &r.objects {
             kinds.insert((super::sync::api_version(&o.object), o.id.kind.clone()));
         }
-        if let Some(Ok(inv)) = inventories.get(&r.tenant) {
-            for e in inv.entries.values() {
-                kinds.insert((e.api_version.clone(), e.id.kind.clone()));
-            }
-        }
     }
     kinds
+}
+
+/// The live objects of the kinds read so far (each read once, when a tenant first needs it).
+struct Live<'a> {
+    resources: &'a Resources,
+    selector: String,
+    /// By identity.
+    objects: HashMap<ObjectId, Value>,
+    /// Kinds the caller may not list.
+    unreadable: BTreeSet<String>,
+    /// Kinds read (or refused).
+    read: BTreeSet<(String, String)>,
+    /// Why a kind could not be compared, by kind: first among the outcome's errors, in the
+    /// order of the kinds.
+    errors: BTreeMap<(String, String), String>,
+}
+
+impl<'a> Live<'a> {
+    fn new(resources: &'a Resources, selector: String) -> Live<'a> {
+        Live {
+            resources,
+            selector,
+            objects: HashMap::new(),
+            unreadable: BTreeSet::new(),
+            read: BTreeSet::new(),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Read the kinds of `kinds` not read yet ([`read_live`]).
+    async fn read(&mut self, kinds: &BTreeSet<(String, String)>) -> Result<(), ClusterError> {
+        let new: BTreeSet<(String, String)> = kinds.difference(&self.read).cloned().collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let (objects, unreadable) =
+            read_live(self.resources, &new, &self.selector, &mut self.errors).await?;
+        self.objects.extend(objects);
+        self.unreadable.extend(unreadable);
+        self.read.extend(new);
+        Ok(())
+    }
 }
 
 /// What the notes of a diff count over every tenant.
@@ -182,6 +285,27 @@ struct Tally {
     not_compared: usize,
     /// Why objects were compared client-side.
     reasons: BTreeSet<String>,
+}
+
+impl Tally {
+    /// The notes of what the tally counted, after the tenants' own.
+    fn notes(self, outcome: &mut DiffOutcome) {
+        if self.not_compared > 0 {
+            outcome.notes.push(format!(
+                "{} Secret(s) not compared: rendered without the age key, their values \
+                 are unknown (give --age-key-file, SOPS_AGE_KEY_FILE or SOPS_AGE_KEY to compare them)",
+                self.not_compared
+            ));
+        }
+        if self.client_side > 0 {
+            outcome.notes.push(format!(
+                "{} object(s) compared client-side (rendered against the live fields fief sets; \
+                 server defaults, admission and RBAC not predicted for them): {}",
+                self.client_side,
+                self.reasons.into_iter().collect::<Vec<_>>().join("; ")
+            ));
+        }
+    }
 }
 
 /// One tenant in scope and what is known of the cluster.
@@ -299,13 +423,13 @@ impl TenantDiff<'_> {
 }
 
 /// The live objects of these kinds matching `selector`, by identity (one LIST per kind). A
-/// kind the caller may not list (403) is an error line of the outcome, and its objects are
+/// kind the caller may not list (403) is an error line in `errors`, and its objects are
 /// left out of the diff (the kinds returned); other failures end the diff.
 async fn read_live(
     resources: &Resources,
     kinds: &BTreeSet<(String, String)>,
     selector: &str,
-    outcome: &mut DiffOutcome,
+    errors: &mut BTreeMap<(String, String), String>,
 ) -> Result<(HashMap<ObjectId, Value>, BTreeSet<String>), ClusterError> {
     let mut live = HashMap::new();
     let mut unreadable = BTreeSet::new();
@@ -321,7 +445,7 @@ async fn read_live(
             }
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 unreadable.insert(kind.clone());
-                outcome.errors.push(format!(
+                errors.insert((api_version.clone(), kind.clone()), format!(
                     "cannot compare {kind} objects: list {kind} ({api_version}): the API server answered 403 Forbidden: {}; \
                      diff needs get/list on every kind fief applies",
                     s.message

@@ -1,0 +1,291 @@
+//! Walk: the inventories of the agent namespace one at a time, in the order of their tenants'
+//! names, and the count of the inventories a pass holds.
+//!
+//! In: the agent namespace. Out: each inventory parsed as it is taken ([`Walk::next_upto`]),
+//! inside an [`Inventories`] that counts it while it lives. The ConfigMaps are listed in pages
+//! of [`super::PAGE`] on a task of their own, a page ahead of the one being taken; a page waits as
+//! received text and is parsed an inventory at a time, so what a pass holds parsed is what it
+//! took and has not dropped. A LIST with pages comes back in the order of the ConfigMaps'
+//! names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass that walks its
+//! tenants sorted by name takes each one's inventory as it reaches it, and every inventory of
+//! a tenant it skips (orphaned, out of scope) on the way.
+//!
+//! The count ([`held`], [`peak_held`]) is of every [`Inventories`] alive in the process. In
+//! debug builds (the integration tests), `FIEF_TEST_INVENTORIES_HELD=<file>` writes the peak
+//! to that file each time it rises: the tests read how many inventories a command held at
+//! once from there. A release build has no such hook.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::list_page;
+use crate::ClusterError;
+use fief_core::inventory::{Inventory, InventoryError};
+use fief_core::objects;
+
+/// Inventories alive in an [`Inventories`] now.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+/// The most [`HELD`] has been.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// Inventories held now, by every pass of this process.
+pub fn held() -> usize {
+    HELD.load(Ordering::SeqCst)
+}
+
+/// The most inventories held at once so far in this process.
+pub fn peak_held() -> usize {
+    PEAK.load(Ordering::SeqCst)
+}
+
+fn hold(n: usize) {
+    if n == 0 {
+        return;
+    }
+    let now = HELD.fetch_add(n, Ordering::SeqCst) + n;
+    if PEAK.fetch_max(now, Ordering::SeqCst) < now {
+        test_hook::peak_rose();
+    }
+}
+
+fn release(n: usize) {
+    HELD.fetch_sub(n, Ordering::SeqCst);
+}
+
+/// The test-only report of the peak (see the module docs).
+#[cfg(debug_assertions)]
+mod test_hook {
+    use std::sync::{Mutex, OnceLock};
+
+    /// Where the peak is written, when asked for.
+    fn target() -> Option<&'static std::path::PathBuf> {
+        static TARGET: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+        TARGET
+            .get_or_init(|| std::env::var_os("FIEF_TEST_INVENTORIES_HELD").map(Into::into))
+            .as_ref()
+    }
+
+    /// Write the peak as it stands (under a lock, so a lower one never lands last).
+    pub(super) fn peak_rose() {
+        static WRITING: Mutex<()> = Mutex::new(());
+        let Some(path) = target() else { return };
+        let _one = WRITING.lock();
+        let _ = std::fs::write(path, super::peak_held().to_string());
+    }
+}
+
+#[cfg(not(debug_assertions))]
+mod test_hook {
+    pub(super) fn peak_rose() {}
+}
+
+/// Inventories by tenant, counted in [`held`] while they live. Read as a map; changed only
+/// through its own methods, which keep the count.
+#[derive(Debug, Default)]
+pub struct Inventories {
+    map: BTreeMap<String, Result<Inventory, InventoryError>>,
+}
+
+impl Inventories {
+    /// No inventory.
+    pub fn new() -> Inventories {
+        Inventories::default()
+    }
+
+    /// Hold one more (replacing the tenant's, if held).
+    pub fn insert(&mut self, tenant: String, inventory: Result<Inventory, InventoryError>) {
+        if self.map.insert(tenant, inventory).is_none() {
+            hold(1);
+        }
+    }
+
+    /// Take the tenant's inventory out, into an [`Inventories`] of its own (empty when it is
+    /// not held).
+    pub fn take(&mut self, tenant: &str) -> Inventories {
+        let mut one = BTreeMap::new();
+        if let Some(inv) = self.map.remove(tenant) {
+            one.insert(tenant.to_string(), inv);
+        }
+        Inventories { map: one }
+    }
+
+    /// Hold `other`'s inventories too.
+    pub fn append(&mut self, mut other: Inventories) {
+        for (tenant, inv) in std::mem::take(&mut other.map) {
+            if self.map.insert(tenant, inv).is_some() {
+                release(1);
+            }
+        }
+    }
+}
+
+impl Deref for Inventories {
+    type Target = BTreeMap<String, Result<Inventory, InventoryError>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl Drop for Inventories {
+    fn drop(&mut self) {
+        release(self.map.len());
+    }
+}
+
+/// Pages read ahead of the one being taken.
+const PAGES_AHEAD: usize = 1;
+
+/// The inventories of the agent namespace, taken one at a time in the order of their tenants'
+/// names (see the module docs). Dropping it stops the reading.
+pub struct Walk {
+    pages: mpsc::Receiver<Result<Vec<Value>, ClusterError>>,
+    reader: tokio::task::JoinHandle<()>,
+    /// The page being taken, as received.
+    items: VecDeque<Value>,
+    /// Every page was received.
+    done: bool,
+    /// The tenant of the last inventory taken.
+    last: Option<String>,
+}
+
+impl Walk {
+    /// Start listing the inventory ConfigMaps of `namespace` (on a task of their own).
+    pub fn new(client: &kube::Client, namespace: &str) -> Walk {
+        let (tx, pages) = mpsc::channel(PAGES_AHEAD);
+        let (client, namespace) = (client.clone(), namespace.to_string());
+        let reader = tokio::spawn(async move {
+            let mut token: Option<String> = None;
+            loop {
+                let page = list_page(&client, &namespace, token.as_deref()).await;
+                let mut page = match page {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                token = page["metadata"]["continue"]
+                    .as_str()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string);
+                let items = match page["items"].take() {
+                    Value::Array(items) => items,
+                    _ => Vec::new(),
+                };
+                // The one taking them stopped: so does the reading.
+                if tx.send(Ok(items)).await.is_err() || token.is_none() {
+                    return;
+                }
+            }
+        });
+        Walk {
+            pages,
+            reader,
+            items: VecDeque::new(),
+            done: false,
+            last: None,
+        }
+    }
+
+    /// The tenant of the next inventory, receiving the next page when this one is taken;
+    /// `None` past the last one.
+    pub async fn peek(&mut self) -> Result<Option<&str>, ClusterError> {
+        while self.items.is_empty() && !self.done {
+            match self.pages.recv().await {
+                Some(page) => self.items.extend(page?),
+                None => self.done = true,
+            }
+        }
+        Ok(self.items.front().map(tenant_of))
+    }
+
+    /// The next inventory when its tenant's name is at most `last` (any, for `None`),
+    /// parsed and counted; `None` when there is no such one (yet).
+    ///
+    /// An inventory whose tenant sorts before one already taken (its ConfigMap is labelled
+    /// for a tenant other than its name says) is an error naming it: a pass that walks the
+    /// tenants in order may have passed its tenant already.
+    pub async fn next_upto(
+        &mut self,
+        last: Option<&str>,
+    ) -> Result<Option<Inventories>, ClusterError> {
+        let Some(tenant) = self.peek().await? else {
+            return Ok(None);
+        };
+        if last.is_some_and(|l| tenant > l) {
+            return Ok(None);
+        }
+        let tenant = tenant.to_string();
+        let Some(cm) = self.items.pop_front() else {
+            return Ok(None);
+        };
+        if self
+            .last
+            .as_deref()
+            .is_some_and(|before| tenant.as_str() < before)
+        {
+            let name = cm["metadata"]["name"].as_str().unwrap_or_default();
+            return Err(ClusterError::Client {
+                what: format!("read inventory ConfigMap {name}"),
+                detail: format!(
+                    "it is labelled for tenant `{tenant}`, which its name does not say; \
+                     fix its {} label or delete it",
+                    objects::LABEL_TENANT
+                ),
+            });
+        }
+        let mut one = Inventories::new();
+        one.insert(tenant.clone(), Inventory::from_configmap(&cm));
+        self.last = Some(tenant);
+        Ok(Some(one))
+    }
+
+    /// The next inventory, parsed and counted; `None` past the last one.
+    pub async fn next(&mut self) -> Result<Option<Inventories>, ClusterError> {
+        self.next_upto(None).await
+    }
+}
+
+impl Drop for Walk {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// The tenant an inventory ConfigMap is labelled for (empty when none).
+fn tenant_of(cm: &Value) -> &str {
+    cm["metadata"]["labels"][objects::LABEL_TENANT]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inventories_count_what_they_hold_until_dropped() {
+        // Other tests of this process may hold some: only the difference is checked.
+        let before = held();
+        let mut a = Inventories::new();
+        a.insert("a".into(), Ok(Inventory::new("a")));
+        a.insert("b".into(), Ok(Inventory::new("b")));
+        a.insert("b".into(), Ok(Inventory::new("b")));
+        let mut c = Inventories::new();
+        c.insert("c".into(), Ok(Inventory::new("c")));
+        c.insert("b".into(), Ok(Inventory::new("b")));
+        a.append(c);
+        assert_eq!(a.len(), 3);
+        let b = a.take("b");
+        assert_eq!((a.len(), b.len()), (2, 1));
+        assert!(a.take("none").is_empty());
+        drop(a);
+        drop(b);
+        assert_eq!(held(), before);
+    }
+}

@@ -1,0 +1,162 @@
+//! The metadata pass of a pass over many tenants ([`Prefetch`]): the version of every object
+//! of a kind, listed once for all the tenants, then compared with each recorded entry.
+//!
+//! In: the kinds of the entries a batch of tenants recorded, as the batches come. Out: per
+//! recorded entry, whether its object is live as fief left it, and whether it exists.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::stream::{self, StreamExt};
+use tokio::sync::OnceCell;
+
+use super::{KINDS_AT_ONCE, each_metadata, is_own_apply, unchanged_since_applied};
+use crate::{ClusterError, FIELD_MANAGER, Resources};
+use fief_core::inventory::Entry;
+use fief_core::objects::ObjectId;
+use fief_core::plan;
+
+/// The metadata pass of a pass over many tenants: per kind, one metadata-only LIST (paged)
+/// with the pass's selector, made once, the first time a tenant recorded an object of that
+/// kind, instead of once per batch of tenants. Keeps each object's version, not the pages, so
+/// no inventory needs to be at hand beforehand: a batch's inventories are compared with it as
+/// the batch comes.
+#[derive(Debug)]
+pub struct Prefetch {
+    selector: String,
+    /// By (group, kind).
+    kinds: Mutex<HashMap<GroupKind, Listed>>,
+}
+
+/// What the metadata pass found of one kind, by object.
+type Versions = HashMap<ObjectId, LiveVersion>;
+
+/// A kind by its group and name.
+type GroupKind = (String, String);
+
+/// One kind's [`Versions`], once listed.
+type Listed = Arc<OnceCell<Versions>>;
+
+/// One live object's version, as far as [`unchanged_since_applied`] compares it.
+#[derive(Debug)]
+struct LiveVersion {
+    uid: String,
+    resource_version: String,
+    /// [`plan::managed_fingerprint`], computed only when another writer has an entry in
+    /// `managedFields`: with fief's alone, a write since fief's last apply (a moved
+    /// resourceVersion) can only have been fief's, so it never stands for the recorded one.
+    managed: Option<String>,
+}
+
+impl Prefetch {
+    /// A metadata pass over the objects `selector` selects; nothing listed yet.
+    pub fn new(selector: &str) -> Prefetch {
+        Prefetch {
+            selector: selector.to_string(),
+            kinds: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the object of a recorded entry is live exactly as fief left it (so its
+    /// recorded live hash stands). `false` for a kind not listed ([`Prefetch::ensure`]).
+    pub fn unchanged(&self, entry: &Entry) -> bool {
+        self.version(entry, |v| {
+            v.is_some_and(|v| {
+                unchanged_since_applied(entry, &v.resource_version, &v.uid, || {
+                    v.managed.clone().unwrap_or_default()
+                })
+            })
+        })
+    }
+
+    /// Whether the object of a recorded entry exists (listed by the metadata pass).
+    pub(super) fn found(&self, entry: &Entry) -> bool {
+        self.version(entry, |v| v.is_some())
+    }
+
+    /// `f` of what the pass found of the entry's object.
+    fn version<T>(&self, entry: &Entry, f: impl FnOnce(Option<&LiveVersion>) -> T) -> T {
+        let key = (entry.id.group.clone(), entry.id.kind.clone());
+        let cell = self.kinds.lock().ok().and_then(|k| k.get(&key).cloned());
+        f(cell
+            .as_ref()
+            .and_then(|c| c.get())
+            .and_then(|v| v.get(&entry.id)))
+    }
+
+    /// List, once each, the kinds of these entries' objects not listed yet (a few at once):
+    /// only entries with a live hash count (those not yet applied need none).
+    pub async fn ensure<'e>(
+        &self,
+        resources: &Resources,
+        entries: impl Iterator<Item = &'e Entry>,
+    ) -> Result<(), ClusterError> {
+        let mut wanted: HashMap<GroupKind, (&str, Listed)> = HashMap::new();
+        {
+            let Ok(mut kinds) = self.kinds.lock() else {
+                return Ok(());
+            };
+            for e in entries.filter(|e| !e.live.is_empty()) {
+                let key = (e.id.group.clone(), e.id.kind.clone());
+                let cell = kinds.entry(key.clone()).or_default();
+                if cell.initialized() || wanted.contains_key(&key) {
+                    continue;
+                }
+                wanted.insert(key, (e.api_version.as_str(), Arc::clone(cell)));
+            }
+        }
+        let lists: Vec<Result<(), ClusterError>> = stream::iter(wanted)
+            .map(|((_, kind), (api_version, cell))| async move {
+                cell.get_or_try_init(|| self.list_kind(resources, api_version, &kind))
+                    .await
+                    .map(drop)
+            })
+            .buffer_unordered(KINDS_AT_ONCE)
+            .collect()
+            .await;
+        lists.into_iter().collect()
+    }
+
+    /// Every object of a kind the selector selects, by its version.
+    async fn list_kind(
+        &self,
+        resources: &Resources,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Versions, ClusterError> {
+        let mut out = Versions::new();
+        let Some(resource) = resources.resolve(api_version, kind).await else {
+            return Ok(out);
+        };
+        let selector = &self.selector;
+        let failed = |source| {
+            ClusterError::request(
+                format!("list {kind} ({api_version}) where {selector}"),
+                source,
+            )
+        };
+        each_metadata(resources, &resource, selector, PREFETCH_PAGE, |id, m| {
+            let others = m
+                .managed_fields
+                .as_array()
+                .is_some_and(|all| all.iter().any(|f| !is_own_apply(f)));
+            let managed =
+                others.then(|| plan::managed_fingerprint(&m.managed_fields, FIELD_MANAGER));
+            out.insert(
+                id,
+                LiveVersion {
+                    uid: m.uid,
+                    resource_version: m.resource_version,
+                    managed,
+                },
+            );
+        })
+        .await
+        .map_err(failed)?;
+        Ok(out)
+    }
+}
+
+/// Objects per page of a [`Prefetch`] LIST (metadata only, about 1 KiB each; a few kinds are
+/// read at once, so this bounds the memory pages take).
+const PREFETCH_PAGE: u32 = 500;
