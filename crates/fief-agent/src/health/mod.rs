@@ -458,3 +458,7 @@ pub struct Permit(());
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod gate_tests;

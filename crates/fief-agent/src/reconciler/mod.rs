@@ -108,3 +108,7 @@ async fn render(shared: &Shared, state: &LoopState, due: Vec<String>) -> Vec<Ten
 /// `--concurrency`, so a chunk's tenants all sync at once; a larger chunk raises the peak
 /// memory without shortening a shared change (docs/src/performance.md).
 const CHUNK: usize = 8;
+
+#[cfg(test)]
+#[path = "prune_tests.rs"]
+mod prune_tests;
