@@ -44,6 +44,9 @@ mod kit_repo;
 #[cfg(test)]
 #[path = "outcome_tests.rs"]
 mod outcome_tests;
+#[cfg(test)]
+#[path = "inventories_tests.rs"]
+mod inventories_tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
