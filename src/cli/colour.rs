@@ -9,6 +9,7 @@ use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use super::Colour;
+use crate::core::condition::ConditionStatus;
 
 static CHOICE: OnceLock<Colour> = OnceLock::new();
 
@@ -69,10 +70,17 @@ pub fn error_prefix() -> String {
 
 /// The style of a sync outcome or a condition status.
 pub fn style_of(word: &str) -> Option<Style> {
+    if let Some(status) = ConditionStatus::parse(word) {
+        return Some(match status {
+            ConditionStatus::True => Style::Good,
+            ConditionStatus::False => Style::Bad,
+            ConditionStatus::Unknown => Style::Warn,
+        });
+    }
     match word {
-        "applied" | "purged" | "True" => Some(Style::Good),
-        "failed" | "invalid" | "False" => Some(Style::Bad),
-        "suspended" | "Suspended" | "orphaned" | "moved" | "Unknown" => Some(Style::Warn),
+        "applied" | "purged" => Some(Style::Good),
+        "failed" | "invalid" => Some(Style::Bad),
+        "suspended" | "Suspended" | "orphaned" | "moved" => Some(Style::Warn),
         _ => None,
     }
 }

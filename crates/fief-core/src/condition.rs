@@ -1,10 +1,11 @@
 //! A tenant's status conditions: the stored [`Condition`] and the words it is written in.
 //!
-//! In: nothing (a vocabulary). Out: [`ConditionType`] and [`Reason`], each written as its
-//! variant's name (`Ready`, `ApplyFailed`, ...), and the [`Condition`] the inventory's
-//! status records ([`crate::inventory::Status::set_condition`] sets one). The stored
-//! condition keeps plain strings, so an inventory written by another fief version, with a
-//! reason this one does not know, still loads as it was written.
+//! In: nothing (a vocabulary). Out: [`ConditionType`], [`ConditionStatus`] and [`Reason`],
+//! each written as its variant's name (`Ready`, `True`, `ApplyFailed`, ...), and the
+//! [`Condition`] the inventory's status records ([`crate::inventory::Status::set_condition`]
+//! sets one). The stored condition keeps its type and reason as plain strings, so an
+//! inventory written by another fief version, with a reason this one does not know, still
+//! loads as it was written; its status is one of the three Kubernetes defines.
 
 use std::fmt;
 
@@ -17,8 +18,8 @@ pub struct Condition {
     /// A [`ConditionType`]: `Ready`, `Reconciling`, `Stalled`, `Orphaned` or `Moved`.
     #[serde(rename = "type")]
     pub type_: String,
-    /// `True` or `False`.
-    pub status: String,
+    /// `True` or `False` (`Unknown` is Kubernetes' third word; fief does not write it).
+    pub status: ConditionStatus,
     /// A [`Reason`], CamelCase (kept as read: another fief version may know other reasons).
     pub reason: String,
     /// For people.
@@ -35,7 +36,56 @@ impl Condition {
 
     /// Whether the condition holds (`status: "True"`).
     pub fn is_true(&self) -> bool {
-        self.status == "True"
+        self.status == ConditionStatus::True
+    }
+}
+
+/// Whether a condition holds, in the words Kubernetes writes it in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    /// The condition holds.
+    True,
+    /// The condition does not hold.
+    False,
+    /// Nobody can tell (or, in a table, the condition is not set).
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The status as Kubernetes writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+
+    /// The status written as `word`, if it is one of the three.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "True" => Some(ConditionStatus::True),
+            "False" => Some(ConditionStatus::False),
+            "Unknown" => Some(ConditionStatus::Unknown),
+            _ => None,
+        }
+    }
+}
+
+impl From<bool> for ConditionStatus {
+    fn from(holds: bool) -> Self {
+        if holds {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        }
+    }
+}
+
+impl fmt::Display for ConditionStatus {
+    /// The word, padded to the formatter's width (a table's column).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
     }
 }
 
@@ -183,6 +233,27 @@ mod tests {
             assert_eq!(format!("{r:?}"), r.as_str());
             assert_eq!(serde_json::from_str::<Reason>(&json).unwrap(), r);
         }
+    }
+
+    #[test]
+    fn statuses_are_written_as_kubernetes_words_in_json_and_text() {
+        for (s, word) in [
+            (ConditionStatus::True, "True"),
+            (ConditionStatus::False, "False"),
+            (ConditionStatus::Unknown, "Unknown"),
+        ] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{word}\""));
+            assert_eq!(s.to_string(), word);
+            assert_eq!(format!("{s:<8}|"), format!("{word:<8}|"));
+            assert_eq!(ConditionStatus::parse(word), Some(s));
+            assert_eq!(
+                serde_json::from_str::<ConditionStatus>(&format!("\"{word}\"")).unwrap(),
+                s
+            );
+        }
+        assert_eq!(ConditionStatus::parse("true"), None);
+        assert_eq!(ConditionStatus::from(true), ConditionStatus::True);
+        assert_eq!(ConditionStatus::from(false), ConditionStatus::False);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use crate::condition::{ConditionType, Reason};
+use crate::condition::{ConditionStatus, ConditionType, Reason};
 use crate::inventory::Status;
 
 /// What an object's status says.
@@ -45,8 +45,14 @@ fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
-fn condition_is(v: &Value, type_: &str, status: &str) -> bool {
-    condition(v, type_).is_some_and(|c| c["status"] == status)
+/// Whether a raw condition (from `status.conditions`) holds: its `status` is `True`.
+fn holds(c: &Value) -> bool {
+    c["status"].as_str().and_then(ConditionStatus::parse) == Some(ConditionStatus::True)
+}
+
+/// Whether the object's condition of `type_` is set and holds.
+fn condition_holds(v: &Value, type_: &str) -> bool {
+    condition(v, type_).is_some_and(holds)
 }
 
 fn message(c: Option<&Value>) -> String {
@@ -166,7 +172,7 @@ fn daemon_set(d: &Value) -> Health {
 }
 
 fn job(j: &Value) -> Health {
-    if condition_is(j, "Failed", "True") {
+    if condition_holds(j, "Failed") {
         // The condition's reason (BackoffLimitExceeded, DeadlineExceeded...) and its message.
         let failed = condition(j, "Failed");
         let reason = failed.and_then(|c| c["reason"].as_str()).unwrap_or("");
@@ -177,7 +183,7 @@ fn job(j: &Value) -> Health {
         };
         return Health::Failed(format!("job failed: {why}"));
     }
-    if condition_is(j, "Complete", "True") {
+    if condition_holds(j, "Complete") {
         return Health::Current;
     }
     let succeeded = int(j, &["status", "succeeded"]).unwrap_or(0);
@@ -190,7 +196,7 @@ fn pod(p: &Value) -> Health {
         Some("Failed") => return Health::Failed("the pod failed".to_string()),
         _ => {}
     }
-    if condition_is(p, "Ready", "True") {
+    if condition_holds(p, "Ready") {
         Health::Current
     } else {
         Health::InProgress(format!("not ready: {}", message(condition(p, "Ready"))))
@@ -198,11 +204,11 @@ fn pod(p: &Value) -> Health {
 }
 
 fn generic(o: &Value) -> Health {
-    if condition_is(o, "Stalled", "True") {
+    if condition_holds(o, "Stalled") {
         return Health::Failed(format!("stalled: {}", message(condition(o, "Stalled"))));
     }
     match condition(o, "Ready") {
-        Some(c) if c["status"] == "True" => Health::Current,
+        Some(c) if holds(c) => Health::Current,
         Some(c) => Health::InProgress(format!("not ready: {}", message(Some(c)))),
         None => Health::Current,
     }
@@ -443,10 +449,8 @@ mod tests {
         let stalled = Verdict::Stalled(vec![("apps/Deployment t/web".into(), "0/1".into())]);
         set_conditions(&mut status, &stalled, "now");
         assert_eq!(
-            status
-                .condition(ConditionType::Stalled)
-                .map(|c| c.status.as_str()),
-            Some("True")
+            status.condition(ConditionType::Stalled).map(|c| c.status),
+            Some(ConditionStatus::True)
         );
         assert!(
             status

@@ -79,7 +79,7 @@ pub fn mark_reconciling(inv: &mut Inventory, now: &str) {
 pub fn interrupted(inv: &Inventory) -> bool {
     inv.status
         .condition(ConditionType::Reconciling)
-        .is_some_and(|c| c.status == "True" && c.has_reason(Reason::Progressing))
+        .is_some_and(|c| c.is_true() && c.has_reason(Reason::Progressing))
 }
 
 /// The final status of a sync: applied, failed, or prune held.

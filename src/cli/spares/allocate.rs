@@ -13,7 +13,7 @@ use std::io::Write;
 use super::super::args::AllocateArgs;
 use super::super::{CliError, EXIT_INVALID, EXIT_OK, Format, runtime};
 use super::{check_git, commit, fill, load, pool, write};
-use crate::core::condition::ConditionType;
+use crate::core::condition::{Condition, ConditionType};
 use crate::core::inventory::Inventory;
 use crate::core::model::{Allocation, Owner, Repo, allocate, tenant_yaml};
 
@@ -157,8 +157,8 @@ fn ready_spare(
         let stalled = inv
             .status
             .condition(ConditionType::Stalled)
-            .is_some_and(|c| c.status == "True");
-        (ready.status == "True" && !stalled && inv.status.spare)
+            .is_some_and(Condition::is_true);
+        (ready.is_true() && !stalled && inv.status.spare)
             .then(|| ready.last_transition_time.clone())
     };
     let mut ready: Vec<(String, &String)> = inventories

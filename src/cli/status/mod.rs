@@ -16,6 +16,7 @@ use std::str::FromStr;
 
 use super::agent_ns::{self, AgentNamespace};
 use super::{CliError, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Format, StatusArgs, runtime};
+use crate::core::condition::ConditionStatus;
 use crate::core::condition::ConditionType::{self, Ready};
 use crate::core::inventory::{Inventory, InventoryError};
 use crate::core::status::agent::{AgentStatus, Attempt};
@@ -86,7 +87,10 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         .iter()
         .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
         .filter(|(_, inv)| {
-            !args.not_ready || inv.as_ref().map_or(true, |i| condition(i, Ready) != "True")
+            !args.not_ready
+                || inv
+                    .as_ref()
+                    .map_or(true, |i| condition(i, Ready) != ConditionStatus::True)
         })
         .collect();
     let out = match args.output {
@@ -94,9 +98,10 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
         Format::Text => table::text(&view, &selected),
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    let any_bad = selected
-        .iter()
-        .any(|(_, inv)| inv.as_ref().map_or(true, |i| condition(i, Ready) != "True"));
+    let any_bad = selected.iter().any(|(_, inv)| {
+        inv.as_ref()
+            .map_or(true, |i| condition(i, Ready) != ConditionStatus::True)
+    });
     Ok(if any_bad { EXIT_INVALID } else { EXIT_OK })
 }
 
@@ -124,12 +129,11 @@ fn nothing_listed(
     }
 }
 
-/// A condition's status (`True`, `False`, `Unknown` when absent).
-fn condition(inv: &Inventory, t: ConditionType) -> String {
+/// A condition's status (`Unknown` when absent).
+fn condition(inv: &Inventory, t: ConditionType) -> ConditionStatus {
     inv.status
         .condition(t)
-        .map(|c| c.status.clone())
-        .unwrap_or_else(|| "Unknown".to_string())
+        .map_or(ConditionStatus::Unknown, |c| c.status)
 }
 
 /// Where `tenant` stands in the view's rollout, if it is in one.

@@ -11,6 +11,7 @@ use super::{
 };
 use crate::cli::colour::{self, Style};
 use crate::core::condition::ConditionType::{Orphaned, Ready, Stalled};
+use crate::core::condition::{Condition, ConditionStatus};
 use crate::core::status::moved::moved_to;
 
 /// The whole text output.
@@ -62,7 +63,7 @@ fn message(view: &View, t: &str, inv: &Inventory) -> (String, String) {
             "Suspended".to_string(),
             format!("suspended {why}; was: {message}"),
         ),
-        None => (condition(inv, Ready), message),
+        None => (condition(inv, Ready).to_string(), message),
     };
     let message = match wave_of(view, t) {
         Some((i, name, true)) => {
@@ -79,7 +80,7 @@ fn row(view: &View, t: &str, inv: &Inventory) -> String {
     let orphan = inv
         .status
         .condition(Orphaned)
-        .is_some_and(|c| c.status == "True");
+        .is_some_and(Condition::is_true);
     let tried = attempt(view, t)
         .map(attempt_cell)
         .unwrap_or_else(|| "-".to_string());
@@ -93,7 +94,7 @@ fn row(view: &View, t: &str, inv: &Inventory) -> String {
         }
     };
     let stalled = condition(inv, Stalled);
-    let stalled = if stalled == "True" {
+    let stalled = if stalled == ConditionStatus::True {
         colour::paint(on, Style::Bad, &format!("{stalled:<8}"))
     } else {
         format!("{stalled:<8}")

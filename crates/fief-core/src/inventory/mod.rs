@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use crate::condition::Condition;
-use crate::condition::{ConditionType, Reason};
+use crate::condition::{ConditionStatus, ConditionType, Reason};
 use crate::objects::{self, ObjectId};
 
 /// Label on the parent: the ApplySet id.
@@ -221,7 +221,7 @@ impl Status {
         message: &str,
         now: &str,
     ) {
-        let status = if status { "True" } else { "False" }.to_string();
+        let status = ConditionStatus::from(status);
         match self
             .conditions
             .iter_mut()
@@ -262,7 +262,7 @@ impl Status {
     /// `Stalled` true, no last error, and not marked `Orphaned` (a tenant file that came back
     /// is synced, which clears it).
     pub fn is_settled(&self) -> bool {
-        let is = |type_| self.condition(type_).is_some_and(|c| c.status == "True");
+        let is = |type_| self.condition(type_).is_some_and(Condition::is_true);
         is(ConditionType::Ready)
             && !is(ConditionType::Reconciling)
             && !is(ConditionType::Stalled)

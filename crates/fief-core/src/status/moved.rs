@@ -6,7 +6,7 @@
 //! `Ready=False` (reason `MovedAway`) set on the old inventory, or cleared when the tenant
 //! comes back; a [`RetireRefusal`] saying why its objects must stay. Pure.
 
-use crate::condition::{ConditionType, Reason};
+use crate::condition::{Condition, ConditionType, Reason};
 use crate::inventory::Inventory;
 
 /// Mark an inventory as moved to cluster `to`: `Moved=True`, `Ready=False` (both reason
@@ -48,7 +48,7 @@ pub fn moved_to(inv: &Inventory) -> Option<&str> {
     let moved = inv
         .status
         .condition(ConditionType::Moved)
-        .is_some_and(|c| c.status == "True");
+        .is_some_and(Condition::is_true);
     moved.then(|| inv.status.moved_to.as_deref().unwrap_or(""))
 }
 
@@ -125,7 +125,10 @@ mod tests {
         assert!(mark_moved(&mut inv, "b", "t1"));
         assert_eq!(moved_to(&inv), Some("b"));
         let ready = inv.status.condition(ConditionType::Ready).unwrap();
-        assert!(ready.status == "False" && ready.has_reason(Reason::MovedAway));
+        assert!(
+            ready.status == crate::condition::ConditionStatus::False
+                && ready.has_reason(Reason::MovedAway)
+        );
         assert!(!mark_moved(&mut inv, "b", "t2"), "no change, no write");
         clear_moved(&mut inv);
         assert_eq!(moved_to(&inv), None);
