@@ -465,11 +465,19 @@ fn agent_namespace(rev: &Revision, options: &AgentOptions) -> String {
         .unwrap_or_else(|_| options.lease_namespace.clone())
 }
 
-/// Up to 10 % of `interval`, varying from call to call.
+/// Up to 10 % of `interval`, random (`fastrand`), so replicas and agents spread out.
 pub(crate) fn jitter(interval: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    interval.mul_f64(f64::from(nanos % 1000) / 10_000.0)
+    interval.mul_f64(fastrand::f64() / 10.0)
+}
+
+/// The delays of a retry loop: `first`, doubling up to `max`, without end (`backon`'s
+/// exponential backoff, no jitter).
+pub(crate) fn doubling(first: Duration, max: Duration) -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_max_delay(max)
+        .with_factor(2.0)
+        .without_max_times()
+        .build()
 }

@@ -188,7 +188,8 @@ async fn serve(shared: &Arc<Shared>, options: &AgentOptions) -> Result<(), Agent
 /// its network, a busy control plane) is waited for with backoff, not a restart of the Pod;
 /// `None` on shutdown.
 async fn discover(shared: &Shared, client: &kube::Client) -> Option<Resources> {
-    let mut delay = Duration::from_secs(1);
+    let max = Duration::from_secs(30);
+    let mut delays = super::doubling(Duration::from_secs(1), max);
     loop {
         match Resources::discover(client.clone()).await {
             Ok(r) => {
@@ -196,6 +197,7 @@ async fn discover(shared: &Shared, client: &kube::Client) -> Option<Resources> {
                 return Some(r);
             }
             Err(e) => {
+                let delay = delays.next().unwrap_or(max);
                 lock(&shared.health).cluster_problem =
                     Some(format!("cannot read the cluster's API resources: {e}"));
                 tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
@@ -203,7 +205,6 @@ async fn discover(shared: &Shared, client: &kube::Client) -> Option<Resources> {
                     _ = tokio::time::sleep(delay) => {}
                     _ = shared.shutdown.cancelled() => return None,
                 }
-                delay = (delay * 2).min(Duration::from_secs(30));
             }
         }
     }

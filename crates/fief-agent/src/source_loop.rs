@@ -149,7 +149,7 @@ pub(super) async fn run(
 /// Open or clone the repo, with backoff until it works (`None`: shut down first).
 async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
     let stop = shared.shutdown.clone();
-    let mut delay = Duration::from_secs(1);
+    let mut delays = super::doubling(Duration::from_secs(1), CLONE_BACKOFF_MAX);
     let mut pending: Option<JoinHandle<Result<GitSource, GitError>>> = None;
     loop {
         if pending.is_none() {
@@ -167,6 +167,7 @@ async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
             o = bounded(&mut pending, options.git_timeout) => o,
             _ = stop.cancelled() => return None,
         };
+        let delay = delays.next().unwrap_or(CLONE_BACKOFF_MAX);
         match outcome {
             Some(Ok(git)) => return Some(git),
             Some(Err(e)) => {
@@ -180,7 +181,6 @@ async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
             _ = shared.fetch_now.notified() => {}
             _ = stop.cancelled() => return None,
         }
-        delay = (delay * 2).min(CLONE_BACKOFF_MAX);
     }
 }
 

@@ -19,7 +19,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use tokio::sync::mpsc;
 
-use super::retry::{Answer, Next, jitter, next};
+use super::retry::{Answer, Next, delays, next};
 use super::route::{Endpoint, Target, uri_for};
 use super::secret_url;
 use crate::metrics::NotificationLabel;
@@ -141,6 +141,7 @@ async fn deliver(
     body: Vec<u8>,
 ) -> bool {
     let mut attempt = 0;
+    let mut delays = delays();
     loop {
         let answer = match uri_now(target, kube).await {
             Ok(uri) => client.post(&uri, body.clone()).await,
@@ -153,7 +154,7 @@ async fn deliver(
                 Answer::Connect
             }
         };
-        match next(answer, attempt, jitter()) {
+        match next(answer, &mut delays) {
             Next::Delivered => return true,
             Next::Retry(wait) => {
                 tracing::debug!(channel = %target.id, attempt, error = describe(answer), "notification not delivered; retrying");

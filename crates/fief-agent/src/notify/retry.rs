@@ -1,11 +1,14 @@
 //! Retries: which failed sends are tried again, and after how long.
 //!
-//! In: the answer of one send (a status, or why there was none) and the attempt number. Out:
-//! delivered, retry after a delay (exponential, with jitter, capped), or give up. A 5xx, a
-//! 429, a refused or failed connection and a timeout are worth another try; any other
-//! status is the receiver refusing the message and is not. Pure.
+//! In: the answer of one send (a status, or why there was none) and the message's delays
+//! left. Out: delivered, retry after the next delay, or give up. The delays are `backon`'s
+//! exponential backoff with jitter, capped, as many as the attempts allow. A 5xx, a 429, a
+//! refused or failed connection and a timeout are worth another try; any other status is
+//! the receiver refusing the message and is not.
 
 use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
 
 /// Attempts per message, the first included.
 pub const MAX_ATTEMPTS: u32 = 5;
@@ -36,34 +39,32 @@ pub enum Next {
     GiveUp,
 }
 
-/// After `attempt` (0-based) got `answer`: what next. `jitter` in `[0, 1)` spreads the
-/// delays of many senders.
-pub fn next(answer: Answer, attempt: u32, jitter: f64) -> Next {
+/// The delays between the attempts of one message, from `backon`'s exponential backoff:
+/// `BASE * 2^n` capped at [`CAP`], of which the upper half is random (so many senders
+/// spread out); one fewer than [`MAX_ATTEMPTS`], so the iterator ends when attempts do.
+pub fn delays() -> impl Iterator<Item = Duration> {
+    // backon adds up to the current delay again as jitter: half of the full delay, doubled.
+    ExponentialBuilder::new()
+        .with_min_delay(BASE / 2)
+        .with_max_delay(CAP / 2)
+        .with_factor(2.0)
+        .with_jitter()
+        .with_max_times(MAX_ATTEMPTS as usize - 1)
+        .build()
+}
+
+/// After an attempt got `answer`: what next, taking the delay from `delays` (from
+/// [`delays`]; when it is spent, every attempt has been made).
+pub fn next(answer: Answer, delays: &mut impl Iterator<Item = Duration>) -> Next {
     let retryable = match answer {
         Answer::Status(s) if (200..300).contains(&s) => return Next::Delivered,
         Answer::Status(s) => s == 429 || s >= 500,
         Answer::Connect | Answer::Timeout => true,
     };
-    if !retryable || attempt + 1 >= MAX_ATTEMPTS {
+    if !retryable {
         return Next::GiveUp;
     }
-    Next::Retry(delay(attempt, jitter))
-}
-
-/// The delay after failed attempt `attempt`: `BASE * 2^attempt`, capped at [`CAP`], of which
-/// the upper half is random.
-pub fn delay(attempt: u32, jitter: f64) -> Duration {
-    let full = BASE.saturating_mul(1u32 << attempt.min(16)).min(CAP);
-    full / 2 + (full / 2).mul_f64(jitter.clamp(0.0, 1.0))
-}
-
-/// A number in `[0, 1)` that varies from call to call (for jitter; not for anything secret).
-pub fn jitter() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    f64::from(nanos % 1000) / 1000.0
+    delays.next().map_or(Next::GiveUp, Next::Retry)
 }
 
 #[cfg(test)]
@@ -72,15 +73,23 @@ mod tests {
 
     #[test]
     fn server_errors_and_lost_connections_are_retried_and_refusals_are_not() {
-        assert_eq!(next(Answer::Status(204), 0, 0.0), Next::Delivered);
-        assert!(matches!(next(Answer::Status(503), 0, 0.0), Next::Retry(_)));
-        assert!(matches!(next(Answer::Status(429), 0, 0.0), Next::Retry(_)));
-        assert!(matches!(next(Answer::Connect, 0, 0.0), Next::Retry(_)));
-        assert!(matches!(next(Answer::Timeout, 2, 0.0), Next::Retry(_)));
-        assert_eq!(next(Answer::Status(400), 0, 0.0), Next::GiveUp);
-        assert_eq!(next(Answer::Status(404), 0, 0.0), Next::GiveUp);
+        let retry = |answer| matches!(next(answer, &mut delays()), Next::Retry(_));
+        assert_eq!(next(Answer::Status(204), &mut delays()), Next::Delivered);
+        assert!(retry(Answer::Status(503)));
+        assert!(retry(Answer::Status(429)));
+        assert!(retry(Answer::Connect));
+        assert!(retry(Answer::Timeout));
+        assert_eq!(next(Answer::Status(400), &mut delays()), Next::GiveUp);
+        assert_eq!(next(Answer::Status(404), &mut delays()), Next::GiveUp);
+        let mut spent = delays();
+        for _ in 1..MAX_ATTEMPTS {
+            assert!(matches!(
+                next(Answer::Status(500), &mut spent),
+                Next::Retry(_)
+            ));
+        }
         assert_eq!(
-            next(Answer::Status(500), MAX_ATTEMPTS - 1, 0.0),
+            next(Answer::Status(500), &mut spent),
             Next::GiveUp,
             "attempts are bounded"
         );
@@ -88,13 +97,21 @@ mod tests {
 
     #[test]
     fn delays_double_with_half_of_each_random_and_stop_at_the_cap() {
-        assert_eq!(delay(0, 0.0), Duration::from_millis(500));
-        assert_eq!(delay(0, 1.0), Duration::from_secs(1));
-        assert_eq!(delay(1, 0.0), Duration::from_secs(1));
-        assert_eq!(delay(3, 0.5), Duration::from_secs(6));
-        assert_eq!(delay(10, 1.0), CAP);
-        assert_eq!(delay(40, 0.0), CAP / 2);
-        let j = jitter();
-        assert!((0.0..1.0).contains(&j));
+        for _ in 0..50 {
+            let got: Vec<Duration> = delays().collect();
+            assert_eq!(got.len(), MAX_ATTEMPTS as usize - 1);
+            for (n, d) in got.iter().enumerate() {
+                let full = (BASE * 2u32.pow(n as u32)).min(CAP);
+                assert!(full / 2 <= *d && *d <= full, "delay {n}: {d:?} of {full:?}");
+            }
+        }
+        let long: Vec<Duration> = ExponentialBuilder::new()
+            .with_min_delay(BASE / 2)
+            .with_max_delay(CAP / 2)
+            .with_jitter()
+            .with_max_times(12)
+            .build()
+            .collect();
+        assert!(long.iter().all(|d| *d <= CAP), "{long:?}");
     }
 }

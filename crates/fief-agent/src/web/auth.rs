@@ -85,11 +85,7 @@ fn session_of(token: &[u8]) -> String {
         return String::new();
     };
     mac.update(b"fief web session v1");
-    mac.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(mac.finalize().into_bytes())
 }
 
 #[cfg(test)]
