@@ -29,7 +29,7 @@ use fief::agent::web::table::{Inputs, counts, rows};
 use fief::agent::web::{View, render_table};
 use fief::core::model::Repo;
 use fief::core::snapshot::Snapshot;
-use fief::core::status::{Outcome, TenantReport};
+use fief::core::status::{Failure, Outcome, TenantReport};
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v.sort();
@@ -115,9 +115,7 @@ fn without_a_cluster(tenants: usize, requests: usize) {
         };
         let mut report = TenantReport::new(name, outcome);
         if outcome == Outcome::Failed {
-            report
-                .errors
-                .push("apply failed: the API server said no".into());
+            report.fail(Failure::Apply, "apply failed: the API server said no");
         }
         history.record(
             &report,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fief::core::objects::ObjectId;
 use fief::core::render::{RenderedObject, Source};
-use fief::core::status::Outcome;
+use fief::core::status::{Failure, Outcome};
 use fief::kube::Resources;
 use fief::kube::sync::{SyncOptions, sync};
 use serde_json::json;
@@ -204,6 +204,8 @@ async fn with_the_render_check_bypassed_the_api_server_refuses_the_impersonated_
     assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
     assert_eq!(report.counts.failed, 2, "{report:?}");
     for e in &report.errors {
+        assert_eq!(e.failure, Failure::Forbidden, "{e}");
+        let e = e.as_str();
         assert!(e.contains("403") || e.contains("forbidden"), "{e}");
         assert!(
             e.contains(&format!("system:serviceaccount:{a}-prod:fief-tenant")),
@@ -245,7 +247,7 @@ async fn a_cluster_scoped_kind_never_leaves_fief(
         .await
         .unwrap();
     assert!(
-        reports[0].errors[0].contains("cluster-scoped"),
+        reports[0].errors[0].as_str().contains("cluster-scoped"),
         "{:?}",
         reports[0]
     );

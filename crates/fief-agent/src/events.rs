@@ -124,16 +124,13 @@ fn event_for(r: &TenantReport) -> Option<Event> {
     let c = &r.counts;
     let (type_, reason, note) = if !r.is_ok() {
         let note = r
-            .errors
-            .first()
-            .cloned()
+            .first_error()
+            .map(str::to_string)
             .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
             .unwrap_or_else(|| r.outcome.to_string());
-        let reason = if r.outcome == Outcome::Invalid {
-            "RenderFailed"
-        } else {
-            "SyncFailed"
-        };
+        let reason = r
+            .failure()
+            .map_or("SyncFailed", fief_core::status::Failure::event_reason);
         (EventType::Warning, reason, note)
     } else if c.created + c.configured + c.pruned > 0 || r.prune_held.is_some() {
         let mut note = format!(
@@ -203,7 +200,7 @@ mod tests {
         changed.counts.configured = 1;
         let unchanged = TenantReport::new("b", Outcome::Applied);
         let mut failed = TenantReport::new("c", Outcome::Failed);
-        failed.errors.push("refused".to_string());
+        failed.fail(fief_core::status::Failure::Apply, "refused");
         let job = Job {
             agent_namespace: "fief-system".to_string(),
             reports: vec![changed, unchanged, failed],

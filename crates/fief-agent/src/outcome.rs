@@ -4,14 +4,14 @@
 //! inventories kept for the next batch (a synced tenant's is not kept but marked evicted:
 //! read back before its next sync), the drift baseline (recorded live hashes), the queue (success
 //! resets backoff, failure backs off), metrics (per-tenant readiness and prune holds, failures
-//! by category) and one log line per tenant.
+//! by the category their typed [`Failure`] names) and one log line per tenant.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::{LoopState, Shared, lock, write};
 use fief_core::digest::Digest;
-use fief_core::status::Outcome;
+use fief_core::status::{Failure, Outcome};
 use fief_kube::sync::{ClusterState, SyncResult, TenantReport};
 
 /// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
@@ -110,7 +110,7 @@ fn account(
             commit: rev.as_ref().map(|r| r.commit.clone()).unwrap_or_default(),
             outcome: report.outcome,
             at: super::metrics::unix_now(),
-            error: report.errors.first().cloned(),
+            error: report.first_error().map(str::to_string),
         };
         lock(&shared.health)
             .attempts
@@ -183,10 +183,10 @@ fn log_result(shared: &Shared, report: &TenantReport, is_degraded: bool) {
             "synced"
         );
     } else {
-        let first = report.errors.first().map(String::as_str).unwrap_or("");
+        let first = report.first_error().unwrap_or("");
         shared
             .metrics
-            .failure(category(first, is_degraded, report.outcome));
+            .failure(failure(report, is_degraded).metric_label());
         tracing::warn!(
             tenant = report.tenant,
             outcome = report.outcome.as_str(),
@@ -197,19 +197,40 @@ fn log_result(shared: &Shared, report: &TenantReport, is_degraded: bool) {
     }
 }
 
-/// A low-cardinality failure category for metrics.
-fn category(error: &str, degraded: bool, outcome: Outcome) -> &'static str {
+/// What a failed sync counts as in the failure metric: a tenant whose watch is down is
+/// [`Failure::ClusterAccess`] (`watch`), else what its errors say
+/// ([`TenantReport::failure`]); a report with no error is a render's when invalid, else an
+/// apply's.
+fn failure(report: &TenantReport, degraded: bool) -> Failure {
     if degraded {
-        "watch"
-    } else if outcome == Outcome::Invalid {
-        "render"
-    } else if error.contains("forbidden") || error.contains("403") {
-        "forbidden"
-    } else if error.contains("inventory") {
-        "inventory"
-    } else if error.contains("prune") || error.contains("delete") {
-        "prune"
-    } else {
-        "apply"
+        return Failure::ClusterAccess;
+    }
+    report
+        .failure()
+        .unwrap_or(if report.outcome == Outcome::Invalid {
+            Failure::Render
+        } else {
+            Failure::Apply
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_failure_metric_category_comes_from_the_typed_error_not_its_message() {
+        let mut pruned = TenantReport::new("a", Outcome::Failed);
+        pruned.fail(Failure::Prune, "apply of the inventory: 403 forbidden");
+        assert_eq!(failure(&pruned, false).metric_label(), "prune");
+        assert_eq!(failure(&pruned, true).metric_label(), "watch");
+        let mut forbidden = TenantReport::new("b", Outcome::Failed);
+        forbidden.fail(Failure::Forbidden, "delete ConfigMap x");
+        forbidden.fail(Failure::Inventory, "write inventory");
+        assert_eq!(failure(&forbidden, false).metric_label(), "forbidden");
+        let invalid = TenantReport::new("c", Outcome::Invalid);
+        assert_eq!(failure(&invalid, false).metric_label(), "render");
+        let failed = TenantReport::new("d", Outcome::Failed);
+        assert_eq!(failure(&failed, false).metric_label(), "apply");
     }
 }

@@ -16,10 +16,12 @@ use crate::plan::phase::PhaseHold;
 use crate::render::TenantRender;
 
 pub mod agent;
+pub mod failure;
 pub mod hold;
 pub mod moved;
 mod report;
 
+pub use failure::{Failure, SyncError};
 pub use report::{Outcome, PruneHeld, TenantReport};
 
 /// A tenant that did not render or validate (`RenderFailed`, outcome `invalid`), or that the
@@ -31,26 +33,38 @@ pub fn record_invalid(
     render: &TenantRender,
     now: &str,
 ) {
+    report.errors = render_errors(render);
     // The cluster refusing the agent a kind is a failure to sync, not an invalid repo.
-    let access = render
-        .errors
-        .iter()
-        .any(|d| matches!(*d.problem, Problem::ClusterAccess { .. }));
-    let (outcome, reason) = if access {
-        (Outcome::Failed, Reason::ClusterAccessFailed)
+    let failure = report.failure().unwrap_or(Failure::Render);
+    report.outcome = if failure == Failure::Render {
+        Outcome::Invalid
     } else {
-        (Outcome::Invalid, Reason::RenderFailed)
+        Outcome::Failed
     };
-    report.outcome = outcome;
-    report.errors = render.errors.iter().map(|d| d.to_string()).collect();
-    let first = report.errors.first().cloned().unwrap_or_default();
+    let first = report.first_error().unwrap_or_default();
     let message = format!("{} error(s); first: {first}", render.errors.len());
-    stall(&mut inv.status, reason, &message, now);
+    stall(&mut inv.status, failure.condition_reason(), &message, now);
     inv.status.last_error = Some(message);
     inv.status.inputs.clear();
     // Nothing was planned: no component waits for a dependency, no phase for another.
     inv.status.waiting.clear();
     inv.status.phase_waiting = None;
+}
+
+/// A render's errors as a sync reports them: a kind the agent cannot watch is
+/// [`Failure::ClusterAccess`], any other problem [`Failure::Render`].
+pub fn render_errors(render: &TenantRender) -> Vec<SyncError> {
+    render
+        .errors
+        .iter()
+        .map(|d| {
+            let failure = match *d.problem {
+                Problem::ClusterAccess { .. } => Failure::ClusterAccess,
+                _ => Failure::Render,
+            };
+            SyncError::new(failure, d.to_string())
+        })
+        .collect()
 }
 
 /// `Ready=False` and `Stalled=True`, both with `reason` and `message`: the tenant cannot
@@ -114,16 +128,12 @@ pub fn finish(
             status.commit = commit.map(str::to_string);
         }
     }
-    if let Some(first) = report.errors.first() {
+    if let (Some(first), Some(failure)) = (report.first_error(), report.failure()) {
         let mut message = format!("{} error(s); first: {first}", report.errors.len());
         if let Some(hold) = &report.prune_held {
             message.push_str(&format!("; prune held: {hold}"));
         }
-        let reason = match &report.phase_hold {
-            Some(PhaseHold::Failed { .. }) => Reason::PhaseFailed,
-            _ => Reason::ApplyFailed,
-        };
-        stall(status, reason, &message, now);
+        stall(status, failure.condition_reason(), &message, now);
         status.last_error = Some(message);
         status.inputs.clear();
     } else if let Some(hold) = &report.prune_held {
@@ -310,7 +320,7 @@ mod inputs_tests {
         let mut inv = Inventory::new("acme");
         inv.status.inputs = "h1".into();
         let mut report = TenantReport::new("acme", Outcome::Failed);
-        report.errors.push("apply failed".into());
+        report.fail(Failure::Apply, "apply failed");
         finish(&mut inv, &mut report, &render(), true, "t", None);
         record_inputs(&mut inv, &render(), true);
         assert!(inv.status.inputs.is_empty());

@@ -16,14 +16,14 @@ use std::collections::BTreeSet;
 use kube::api::Patch;
 use serde_json::{Value, json};
 
-use super::sync::{Ctx, api_version};
+use super::sync::{Ctx, api_version, cluster_error, step_failure};
 use super::{ClusterError, FIELD_MANAGER, Resources, send_as};
 use fief_core::inventory::Inventory;
 use fief_core::model::BASELINE;
 use fief_core::objects::{self, ObjectId};
 use fief_core::plan::Plan;
 use fief_core::render::{RenderedObject, TenantRender};
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, SyncError, TenantReport};
 
 /// Whether a sync takes objects that exist and no inventory records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -226,19 +226,27 @@ pub(super) struct Owned {
     taken: Vec<ObjectId>,
 }
 
-/// Decide what the plan may take ([`super::adopt::check_new_namespaces`] and [`take`]); an
-/// error line (secrets scrubbed) when the tenant may not be applied.
+/// Decide what the plan may take ([`super::adopt::check_new_namespaces`] and [`take`]); the
+/// error (secrets scrubbed) when the tenant may not be applied: a refusal is
+/// [`Failure::Apply`], a read the cluster forbids [`Failure::Forbidden`].
 pub(super) async fn check(
     ctx: &Ctx<'_>,
     render: &TenantRender,
     plan: &Plan<'_>,
-) -> Result<Owned, String> {
+) -> Result<Owned, SyncError> {
     let new = super::adopt::check_new_namespaces(ctx, &render.tenant, plan)
         .await
-        .map_err(|e| e.to_string())?;
-    let taken = take(ctx, render, plan)
-        .await
-        .map_err(|e| render.secret_leaves.scrub(&e.to_string()))?;
+        .map_err(|e| match &e {
+            super::adopt::AdoptError::Cluster(c) => cluster_error(Failure::Apply, c),
+            _ => SyncError::new(Failure::Apply, e.to_string()),
+        })?;
+    let taken = take(ctx, render, plan).await.map_err(|e| {
+        let failure = match &e {
+            AdoptionError::Cluster(c) => step_failure(Failure::Apply, c),
+            _ => Failure::Apply,
+        };
+        SyncError::new(failure, render.secret_leaves.scrub(&e.to_string()))
+    })?;
     Ok(Owned {
         created: new.absent,
         namespaces: new.adopted,
@@ -328,10 +336,13 @@ pub(super) async fn hand_over(
             .unwrap_or("");
         let identity = (component != BASELINE).then(|| super::tenant_identity(ns));
         if let Err(e) = hand_over_one(ctx.resources, o, identity.as_deref()).await {
-            report.errors.push(format!(
-                "{e}; the object is applied and recorded, but the other tools' field managers \
-                 still co-own it (remove them with `kubectl edit --show-managed-fields`)"
-            ));
+            report.fail(
+                step_failure(Failure::Apply, &e),
+                format!(
+                    "{e}; the object is applied and recorded, but the other tools' field managers \
+                     still co-own it (remove them with `kubectl edit --show-managed-fields`)"
+                ),
+            );
         }
     }
     report.adopted = taken.iter().map(|(id, _)| id.to_string()).collect();

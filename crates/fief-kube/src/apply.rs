@@ -13,12 +13,13 @@ use futures::stream::{self, StreamExt};
 use kube::api::Patch;
 use serde_json::Value;
 
-use super::sync::{Ctx, TenantReport, api_version};
+use super::sync::{Ctx, TenantReport, api_version, cluster_error};
 use super::{ClusterError, FIELD_MANAGER, send_as};
 use fief_core::inventory::{Entry, Inventory};
 use fief_core::model::BASELINE;
 use fief_core::plan::{self, Apply, Plan, phase};
 use fief_core::render::TenantRender;
+use fief_core::status::Failure;
 
 /// How long a component object's 403 is retried after the baseline RBAC changed.
 const FORBIDDEN_RETRY: Duration = Duration::from_secs(20);
@@ -161,18 +162,18 @@ pub(super) async fn apply_stages(
                 }
                 Err(e) => {
                     report.counts.failed += 1;
-                    report.errors.push(e.to_string());
+                    report.errors.push(cluster_error(Failure::Apply, &e));
                 }
             }
         }
         if i == 0 && !crds.is_empty() {
             for crd in crds {
                 if let Err(e) = wait_established(ctx, crd).await {
-                    report.errors.push(e.to_string());
+                    report.errors.push(cluster_error(Failure::Apply, &e));
                 }
             }
             if let Err(e) = ctx.resources.refresh().await {
-                report.errors.push(e.to_string());
+                report.errors.push(cluster_error(Failure::Apply, &e));
             }
         }
     }

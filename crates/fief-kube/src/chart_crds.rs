@@ -14,10 +14,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 
-use super::sync::Ctx;
+use super::sync::{Ctx, cluster_error};
 use super::{ClusterError, FIELD_MANAGER};
 use fief_core::render::{RenderedObject, TenantRender};
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, TenantReport};
 
 /// How long a created CRD is waited for.
 const ESTABLISHED_WAIT: Duration = Duration::from_secs(60);
@@ -33,14 +33,14 @@ pub(super) async fn create_absent(ctx: &Ctx<'_>, render: &TenantRender, report: 
         match create_one(&api, crd).await {
             Ok(true) => created += 1,
             Ok(false) => {}
-            Err(e) => report.errors.push(e.to_string()),
+            Err(e) => report.errors.push(cluster_error(Failure::Apply, &e)),
         }
     }
     report.counts.created += created;
     if created > 0
         && let Err(e) = ctx.resources.refresh().await
     {
-        report.errors.push(e.to_string());
+        report.errors.push(cluster_error(Failure::Apply, &e));
     }
 }
 

@@ -14,13 +14,13 @@ use super::Resources;
 use super::inventory_store::{delete_inventory, write_inventory};
 use super::prune::prune_entries;
 use super::status_access;
-use super::sync::{Ctx, SyncOptions, now_rfc3339};
+use super::sync::{Ctx, SyncOptions, cluster_error, now_rfc3339};
 use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::model::{PruneGuard, TenantState};
 use fief_core::plan;
 use fief_core::render::TenantRender;
 use fief_core::status::moved::mark_moved;
-use fief_core::status::{Outcome, PruneHeld, TenantReport};
+use fief_core::status::{Failure, Outcome, PruneHeld, TenantReport};
 
 /// A tenant whose file names cluster `to`, not this one: `moved` when this cluster has its
 /// inventory (marked `Moved`, written when that changed), else `skipped`. Returns the report
@@ -45,7 +45,7 @@ pub(super) async fn moved_away(
     match write_inventory(ctx, &marked, Some(inv)).await {
         Ok(()) => (report, Some(Some(marked))),
         Err(e) => {
-            report.errors.push(e.to_string());
+            report.errors.push(cluster_error(Failure::Inventory, &e));
             report.outcome = Outcome::Failed;
             (report, None)
         }
@@ -89,11 +89,13 @@ pub async fn retire(resources: &Resources, agent_namespace: &str, inv: &Inventor
     prune_entries(&ctx, tenant, &plan, &mut left, &mut report).await;
     if left.entries.is_empty() && report.errors.is_empty() {
         let done = match status_access::revoke(&ctx, tenant).await {
-            Ok(()) => delete_inventory(&ctx, tenant).await,
-            Err(e) => Err(e),
+            Ok(()) => delete_inventory(&ctx, tenant)
+                .await
+                .map_err(|e| cluster_error(Failure::Inventory, &e)),
+            Err(e) => Err(cluster_error(Failure::Prune, &e)),
         };
         if let Err(e) = done {
-            report.errors.push(e.to_string());
+            report.errors.push(e);
             report.outcome = Outcome::Failed;
         }
         return report;
@@ -104,7 +106,7 @@ pub async fn retire(resources: &Resources, agent_namespace: &str, inv: &Inventor
     });
     left.status.counts.objects = left.entries.len();
     if let Err(e) = write_inventory(&ctx, &left, Some(inv)).await {
-        report.errors.push(e.to_string());
+        report.errors.push(cluster_error(Failure::Inventory, &e));
     }
     report
 }

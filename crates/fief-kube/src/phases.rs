@@ -24,7 +24,7 @@ use super::{ClusterError, Resources, send_as};
 use fief_core::inventory::Inventory;
 use fief_core::plan::{Apply, Plan, phase};
 use fief_core::render::TenantRender;
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, TenantReport};
 
 /// How long a deleted Job may take to be gone before its new version is created.
 const GONE_WITHIN: Duration = Duration::from_secs(60);
@@ -101,7 +101,9 @@ pub(super) async fn delete_ended(
             if let Some(entry) = inv.entries.get_mut(&ended.id) {
                 entry.done = None;
             }
-            report.errors.push(e.to_string());
+            report
+                .errors
+                .push(super::sync::cluster_error(Failure::Prune, &e));
         }
     }
 }

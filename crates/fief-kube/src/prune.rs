@@ -15,7 +15,7 @@ use fief_core::inventory::{Entry, Inventory};
 use fief_core::model::BASELINE;
 use fief_core::objects;
 use fief_core::plan::Plan;
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, TenantReport};
 
 /// What became of an entry to prune.
 pub(super) enum Pruned {
@@ -148,7 +148,9 @@ pub(super) async fn prune_entries(
             Err(e) => {
                 holding.insert(entry.id.namespace.clone());
                 report.counts.failed += 1;
-                report.errors.push(e.to_string());
+                report
+                    .errors
+                    .push(super::sync::cluster_error(Failure::Prune, &e));
             }
         }
     }

@@ -16,7 +16,7 @@ use super::{ClusterError, FIELD_MANAGER};
 use fief_core::inventory::Inventory;
 use fief_core::objects;
 use fief_core::render::TenantRender;
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, TenantReport};
 
 /// Name of the tenant's status Role and RoleBinding.
 pub fn name(tenant: &str) -> String {
@@ -121,7 +121,9 @@ pub(super) async fn update(
     }
     match grant(ctx, &render.tenant, readers).await {
         Ok(()) => inv.status.status_readers = readers.clone(),
-        Err(e) => report.errors.push(e.to_string()),
+        Err(e) => report
+            .errors
+            .push(super::sync::cluster_error(Failure::Apply, &e)),
     }
 }
 

@@ -29,7 +29,7 @@ use fief_core::plan::phase::PhaseHold;
 use fief_core::plan::{self, Plan};
 use fief_core::render::TenantRender;
 pub use fief_core::status::TenantReport;
-use fief_core::status::{self, Outcome, PruneHeld};
+use fief_core::status::{self, Failure, Outcome, PruneHeld, SyncError};
 
 pub use super::observe::observe;
 
@@ -165,21 +165,25 @@ pub(super) async fn sync_one(
         // Its file is invalid (the render says why); no inventory can be named after it, and
         // nothing of it touches the cluster.
         let mut rep = TenantReport::new(&r.tenant, Outcome::Invalid);
-        rep.errors = r.errors.iter().map(|d| d.to_string()).collect();
+        rep.errors = status::render_errors(r);
         if rep.errors.is_empty() {
-            rep.errors.push(format!(
-                "tenant name `{}` is not a DNS-1123 label; nothing applied",
-                r.tenant
-            ));
+            rep.fail(
+                Failure::Render,
+                format!(
+                    "tenant name `{}` is not a DNS-1123 label; nothing applied",
+                    r.tenant
+                ),
+            );
         }
         return (rep, None);
     }
     match inventories.get(&r.tenant) {
         Some(Err(e)) => {
             let mut rep = TenantReport::new(&r.tenant, Outcome::Failed);
-            rep.errors.push(format!(
-                "{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"
-            ));
+            rep.fail(
+                Failure::Inventory,
+                format!("{e}; fix or delete the inventory ConfigMap (nothing applied or pruned)"),
+            );
             (rep, None)
         }
         Some(Ok(inv)) => {
@@ -217,7 +221,7 @@ pub(super) async fn orphans(
                 &ctx.now,
             );
             if let Err(e) = write_inventory(ctx, &marked, Some(inv)).await {
-                rep.errors.push(e.to_string());
+                rep.errors.push(cluster_error(Failure::Inventory, &e));
             }
         }
         reports.push(rep);
@@ -226,6 +230,21 @@ pub(super) async fn orphans(
 }
 
 pub use super::batched::{BATCH, sync_batched};
+
+/// The failure of a cluster request made for `step`: a 403 is [`Failure::Forbidden`]
+/// whatever the step.
+pub(super) fn step_failure(step: Failure, e: &ClusterError) -> Failure {
+    if e.status_code() == Some(403) {
+        Failure::Forbidden
+    } else {
+        step
+    }
+}
+
+/// A cluster request's error, made for `step`, as the report records it ([`step_failure`]).
+pub(super) fn cluster_error(step: Failure, e: &ClusterError) -> SyncError {
+    SyncError::new(step_failure(step, e), e.to_string())
+}
 
 /// The `apiVersion` of an object.
 pub(super) fn api_version(object: &Value) -> String {
@@ -256,8 +275,11 @@ async fn record_failure(
     mut report: TenantReport,
 ) -> (TenantReport, Option<Inventory>) {
     report.outcome = Outcome::Failed;
-    let message = report.errors.first().cloned().unwrap_or_default();
-    status::stall(&mut inv.status, Reason::ApplyFailed, &message, &ctx.now);
+    let message = report.first_error().unwrap_or_default().to_string();
+    let reason = report
+        .failure()
+        .map_or(Reason::ApplyFailed, Failure::condition_reason);
+    status::stall(&mut inv.status, reason, &message, &ctx.now);
     inv.status.last_error = Some(message);
     write_or_keep(ctx, inv, prev, report).await
 }
@@ -273,7 +295,7 @@ async fn write_or_keep(
     match write_inventory(ctx, &inv, prev).await {
         Ok(()) => (report, Some(inv)),
         Err(e) => {
-            report.errors.push(e.to_string());
+            report.errors.push(cluster_error(Failure::Inventory, &e));
             (report, prev.cloned())
         }
     }
@@ -330,9 +352,10 @@ async fn sync_tenant(
     let changed_plan = plan.apply_count() > 0 || !plan.prune.is_empty() || !plan.ended.is_empty();
     if let Err(e) = record_union(ctx, &plan, &owned.created, &mut inv, prev).await {
         report.outcome = Outcome::Failed;
-        report
-            .errors
-            .push(format!("{e}; nothing applied or pruned"));
+        report.fail(
+            step_failure(Failure::Inventory, &e),
+            format!("{e}; nothing applied or pruned"),
+        );
         return (report, prev.cloned());
     }
     crash_point("after-union");
@@ -345,7 +368,7 @@ async fn sync_tenant(
     super::adoption::hand_over(ctx, render, &inv, &owned, &mut report).await;
     // A failed pre or post object fails the tenant; what is placed after it waits.
     if let Some(failed @ PhaseHold::Failed { .. }) = &plan.phase_hold {
-        report.errors.push(failed.to_string());
+        report.fail(Failure::Phase, failed.to_string());
     }
     let changed = report.counts.created + report.counts.configured > 0 || !plan.prune.is_empty();
     report.prune_held = prune_hold(&plan, &report);
@@ -355,7 +378,7 @@ async fn sync_tenant(
     crash_point("after-prune");
     // The API server's answers may quote what was rendered: a secret is named by its key.
     for e in &mut report.errors {
-        *e = render.secret_leaves.scrub(e);
+        e.message = render.secret_leaves.scrub(&e.message);
     }
     let purged = render.state == Some(TenantState::Purged);
     if purged && inv.entries.is_empty() && report.errors.is_empty() {
@@ -427,14 +450,14 @@ async fn finish_purge(
 ) -> (TenantReport, Option<Inventory>) {
     report.outcome = Outcome::Purged;
     if let Err(e) = status_access::revoke(ctx, tenant).await {
-        report.errors.push(e.to_string());
+        report.errors.push(cluster_error(Failure::Prune, &e));
         report.outcome = Outcome::Failed;
         return (report, Some(recorded));
     }
     match delete_inventory(ctx, tenant).await {
         Ok(()) => (report, None),
         Err(e) => {
-            report.errors.push(e.to_string());
+            report.errors.push(cluster_error(Failure::Inventory, &e));
             (report, Some(recorded))
         }
     }
@@ -465,7 +488,7 @@ async fn record_final(
     let stands = match write_inventory(ctx, &inv, Some(&recorded)).await {
         Ok(()) => inv,
         Err(e) => {
-            report.errors.push(e.to_string());
+            report.errors.push(cluster_error(Failure::Inventory, &e));
             recorded
         }
     };

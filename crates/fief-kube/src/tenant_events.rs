@@ -36,9 +36,8 @@ pub fn event_for(r: &TenantReport) -> Option<Event> {
     let short = |s: &str| -> String { s.chars().take(1000).collect() };
     let (type_, reason, note) = if !r.is_ok() {
         let first = r
-            .errors
-            .first()
-            .cloned()
+            .first_error()
+            .map(str::to_string)
             .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
             .unwrap_or_else(|| r.outcome.to_string());
         (

@@ -144,7 +144,7 @@ impl Notifier {
             self.send(Fact::Synced {
                 tenant: r.tenant.clone(),
                 outcome: r.outcome,
-                error: r.errors.first().cloned(),
+                error: r.first_error().map(str::to_string),
                 prune_held: r
                     .prune_held
                     .as_ref()

@@ -40,7 +40,7 @@ fn fine_reports_are_sent_only_after_a_failure_and_skipped_ones_never() {
     let (n, mut rx) = notifier();
     let ok = |t: &str| TenantReport::new(t, Outcome::Applied);
     let mut failed = TenantReport::new("acme", Outcome::Invalid);
-    failed.errors.push("a.yaml:3: bad".to_string());
+    failed.fail(fief_core::status::Failure::Render, "a.yaml:3: bad");
     n.synced(&[ok("acme"), ok("beta")], "c1");
     assert!(facts(&mut rx).is_empty(), "a fine fleet is not news");
     n.synced(&[failed, ok("beta")], "c1");

@@ -218,9 +218,8 @@ pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantRe
                 p.synced += 1;
             } else {
                 let why = r
-                    .errors
-                    .first()
-                    .cloned()
+                    .first_error()
+                    .map(str::to_string)
                     .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
                     .unwrap_or_else(|| r.outcome.to_string());
                 p.failed.push(format!("{}: {why}", r.tenant));

@@ -73,7 +73,7 @@ pub struct History {
 impl History {
     /// Record a sync report made at `commit` (Unix time `at`).
     pub fn record(&mut self, report: &TenantReport, commit: &str, at: i64) {
-        let error = report.errors.first().map(|e| bounded(e));
+        let error = report.first_error().map(bounded);
         let entry = Entry {
             commit: self.intern(commit),
             at,
@@ -172,7 +172,9 @@ mod tests {
     fn report(outcome: Outcome, created: usize, error: Option<&str>) -> TenantReport {
         let mut r = TenantReport::new("acme", outcome);
         r.counts.created = created;
-        r.errors = error.map(str::to_string).into_iter().collect();
+        if let Some(e) = error {
+            r.fail(fief_core::status::Failure::Apply, e);
+        }
         r
     }
 

@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use super::failure::{Failure, SyncError};
 use crate::inventory::Counts;
 use crate::plan::PruneHold;
 
@@ -115,8 +116,8 @@ pub struct TenantReport {
     pub adopted: Vec<String>,
     /// Why objects a prune would delete still run, if they do.
     pub prune_held: Option<PruneHeld>,
-    /// Errors.
-    pub errors: Vec<String>,
+    /// Errors, each with the [`Failure`] that made it.
+    pub errors: Vec<SyncError>,
     /// Why the tenant was left alone (outcome `suspended`): who suspended it, when, and why.
     pub suspended: Option<String>,
     /// The cluster its file now names (outcome `moved`).
@@ -145,6 +146,21 @@ impl TenantReport {
             waiting: Default::default(),
             phase_hold: None,
         }
+    }
+
+    /// Record an error of `failure`.
+    pub fn fail(&mut self, failure: Failure, message: impl Into<String>) {
+        self.errors.push(SyncError::new(failure, message));
+    }
+
+    /// The failure that stands for the errors ([`super::failure::of_errors`]), if any.
+    pub fn failure(&self) -> Option<Failure> {
+        super::failure::of_errors(&self.errors)
+    }
+
+    /// The first error's message, if any.
+    pub fn first_error(&self) -> Option<&str> {
+        self.errors.first().map(SyncError::as_str)
     }
 
     /// Whether the tenant synced without errors.
@@ -192,7 +208,7 @@ struct Wire<'a> {
     prune_held: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     prune_blocked: bool,
-    errors: &'a [String],
+    errors: &'a [SyncError],
     #[serde(skip_serializing_if = "Option::is_none")]
     suspended: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -231,7 +247,7 @@ mod tests {
     fn a_report_writes_its_outcome_as_a_word_and_prune_blocked_only_when_a_hold_blocks() {
         let mut a = TenantReport::new("acme", Outcome::Failed);
         a.prune_held = Some(PruneHold::ApplyFailed { failed: 2 }.into());
-        a.errors.push("boom".into());
+        a.fail(Failure::Apply, "boom");
         a.kept.push("ConfigMap/x".into());
         let mut b = TenantReport::new("beta", Outcome::Applied);
         b.prune_held = Some(PruneHeld::PurgeIncomplete { remaining: 3 });
@@ -275,7 +291,7 @@ mod tests {
             assert!(!TenantReport::new("t", o).is_ok(), "{o}");
         }
         let mut r = TenantReport::new("t", Outcome::Applied);
-        r.errors.push("e".into());
+        r.fail(Failure::Apply, "e");
         assert!(!r.is_ok());
     }
 }

@@ -121,8 +121,10 @@ async fn a_namespace_of_another_tenant_is_refused_and_nothing_is_applied() {
     let report = &result.reports[0];
     assert_eq!(report.outcome, Outcome::Failed);
     assert!(
-        report.errors[0].contains("belongs to fief tenant `other`")
-            && report.errors[0].contains("not even with --adopt"),
+        report.errors[0]
+            .message
+            .contains("belongs to fief tenant `other`")
+            && report.errors[0].message.contains("not even with --adopt"),
         "{:?}",
         report.errors
     );
@@ -142,7 +144,9 @@ async fn a_failed_inventory_write_stops_the_tenant_before_any_apply() {
     let report = &result.reports[0];
     assert_eq!(report.outcome, Outcome::Failed);
     assert!(
-        report.errors[0].contains("nothing applied or pruned"),
+        report.errors[0]
+            .message
+            .contains("nothing applied or pruned"),
         "{:?}",
         report.errors
     );

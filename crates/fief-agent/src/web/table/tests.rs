@@ -41,8 +41,10 @@ impl Held {
     fn synced(&mut self, tenant: &str, outcome: Outcome, at: i64) {
         let mut r = TenantReport::new(tenant, outcome);
         if outcome == Outcome::Invalid {
-            r.errors
-                .push("components/app/templates/app.yaml:3: boom".into());
+            r.fail(
+                fief_core::status::Failure::Render,
+                "components/app/templates/app.yaml:3: boom",
+            );
         }
         self.history.record(&r, "c1", at);
     }
