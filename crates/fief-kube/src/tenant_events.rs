@@ -1,12 +1,18 @@
-//! Tenant-visible status: Kubernetes Events in each tenant's own namespaces, so the tenant's
-//! admins, operators and viewers (whose baseline Roles may read Events there) see their last
-//! sync's outcome and error without any access to the agent namespace.
+//! A sync's status as Kubernetes Events: the one builder and sender of fief's Events, for
+//! two audiences. On the tenant's inventory ConfigMap in the agent namespace, for whoever runs
+//! the agent; in each tenant's own namespaces, so the tenant's admins, operators and viewers
+//! (whose baseline Roles may read Events there) see their last sync's outcome and error
+//! without any access to the agent namespace.
 //!
-//! In: sync reports and, per tenant, its inventory (only the Namespaces recorded there — ones
-//! fief created or was handed for this tenant — ever receive an Event; a namespace the tenant
-//! merely names, e.g. a reserved one refused at validate, never does). Out: one Event per
-//! namespace for a sync that changed something (`Synced`), failed (`SyncFailed`, with the first
-//! error) or had its prune held (`Stalled`); an unchanged tenant gets none (steady state
+//! In: sync reports, the agent namespace (for the inventories' Events) and, per tenant, its
+//! inventory (only the Namespaces recorded there — ones fief created or was handed for this
+//! tenant — ever receive an Event; a namespace the tenant merely names, e.g. a reserved one
+//! refused at validate, never does). Out: at most one Event per report and place, sent
+//! [`EVENTS_IN_FLIGHT`] at a time. On the inventory: `Applied` or `Purged` for a sync that
+//! changed something or had its prune held, a failure's reason
+//! ([`fief_core::status::Failure::event_reason`]: `RenderFailed`, `SyncFailed`) with its
+//! first error. In the tenant's namespaces: `Synced`, `SyncFailed` (with the error count and
+//! the first error) or `Stalled` (a prune held). An unchanged tenant gets none (steady state
 //! writes nothing). Messages are the reports' own, which never carry secret values.
 
 use std::collections::BTreeMap;
@@ -16,10 +22,19 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use fief_core::inventory::Inventory;
-use fief_core::status::TenantReport;
+use fief_core::status::{Failure, Outcome, TenantReport};
 
 /// Events sent at once.
-const EVENTS_IN_FLIGHT: usize = 16;
+pub const EVENTS_IN_FLIGHT: usize = 16;
+
+/// Who an Event is for, and so where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Whoever runs the agent: on the tenant's inventory ConfigMap.
+    Inventory,
+    /// The tenant's own people: in each namespace the tenant owns.
+    Tenant,
+}
 
 /// The namespaces a tenant's inventory records as its own.
 pub fn owned_namespaces(inv: &Inventory) -> Vec<String> {
@@ -30,87 +45,212 @@ pub fn owned_namespaces(inv: &Inventory) -> Vec<String> {
         .collect()
 }
 
-/// The Event a report deserves in the tenant's namespaces, if any.
-pub fn event_for(r: &TenantReport) -> Option<Event> {
+/// The Event a report deserves for `audience`, if any.
+pub fn event_for(r: &TenantReport, audience: Audience) -> Option<Event> {
     let c = &r.counts;
-    let short = |s: &str| -> String { s.chars().take(1000).collect() };
+    let changed = c.created + c.configured + c.pruned > 0;
+    let counts = || {
+        format!(
+            "{} created, {} configured, {} pruned, {} unchanged",
+            c.created, c.configured, c.pruned, c.unchanged
+        )
+    };
     let (type_, reason, note) = if !r.is_ok() {
         let first = r
             .first_error()
             .map(str::to_string)
             .or_else(|| r.prune_held.as_ref().map(ToString::to_string))
             .unwrap_or_else(|| r.outcome.to_string());
-        (
-            EventType::Warning,
-            "SyncFailed",
-            format!("{} error(s); first: {first}", r.errors.len().max(1)),
-        )
-    } else if let Some(hold) = r.prune_held.as_ref().filter(|h| h.blocks()) {
-        (EventType::Warning, "Stalled", format!("prune held: {hold}"))
-    } else if c.created + c.configured + c.pruned > 0 {
-        (
-            EventType::Normal,
-            "Synced",
-            format!(
-                "{} created, {} configured, {} pruned, {} unchanged",
-                c.created, c.configured, c.pruned, c.unchanged
-            ),
-        )
+        match audience {
+            Audience::Inventory => {
+                let reason = r.failure().map_or("SyncFailed", Failure::event_reason);
+                (EventType::Warning, reason, first)
+            }
+            Audience::Tenant => {
+                let note = format!("{} error(s); first: {first}", r.errors.len().max(1));
+                (EventType::Warning, "SyncFailed", note)
+            }
+        }
     } else {
-        return None;
+        match (audience, &r.prune_held) {
+            (Audience::Inventory, hold) if changed || hold.is_some() => {
+                let note = match hold {
+                    Some(hold) => format!("{}; {hold}", counts()),
+                    None => counts(),
+                };
+                let reason = if r.outcome == Outcome::Purged {
+                    "Purged"
+                } else {
+                    "Applied"
+                };
+                (EventType::Normal, reason, note)
+            }
+            (Audience::Tenant, Some(hold)) if hold.blocks() => {
+                (EventType::Warning, "Stalled", format!("prune held: {hold}"))
+            }
+            (Audience::Tenant, _) if changed => (EventType::Normal, "Synced", counts()),
+            _ => return None,
+        }
     };
     Some(Event {
         type_,
         reason: reason.to_string(),
-        note: Some(short(&note)),
+        note: Some(note.chars().take(1000).collect()),
         action: "Sync".to_string(),
         secondary: None,
     })
 }
 
+/// The Events of `reports` and where each goes: on each inventory in `agent_namespace` (when
+/// given) and in each tenant's own namespaces (`namespaces`: tenant → its own namespaces).
+pub fn events_of(
+    reports: &[TenantReport],
+    agent_namespace: Option<&str>,
+    namespaces: &BTreeMap<String, Vec<String>>,
+) -> Vec<(Event, ObjectReference)> {
+    let mut out = Vec::new();
+    for r in reports {
+        if let (Some(ns), Some(event)) = (agent_namespace, event_for(r, Audience::Inventory)) {
+            let name = fief_core::objects::inventory_name(&r.tenant);
+            out.push((event, reference("ConfigMap", &name, ns)));
+        }
+        // The Event is about the Namespace and lives in it, so `kubectl get events -n NS`
+        // shows it to whoever may read Events there.
+        for ns in namespaces.get(&r.tenant).into_iter().flatten() {
+            if let Some(event) = event_for(r, Audience::Tenant) {
+                out.push((event, reference("Namespace", ns, ns)));
+            }
+        }
+    }
+    out
+}
+
+/// A reference to the core (`v1`) object `kind` `name` in `namespace`.
+fn reference(kind: &str, name: &str, namespace: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_string()),
+        kind: Some(kind.to_string()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        ..Default::default()
+    }
+}
+
+/// Send `events` as `controller` (the Pod in `POD_NAME` its instance), [`EVENTS_IN_FLIGHT`]
+/// at a time, so a cold apply of many tenants is not held up by its Events. Failures to
+/// publish are logged at debug level and never fail a sync.
+pub async fn send(client: &kube::Client, controller: &str, events: Vec<(Event, ObjectReference)>) {
+    let reporter = Reporter {
+        controller: controller.to_string(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    stream::iter(events)
+        .for_each_concurrent(EVENTS_IN_FLIGHT, |(event, reference)| {
+            let recorder = &recorder;
+            async move {
+                if let Err(e) = recorder.publish(&event, &reference).await {
+                    let (kind, name) = (reference.kind, reference.name);
+                    tracing::debug!(?kind, ?name, error = %e, "cannot publish an event");
+                }
+            }
+        })
+        .await;
+}
+
 /// Publish each report's Event into the namespaces its tenant owns (`namespaces`: tenant →
-/// its own namespaces). Failures to publish are logged at debug level and never fail a sync.
+/// its own namespaces), as `controller`.
 pub async fn publish(
     client: &kube::Client,
     controller: &str,
     reports: &[TenantReport],
     namespaces: &BTreeMap<String, Vec<String>>,
 ) {
-    let reporter = Reporter {
-        controller: controller.to_string(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let recorder = Recorder::new(client.clone(), reporter);
-    let mut sends = Vec::new();
-    for r in reports {
-        if event_for(r).is_none() {
-            continue;
-        }
-        for ns in namespaces.get(&r.tenant).into_iter().flatten() {
-            sends.push((r, ns.as_str()));
-        }
+    send(client, controller, events_of(reports, None, namespaces)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fief_core::plan::PruneHold;
+
+    fn note(e: &Option<Event>) -> Option<(&str, &str)> {
+        e.as_ref()
+            .map(|e| (e.reason.as_str(), e.note.as_deref().unwrap_or("")))
     }
-    // A few at a time: a cold apply of many tenants is not held up by its Events.
-    stream::iter(sends)
-        .for_each_concurrent(EVENTS_IN_FLIGHT, |(r, ns)| {
-            let recorder = &recorder;
-            async move {
-                let (tenant, Some(event)) = (r.tenant.as_str(), event_for(r)) else {
-                    return;
-                };
-                // The Event is about the Namespace and lives in it, so `kubectl get events -n
-                // NS` shows it to whoever may read Events there.
-                let reference = ObjectReference {
-                    api_version: Some("v1".to_string()),
-                    kind: Some("Namespace".to_string()),
-                    name: Some(ns.to_string()),
-                    namespace: Some(ns.to_string()),
-                    ..Default::default()
-                };
-                if let Err(e) = recorder.publish(&event, &reference).await {
-                    tracing::debug!(tenant, namespace = ns, error = %e, "cannot publish a tenant event");
-                }
-            }
-        })
-        .await;
+
+    #[test]
+    fn a_failure_names_its_kind_on_the_inventory_and_counts_its_errors_for_the_tenant() {
+        let mut invalid = TenantReport::new("a", Outcome::Invalid);
+        invalid.fail(Failure::Render, "a.yaml:3: bad");
+        let inv = event_for(&invalid, Audience::Inventory);
+        assert_eq!(note(&inv), Some(("RenderFailed", "a.yaml:3: bad")));
+        let tenant = event_for(&invalid, Audience::Tenant);
+        assert_eq!(
+            note(&tenant),
+            Some(("SyncFailed", "1 error(s); first: a.yaml:3: bad"))
+        );
+        let mut failed = TenantReport::new("a", Outcome::Failed);
+        failed.fail(Failure::Forbidden, "apply: 403");
+        let inv = event_for(&failed, Audience::Inventory);
+        assert_eq!(note(&inv), Some(("SyncFailed", "apply: 403")));
+    }
+
+    #[test]
+    fn a_change_is_applied_on_the_inventory_and_synced_for_the_tenant_and_no_change_is_silent() {
+        let mut changed = TenantReport::new("a", Outcome::Applied);
+        changed.counts.created = 2;
+        let inv = event_for(&changed, Audience::Inventory);
+        let counts = "2 created, 0 configured, 0 pruned, 0 unchanged";
+        assert_eq!(note(&inv), Some(("Applied", counts)));
+        assert_eq!(
+            note(&event_for(&changed, Audience::Tenant)),
+            Some(("Synced", counts))
+        );
+        let unchanged = TenantReport::new("a", Outcome::Applied);
+        assert!(event_for(&unchanged, Audience::Inventory).is_none());
+        assert!(event_for(&unchanged, Audience::Tenant).is_none());
+        let purged = TenantReport::new("a", Outcome::Purged);
+        let mut pruned = purged.clone();
+        pruned.counts.pruned = 1;
+        let inv = event_for(&pruned, Audience::Inventory);
+        assert_eq!(inv.map(|e| e.reason), Some("Purged".to_string()));
+    }
+
+    #[test]
+    fn a_held_prune_is_noted_on_the_inventory_and_stalls_for_the_tenant_when_it_blocks() {
+        let mut held = TenantReport::new("a", Outcome::Applied);
+        held.prune_held = Some(PruneHold::EmptyRender.into());
+        let inv = event_for(&held, Audience::Inventory).unwrap();
+        assert_eq!(inv.reason, "Applied");
+        let tenant = event_for(&held, Audience::Tenant).unwrap();
+        assert_eq!(tenant.reason, "Stalled");
+        assert!(matches!(tenant.type_, EventType::Warning));
+    }
+
+    #[test]
+    fn events_go_to_the_inventory_and_to_each_namespace_the_tenant_owns() {
+        let mut changed = TenantReport::new("a", Outcome::Applied);
+        changed.counts.configured = 1;
+        let unchanged = TenantReport::new("b", Outcome::Applied);
+        let namespaces = BTreeMap::from([
+            (
+                "a".to_string(),
+                vec!["a-prod".to_string(), "a-dev".to_string()],
+            ),
+            ("b".to_string(), vec!["b-prod".to_string()]),
+        ]);
+        let reports = [changed, unchanged];
+        let places: Vec<(String, String)> = events_of(&reports, Some("fief-system"), &namespaces)
+            .into_iter()
+            .map(|(_, r)| (r.kind.unwrap(), r.namespace.unwrap()))
+            .collect();
+        let want = [
+            ("ConfigMap", "fief-system"),
+            ("Namespace", "a-prod"),
+            ("Namespace", "a-dev"),
+        ];
+        assert_eq!(places, want.map(|(k, n)| (k.to_string(), n.to_string())));
+        assert_eq!(events_of(&reports, None, &namespaces).len(), 2);
+    }
 }
