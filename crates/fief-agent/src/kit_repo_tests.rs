@@ -1,32 +1,17 @@
 //! The tenants repository of the agent's test kit: a local git repository the agent clones
-//! and fetches, committed with the `git` command, and the files of a small fleet.
+//! and fetches, committed in-process with libgit2, and the files of a small fleet.
 //!
 //! In: the files of each commit (path, text) and the paths it removes. Out: the commit ids,
 //! the repository's URL (its path) and the folder the agent caches its clone in.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
+
+use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 
 /// A local git repository on branch `main`, with a folder for the agent's clone.
 pub(crate) struct Repo {
     work: tempfile::TempDir,
     cache: tempfile::TempDir,
-}
-
-/// Run `git` in `dir`; its standard output, trimmed. Fails the test when git fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=fief", "-c", "user.email=fief@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 impl Repo {
@@ -36,7 +21,9 @@ impl Repo {
             work: tempfile::tempdir().expect("temp dir"),
             cache: tempfile::tempdir().expect("temp dir"),
         };
-        git(repo.work.path(), &["init", "-q", "-b", "main"]);
+        let mut init = RepositoryInitOptions::new();
+        init.initial_head("main");
+        Repository::init_opts(repo.work.path(), &init).expect("git init");
         repo.commit(files, &[]);
         repo
     }
@@ -51,9 +38,15 @@ impl Repo {
         self.cache.path().to_path_buf()
     }
 
+    fn open(&self) -> Repository {
+        Repository::open(self.work.path()).expect("open the repository")
+    }
+
     /// The commit `main` is at.
     pub(crate) fn head(&self) -> String {
-        git(self.work.path(), &["rev-parse", "HEAD"])
+        let repo = self.open();
+        let head = repo.head().and_then(|h| h.peel_to_commit());
+        head.expect("a commit").id().to_string()
     }
 
     /// Write `files`, delete `removed`, commit them all; the new commit.
@@ -69,9 +62,20 @@ impl Repo {
         for path in removed {
             std::fs::remove_file(root.join(path)).expect("remove file");
         }
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-q", "--allow-empty", "-m", "change"]);
-        self.head()
+        let repo = self.open();
+        let mut index = repo.index().expect("the index");
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .expect("git add");
+        index.update_all(["*"], None).expect("git add (removals)");
+        index.write().expect("write the index");
+        let tree = index.write_tree().expect("write the tree");
+        let tree = repo.find_tree(tree).expect("the tree");
+        let me = Signature::now("fief", "fief@example.com").expect("a signature");
+        let parent = repo.head().and_then(|h| h.peel_to_commit()).ok();
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        let id = repo.commit(Some("HEAD"), &me, &me, "change", &tree, &parents);
+        id.expect("git commit").to_string()
     }
 }
 
