@@ -35,7 +35,8 @@ use fief_kube::fixtures::{MockApiServer, Scenario, resources};
 /// The agent namespace of the kit's repositories.
 pub(crate) const AGENT_NS: &str = "fief-system";
 
-/// How long [`Kit::until`] waits before it fails the test.
+/// How long the kit waits for what a test expects (a commit read, a condition) before it
+/// fails the test.
 const PATIENCE: Duration = Duration::from_secs(10);
 
 /// An agent under test, its cluster and its repository.
