@@ -339,3 +339,36 @@ fn a_succeeded_hook_failed_job_is_done_and_kept_and_a_failed_hook_succeeded_job_
         })
     ));
 }
+
+#[test]
+fn done_hooks_that_leave_git_are_pruned_without_counting_towards_the_mass_prune_guard() {
+    // Six pre hooks, each already run and deleted by its policy, and one main ConfigMap.
+    let hooks: Vec<_> = (0..6)
+        .map(|i| hook(&format!("migrate-{i}"), "pre", i, "hook-succeeded", "1"))
+        .collect();
+    let before = render([hooks, vec![object("ConfigMap", "site", "1")]].concat());
+    let (mut inv, mut live) = applied(&before);
+    for e in inv.entries.values_mut().filter(|e| e.id.kind == "Job") {
+        e.done = Some(Done::Succeeded);
+        live.remove(&e.id);
+    }
+    // The chart drops its hooks: six of seven entries leave git, none of them a live object.
+    let after = render(vec![object("ConfigMap", "site", "1")]);
+    let guard = PruneGuard {
+        max_objects: 100,
+        max_percent: 50,
+        min_objects: 2,
+    };
+    let p = plan(&after, Some(&inv), &live, &guard, false);
+    assert_eq!(p.hold, None, "done hooks tripped the guard");
+    assert_eq!(p.prune.len(), 6);
+    assert!(!p.released, "no guard was passed over");
+    // A live object still counts, against the live objects alone.
+    let strict = PruneGuard {
+        min_objects: 0,
+        ..guard
+    };
+    let replaced = render(vec![object("ConfigMap", "other", "1")]);
+    let p = plan(&replaced, Some(&inv), &live, &strict, false);
+    assert_eq!(p.hold, Some(PruneHold::MassPrune { count: 1, total: 1 }));
+}

@@ -209,7 +209,7 @@ pub fn managed_fingerprint(managed_fields: &Value, manager: &str) -> String {
 /// be gone: a hook deleted by its delete policy is not run again). Only entries the render's scope covers may be pruned (`--env`).
 ///
 /// The mass-prune guard counts only entries applied by a completed sync (not
-/// [`Entry::pending`]): a held prune is measured again against the same objects on every
+/// [`Entry::pending`]) whose object may still exist (not [`Entry::done`]): a held prune is measured again against the same objects on every
 /// later sync, so it stays held until `allow_mass_prune` or until git stops asking for it,
 /// and objects added while it was held are pruned without counting (a revert).
 pub fn plan<'a>(
@@ -255,8 +255,10 @@ pub fn plan<'a>(
     let purged = render.state == Some(TenantState::Purged);
     // The guard measures against what was applied before any sync that has not completed:
     // entries still `pending` were added by such a sync (one whose prune is held, or that
-    // stopped), so they neither count as deletions nor towards the total.
-    let settled = |e: &&Entry| !e.pending;
+    // stopped), so they neither count as deletions nor towards the total. A done entry is an
+    // object its delete policy already removed: pruning it deletes nothing, so it counts
+    // neither.
+    let settled = |e: &&Entry| !e.pending && e.done.is_none();
     let count = prune.iter().filter(settled).count();
     let total = prev.values().filter(in_scope).filter(settled).count();
     let trips = !purged && guard.trips(count, total);
