@@ -18,6 +18,7 @@ mod deploy;
 mod diff;
 mod import;
 mod import_adopt;
+mod inventories_held;
 mod install;
 mod isolation;
 mod move_cluster;

@@ -1,7 +1,8 @@
 //! Inventory store: the tenants' ApplySet parent ConfigMaps in the agent namespace.
 //!
-//! In: [`Inventory`] values. Out: reads, merge-patched or created writes (skipped when
-//! unchanged) and deletes of the ConfigMaps.
+//! In: [`Inventory`] values. Out: reads (one at a time in the order of the tenants' names,
+//! counted while held: [`Walk`]; a few by name; or all at once), merge-patched or created
+//! writes (skipped when unchanged) and deletes of the ConfigMaps.
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,10 @@
 //! What `fief status` reads from the cluster: the inventories (with their day-2 flags), the
 //! agent's view and the rollout record.
 //!
-//! In: a client, the agent namespace, [`StatusArgs`]. Out: a [`View`]. Someone with rights
-//! in the agent namespace lists every inventory; a tenant's own people (admins, operators,
+//! In: a client, the agent namespace, [`StatusArgs`]. Out: a [`View`], with a [`Summary`] of
+//! each inventory (its status and how many objects it records): the inventories are read one
+//! at a time and each dropped once summed up, so the command never holds them all. Someone
+//! with rights in the agent namespace lists every inventory; a tenant's own people (admins, operators,
 //! viewers, who may `get` only their tenants' inventory ConfigMaps, see
 //! `fief_kube::status_access`) are refused the list and read the named tenants' inventories
 //! one by one instead. What they may not read (the agent's view, the rollout record) is left
@@ -12,18 +14,61 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::StatusArgs;
-use crate::core::inventory::{Inventory, InventoryError};
+use crate::core::inventory::{Inventory, InventoryError, Status};
 use crate::core::rollout::Record;
 use crate::core::status::Flags;
 use crate::core::status::agent::AgentStatus;
 use crate::kube::ClusterError;
+use crate::kube::inventory_store::Walk;
+
+/// What `fief status` shows of one tenant's inventory.
+#[derive(Debug)]
+pub(super) struct Summary {
+    /// The inventory's status.
+    pub status: Status,
+    /// The objects it records.
+    pub objects: usize,
+    /// The cluster the tenant file now names, while it is marked `Moved` here.
+    pub moved_to: Option<String>,
+}
+
+/// Inventories as `fief status` keeps them, by tenant.
+type Summaries = BTreeMap<String, Result<Summary, InventoryError>>;
+
+/// The summary of an inventory as read (an unreadable one stays its error).
+fn summary(inv: &Result<Inventory, InventoryError>) -> Result<Summary, InventoryError> {
+    match inv {
+        Ok(inv) => Ok(Summary {
+            status: inv.status.clone(),
+            objects: inv.entries.len(),
+            moved_to: crate::core::status::moved::moved_to(inv).map(str::to_string),
+        }),
+        Err(e) => Err(InventoryError {
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            detail: e.detail.clone(),
+        }),
+    }
+}
+
+/// Every inventory of `namespace`, summed up one at a time.
+async fn list(client: &kube::Client, namespace: &str) -> Result<Summaries, ClusterError> {
+    let mut walk = Walk::new(client, namespace);
+    let mut out = BTreeMap::new();
+    while let Some(one) = walk.next().await? {
+        for (tenant, inv) in one.iter() {
+            out.insert(tenant.clone(), summary(inv));
+        }
+    }
+    Ok(out)
+}
 
 /// Everything `fief status` shows, as read.
 pub(super) struct View {
     /// The agent namespace read.
     pub namespace: String,
-    /// Inventories by tenant.
-    pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
+    /// Each inventory's summary, by tenant.
+    pub inventories: Summaries,
     /// The agent's view, or why it could not be read.
     pub agent: Result<AgentStatus, String>,
     /// Each tenant's day-2 flags.
@@ -41,7 +86,7 @@ pub(super) async fn view(
     args: &StatusArgs,
     namespace: &str,
 ) -> Result<View, ClusterError> {
-    let listed = crate::kube::inventory_store::load_inventories(client, namespace).await;
+    let listed = list(client, namespace).await;
     let (inventories, flags, narrowed) = match listed {
         Ok(inventories) => {
             let flags = crate::kube::tenant_flags::load_flags(client, namespace).await?;
@@ -85,15 +130,13 @@ async fn named(
     client: &kube::Client,
     namespace: &str,
     tenants: &[String],
-) -> Result<
-    (
-        BTreeMap<String, Result<Inventory, InventoryError>>,
-        BTreeMap<String, Flags>,
-    ),
-    ClusterError,
-> {
-    let inventories =
-        crate::kube::inventory_store::get_inventories(client, namespace, tenants).await?;
+) -> Result<(Summaries, BTreeMap<String, Flags>), ClusterError> {
+    let inventories: Summaries =
+        crate::kube::inventory_store::get_inventories(client, namespace, tenants)
+            .await?
+            .iter()
+            .map(|(t, inv)| (t.clone(), summary(inv)))
+            .collect();
     let mut flags = BTreeMap::new();
     for tenant in inventories.keys() {
         let name = crate::core::objects::inventory_name(tenant);

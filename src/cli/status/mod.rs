@@ -18,9 +18,9 @@ use super::agent_ns::{self, AgentNamespace};
 use super::{CliError, EXIT_INVALID, EXIT_OK, EXIT_USAGE, Format, StatusArgs, runtime};
 use crate::core::condition::ConditionStatus;
 use crate::core::condition::ConditionType::{self, Ready};
-use crate::core::inventory::{Inventory, InventoryError};
+use crate::core::inventory::InventoryError;
 use crate::core::status::agent::{AgentStatus, Attempt};
-use load::View;
+use load::{Summary, View};
 
 /// One tenant's place in the rollout: wave index, wave name, held.
 type WavePlace = (usize, String, bool);
@@ -82,7 +82,7 @@ pub fn status_cmd(args: &StatusArgs) -> Result<u8, CliError> {
             ns,
         )));
     }
-    let selected: Vec<(&String, &Result<Inventory, InventoryError>)> = view
+    let selected: Vec<(&String, &Result<Summary, InventoryError>)> = view
         .inventories
         .iter()
         .filter(|(t, _)| args.tenants.is_empty() || args.tenants.contains(t))
@@ -130,7 +130,7 @@ fn nothing_listed(
 }
 
 /// A condition's status (`Unknown` when absent).
-fn condition(inv: &Inventory, t: ConditionType) -> ConditionStatus {
+fn condition(inv: &Summary, t: ConditionType) -> ConditionStatus {
     inv.status
         .condition(t)
         .map_or(ConditionStatus::Unknown, |c| c.status)
@@ -158,7 +158,7 @@ fn suspended(view: &View, tenant: &str) -> Option<String> {
 }
 
 /// `-o json`: one object per selected tenant.
-fn json_rows(view: &View, selected: &[(&String, &Result<Inventory, InventoryError>)]) -> String {
+fn json_rows(view: &View, selected: &[(&String, &Result<Summary, InventoryError>)]) -> String {
     let rows: Vec<serde_json::Value> = selected
         .iter()
         .map(|(t, inv)| match inv {
@@ -228,7 +228,7 @@ fn agent_line(namespace: &str, agent: &Result<AgentStatus, String>) -> String {
 
 /// Unix time of the tenant's last sync: the agent's last attempt when known, else the latest
 /// condition transition recorded in the inventory (an unchanged sync writes nothing).
-fn last_sync(inv: &Inventory, attempt: Option<&Attempt>) -> Option<i64> {
+fn last_sync(inv: &Summary, attempt: Option<&Attempt>) -> Option<i64> {
     let from_agent = attempt.map(|a| a.at).filter(|u| *u > 0);
     let recorded = inv
         .status

@@ -6,18 +6,17 @@
 
 use super::load::View;
 use super::{
-    Inventory, InventoryError, agent_line, attempt, attempt_cell, condition, last_sync, short_age,
+    InventoryError, Summary, agent_line, attempt, attempt_cell, condition, last_sync, short_age,
     suspended, wave_of,
 };
 use crate::cli::colour::{self, Style};
 use crate::core::condition::ConditionType::{Orphaned, Ready, Stalled};
 use crate::core::condition::{Condition, ConditionStatus};
-use crate::core::status::moved::moved_to;
 
 /// The whole text output.
 pub(super) fn text(
     view: &View,
-    selected: &[(&String, &Result<Inventory, InventoryError>)],
+    selected: &[(&String, &Result<Summary, InventoryError>)],
 ) -> String {
     let mut out = String::new();
     if let Some(note) = &view.narrowed {
@@ -50,7 +49,7 @@ pub(super) fn text(
 }
 
 /// The message column: the suspension, the rollout hold, the last error or the Ready message.
-fn message(view: &View, t: &str, inv: &Inventory) -> (String, String) {
+fn message(view: &View, t: &str, inv: &Summary) -> (String, String) {
     let message = inv
         .status
         .last_error
@@ -75,7 +74,7 @@ fn message(view: &View, t: &str, inv: &Inventory) -> (String, String) {
 }
 
 /// One tenant's row.
-fn row(view: &View, t: &str, inv: &Inventory) -> String {
+fn row(view: &View, t: &str, inv: &Summary) -> String {
     let (ready, message) = message(view, t, inv);
     let orphan = inv
         .status
@@ -107,10 +106,10 @@ fn row(view: &View, t: &str, inv: &Inventory) -> String {
         stalled,
         sync_age,
         short(&inv.status.revision, 10),
-        inv.entries.len(),
+        inv.objects,
         short(inv.status.commit.as_deref().unwrap_or("-"), 12),
         tried,
-        match (orphan, moved_to(inv), inv.status.spare) {
+        match (orphan, inv.moved_to.as_deref(), inv.status.spare) {
             (true, _, _) => "ORPHANED: ".to_string(),
             (false, Some(to), _) => format!("MOVED to {to}: "),
             (false, None, true) => "SPARE: ".to_string(),
