@@ -105,6 +105,7 @@ fn the_deployment_waits_until_the_pre_job_completes() {
     );
     // Nothing changed: nothing is written, the completed Job is not applied again.
     let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(tenant_report(&out, &t)["ended"].is_null(), "deleted once: {out}");
     let counts = &tenant_report(&out, &t)["counts"];
     assert_eq!(
         (counts["created"].as_u64(), counts["configured"].as_u64()),
@@ -332,6 +333,11 @@ fn a_hook_succeeded_job_is_deleted_once_complete_and_runs_again_only_when_its_co
     common::job::complete("db-migrate", &ns);
     let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
     assert!(tenant_report(&out, &t)["phaseHold"].is_null(), "{out}");
+    assert_eq!(
+        tenant_report(&out, &t)["ended"],
+        serde_json::json!([format!("Job.batch/{ns}/db-migrate (succeeded)")]),
+        "the report names the hook deleted"
+    );
     assert!(!exists("job", &ns, "db-migrate"), "deleted once complete");
     assert!(exists("configmap", &ns, "db-settings"), "the chart goes on");
     assert_eq!(

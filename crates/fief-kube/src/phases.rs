@@ -97,13 +97,16 @@ pub(super) async fn delete_ended(
         let Some(entry) = inv.entries.get(&ended.id) else {
             continue;
         };
-        if let Err(e) = delete_as_tenant(ctx, &entry.id, &entry.api_version).await {
-            if let Some(entry) = inv.entries.get_mut(&ended.id) {
-                entry.done = None;
+        match delete_as_tenant(ctx, &entry.id, &entry.api_version).await {
+            Ok(()) => report.ended.push(format!("{} ({})", entry.id, ended.done)),
+            Err(e) => {
+                if let Some(entry) = inv.entries.get_mut(&ended.id) {
+                    entry.done = None;
+                }
+                report
+                    .errors
+                    .push(super::sync::cluster_error(Failure::Prune, &e));
             }
-            report
-                .errors
-                .push(super::sync::cluster_error(Failure::Prune, &e));
         }
     }
 }

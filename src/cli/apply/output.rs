@@ -75,6 +75,9 @@ fn progress_line(r: &TenantReport) -> String {
     for a in &r.adopted {
         line.push_str(&format!("\n  adopted: {a}"));
     }
+    for e in &r.ended {
+        line.push_str(&format!("\n  hook deleted: {e}"));
+    }
     line
 }
 

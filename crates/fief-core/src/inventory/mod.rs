@@ -88,6 +88,15 @@ pub enum Done {
     Failed(String),
 }
 
+impl std::fmt::Display for Done {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Done::Succeeded => f.write_str("succeeded"),
+            Done::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
+}
+
 impl Entry {
     /// The version of the live object fief last applied, as recorded here.
     pub fn applied_version(&self) -> AppliedVersion {

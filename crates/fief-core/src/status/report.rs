@@ -114,6 +114,9 @@ pub struct TenantReport {
     pub kept: Vec<String>,
     /// Objects that existed, made by another tool, and that this sync took (`--adopt`).
     pub adopted: Vec<String>,
+    /// Pre and post objects this sync deleted once they ended, as their
+    /// `helm.sh/hook-delete-policy` asks: the object and how it ended.
+    pub ended: Vec<String>,
     /// Why objects a prune would delete still run, if they do.
     pub prune_held: Option<PruneHeld>,
     /// Errors, each with the [`Failure`] that made it.
@@ -139,6 +142,7 @@ impl TenantReport {
             counts: Counts::default(),
             kept: Vec::new(),
             adopted: Vec::new(),
+            ended: Vec::new(),
             prune_held: None,
             errors: Vec::new(),
             suspended: None,
@@ -204,6 +208,8 @@ struct Wire<'a> {
     kept: &'a [String],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     adopted: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ended: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     prune_held: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -227,6 +233,7 @@ impl Serialize for TenantReport {
             counts: &self.counts,
             kept: &self.kept,
             adopted: &self.adopted,
+            ended: &self.ended,
             prune_held: self.prune_held.as_ref().map(ToString::to_string),
             prune_blocked: self.prune_blocked(),
             errors: &self.errors,
