@@ -207,7 +207,7 @@ impl Walk {
     /// The next inventory when its tenant's name is at most `last` (any, for `None`),
     /// parsed and counted; `None` when there is no such one (yet).
     ///
-    /// An inventory whose tenant sorts before one already taken (its ConfigMap is labelled
+    /// An inventory whose tenant sorts before one already taken (after a ConfigMap labelled
     /// for a tenant other than its name says) is an error naming it: a pass that walks the
     /// tenants in order may have passed its tenant already.
     pub async fn next_upto(
@@ -224,17 +224,15 @@ impl Walk {
         let Some(cm) = self.items.pop_front() else {
             return Ok(None);
         };
-        if self
-            .last
-            .as_deref()
-            .is_some_and(|before| tenant.as_str() < before)
-        {
+        if let Some(before) = self.last.as_deref().filter(|b| tenant.as_str() < *b) {
             let name = cm["metadata"]["name"].as_str().unwrap_or_default();
             return Err(ClusterError::Client {
                 what: format!("read inventory ConfigMap {name}"),
                 detail: format!(
-                    "it is labelled for tenant `{tenant}`, which its name does not say; \
-                     fix its {} label or delete it",
+                    "it is labelled for tenant `{tenant}` and listed after tenant `{before}`'s: \
+                     an inventory's name is {}<its tenant>; fix or delete the one whose name \
+                     and {} label disagree",
+                    objects::inventory_name(""),
                     objects::LABEL_TENANT
                 ),
             });
@@ -267,10 +265,28 @@ fn tenant_of(cm: &Value) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{Scenario, mock_api_server};
+
+    const NAMESPACE: &str = "fief-system";
+
+    /// Taken by each test here: the count is the process's, so they do not overlap.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    fn path(name: &str) -> String {
+        format!("/api/v1/namespaces/{NAMESPACE}/configmaps/{name}")
+    }
+
+    /// A scenario holding the inventories of `tenants`.
+    fn holding(tenants: &[String]) -> Scenario {
+        tenants.iter().fold(Scenario::new(), |s, t| {
+            let cm = Inventory::new(t).to_configmap(NAMESPACE);
+            s.with_object(&path(&objects::inventory_name(t)), cm)
+        })
+    }
 
     #[test]
     fn inventories_count_what_they_hold_until_dropped() {
-        // Other tests of this process may hold some: only the difference is checked.
+        let _one = SERIAL.blocking_lock();
         let before = held();
         let mut a = Inventories::new();
         a.insert("a".into(), Ok(Inventory::new("a")));
@@ -287,5 +303,56 @@ mod tests {
         drop(a);
         drop(b);
         assert_eq!(held(), before);
+    }
+
+    #[tokio::test]
+    async fn a_walk_takes_every_inventory_in_name_order_across_pages_up_to_a_name() {
+        let _one = SERIAL.lock().await;
+        let tenants: Vec<String> = (0..60).map(|i| format!("t-{i:03}")).collect();
+        let (client, server) = mock_api_server(holding(&tenants));
+        let mut walk = Walk::new(&client, NAMESPACE);
+        let mut taken = Vec::new();
+        while let Some(one) = walk.next_upto(Some("t-029")).await.expect("listed") {
+            assert_eq!(one.len(), 1);
+            taken.extend(one.keys().cloned());
+        }
+        assert_eq!(taken, tenants[..30]);
+        assert_eq!(walk.peek().await.expect("listed"), Some("t-030"));
+        while let Some(one) = walk.next().await.expect("listed") {
+            taken.extend(one.keys().cloned());
+        }
+        assert_eq!(taken, tenants);
+        let pages = server
+            .requests()
+            .iter()
+            .filter(|r| r.param("limit").is_some())
+            .count();
+        assert_eq!(pages, 3, "pages of {}", super::super::PAGE);
+    }
+
+    #[tokio::test]
+    async fn an_inventory_listed_out_of_its_tenants_order_is_an_error_naming_it() {
+        let _one = SERIAL.lock().await;
+        // ConfigMap fief-tenant-b is labelled for tenant z: c's comes after it.
+        let tenants = ["a", "c"].map(String::from);
+        let mut stray = Inventory::new("z").to_configmap(NAMESPACE);
+        stray["metadata"]["name"] = objects::inventory_name("b").into();
+        let scenario = holding(&tenants).with_object(&path(&objects::inventory_name("b")), stray);
+        let (client, _server) = mock_api_server(scenario);
+        let mut walk = Walk::new(&client, NAMESPACE);
+        let mut seen = Vec::new();
+        let err = loop {
+            match walk.next().await {
+                Ok(Some(one)) => seen.extend(one.keys().cloned()),
+                Ok(None) => panic!("no error after {seen:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(seen, ["a", "z"]);
+        let text = err.to_string();
+        assert!(
+            text.contains("fief-tenant-c") && text.contains("`z`"),
+            "{text}"
+        );
     }
 }
