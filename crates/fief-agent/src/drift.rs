@@ -8,8 +8,9 @@
 //! [`WatchState`] (a kind that cannot be listed — e.g. 403 — is `Failed`, and only the
 //! tenants using it are degraded), tenants pushed to the queue and the drift counter. A
 //! desired object's live hash is computed from its shape; an object of a tenant verified and
-//! not rendered since ([`super::verify`]) has no shape and is judged by its version: still
-//! the one fief applied, its recorded live hash stands; moved, it is drift. Events on the
+//! not rendered since ([`super::verify`]), or whose render failed, has no shape and is judged
+//! by its version: still the one fief applied, its recorded live hash stands; moved, it is
+//! drift (and its live hash unknown, so the sync that fixes the render applies it again). Events on the
 //! objects of a tenant being synced are fief's own writes: recorded, never counted or queued
 //! as drift. After a relist (a watch gap), objects that changed or disappeared meanwhile are
 //! compared with what was known and their tenants queued. Status-only changes hash the same.
@@ -333,9 +334,10 @@ fn is_done(shared: &Shared, id: &ObjectId) -> bool {
         .is_some_and(|r| r.done)
 }
 
-/// An object of a tenant the agent has not rendered (its render failed since the agent
-/// started): no live hash can be taken without its desired shape, but its health and version
-/// are told to the health gate, so a later sync that leaves it as it is finds it current.
+/// An object the agent has no desired shape or recorded version for (its tenant's render
+/// failed since the agent started, and its sync has not recorded it yet): no live hash can be
+/// taken, but its health and version are told to the health gate, so a later sync that
+/// leaves it as it is finds it current.
 fn unknown(shared: &Shared, id: &ObjectId, value: &Value) {
     if let Some(tenant) = value["metadata"]["labels"][objects::LABEL_TENANT].as_str() {
         shared
@@ -344,9 +346,9 @@ fn unknown(shared: &Shared, id: &ObjectId, value: &Value) {
     }
 }
 
-/// An object of a tenant verified and not rendered since (no desired shape): still the
-/// version fief applied, its recorded live hash stands; else its live hash is unknown (a
-/// sync applies it again) and, on a live event, it is drift.
+/// An object of a tenant with no desired shape (verified and not rendered since, or its
+/// render failed): still the version fief applied, its recorded live hash stands; else its
+/// live hash is unknown (a sync applies it again) and, on a live event, it is drift.
 fn observe_version(
     shared: &Shared,
     id: &ObjectId,

@@ -2,7 +2,8 @@
 //!
 //! In: the [`SyncResult`] of a batch and the cluster state it ran against. Out: the
 //! inventories kept for the next batch (a synced tenant's is not kept but marked evicted:
-//! read back before its next sync), the drift baseline (recorded live hashes), the queue (success
+//! read back before its next sync), the drift baseline (recorded live hashes; the live hashes
+//! of the objects the batch wrote, the watches' kept for the others), the queue (success
 //! resets backoff, failure backs off), metrics (per-tenant readiness and prune holds, failures
 //! by the category their typed [`Failure`] names) and one log line per tenant.
 
@@ -10,7 +11,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::{LoopState, Shared, lock, write};
-use fief_core::digest::Digest;
+use fief_core::digest::{Digest, Version};
+use fief_core::inventory::{Entry, Inventory};
 use fief_core::status::{Failure, Outcome};
 use fief_kube::sync::{ClusterState, SyncResult, TenantReport};
 
@@ -26,13 +28,13 @@ pub(super) fn record(
     // the tenant's next sync, so after a change that synced every tenant the agent does not
     // hold every inventory.
     let mut inventories = cs.inventories;
-    // The objects each synced tenant recorded before: its drift baseline to replace (the
+    // Each synced tenant's inventory as it stood before: its drift baseline to replace (the
     // baseline holds only what its inventory recorded, so a one-tenant sync costs that
-    // tenant's objects, not the fleet's).
-    let mut before: Vec<fief_core::objects::ObjectId> = Vec::new();
+    // tenant's objects, not the fleet's), and what its sync left as it was.
+    let mut before: BTreeMap<String, Inventory> = BTreeMap::new();
     for (tenant, inv) in &result.inventories {
         if let Some(Ok(old)) = inventories.remove(tenant) {
-            before.extend(old.entries.into_keys());
+            before.insert(tenant.clone(), old);
         }
         if inv.is_some() {
             state.evicted.insert(tenant.clone());
@@ -41,40 +43,8 @@ pub(super) fn record(
         }
     }
     state.inventories = Some(inventories);
-    // What was applied is the new baseline for drift detection.
-    {
-        let mut recorded = write(&shared.recorded);
-        let mut live = write(&shared.live);
-        for id in &before {
-            if recorded
-                .get(id)
-                .is_some_and(|r| result.inventories.contains_key(r.tenant.as_ref()))
-            {
-                recorded.remove(id);
-            }
-        }
-        for (tenant, inv) in &result.inventories {
-            let tenant: std::sync::Arc<str> = tenant.as_str().into();
-            for (id, entry) in inv.iter().flat_map(|i| i.entries.iter()) {
-                let id = shared.intern(id);
-                let digest = Digest::from_hex(&entry.live);
-                let done = entry.done.is_some();
-                recorded.insert(
-                    id.clone(),
-                    super::verify::Recorded {
-                        tenant: tenant.clone(),
-                        live: digest,
-                        version: None,
-                        done,
-                    },
-                );
-                // A done object may be gone: the watches say whether it is there.
-                if !done {
-                    live.insert(id, digest);
-                }
-            }
-        }
-    }
+    rebaseline(shared, result, &before);
+    drop(before);
     {
         let mut in_flight = lock(&shared.in_flight);
         let mut synced_at = lock(&shared.synced_at);
@@ -88,6 +58,74 @@ pub(super) fn record(
     for report in &result.reports {
         account(shared, state, report, degraded, now);
     }
+}
+
+/// What each synced tenant's inventory records is its new drift baseline. The live hashes are
+/// the watches' unless this sync wrote the object ([`written`]): an object the sync did not
+/// touch (its render failed, its sync stopped before it, it was held) keeps the hash the
+/// watches reported, so a hand edit made meanwhile is applied over by the next sync instead
+/// of being skipped as unchanged. The objects of a tenant whose render failed have no desired
+/// shape to hash them by: they are recorded with the version fief applied, and the watches
+/// judge them by it ([`super::drift`]).
+fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, Inventory>) {
+    let reports: BTreeMap<&str, &TenantReport> = result
+        .reports
+        .iter()
+        .map(|r| (r.tenant.as_str(), r))
+        .collect();
+    let mut recorded = write(&shared.recorded);
+    let mut live = write(&shared.live);
+    for id in before.values().flat_map(|i| i.entries.keys()) {
+        if recorded
+            .get(id)
+            .is_some_and(|r| result.inventories.contains_key(r.tenant.as_ref()))
+        {
+            recorded.remove(id);
+        }
+    }
+    for (tenant, inv) in &result.inventories {
+        let Some(inv) = inv else { continue };
+        let report = reports.get(tenant.as_str());
+        let unrendered = report.is_some_and(|r| r.outcome == Outcome::Invalid);
+        // Every object it renders was applied or found as recorded.
+        let complete =
+            report.is_some_and(|r| r.outcome == Outcome::Applied && r.is_ok() && !r.holds_back());
+        let old = before.get(tenant);
+        let name: std::sync::Arc<str> = tenant.as_str().into();
+        for (id, entry) in &inv.entries {
+            let id = shared.intern(id);
+            let digest = Digest::from_hex(&entry.live);
+            let done = entry.done.is_some();
+            let version =
+                (unrendered && !done).then(|| Box::new(Version::from(&entry.applied_version())));
+            recorded.insert(
+                id.clone(),
+                super::verify::Recorded {
+                    tenant: name.clone(),
+                    live: digest,
+                    version,
+                    done,
+                },
+            );
+            // A done object may be gone: the watches say whether it is there.
+            if done {
+                continue;
+            }
+            let wrote = written(old.and_then(|o| o.entries.get(id.as_ref())), entry);
+            if wrote || (complete && !live.contains_key(&id)) {
+                live.insert(id, digest);
+            }
+        }
+    }
+}
+
+/// Whether a sync wrote the object it records as `now`, recorded as `old` before it: a new
+/// entry, or one whose live hash or version moved. An apply that changed nothing returns the
+/// object as it was, so an entry left as it was is an object this sync did not change.
+fn written(old: Option<&Entry>, now: &Entry) -> bool {
+    old.is_none_or(|o| {
+        o.live != now.live || o.resource_version != now.resource_version || o.uid != now.uid
+    })
 }
 
 /// Record one tenant's report: status for the web view, the last attempt, metrics, the

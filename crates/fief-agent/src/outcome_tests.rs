@@ -4,7 +4,7 @@
 
 use http::Method;
 
-use super::kit::{Kit, configmap_path, fleet, inventory_path, tenant};
+use super::kit::{Kit, configmap_path, fleet, inventory_path, tenant, tenant_of};
 use super::{lock, read};
 use fief_core::status::Outcome;
 use fief_kube::fixtures::Scenario;
@@ -178,4 +178,40 @@ async fn a_tenant_whose_kind_cannot_be_watched_is_degraded_retried_and_not_ready
             .all(|p| !p.contains("/namespaces/acme-prod"))
     );
     assert!(kit.state.synced.is_empty());
+}
+
+/// Guards the drift baseline of a tenant whose render fails: its sync applies nothing, so it
+/// must neither take the recorded live hashes for what the watches saw nor leave the watches
+/// unable to judge its objects. A hand edit made meanwhile is then known when the render is
+/// fixed, and the fix's sync applies the object again instead of skipping it as unchanged.
+#[tokio::test]
+async fn a_hand_edit_made_while_the_render_fails_is_repaired_by_the_fixs_sync() {
+    let broken = fleet(
+        "",
+        &[tenant_of("acme", "", "", &[("app", ""), ("nope", "")])],
+    );
+    let mut kit = Kit::start(&acme(""), Scenario::new()).await;
+    kit.turn().await;
+    kit.push(&broken, &[]).await;
+    assert_eq!(kit.turn().await, ["acme"]);
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Invalid)
+    );
+    kit.server.edit(&configmap_path("acme-prod", "app"), |o| {
+        o["data"]["greeting"] = "edited".into();
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // A drift it queues syncs the tenant again, still invalid.
+    kit.turn().await;
+    assert_eq!(kit.greeting("acme"), "edited");
+
+    // The fix renders the ConfigMap as it was applied (its values name the default).
+    kit.push(&acme("{greeting: hello}"), &[]).await;
+    kit.until("the fix is synced", |k| {
+        k.attempt("acme")
+            .is_some_and(|a| a.outcome == Outcome::Applied)
+    })
+    .await;
+    assert_eq!(kit.greeting("acme"), "hello", "the hand edit is repaired");
 }

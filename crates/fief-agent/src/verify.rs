@@ -37,8 +37,9 @@ pub struct Recorded {
     pub tenant: Arc<str>,
     /// The live hash recorded after it was applied.
     pub live: Digest,
-    /// The version it was applied at, while its tenant has not been rendered since it was
-    /// verified (the watches then judge it by this, having no desired shape for it).
+    /// The version it was applied at, while its tenant has no desired shape for it: not
+    /// rendered since it was verified, or its render failed (the watches then judge it by
+    /// this).
     pub version: Option<Box<Version>>,
     /// A pre or post object done by its delete policy ([`fief_core::inventory::Entry::done`]):
     /// it may be gone, and neither its absence nor a change of it is drift.

@@ -179,3 +179,60 @@ async fn after_a_restart_a_fix_that_leaves_an_object_as_it_was_is_ready_at_once(
     assert_eq!(state(&kit, "acme"), TenantState::Healthy);
     assert_eq!(verdict(&kit, "acme"), Some(HealthState::Ready));
 }
+
+/// Guards the health gate after a restart for a Deployment whose controller wrote its status
+/// after fief last applied it (its resourceVersion moved past the one the inventory records).
+/// The restarted agent's tenant is invalid (its render fails); the fix leaves the Deployment
+/// as it is. The fix's sync must either apply it (recording the version the watch saw) or
+/// skip it with a live hash the watch reported: a sync that took the inventory's recorded
+/// hash as live would skip it, and the gate would wait for a version it never sees, until
+/// the tenant's timeout stalls it.
+#[tokio::test]
+async fn after_a_restart_a_fix_that_leaves_a_deployment_as_it_was_is_ready() {
+    // acme's ConfigMap `app` greets `greeting`; a broken file names a component that does
+    // not exist. bob's Deployment has the restarted agent watch Deployments from its start.
+    let deployed_acme = |greeting: &str, broken: bool| {
+        let mut components = vec![("app", greeting), ("web", "")];
+        if broken {
+            components.push(("nope", ""));
+        }
+        let bob = tenant_of("bob", "", "", &[("app", ""), ("web", "")]);
+        let mut files = fleet("", &[tenant_of("acme", "", "", &components), bob]);
+        files.extend(web());
+        files
+    };
+    let mut kit = Kit::start(&deployed_acme("", false), Scenario::new()).await;
+    kit.turn().await;
+    kit.available("acme");
+    kit.wait("acme is healthy", |k| {
+        state(k, "acme") == TenantState::Healthy
+    })
+    .await;
+    kit.push(&deployed_acme("", true), &[]).await;
+    kit.turn().await;
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Invalid)
+    );
+
+    let mut kit = kit.restart().await;
+    kit.turn().await;
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Invalid)
+    );
+    settle().await;
+    // The fix changes acme's ConfigMap `app` only.
+    kit.push(&deployed_acme("{greeting: fixed}", false), &[])
+        .await;
+    kit.until("the fix is synced", |k| {
+        k.attempt("acme")
+            .is_some_and(|a| a.outcome == Outcome::Applied)
+    })
+    .await;
+    kit.wait("acme is healthy", |k| {
+        state(k, "acme") == TenantState::Healthy
+    })
+    .await;
+    assert_eq!(verdict(&kit, "acme"), Some(HealthState::Ready));
+}
