@@ -21,6 +21,7 @@ mod import;
 mod init;
 mod init_ci;
 mod layout;
+mod module_graph;
 mod notify;
 mod packages;
 mod packages_charts;

@@ -14,8 +14,6 @@ use std::fmt;
 
 use sha2::{Digest as _, Sha256};
 
-use super::inventory::AppliedVersion;
-
 /// A SHA-256, as bytes. The default (all zeros) stands for "no hash" (an empty string).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Digest([u8; 32]);
@@ -71,6 +69,35 @@ fn hashed128(text: &str) -> u128 {
     let mut b = [0u8; 16];
     b.copy_from_slice(&d[..16]);
     u128::from_be_bytes(b) | 1 << 127
+}
+
+/// Which version of a live object this is, as far as the fields fief sets go: its
+/// `metadata.uid`, `metadata.resourceVersion` and [`crate::plan::managed_fingerprint`]
+/// (fief's own `managedFields` entry). Recorded per object when fief applies it
+/// ([`crate::inventory::Entry`]), and read from live objects to compare with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppliedVersion {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// Fingerprint of fief's `managedFields` entry (empty: none, or not recorded).
+    pub managed: String,
+}
+
+impl AppliedVersion {
+    /// Whether `live` is still the object recorded as `self` when fief last applied it, as far
+    /// as the fields fief sets go: same uid, and either the same resourceVersion (no write at
+    /// all) or fief's own `managedFields` entry unchanged (writes since touched none of fief's
+    /// fields, e.g. a controller's status updates). Then the recorded live hash stands without
+    /// reading the object's body or knowing the desired object. Never true for a record
+    /// without a resourceVersion (older inventories, objects not applied yet).
+    pub fn still(&self, live: &AppliedVersion) -> bool {
+        !self.resource_version.is_empty()
+            && self.uid == live.uid
+            && (self.resource_version == live.resource_version
+                || (!self.managed.is_empty() && self.managed == live.managed))
+    }
 }
 
 /// An [`AppliedVersion`] in 48 bytes: uid (a UUID is its 128 bits), resourceVersion (a

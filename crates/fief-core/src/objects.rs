@@ -150,6 +150,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     crate::digest::Digest::of(bytes).to_hex()
 }
 
+/// Whether `name` is a DNS-1123 label (lowercase alphanumerics and `-`, ≤ 63).
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// Hash of an object's rendered content (keys are sorted, so it is canonical).
+pub fn content_hash(object: &Value) -> String {
+    sha256_hex(&serde_json::to_vec(object).unwrap_or_default())
+}
+
 /// Set fief's labels on an object, creating `metadata.labels` when needed.
 pub fn add_labels(object: &mut Value, tenant: &str, component: &str, applyset: &str) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {

@@ -20,7 +20,11 @@ use sha2::{Digest, Sha256};
 use crate::model::{BUILTIN_BASELINE, LOCK_FILE, Repo, pinned_key};
 use crate::snapshot::{CHART_ARCHIVES, Entry, Snapshot};
 
+mod opaque;
 mod refs;
+
+use opaque::OPAQUE;
+pub use opaque::{mix, reusable};
 
 fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     h.update(path.as_bytes());
@@ -104,28 +108,6 @@ const RENDERER: &str = concat!(
     " ",
     env!("FIEF_SOURCE_HASH")
 );
-
-/// How a tenant hash starts when the render it stands for may read a template whose name is
-/// computed while rendering: the hash still changes with every file it knows of (so the agent
-/// re-syncs on those), but it is never recorded as a render's inputs ([`stamp`]), so no
-/// render of that tenant is ever skipped on its strength.
-const OPAQUE: &str = "opaque:";
-
-/// Whether a render with these input hash may be skipped while the hash stands (see
-/// [`OPAQUE`]).
-pub fn reusable(hash: &str) -> bool {
-    !hash.is_empty() && !hash.starts_with(OPAQUE)
-}
-
-/// `hash` with `extra` mixed in (e.g. a pinned ref's tree id), still opaque if it was.
-pub fn mix(hash: &str, extra: &str) -> String {
-    let mixed = crate::objects::sha256_hex(format!("{hash};{extra}").as_bytes());
-    if reusable(hash) {
-        mixed
-    } else {
-        format!("{OPAQUE}{mixed}")
-    }
-}
 
 fn shared_hash(snapshot: &Snapshot) -> String {
     let mut shared = Sha256::new();

@@ -160,11 +160,11 @@ fn incremental(
     let changed = new.changed_since(&old);
     let (repo, loaded) = Repo::load_reusing(new.clone(), &prev, &changed);
     // The cross-tenant index carried over (changed tenants replaced) equals one built afresh.
-    let sorted = |a: &crate::validate::across::Across| {
+    let sorted = |a: &crate::model::Across| {
         let owners: BTreeMap<_, _> = a.owners.clone().into_iter().collect();
         format!("{:?} {owners:?}", a.tenants)
     };
-    let fresh = crate::validate::across::Across::build(&repo.config, &repo.tenants);
+    let fresh = crate::model::Across::build(&repo.config, &repo.tenants);
     match repo.across.get() {
         Some(carried) => assert_eq!(sorted(carried), sorted(&fresh), "carried index == fresh"),
         None => assert!(

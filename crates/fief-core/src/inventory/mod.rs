@@ -11,7 +11,11 @@ use serde_json::{Value, json};
 
 pub use crate::condition::Condition;
 use crate::condition::{ConditionStatus, ConditionType, Reason};
+pub use crate::digest::AppliedVersion;
 use crate::objects::{self, ObjectId};
+pub use held::{HeldPrune, HoldKind, MAX_LISTED};
+
+mod held;
 
 /// Label on the parent: the ApplySet id.
 pub const LABEL_APPLYSET_ID: &str = "applyset.kubernetes.io/id";
@@ -108,35 +112,6 @@ impl Entry {
     }
 }
 
-/// Which version of a live object this is, as far as the fields fief sets go: its
-/// `metadata.uid`, `metadata.resourceVersion` and [`crate::plan::managed_fingerprint`]
-/// (fief's own `managedFields` entry). Recorded per object when fief applies it ([`Entry`]),
-/// and read from live objects to compare with it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AppliedVersion {
-    /// `metadata.uid`.
-    pub uid: String,
-    /// `metadata.resourceVersion`.
-    pub resource_version: String,
-    /// Fingerprint of fief's `managedFields` entry (empty: none, or not recorded).
-    pub managed: String,
-}
-
-impl AppliedVersion {
-    /// Whether `live` is still the object recorded as `self` when fief last applied it, as far
-    /// as the fields fief sets go: same uid, and either the same resourceVersion (no write at
-    /// all) or fief's own `managedFields` entry unchanged (writes since touched none of fief's
-    /// fields, e.g. a controller's status updates). Then the recorded live hash stands without
-    /// reading the object's body or knowing the desired object. Never true for a record
-    /// without a resourceVersion (older inventories, objects not applied yet).
-    pub fn still(&self, live: &AppliedVersion) -> bool {
-        !self.resource_version.is_empty()
-            && self.uid == live.uid
-            && (self.resource_version == live.resource_version
-                || (!self.managed.is_empty() && self.managed == live.managed))
-    }
-}
-
 /// Object counts of the last sync.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -188,7 +163,7 @@ pub struct Status {
     /// The prune held now: why, since when and what it would delete. It stays until a
     /// person releases it or git stops asking for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prune_hold: Option<crate::status::hold::HeldPrune>,
+    pub prune_hold: Option<HeldPrune>,
     /// The last release of a held mass prune by a person: who and when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_released: Option<String>,
@@ -216,7 +191,7 @@ impl Status {
             parts.push(phase.clone());
         }
         if !self.waiting.is_empty() {
-            parts.push(crate::plan::depends::describe(&self.waiting));
+            parts.push(describe_waiting(&self.waiting));
         }
         parts.join("; ")
     }
@@ -278,6 +253,15 @@ impl Status {
             && self.condition(ConditionType::Orphaned).is_none()
             && self.last_error.is_none()
     }
+}
+
+/// One line for people: what each held component waits for.
+pub fn describe_waiting(waiting: &BTreeMap<String, Vec<String>>) -> String {
+    waiting
+        .iter()
+        .map(|(c, blockers)| format!("{c} waits for {}", blockers.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A tenant's inventory.

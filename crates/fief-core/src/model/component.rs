@@ -1,8 +1,9 @@
 //! A component (`components/<c>/`) and an environment file (`environments/<env>.yaml`).
 //!
-//! In: the deserialized files. Out: [`Component`], [`ComponentMeta`], [`Environment`]. Pure.
+//! In: the deserialized files. Out: [`Component`], [`ComponentMeta`], [`Environment`], and the
+//! `dependsOn` of a tenant's components ([`Dependencies`]). Pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -212,5 +213,30 @@ mod tests {
             error.contains("30s") && error.contains("bare number"),
             "{error}"
         );
+    }
+}
+
+/// The tenant's components' `dependsOn`, as its render found them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dependencies {
+    /// Component → the components it depends on (only components with dependencies).
+    pub needs: BTreeMap<String, Vec<String>>,
+    /// Components that do not wait for health (`health.wait: false`): applied is ready.
+    pub unwaited: BTreeSet<String>,
+}
+
+impl Dependencies {
+    /// The dependencies of a tenant's enabled components.
+    pub fn of(components: &[&Component]) -> Dependencies {
+        let mut out = Dependencies::default();
+        for c in components {
+            if !c.meta.depends_on.is_empty() {
+                out.needs.insert(c.name.clone(), c.meta.depends_on.clone());
+            }
+            if !c.meta.health.waits() {
+                out.unwaited.insert(c.name.clone());
+            }
+        }
+        out
     }
 }

@@ -3,9 +3,12 @@
 //! In: the deserialized file. Out: [`Config`] with its defaults. Pure.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use super::Tenant;
 
 /// Settings from `fief.yaml`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
@@ -47,7 +50,7 @@ pub struct Config {
     pub api_versions: Vec<String>,
     /// Progressive rollout waves for changes that reach many tenants (the agent only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rollout: Option<crate::rollout::RolloutConfig>,
+    pub rollout: Option<super::RolloutConfig>,
     /// The platform's notification channels (the agent only): each receives every tenant's
     /// messages and the rollout's.
     #[serde(skip_serializing_if = "super::Notifications::is_empty")]
@@ -303,6 +306,23 @@ impl PruneGuard {
     pub fn trips(&self, count: usize, total: usize) -> bool {
         count > self.max_objects
             || (count > self.min_objects && count * 100 > self.max_percent * total.max(1))
+    }
+}
+
+/// The namespaces of a tenant, by environment.
+pub fn namespaces(config: &Config, tenant: &Tenant) -> BTreeMap<String, String> {
+    environments(config, tenant)
+        .iter()
+        .map(|e| (e.clone(), config.namespace(&tenant.metadata.name, e)))
+        .collect()
+}
+
+/// The environments of a tenant: its own list, else fief.yaml's default ones.
+pub fn environments(config: &Config, tenant: &Tenant) -> Vec<String> {
+    if tenant.spec.environments.is_empty() {
+        config.default_environments.clone()
+    } else {
+        tenant.spec.environments.clone()
     }
 }
 

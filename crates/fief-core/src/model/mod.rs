@@ -4,6 +4,7 @@
 //! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
 //! errors everywhere.
 
+mod across;
 mod chart;
 mod component;
 mod config;
@@ -13,22 +14,26 @@ mod load;
 mod notifications;
 mod overrides;
 mod reference;
+mod rollout;
 mod spares;
 mod tenant;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use crate::objects::is_dns_label;
+pub use across::{Across, Claims, Suffix, label_key};
 pub use chart::{
     ChartLock, ChartRef, ChartSource, LOCK_COMMAND, LOCK_FILE, Locked, LockedChart,
     is_exact_version,
 };
 pub use component::{
-    Component, ComponentMeta, CrdPolicy, Environment, Health, RenderKind, parse_duration,
+    Component, ComponentMeta, CrdPolicy, Dependencies, Environment, Health, RenderKind,
+    parse_duration,
 };
 pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
-    glob_match, parse_component_kind, plural_of,
+    environments, glob_match, namespaces, parse_component_kind, plural_of,
 };
 pub use json_schema::RepoFile;
 pub use kustomize::{
@@ -36,12 +41,13 @@ pub use kustomize::{
     ReplicasFromValues, is_var_name, lookup as lookup_value,
 };
 pub use load::archive::{digest_of, unpack_chart};
-pub use load::{LoadStats, is_dns_label, line_of_key, tenant_stem};
+pub use load::{LoadStats, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretKeyRef, SecretRef, UrlError, UrlSource, resolve_url,
 };
 pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;
+pub use rollout::{RolloutConfig, WaveSpec};
 pub use spares::{Allocation, AllocationError, ID_LEN, Spares, allocate, tenant_yaml};
 pub use tenant::{
     Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
@@ -93,7 +99,7 @@ pub struct Repo {
     pub secrets: crate::secrets::Secrets,
     /// The cross-tenant index, built on first use ([`Repo::across`]) or carried over from
     /// the previous repo by [`Repo::load_reusing`].
-    pub(crate) across: std::sync::OnceLock<Arc<crate::validate::across::Across>>,
+    pub(crate) across: std::sync::OnceLock<Arc<Across>>,
 }
 
 impl Repo {
@@ -108,13 +114,9 @@ impl Repo {
     }
 
     /// What the checks across tenants read of every tenant file (built once per repo).
-    pub fn across(&self) -> &crate::validate::across::Across {
-        self.across.get_or_init(|| {
-            Arc::new(crate::validate::across::Across::build(
-                &self.config,
-                &self.tenants,
-            ))
-        })
+    pub fn across(&self) -> &Across {
+        self.across
+            .get_or_init(|| Arc::new(Across::build(&self.config, &self.tenants)))
     }
 }
 

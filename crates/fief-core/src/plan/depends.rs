@@ -11,37 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
-
 use super::Plan;
 use crate::health::Health;
+pub use crate::inventory::describe_waiting as describe;
+pub use crate::model::Dependencies;
 use crate::objects::ObjectId;
 use crate::render::TenantRender;
-
-/// The tenant's components' `dependsOn`, as its render found them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dependencies {
-    /// Component → the components it depends on (only components with dependencies).
-    pub needs: BTreeMap<String, Vec<String>>,
-    /// Components that do not wait for health (`health.wait: false`): applied is ready.
-    pub unwaited: BTreeSet<String>,
-}
-
-impl Dependencies {
-    /// The dependencies of a tenant's enabled components.
-    pub fn of(components: &[&crate::model::Component]) -> Dependencies {
-        let mut out = Dependencies::default();
-        for c in components {
-            if !c.meta.depends_on.is_empty() {
-                out.needs.insert(c.name.clone(), c.meta.depends_on.clone());
-            }
-            if !c.meta.health.waits() {
-                out.unwaited.insert(c.name.clone());
-            }
-        }
-        out
-    }
-}
 
 /// Components with something to apply or prune in `plan`.
 fn busy(plan: &Plan<'_>) -> BTreeSet<String> {
@@ -157,13 +132,4 @@ fn not_ready(
     };
     judged.insert(c.to_string(), why.clone());
     why
-}
-
-/// One line for people: what each held component waits for.
-pub fn describe(waiting: &BTreeMap<String, Vec<String>>) -> String {
-    waiting
-        .iter()
-        .map(|(c, blockers)| format!("{c} waits for {}", blockers.join(", ")))
-        .collect::<Vec<_>>()
-        .join("; ")
 }

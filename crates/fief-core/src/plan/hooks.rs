@@ -17,70 +17,23 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::Value;
-
 use super::Plan;
-use super::phase::{Phase, PhaseError, PhaseHold, Placement, placement_of};
+pub use super::placement::{
+    DeletePolicy, HELM_HOOK_DELETE_POLICY, delete_policy, deleted_when_healthy,
+};
+use super::placement::{Phase, PhaseHold, Placement, placement};
 use crate::health::Health;
 use crate::inventory::Done;
 use crate::objects::ObjectId;
 use crate::render::RenderedObject;
 
-/// Helm's hook delete policy: `before-hook-creation`, `hook-succeeded` and/or `hook-failed`,
-/// comma-separated.
-pub const HELM_HOOK_DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
-
-/// When fief deletes a pre or post object after it ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DeletePolicy {
-    /// `hook-succeeded`: once it and the rest of its phase are healthy.
-    pub succeeded: bool,
-    /// `hook-failed`: once it failed.
-    pub failed: bool,
-}
-
-impl DeletePolicy {
-    /// Whether the policy deletes the object after it ran, one way or the other.
-    pub const fn any(self) -> bool {
-        self.succeeded || self.failed
-    }
-}
-
-/// The delete policy an object's annotation writes (none without the annotation).
-pub fn delete_policy(object: &Value) -> Result<DeletePolicy, PhaseError> {
-    let mut policy = DeletePolicy::default();
-    let Some(text) = object["metadata"]["annotations"][HELM_HOOK_DELETE_POLICY].as_str() else {
-        return Ok(policy);
-    };
-    for word in text.split(',').map(|w| w.trim().to_ascii_lowercase()) {
-        match word.as_str() {
-            "hook-succeeded" => policy.succeeded = true,
-            "hook-failed" => policy.failed = true,
-            "before-hook-creation" | "" => {}
-            _ => return Err(PhaseError::UnknownDeletePolicy(word)),
-        }
-    }
-    Ok(policy)
-}
-
 /// The delete policy of a rendered object placed pre or post; none for main objects, the
 /// baseline and annotations that do not parse (the render refuses those).
 pub fn policy_of(object: &RenderedObject) -> DeletePolicy {
-    if placement_of(object) == Placement::MAIN {
+    if placement(&object.component, &object.object) == Placement::MAIN {
         return DeletePolicy::default();
     }
     delete_policy(&object.object).unwrap_or_default()
-}
-
-/// Whether a rendered object is one fief deletes once it (and its phase) succeeded: placed
-/// pre or post by its annotations, with `hook-succeeded`. Not finding such an object after a
-/// sync that saw it healthy means it succeeded.
-pub fn deleted_when_healthy(object: &Value) -> bool {
-    let placed = matches!(
-        super::phase::classify(object),
-        Ok(super::phase::Classified::Placed(p)) if p.phase != Phase::Main
-    );
-    placed && delete_policy(object).is_ok_and(|p| p.succeeded)
 }
 
 /// A pre or post object this sync finds at its end: recorded [`Done`] in the inventory, and

@@ -14,6 +14,7 @@ use crate::digest::Digest;
 use crate::inventory::{Entry, Inventory};
 use crate::model::TenantState;
 use crate::model::{BASELINE, PruneGuard};
+pub use crate::objects::content_hash;
 use crate::objects::{self, ObjectId};
 use crate::render::{RenderedObject, TenantRender};
 
@@ -123,11 +124,6 @@ pub fn stage_of(id: &ObjectId, component: &str) -> usize {
         ("rbac.authorization.k8s.io", _) | ("", "ServiceAccount") => 2,
         _ => 3,
     }
-}
-
-/// Hash of an object's rendered content (keys are sorted, so it is canonical).
-pub fn content_hash(object: &Value) -> String {
-    objects::sha256_hex(&serde_json::to_vec(object).unwrap_or_default())
 }
 
 /// The live object's values at the paths the desired object sets. Comparing this (as the
@@ -278,6 +274,7 @@ pub fn plan<'a>(
 pub mod depends;
 pub mod hooks;
 pub mod phase;
+mod placement;
 
 #[cfg(test)]
 mod depends_tests;

@@ -31,7 +31,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{BUILTIN_BASELINE, Config, Tenant, TenantState};
+use crate::model::environments;
+pub use crate::model::namespaces;
+use crate::model::{BUILTIN_BASELINE, TenantState};
 use crate::objects::ObjectId;
 use crate::snapshot::{Snapshot, safe_relative};
 
@@ -76,12 +78,12 @@ pub struct RenderedObject {
 }
 
 impl RenderedObject {
-    /// [`crate::plan::content_hash`] of the object, computed once: the plan, the
+    /// [`crate::objects::content_hash`] of the object, computed once: the plan, the
     /// revision and the inventory of one sync all use it.
     pub fn content_hash(&self) -> &str {
         self.hash
             .0
-            .get_or_init(|| crate::plan::content_hash(&self.object))
+            .get_or_init(|| crate::objects::content_hash(&self.object))
     }
 }
 
@@ -137,7 +139,7 @@ pub struct TenantRender {
     pub scope: crate::scope::EnvScope,
     /// The `dependsOn` of the tenant's components: a sync applies a component only once what
     /// it depends on is applied and healthy.
-    pub dependencies: crate::plan::depends::Dependencies,
+    pub dependencies: crate::model::Dependencies,
     /// The plaintext secrets the render read: what a sync scrubs from the API server's
     /// messages about these objects.
     pub secret_leaves: crate::secrets::SecretLeaves,
@@ -338,20 +340,4 @@ fn explained(d: Diagnostic, snapshot: &Snapshot, context: &Value) -> Diagnostic 
         return Diagnostic::new(d.file, d.line, problem);
     }
     d
-}
-
-/// The namespaces of a tenant, by environment.
-pub fn namespaces(config: &Config, tenant: &Tenant) -> BTreeMap<String, String> {
-    environments(config, tenant)
-        .iter()
-        .map(|e| (e.clone(), config.namespace(&tenant.metadata.name, e)))
-        .collect()
-}
-
-fn environments(config: &Config, tenant: &Tenant) -> Vec<String> {
-    if tenant.spec.environments.is_empty() {
-        config.default_environments.clone()
-    } else {
-        tenant.spec.environments.clone()
-    }
 }

@@ -83,7 +83,7 @@ pub(crate) fn render_with_secrets(
     if tenant.spec.state == TenantState::Purged {
         return (out, Vec::new());
     }
-    out.dependencies = crate::plan::depends::Dependencies::of(&order);
+    out.dependencies = crate::model::Dependencies::of(&order);
     let envs = environments(config, tenant);
     let secrets = match repo.secrets.for_tenant(name) {
         Ok(s) => s,

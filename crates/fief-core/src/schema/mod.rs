@@ -10,6 +10,7 @@
 //!
 //! In: the snapshot and rendered or merged values. Out: diagnostics. Pure.
 
+mod builtin;
 pub mod k8s;
 pub mod locate;
 pub mod strict;

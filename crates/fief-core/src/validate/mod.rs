@@ -5,7 +5,6 @@
 //! Pure. Names and kinds: [`names`]; what a tenant may claim (namespaces, kinds, host
 //! suffixes): [`tenancy`].
 
-pub mod across;
 pub mod names;
 pub mod tenancy;
 

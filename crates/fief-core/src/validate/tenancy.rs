@@ -139,7 +139,7 @@ pub fn check_component_bindings(
 /// `{tenant}` are shared by design. Two claims overlap when equal or one is under the other.
 /// A `spec.hostSuffixes` claim that overlaps another tenant's `{tenant}` suffix fails the
 /// claiming tenant alone; any other overlap fails both. Each claim is looked up in the
-/// cross-tenant index ([`crate::validate::across::Across::overlapping`]), so the cost is the
+/// cross-tenant index ([`crate::model::Across::overlapping`]), so the cost is the
 /// renders judged and the overlaps found, not the fleet.
 pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
     let across = repo.across();

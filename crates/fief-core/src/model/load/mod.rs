@@ -49,17 +49,6 @@ fn parse_file<T: serde::de::DeserializeOwned>(
         .map_err(|e| Diagnostic::new(path, e.line, Problem::from_yaml_error(&e.message)))
 }
 
-/// Whether `name` is a DNS-1123 label (lowercase alphanumerics and `-`, ≤ 63).
-pub fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
-
 /// 1-based line of the first line in `text` that starts (after indentation) with `key:`.
 pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
     let needle = format!("{key}:");
@@ -112,7 +101,7 @@ impl Repo {
             }
             None => crate::secrets::Secrets::load(&snapshot),
         };
-        let across = crate::validate::across::carried(
+        let across = super::across::carried(
             reuse
                 .filter(|(_, changed)| !changed.contains("fief.yaml"))
                 .map(|(p, _)| p)

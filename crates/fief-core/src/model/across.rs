@@ -5,17 +5,19 @@
 //! tenant its namespaces and claims, the owners of each namespace and the claims of each host
 //! suffix (keyed by its labels in reverse, so the suffixes above and below one are a few
 //! lookups and one key range, not a pass over every tenant). The checks
-//! ([`super::check_namespace_collisions`], [`super::tenancy::check_host_suffixes`]) then cost
-//! the renders they judge, not a pass over every tenant file per call: the agent checks a
-//! chunk of renders at a time, and a commit that changes one tenant file updates that
-//! tenant's entries only: the index is made of persistent maps, so the previous index (under
-//! the same fief.yaml) is copied for nothing and the changed tenants replaced in it.
+//! ([`crate::validate::check_namespace_collisions`],
+//! [`crate::validate::tenancy::check_host_suffixes`]) then cost the renders they judge, not a
+//! pass over every tenant file per call: the agent checks a chunk of renders at a time, and a
+//! commit that changes one tenant file updates that tenant's entries only: the index is made
+//! of persistent maps, so the previous index (under the same fief.yaml) is copied for nothing
+//! and the changed tenants replaced in it. The [`Repo`] it indexes keeps it
+//! ([`Repo::across`]), so it is part of the model, read by the checks.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
-use crate::model::{Config, Parsed, Tenant, Tenants};
+use super::{Config, Parsed, Repo, Tenant, Tenants, namespaces};
 
 /// What one tenant file claims.
 #[derive(Debug, Default)]
@@ -164,7 +166,7 @@ pub fn label_key(suffix: &str) -> String {
 /// in the set changed) starts with: carried over, changed tenants replaced, when `prev` built
 /// one; else empty (built on first use).
 pub fn carried(
-    prev: Option<(&crate::model::Repo, &BTreeSet<String>)>,
+    prev: Option<(&Repo, &BTreeSet<String>)>,
     config: &Parsed<Config>,
     tenants: &Tenants,
 ) -> OnceLock<Arc<Across>> {
@@ -195,7 +197,7 @@ fn claims(config: &Config, name: &str, tenant: &Tenant) -> Claims {
         });
     }
     Claims {
-        namespaces: crate::render::namespaces(config, tenant),
+        namespaces: namespaces(config, tenant),
         suffixes,
     }
 }
