@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
 use super::sync::Ctx;
@@ -19,14 +19,8 @@ use fief_core::objects;
 
 mod walk;
 
-pub use walk::{Inventories, Walk, held, peak_held};
-
-/// Inventory ConfigMaps per page of a LIST ([`Walk`], [`each_inventory`]): a page is parsed
-/// while the next one is read, and dropped after, so at thousands of tenants the read holds
-/// two pages' text, not the whole namespace's. An inventory of 26 objects is about 24 KB of
-/// JSON, and a page is held as received, as one body and as parsed JSON at once: 25 a page is
-/// about 2 MiB of it. (The agent reads a chunk's inventories by name: [`get_inventories`].)
-pub const PAGE: u32 = 25;
+use walk::list_page;
+pub use walk::{Inventories, PAGE, Walk, held, peak_held};
 
 /// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]),
 /// all held at once: for the few callers that need them together. A pass over every tenant
@@ -41,28 +35,6 @@ pub async fn load_inventories(
     })
     .await?;
     Ok(out)
-}
-
-/// One page of the inventory ConfigMaps of `namespace` (from `token`, else the first), as
-/// JSON: `items` and `metadata.continue`.
-async fn list_page(
-    client: &kube::Client,
-    namespace: &str,
-    token: Option<&str>,
-) -> Result<Value, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let failed =
-        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
-    let mut params = ListParams::default().labels(&selector).limit(PAGE);
-    if let Some(t) = token {
-        params = params.continue_token(t);
-    }
-    let request = kube::core::Request::new(api.resource_url())
-        .list(&params)
-        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-    // Read straight into JSON values (one decode; no typed detour).
-    client.request::<Value>(request).await.map_err(failed)
 }
 
 /// Read every inventory ConfigMap of the agent namespace in pages of [`PAGE`], handing each

@@ -3,7 +3,7 @@
 //!
 //! In: the agent namespace. Out: each inventory parsed as it is taken ([`Walk::next_upto`]),
 //! inside an [`Inventories`] that counts it while it lives. The ConfigMaps are listed in pages
-//! of [`super::PAGE`] on a task of their own, a page ahead of the one being taken; a page waits as
+//! of [`PAGE`] on a task of their own, a page ahead of the one being taken; a page waits as
 //! received text and is parsed an inventory at a time, so what a pass holds parsed is what it
 //! took and has not dropped. A LIST with pages comes back in the order of the ConfigMaps'
 //! names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass that walks its
@@ -22,10 +22,41 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::list_page;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams};
+
 use crate::ClusterError;
-use fief_core::inventory::{Inventory, InventoryError};
+use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use fief_core::objects;
+
+/// Inventory ConfigMaps per page of a LIST (a [`Walk`], and the inventory store's
+/// `each_inventory`): a page is parsed while the next one is read, and dropped after, so at
+/// thousands of tenants the read holds two or three pages' text, not the whole namespace's. An inventory of 26 objects is about 24 KB of
+/// JSON, and a page is held as received, as one body and as parsed JSON at once: 25 a page is
+/// about 2 MiB of it. (The agent reads a chunk's inventories by name.)
+pub const PAGE: u32 = 25;
+
+/// One page of the inventory ConfigMaps of `namespace` (from `token`, else the first), as
+/// JSON: `items` and `metadata.continue`.
+pub(super) async fn list_page(
+    client: &kube::Client,
+    namespace: &str,
+    token: Option<&str>,
+) -> Result<Value, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let failed =
+        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
+    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    let mut params = ListParams::default().labels(&selector).limit(PAGE);
+    if let Some(t) = token {
+        params = params.continue_token(t);
+    }
+    let request = kube::core::Request::new(api.resource_url())
+        .list(&params)
+        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
+    // Read straight into JSON values (one decode; no typed detour).
+    client.request::<Value>(request).await.map_err(failed)
+}
 
 /// Inventories alive in an [`Inventories`] now.
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -327,7 +358,7 @@ mod tests {
             .iter()
             .filter(|r| r.param("limit").is_some())
             .count();
-        assert_eq!(pages, 3, "pages of {}", super::super::PAGE);
+        assert_eq!(pages, 3, "pages of {PAGE}");
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use futures::stream::{self, StreamExt};
 use tokio::sync::OnceCell;
 
-use super::{KINDS_AT_ONCE, each_metadata, is_own_apply, unchanged_since_applied};
+use super::meta::{KINDS_AT_ONCE, each_metadata, is_own_apply, unchanged_since_applied};
 use crate::{ClusterError, FIELD_MANAGER, Resources};
 use fief_core::inventory::Entry;
 use fief_core::objects::ObjectId;
