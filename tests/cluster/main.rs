@@ -2,7 +2,7 @@
 //! uses its own tenant and namespace names): apply and its no-op pass, safety and prune rules,
 //! `--env`, diff, isolation between tenants, secrets, moving a tenant between two clusters,
 //! install and the deploy manifests, `helm` and `kustomize` components, kubectl reading the rendered YAML back, `fief import
-//! --from-cluster`, and the test control plane itself.
+//! --from-cluster`, the inventories a pass holds at once, and the test control plane itself.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -18,8 +18,8 @@ mod deploy;
 mod diff;
 mod import;
 mod import_adopt;
-mod inventories_held;
 mod install;
+mod inventories_held;
 mod isolation;
 mod move_cluster;
 mod packages;
