@@ -25,31 +25,6 @@ struct Named {
 /// The circles that stay.
 const NAMED: &[Named] = &[
     Named {
-        krate: "crates/fief-core/src",
-        files: &["diagnostic/problem.rs", "diagnostic/yaml_error.rs"],
-        doc: "diagnostic/yaml_error.rs",
-    },
-    Named {
-        krate: "crates/fief-core/src",
-        files: &["model/overrides.rs", "model/tenant.rs"],
-        doc: "model/overrides.rs",
-    },
-    Named {
-        krate: "crates/fief-core/src",
-        files: &["model/component.rs", "render/package.rs"],
-        doc: "render/package.rs",
-    },
-    Named {
-        krate: "crates/fief-core/src",
-        files: &["model/load/package.rs", "model/load/remote.rs"],
-        doc: "model/load/remote.rs",
-    },
-    Named {
-        krate: "crates/fief-core/src",
-        files: &["render/pinned.rs", "render/tenant.rs"],
-        doc: "render/pinned.rs",
-    },
-    Named {
         krate: "crates/fief-kube/src",
         files: &[
             "adopt.rs",

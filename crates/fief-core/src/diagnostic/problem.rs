@@ -1,12 +1,11 @@
 //! The kinds of problem a diagnostic reports, each with the facts that describe it.
 //!
 //! In: nothing (every stage of the core builds them). Out: [`Problem`], whose `Display` is
-//! the one-line message the user reads, and [`OverrideTarget`]. The hint of each kind is in
-//! `hint`, the reading of deserializer messages in `yaml_error`.
+//! the one-line message the user reads (an invalid YAML's parser message with its parser
+//! options and Rust type names taken out, `readable_yaml`), and [`OverrideTarget`]. The hint of
+//! each kind is in `hint`, the reading of deserializer messages in `yaml_error`.
 
 use std::fmt;
-
-use super::yaml_error::readable_yaml;
 
 /// The kind of problem, with the facts that describe it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -395,5 +394,36 @@ impl fmt::Display for OverrideTarget {
             OverrideTarget::Environment => "environment",
             OverrideTarget::Component => "component",
         })
+    }
+}
+
+/// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
+fn readable_yaml(detail: &str) -> String {
+    if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!("duplicate key `{key}` (a key may appear once in a map)");
+    }
+    if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
+        return if name.trim() == "Quantity" {
+            "not a quantity: write a number or a string such as `500m`, `2` or `4Gi`".to_string()
+        } else {
+            "this value has none of the accepted forms".to_string()
+        };
+    }
+    let replaced = detail
+        .replace(
+            "expected sequence start",
+            "expected a list (`[a, b]` or `- a` lines)",
+        )
+        .replace(
+            "expected mapping start",
+            "expected a map (`key: value` lines)",
+        );
+    match replaced.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head.to_string(),
+        None => replaced,
     }
 }

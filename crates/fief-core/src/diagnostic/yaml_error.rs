@@ -1,8 +1,8 @@
 //! Deserializer messages about repo files, in the user's terms.
 //!
 //! In: a YAML parser's or serde's message. Out: the [`Problem`] it describes (an unknown
-//! field with a did-you-mean, or invalid YAML) and the message without parser option or Rust
-//! type names.
+//! field with a did-you-mean, or invalid YAML, whose text names no parser option or Rust
+//! type: `Problem`'s own `readable_yaml`).
 
 use super::Problem;
 
@@ -42,37 +42,6 @@ impl Problem {
                 allowed.join(", ")
             },
         }
-    }
-}
-
-/// A YAML or deserializer message in the user's terms: no parser option or Rust type names.
-pub(super) fn readable_yaml(detail: &str) -> String {
-    if let Some(rest) = detail.strip_prefix("duplicate mapping key: ") {
-        let key = rest
-            .split(", set DuplicateKeyPolicy")
-            .next()
-            .unwrap_or(rest);
-        return format!("duplicate key `{key}` (a key may appear once in a map)");
-    }
-    if let Some(name) = detail.strip_prefix("data did not match any variant of untagged enum ") {
-        return if name.trim() == "Quantity" {
-            "not a quantity: write a number or a string such as `500m`, `2` or `4Gi`".to_string()
-        } else {
-            "this value has none of the accepted forms".to_string()
-        };
-    }
-    let replaced = detail
-        .replace(
-            "expected sequence start",
-            "expected a list (`[a, b]` or `- a` lines)",
-        )
-        .replace(
-            "expected mapping start",
-            "expected a map (`key: value` lines)",
-        );
-    match replaced.split_once(", set DuplicateKeyPolicy") {
-        Some((head, _)) => head.to_string(),
-        None => replaced,
     }
 }
 

@@ -1,9 +1,12 @@
 //! A component (`components/<c>/`) and an environment file (`environments/<env>.yaml`).
 //!
-//! In: the deserialized files. Out: [`Component`], [`ComponentMeta`], [`Environment`], and the
-//! `dependsOn` of a tenant's components ([`Dependencies`]). Pure.
+//! In: the deserialized files. Out: [`Component`], [`ComponentMeta`], [`Environment`], the
+//! files of a helm or kustomize component as loaded ([`Package`], which `crate::render::package`
+//! sends to the renderer), and the `dependsOn` of a tenant's components ([`Dependencies`]).
+//! Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -167,7 +170,7 @@ pub struct Component {
     /// Repo-relative paths of the templates that render objects (not `_` partials).
     pub templates: Vec<String>,
     /// The chart or kustomization of a `helm` or `kustomize` component.
-    pub package: Option<std::sync::Arc<crate::render::package::Package>>,
+    pub package: Option<Arc<Package>>,
 }
 
 /// `environments/<env>.yaml`.
@@ -182,9 +185,75 @@ pub struct Environment {
     pub components: BTreeMap<String, Value>,
 }
 
+/// The files of a chart or a kustomization, ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    /// `Helm` or `Kustomize`.
+    pub kind: RenderKind,
+    /// The repo-relative folder the files are relative to: the chart's folder (helm) or the
+    /// component's folder (kustomize).
+    pub dir: String,
+    /// kustomize: the folder of the kustomization to build, relative to `dir`; helm: empty.
+    pub root: String,
+    /// Every file under `dir` that is UTF-8 text, by path relative to it.
+    pub files: Arc<BTreeMap<String, Arc<str>>>,
+    /// helm: the chart's files that are not UTF-8 text (an icon, a compressed dashboard, a
+    /// keystore), by path relative to `dir`, which Helm reads as bytes (`.Files.GetBytes`);
+    /// kustomize: empty.
+    pub binary: Arc<BTreeMap<String, Arc<[u8]>>>,
+    /// A hash of `files` and `binary`: the renderer keeps what it loaded under this key.
+    pub key: String,
+    /// helm: the chart's `values.yaml` (the keys a layer may set); kustomize: null.
+    pub defaults: Value,
+}
+
+impl Package {
+    /// The repo-relative file a rendered document names (`<chart>/templates/x.yaml` as Helm
+    /// names it, or the kustomization's folder), for error lines.
+    pub fn repo_path(&self, source: &str) -> String {
+        match self.kind {
+            // Helm names a template `<chart name>/templates/...`; the chart name is not
+            // necessarily the folder's.
+            RenderKind::Helm => match source.split_once('/') {
+                Some((_, rest)) => format!("{}/{rest}", self.dir),
+                None => format!("{}/{source}", self.dir),
+            },
+            _ => match self.root.trim_matches('/') {
+                "" | "." => format!("{}/kustomization.yaml", self.dir),
+                root => format!("{}/{root}/kustomization.yaml", self.dir),
+            },
+        }
+    }
+}
+
+/// The tenant's components' `dependsOn`, as its render found them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dependencies {
+    /// Component → the components it depends on (only components with dependencies).
+    pub needs: BTreeMap<String, Vec<String>>,
+    /// Components that do not wait for health (`health.wait: false`): applied is ready.
+    pub unwaited: BTreeSet<String>,
+}
+
+impl Dependencies {
+    /// The dependencies of a tenant's enabled components.
+    pub fn of(components: &[&Component]) -> Dependencies {
+        let mut out = Dependencies::default();
+        for c in components {
+            if !c.meta.depends_on.is_empty() {
+                out.needs.insert(c.name.clone(), c.meta.depends_on.clone());
+            }
+            if !c.meta.health.waits() {
+                out.unwaited.insert(c.name.clone());
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::*;
     use std::time::Duration;
 
     #[test]
@@ -214,29 +283,34 @@ mod tests {
             "{error}"
         );
     }
-}
 
-/// The tenant's components' `dependsOn`, as its render found them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Dependencies {
-    /// Component → the components it depends on (only components with dependencies).
-    pub needs: BTreeMap<String, Vec<String>>,
-    /// Components that do not wait for health (`health.wait: false`): applied is ready.
-    pub unwaited: BTreeSet<String>,
-}
-
-impl Dependencies {
-    /// The dependencies of a tenant's enabled components.
-    pub fn of(components: &[&Component]) -> Dependencies {
-        let mut out = Dependencies::default();
-        for c in components {
-            if !c.meta.depends_on.is_empty() {
-                out.needs.insert(c.name.clone(), c.meta.depends_on.clone());
-            }
-            if !c.meta.health.waits() {
-                out.unwaited.insert(c.name.clone());
-            }
+    fn package(kind: RenderKind, dir: &str, root: &str) -> Package {
+        Package {
+            kind,
+            dir: dir.to_string(),
+            root: root.to_string(),
+            files: Arc::default(),
+            binary: Arc::default(),
+            key: String::new(),
+            defaults: Value::Null,
         }
-        out
+    }
+
+    #[test]
+    fn a_helm_document_maps_to_the_file_in_the_chart_folder_whatever_the_chart_is_called() {
+        let p = package(RenderKind::Helm, "components/ms/chart", "");
+        assert_eq!(
+            p.repo_path("metrics-server/templates/deployment.yaml"),
+            "components/ms/chart/templates/deployment.yaml"
+        );
+        assert_eq!(
+            p.repo_path("metrics-server/charts/sub/templates/a.yaml"),
+            "components/ms/chart/charts/sub/templates/a.yaml"
+        );
+        let k = package(RenderKind::Kustomize, "components/app", "overlays/prod");
+        assert_eq!(
+            k.repo_path("overlays/prod"),
+            "components/app/overlays/prod/kustomization.yaml"
+        );
     }
 }

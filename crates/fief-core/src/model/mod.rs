@@ -28,7 +28,7 @@ pub use chart::{
     is_exact_version,
 };
 pub use component::{
-    Component, ComponentMeta, CrdPolicy, Dependencies, Environment, Health, RenderKind,
+    Component, ComponentMeta, CrdPolicy, Dependencies, Environment, Health, Package, RenderKind,
     parse_duration,
 };
 pub use config::{
@@ -45,13 +45,12 @@ pub use load::{LoadStats, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretKeyRef, SecretRef, UrlError, UrlSource, resolve_url,
 };
-pub use overrides::{AccessOverride, ComponentOverride, EnvOverride};
 pub use reference::repo_format_markdown;
 pub use rollout::{RolloutConfig, WaveSpec};
 pub use spares::{Allocation, AllocationError, ID_LEN, Spares, allocate, tenant_yaml};
 pub use tenant::{
-    Access, ComponentRef, Owner, Quantity, Quota, Tenant, TenantMeta, TenantSpec, TenantState,
-    pinned_key,
+    Access, AccessOverride, ComponentOverride, ComponentRef, EnvOverride, Owner, Quantity, Quota,
+    Tenant, TenantMeta, TenantSpec, TenantState, pinned_key,
 };
 
 use crate::diagnostic::Diagnostic;

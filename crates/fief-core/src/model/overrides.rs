@@ -1,67 +1,16 @@
 //! Per-environment overrides in a tenant file (`spec.overrides.<env>`): what differs in one of
 //! the tenant's environments — a component's version or values, the quota, the access lists.
 //!
-//! In: the deserialized `overrides:` block. Out: the tenant's settings for one environment
-//! ([`Quota::overlay`], [`Access::overlay`], [`EnvOverride::component`]). Precedence, lowest
+//! In: the deserialized `overrides:` block (its types are the tenant file's, in `tenant.rs`).
+//! Out: the tenant's settings for one environment ([`Quota::overlay`], [`Access::overlay`],
+//! [`EnvOverride::component`]). Precedence, lowest
 //! first: the component's `varz.yaml`, the environment file's `values`, its
 //! `components.<c>`, the tenant's `components[].values`, then `overrides.<env>.components.<c>`.
 //! A version is the override's, else the tenant's `components[].version`, else
 //! component.yaml's; a git `ref` likewise the override's, else the component entry's, else
 //! none (the head). Pure.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use super::tenant::{Access, Quota, TenantSpec};
-
-/// What differs in one environment of the tenant. Fields left out keep the tenant's setting.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EnvOverride {
-    /// Quota fields for this environment's namespace; the fields given replace the tenant's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quota: Option<Quota>,
-    /// Access lists for this environment's namespace; each list given replaces the tenant's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub access: Option<AccessOverride>,
-    /// Per component of the tenant (by name): its version, git ref and values in this
-    /// environment.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub components: BTreeMap<String, ComponentOverride>,
-}
-
-/// A component of the tenant in one environment.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ComponentOverride {
-    /// The version in this environment (given to templates as `component.version`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Render `components/<name>/` as it is at this git ref of the tenants repo (tag, branch
-    /// or commit) in this environment, over the component entry's own `ref` (or the head).
-    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
-    pub git_ref: Option<String>,
-    /// Values over the tenant's own for this environment, merged key by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub values: Option<Value>,
-}
-
-/// Access lists of one environment; a list left out keeps the tenant's.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AccessOverride {
-    /// Full control of workloads, config and secrets.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admins: Option<Vec<String>>,
-    /// Workloads and config, no secrets or RBAC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operators: Option<Vec<String>>,
-    /// Read-only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub viewers: Option<Vec<String>>,
-}
+use super::tenant::{Access, AccessOverride, ComponentOverride, EnvOverride, Quota, TenantSpec};
 
 impl EnvOverride {
     /// The override of the tenant's component `name`, if this environment has one.

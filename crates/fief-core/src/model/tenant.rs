@@ -1,6 +1,7 @@
 //! A tenant file (`tenants/<tenant>.yaml`): who the tenant is, where it runs, what it runs.
 //!
-//! In: the deserialized file. Out: [`Tenant`] and its parts. Pure.
+//! In: the deserialized file. Out: [`Tenant`] and its parts, its per-environment overrides
+//! ([`EnvOverride`]) among them; how an override applies is `overrides.rs`'s. Pure.
 
 use std::collections::BTreeMap;
 
@@ -88,7 +89,7 @@ pub struct TenantSpec {
     /// What differs per environment, by environment name: a component's version and values,
     /// the quota, the access lists. Each key must be one of the tenant's environments.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub overrides: BTreeMap<String, super::overrides::EnvOverride>,
+    pub overrides: BTreeMap<String, EnvOverride>,
     /// The tenant's own notification channels (the agent only): each receives this tenant's
     /// messages, and no other tenant's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -172,6 +173,53 @@ pub struct Access {
     /// Read-only.
     #[serde(default)]
     pub viewers: Vec<String>,
+}
+
+/// What differs in one environment of the tenant. Fields left out keep the tenant's setting.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvOverride {
+    /// Quota fields for this environment's namespace; the fields given replace the tenant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Quota>,
+    /// Access lists for this environment's namespace; each list given replaces the tenant's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessOverride>,
+    /// Per component of the tenant (by name): its version, git ref and values in this
+    /// environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub components: BTreeMap<String, ComponentOverride>,
+}
+
+/// A component of the tenant in one environment.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentOverride {
+    /// The version in this environment (given to templates as `component.version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Render `components/<name>/` as it is at this git ref of the tenants repo (tag, branch
+    /// or commit) in this environment, over the component entry's own `ref` (or the head).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Values over the tenant's own for this environment, merged key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Value>,
+}
+
+/// Access lists of one environment; a list left out keeps the tenant's.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccessOverride {
+    /// Full control of workloads, config and secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admins: Option<Vec<String>>,
+    /// Workloads and config, no secrets or RBAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operators: Option<Vec<String>>,
+    /// Read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewers: Option<Vec<String>>,
 }
 
 /// A component enabled for a tenant.

@@ -7,53 +7,12 @@
 //! [`PackageRenderer`] does, installed by the CLI or the agent ([`install`]) and reached
 //! through the [`super::Renderer`].
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use crate::model::{KustomizeSettings, RenderKind};
-
-/// The files of a chart or a kustomization, ready to send.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Package {
-    /// `Helm` or `Kustomize`.
-    pub kind: RenderKind,
-    /// The repo-relative folder the files are relative to: the chart's folder (helm) or the
-    /// component's folder (kustomize).
-    pub dir: String,
-    /// kustomize: the folder of the kustomization to build, relative to `dir`; helm: empty.
-    pub root: String,
-    /// Every file under `dir` that is UTF-8 text, by path relative to it.
-    pub files: Arc<BTreeMap<String, Arc<str>>>,
-    /// helm: the chart's files that are not UTF-8 text (an icon, a compressed dashboard, a
-    /// keystore), by path relative to `dir`, which Helm reads as bytes (`.Files.GetBytes`);
-    /// kustomize: empty.
-    pub binary: Arc<BTreeMap<String, Arc<[u8]>>>,
-    /// A hash of `files` and `binary`: the renderer keeps what it loaded under this key.
-    pub key: String,
-    /// helm: the chart's `values.yaml` (the keys a layer may set); kustomize: null.
-    pub defaults: Value,
-}
-
-impl Package {
-    /// The repo-relative file a rendered document names (`<chart>/templates/x.yaml` as Helm
-    /// names it, or the kustomization's folder), for error lines.
-    pub fn repo_path(&self, source: &str) -> String {
-        match self.kind {
-            // Helm names a template `<chart name>/templates/...`; the chart name is not
-            // necessarily the folder's.
-            RenderKind::Helm => match source.split_once('/') {
-                Some((_, rest)) => format!("{}/{rest}", self.dir),
-                None => format!("{}/{source}", self.dir),
-            },
-            _ => match self.root.trim_matches('/') {
-                "" | "." => format!("{}/kustomization.yaml", self.dir),
-                root => format!("{}/{root}/kustomization.yaml", self.dir),
-            },
-        }
-    }
-}
+use crate::model::KustomizeSettings;
+pub use crate::model::Package;
 
 /// What to render: one package with one set of values.
 #[derive(Debug, Clone, Copy)]
@@ -133,39 +92,4 @@ pub fn helper_missing_hint() -> &'static str {
     "rendering it needs fief-render-helper: build it with `tools/build-render-helper.sh` (it \
      prints the binary's path), then put it next to the fief binary, on PATH, or name it in \
      $FIEF_RENDER_HELPER"
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn package(kind: RenderKind, dir: &str, root: &str) -> Package {
-        Package {
-            kind,
-            dir: dir.to_string(),
-            root: root.to_string(),
-            files: Arc::default(),
-            binary: Arc::default(),
-            key: String::new(),
-            defaults: Value::Null,
-        }
-    }
-
-    #[test]
-    fn a_helm_document_maps_to_the_file_in_the_chart_folder_whatever_the_chart_is_called() {
-        let p = package(RenderKind::Helm, "components/ms/chart", "");
-        assert_eq!(
-            p.repo_path("metrics-server/templates/deployment.yaml"),
-            "components/ms/chart/templates/deployment.yaml"
-        );
-        assert_eq!(
-            p.repo_path("metrics-server/charts/sub/templates/a.yaml"),
-            "components/ms/chart/charts/sub/templates/a.yaml"
-        );
-        let k = package(RenderKind::Kustomize, "components/app", "overlays/prod");
-        assert_eq!(
-            k.repo_path("overlays/prod"),
-            "components/app/overlays/prod/kustomization.yaml"
-        );
-    }
 }

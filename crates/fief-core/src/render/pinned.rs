@@ -5,12 +5,11 @@
 //! In: the [`Repo`] (with pinned folders read by [`crate::pins`]), the tenant, its component
 //! as its entry resolved it, and an environment. Out: the entry, the folder key
 //! (`name@ref` when pinned) and the parsed component to render; or the diagnostics of a
-//! pinned folder that could not be read. Pure.
+//! pinned folder that could not be read; and the two lookups the render makes of a tenant's
+//! component (its entry, its override in an environment). Pure.
 
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{Component, ComponentRef, Repo, Tenant, pinned_key};
-
-use super::tenant::{env_override, tenant_entry};
+use crate::model::{Component, ComponentOverride, ComponentRef, Repo, Tenant, pinned_key};
 
 /// What one component renders from in one environment.
 pub(super) struct EnvComponent<'a> {
@@ -58,4 +57,34 @@ pub(super) fn env_component<'a>(
             },
         )]),
     }
+}
+
+/// A component's entry in the tenant file and its folder (`name@ref` when pinned).
+pub(super) fn tenant_entry<'t>(
+    tenant: &'t Tenant,
+    component: &Component,
+) -> (Option<&'t ComponentRef>, String) {
+    let cref = tenant
+        .spec
+        .components
+        .iter()
+        .find(|c| c.name == component.name && c.git_ref == component.pinned);
+    let dir = match &component.pinned {
+        Some(r) => pinned_key(&component.name, r),
+        None => component.name.clone(),
+    };
+    (cref, dir)
+}
+
+/// The tenant's override of `component` in `env`, if it has one.
+pub(super) fn env_override<'t>(
+    tenant: &'t Tenant,
+    env: &str,
+    component: &str,
+) -> Option<&'t ComponentOverride> {
+    tenant
+        .spec
+        .overrides
+        .get(env)
+        .and_then(|o| o.component(component))
 }

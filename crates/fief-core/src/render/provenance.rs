@@ -10,7 +10,8 @@
 use serde_json::Value;
 
 use super::order::component_order;
-use super::tenant::{LayerSources, env_override, value_layers};
+use super::pinned::env_override;
+use super::tenant::{LayerSources, value_layers};
 use super::{environments, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::Repo;

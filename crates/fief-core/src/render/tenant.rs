@@ -13,12 +13,11 @@ use super::context::fief_context;
 use super::order::component_order;
 use super::package_emit::check_strict;
 use super::parse::parse_rendered;
+use super::pinned::env_override;
 use super::state::keep;
 use super::{Renderer, TenantRender, environments, namespaces, template_source, values};
 use crate::diagnostic::Diagnostic;
-use crate::model::{
-    BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key, pinned_key,
-};
+use crate::model::{BASELINE, Config, Environment, Repo, Tenant, TenantState, line_of_key};
 use crate::objects;
 use crate::schema::locate::Step;
 use crate::schema::values::Layer;
@@ -155,36 +154,6 @@ fn env_tenant_contexts(
             Some((env.clone(), (ctx, jv)))
         })
         .collect()
-}
-
-/// A component's entry in the tenant file and its folder (`name@ref` when pinned).
-pub(super) fn tenant_entry<'t>(
-    tenant: &'t Tenant,
-    component: &crate::model::Component,
-) -> (Option<&'t crate::model::ComponentRef>, String) {
-    let cref = tenant
-        .spec
-        .components
-        .iter()
-        .find(|c| c.name == component.name && c.git_ref == component.pinned);
-    let dir = match &component.pinned {
-        Some(r) => pinned_key(&component.name, r),
-        None => component.name.clone(),
-    };
-    (cref, dir)
-}
-
-/// The tenant's override of `component` in `env`, if it has one.
-pub(super) fn env_override<'t>(
-    tenant: &'t Tenant,
-    env: &str,
-    component: &str,
-) -> Option<&'t crate::model::ComponentOverride> {
-    tenant
-        .spec
-        .overrides
-        .get(env)
-        .and_then(|o| o.component(component))
 }
 
 /// Where one component's values for one environment come from.

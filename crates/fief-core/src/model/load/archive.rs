@@ -7,7 +7,8 @@
 //! Helm's loader drops it), a packed subchart `charts/<x>.tgz` as the folder `charts/<x>/`,
 //! UTF-8 files as text and the others (an icon, a compressed dashboard) as bytes, which Helm
 //! reads as they are; or why not: a path leaving the chart, a link, a file too large, a file
-//! Helm parses as YAML that is not UTF-8 text. Nothing is written to disk. Pure.
+//! Helm parses as YAML that is not UTF-8 text. Nothing is written to disk. And the key the
+//! renderer keeps a chart's or a kustomization's files under ([`key_of`]). Pure.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::model::RenderKind;
 use crate::snapshot::MAX_FILE_BYTES;
 
 /// Most bytes one chart unpacks to, subcharts included (Helm's own bound is 100 MiB).
@@ -209,6 +211,31 @@ fn inside_chart(raw: &str) -> Result<Option<String>, String> {
         Some((_, rest)) if !rest.is_empty() => Ok(Some(rest.join("/"))),
         _ => Ok(None),
     }
+}
+
+/// A hash of the kind, the root and every file, text and bytes: the renderer's key for what
+/// it loaded. A chart with no binary file hashes its text files alone.
+pub(super) fn key_of(kind: RenderKind, root: &str, files: &ChartFiles) -> String {
+    let mut hash = Sha256::new();
+    hash.update(kind.as_str());
+    hash.update([0]);
+    hash.update(root);
+    for (path, text) in &files.text {
+        hash.update([0]);
+        hash.update(path);
+        hash.update([0]);
+        hash.update(text.as_bytes());
+    }
+    for (path, bytes) in &files.binary {
+        // Each binary file is marked and its length given: none can read as a text file's
+        // end or as another binary file.
+        hash.update([1]);
+        hash.update(path);
+        hash.update([0]);
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    }
+    hex::encode(hash.finalize())
 }
 
 #[cfg(test)]

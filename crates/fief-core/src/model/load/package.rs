@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::archive::{self, ChartFiles};
 use super::{line_of_key, parse_file, read};
@@ -88,7 +87,7 @@ pub(super) fn load_package(
     };
     Some(Package {
         kind: meta.kind,
-        key: key_of(meta.kind, &root, &files),
+        key: archive::key_of(meta.kind, &root, &files),
         dir: root_dir,
         root,
         files: Arc::new(files.text),
@@ -253,31 +252,6 @@ fn chart_values(snapshot: &Snapshot, chart: &str, errors: &mut Vec<Diagnostic>) 
             Value::Null
         }
     }
-}
-
-/// A hash of the kind, the root and every file, text and bytes: the renderer's key for what
-/// it loaded. A chart with no binary file hashes its text files alone.
-pub(super) fn key_of(kind: RenderKind, root: &str, files: &ChartFiles) -> String {
-    let mut hash = Sha256::new();
-    hash.update(kind.as_str());
-    hash.update([0]);
-    hash.update(root);
-    for (path, text) in &files.text {
-        hash.update([0]);
-        hash.update(path);
-        hash.update([0]);
-        hash.update(text.as_bytes());
-    }
-    for (path, bytes) in &files.binary {
-        // Each binary file is marked and its length given: none can read as a text file's
-        // end or as another binary file.
-        hash.update([1]);
-        hash.update(path);
-        hash.update([0]);
-        hash.update((bytes.len() as u64).to_le_bytes());
-        hash.update(bytes);
-    }
-    hex::encode(hash.finalize())
 }
 
 #[cfg(test)]

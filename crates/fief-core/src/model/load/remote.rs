@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::archive::{digest_of, unpack_chart};
-use super::package::key_of;
+use super::archive::{digest_of, key_of, unpack_chart};
 use super::{line_of_key, parse_file, read};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::model::{
