@@ -53,16 +53,6 @@ const NAMED: &[Named] = &[
         ],
         doc: "source_loop.rs",
     },
-    Named {
-        krate: "src",
-        files: &["cli/import/appset.rs", "cli/import/appset_git.rs"],
-        doc: "cli/import/appset_git.rs",
-    },
-    Named {
-        krate: "src",
-        files: &["cli/import/flux.rs", "cli/import/kustomize.rs"],
-        doc: "cli/import/kustomize.rs",
-    },
 ];
 
 /// The crate roots whose module trees are read.

@@ -3,23 +3,17 @@
 //! checkout given with `--checkout`) generators, with `{{param}}` and goTemplate
 //! `{{.param}}` substitution in the template. Other generators are reported.
 //!
-//! In: the ApplicationSet, the input's [`Index`] and the checkouts ([`GitFiles`]). Out:
+//! In: the ApplicationSet, the input's [`Index`] and the checkouts ([`GitFiles`], the git
+//! generator's). Out:
 //! rendered Application objects (each names the ApplicationSet it came from) and findings.
 //! Pure: the checkouts are read through the trait.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+pub use super::appset_git::GitFiles;
 use super::model::{Finding, Object};
 use super::read::{Index, unmapped};
-
-/// The files of the git repositories the user checked out, for the git generators.
-pub trait GitFiles {
-    /// Paths (relative to the repository's root, `/`-separated) of the folders (`dirs`) or
-    /// files matching `pattern`; `None` when no checkout of `url` was given.
-    fn matching(&self, url: &str, pattern: &str, dirs: bool) -> Option<Vec<String>>;
-    /// The text of a file of the checkout of `url`.
-    fn read(&self, url: &str, path: &str) -> Option<String>;
-}
+use super::values::params;
 
 /// The Applications an ApplicationSet generates, and what did not map.
 pub fn applications(
@@ -126,35 +120,6 @@ fn generate(
                 format!("the {other} generator is not mapped: write one tenant file per element it would generate"),
             ));
             Vec::new()
-        }
-    }
-}
-
-/// A generator element as template parameters: nested for goTemplate, flattened to dotted
-/// keys for `{{param}}`.
-pub fn params(element: &Value, go: bool) -> Value {
-    if go {
-        return element.clone();
-    }
-    let mut flat = Map::new();
-    flatten("", element, &mut flat);
-    Value::Object(flat)
-}
-
-fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
-    match v {
-        Value::Object(map) => {
-            for (k, v) in map {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
-            }
-        }
-        v => {
-            out.insert(prefix.to_string(), v.clone());
         }
     }
 }

@@ -7,8 +7,17 @@
 
 use serde_json::{Value, json};
 
-use super::appset::{GitFiles, params};
 use super::model::{Finding, Object};
+use super::values::params;
+
+/// The files of the git repositories the user checked out, for the git generators.
+pub trait GitFiles {
+    /// Paths (relative to the repository's root, `/`-separated) of the folders (`dirs`) or
+    /// files matching `pattern`; `None` when no checkout of `url` was given.
+    fn matching(&self, url: &str, pattern: &str, dirs: bool) -> Option<Vec<String>>;
+    /// The text of a file of the checkout of `url`.
+    fn read(&self, url: &str, path: &str) -> Option<String>;
+}
 
 /// The elements of a git generator.
 pub fn elements(

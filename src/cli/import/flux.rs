@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::model::{Finding, Object, Release, SecretRef, Source};
-use super::read::{FLUX_GROUPS, Index, ref_key, unmapped};
+use super::read::{FLUX_GROUPS, Index, ref_key, suspended, unmapped};
 use super::values::{merge, set_path};
 
 /// Every release of the Flux objects of `objects`, and what did not map.
@@ -329,14 +329,4 @@ fn kustomization(o: &Object, index: &Index, findings: &mut Vec<Finding>) -> Opti
     }
     super::kustomize::flux_settings(o, index, &mut release, findings);
     Some(release)
-}
-
-/// A Flux object's `spec.suspend: true`, reported: fief has the same switch per tenant.
-pub(super) fn suspended(o: &Object, spec: &Value, findings: &mut Vec<Finding>) {
-    if spec["suspend"] == true {
-        findings.push(o.finding(
-            "spec.suspend",
-            "suspended in Flux: run `fief suspend -t <tenant>` after the first apply if it must stay so",
-        ));
-    }
 }

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::model::{Finding, Image, Object, Release, SecretRef, Source};
-use super::read::{Index, ref_key, unmapped};
+use super::read::{Index, ref_key, suspended, unmapped};
 use super::values::set_path;
 
 /// The folder to copy (`web` for `web/overlays/prod`) and the kustomization's folder inside
@@ -149,7 +149,7 @@ pub fn flux_settings(
             "`prune: false` not mapped: fief prunes what leaves git (behind its guards); annotate objects that must stay with `fief.dev/prune: disabled`",
         ));
     }
-    super::flux::suspended(o, spec, findings);
+    suspended(o, spec, findings);
     findings.extend(unmapped(
         o,
         &[

@@ -2,7 +2,9 @@
 //! releases refer to (sources, ConfigMaps, Secrets, Argo CD cluster Secrets).
 //!
 //! In: (file name, text) pairs. Out: [`Object`]s, an [`Index`] over them, and a finding for
-//! a document that does not parse. Pure: the caller reads the files.
+//! a document that does not parse; and the findings every mapper reports of an object's spec
+//! (fields not mapped, [`unmapped`]; a Flux `suspend`, [`suspended`]). Pure: the caller reads
+//! the files.
 
 use std::collections::BTreeMap;
 
@@ -159,4 +161,14 @@ pub fn unmapped(
             object.finding(&format!("spec.{k}"), format!("not mapped: {hint}"))
         })
         .collect()
+}
+
+/// A Flux object's `spec.suspend: true`, reported: fief has the same switch per tenant.
+pub fn suspended(o: &Object, spec: &Value, findings: &mut Vec<Finding>) {
+    if spec["suspend"] == true {
+        findings.push(o.finding(
+            "spec.suspend",
+            "suspended in Flux: run `fief suspend -t <tenant>` after the first apply if it must stay so",
+        ));
+    }
 }

@@ -1,5 +1,6 @@
 //! Values arithmetic for the importer: what every release agrees on, what is left of a
-//! release's values once the shared part is taken out, deep merge, and setting a dotted path.
+//! release's values once the shared part is taken out, deep merge, setting a dotted path, and
+//! an ApplicationSet generator's element as template parameters (flattened to dotted keys).
 //!
 //! In: `serde_json::Value` mappings. Out: new values. Pure.
 
@@ -90,6 +91,35 @@ pub fn camel(parts: &[&str]) -> String {
         }
     }
     out
+}
+
+/// A generator element as template parameters: nested for goTemplate, flattened to dotted
+/// keys for `{{param}}`.
+pub fn params(element: &Value, go: bool) -> Value {
+    if go {
+        return element.clone();
+    }
+    let mut flat = Map::new();
+    flatten("", element, &mut flat);
+    Value::Object(flat)
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        v => {
+            out.insert(prefix.to_string(), v.clone());
+        }
+    }
 }
 
 #[cfg(test)]
