@@ -23,37 +23,25 @@ struct Named {
 }
 
 /// The circles that stay.
-const NAMED: &[Named] = &[
-    Named {
-        krate: "crates/fief-kube/src",
-        files: &[
-            "adopt.rs",
-            "adoption.rs",
-            "apply.rs",
-            "chart_crds.rs",
-            "depends.rs",
-            "health.rs",
-            "inventory_store.rs",
-            "moved.rs",
-            "observe.rs",
-            "phases.rs",
-            "prune.rs",
-            "status_access.rs",
-            "sync.rs",
-        ],
-        doc: "sync.rs",
-    },
-    Named {
-        krate: "crates/fief-agent/src",
-        files: &[
-            "requests/mod.rs",
-            "requests/reconcile.rs",
-            "rollout/mod.rs",
-            "source_loop.rs",
-        ],
-        doc: "source_loop.rs",
-    },
-];
+const NAMED: &[Named] = &[Named {
+    krate: "crates/fief-kube/src",
+    files: &[
+        "adopt.rs",
+        "adoption.rs",
+        "apply.rs",
+        "chart_crds.rs",
+        "depends.rs",
+        "health.rs",
+        "inventory_store.rs",
+        "moved.rs",
+        "observe.rs",
+        "phases.rs",
+        "prune.rs",
+        "status_access.rs",
+        "sync.rs",
+    ],
+    doc: "sync.rs",
+}];
 
 /// The crate roots whose module trees are read.
 const ROOTS: &[&str] = &[

@@ -22,17 +22,9 @@ use fief_core::inputs::{HashStats, InputIndex};
 use fief_core::model::{LoadStats, Repo};
 use fief_source::git::{GitError, GitSource};
 
-/// A commit read from git.
-pub struct Revision {
-    /// The commit id.
-    pub commit: String,
-    /// The parsed repo.
-    pub repo: Arc<Repo>,
-    /// Input hash of each tenant.
-    pub hashes: fief_core::inputs::Hashes,
-    /// What each pinned (component, ref) resolved to.
-    pub pins: super::pins::Resolved,
-}
+mod revision;
+
+pub use revision::Revision;
 
 /// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
 /// a new commit costs what changed, not the size of the fleet.
