@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common;
 
-use common::cluster_cli::{APP, TestRepo};
+use common::cluster_cli::{APP, TestRepo, assert_exit};
 use common::util::text;
 use fief::kube::batched::inventories_held_max;
 
@@ -34,16 +34,6 @@ fn run_counted(args: &[&str]) -> (Output, usize) {
         .map(|s| s.trim().parse().expect("a count"))
         .unwrap_or(0);
     (out, peak)
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
 }
 
 #[test]

@@ -105,7 +105,6 @@ fn the_deployment_waits_until_the_pre_job_completes() {
     );
     // Nothing changed: nothing is written, the completed Job is not applied again.
     let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
-    assert!(tenant_report(&out, &t)["ended"].is_null(), "deleted once: {out}");
     let counts = &tenant_report(&out, &t)["counts"];
     assert_eq!(
         (counts["created"].as_u64(), counts["configured"].as_u64()),
@@ -349,6 +348,10 @@ fn a_hook_succeeded_job_is_deleted_once_complete_and_runs_again_only_when_its_co
 
     // Unchanged: not created again, nothing written.
     let (out, _) = apply_json(repo.path(), &["--tenant", &t], 0);
+    assert!(
+        tenant_report(&out, &t)["ended"].is_null(),
+        "deleted once: {out}"
+    );
     let counts = &tenant_report(&out, &t)["counts"];
     assert_eq!(
         (counts["created"].as_u64(), counts["configured"].as_u64()),

@@ -94,12 +94,8 @@ pub fn fief(cmd: &str, repo: &Path, args: &[&str]) -> Output {
     )
 }
 
-/// `fief apply --output json` as admin, asserting the exit code; returns the summary and
-/// stderr.
-pub fn apply_json(repo: &Path, args: &[&str], code: i32) -> (Value, String) {
-    let mut all = vec!["--output", "json"];
-    all.extend_from_slice(args);
-    let out = fief("apply", repo, &all);
+/// Assert that `out` exited with `code`, showing its stdout and stderr when not.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -107,6 +103,15 @@ pub fn apply_json(repo: &Path, args: &[&str], code: i32) -> (Value, String) {
         text(&out.stdout),
         text(&out.stderr)
     );
+}
+
+/// `fief apply --output json` as admin, asserting the exit code; returns the summary and
+/// stderr.
+pub fn apply_json(repo: &Path, args: &[&str], code: i32) -> (Value, String) {
+    let mut all = vec!["--output", "json"];
+    all.extend_from_slice(args);
+    let out = fief("apply", repo, &all);
+    assert_exit(&out, code);
     (
         serde_json::from_slice(&out.stdout).expect("json summary"),
         text(&out.stderr),

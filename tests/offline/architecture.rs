@@ -11,7 +11,14 @@ use std::path::{Path, PathBuf};
 
 /// The tree's top folders a full name starts with.
 const ROOTS: &[&str] = &[
-    "crates/", "src/", "tests/", "tools/", "deploy/", "benches/", "docs/", "examples/",
+    "crates/",
+    "src/",
+    "tests/",
+    "tools/",
+    "deploy/",
+    "benches/",
+    "docs/",
+    "examples/",
     "templates/",
 ];
 
@@ -64,7 +71,10 @@ fn every_file_the_architecture_page_names_exists() {
         let found = if full {
             root().join(&name).exists()
         } else {
-            contexts.iter().rev().any(|dir| root().join(dir).join(&name).exists())
+            contexts
+                .iter()
+                .rev()
+                .any(|dir| root().join(dir).join(&name).exists())
                 || root().join(&name).exists()
         };
         if !found {

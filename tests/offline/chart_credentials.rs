@@ -22,7 +22,10 @@ fn fief(cache: &Path, helm_home: &Path, args: &[&str]) -> Output {
         .env("FIEF_RENDER_HELPER", render_helper())
         .env("FIEF_CHART_CACHE", cache)
         .env("HELM_CONFIG_HOME", helm_home.join("config"))
-        .env("HELM_REPOSITORY_CONFIG", helm_home.join("config/repositories.yaml"))
+        .env(
+            "HELM_REPOSITORY_CONFIG",
+            helm_home.join("config/repositories.yaml"),
+        )
         .env("HELM_CACHE_HOME", helm_home.join("cache"))
         .output()
         .expect("run fief")
@@ -48,7 +51,10 @@ fn tenants_repo(dir: &Path, repository: &str) {
 
 fn assert_no_password(o: &Output, what: &str) {
     for text in [stdout(o), stderr(o)] {
-        assert!(!text.contains(PASSWORD), "{what} printed the password:\n{text}");
+        assert!(
+            !text.contains(PASSWORD),
+            "{what} printed the password:\n{text}"
+        );
     }
 }
 
@@ -70,7 +76,10 @@ fn a_private_http_repository_is_read_with_the_credentials_helm_repo_add_stored()
     let refused = fief(&cache, &helm_home, &["chart", "update", path]);
     assert!(!refused.status.success(), "fetched without credentials");
     let why = stderr(&refused);
-    assert!(why.contains("401") && why.contains("helm repo add"), "{why}");
+    assert!(
+        why.contains("401") && why.contains("helm repo add"),
+        "{why}"
+    );
     assert!(!repo.join("fief.lock").exists(), "a lock was written");
 
     helm(
@@ -85,7 +94,10 @@ fn a_private_http_repository_is_read_with_the_credentials_helm_repo_add_stored()
             "--password",
             PASSWORD,
             "--repository-config",
-            helm_home.join("config/repositories.yaml").to_str().expect("utf-8"),
+            helm_home
+                .join("config/repositories.yaml")
+                .to_str()
+                .expect("utf-8"),
         ],
     );
     let update = fief(&cache, &helm_home, &["chart", "update", path]);
@@ -97,6 +109,10 @@ fn a_private_http_repository_is_read_with_the_credentials_helm_repo_add_stored()
 
     let render = fief(&cache, &helm_home, &["render", path]);
     assert!(render.status.success(), "{}", stderr(&render));
-    assert!(stdout(&render).contains("kind: Deployment"), "{}", stdout(&render));
+    assert!(
+        stdout(&render).contains("kind: Deployment"),
+        "{}",
+        stdout(&render)
+    );
     assert_no_password(&render, "fief render");
 }

@@ -36,6 +36,9 @@ pub mod web;
 pub mod webhook;
 
 #[cfg(test)]
+#[path = "inventories_tests.rs"]
+mod inventories_tests;
+#[cfg(test)]
 #[path = "kit_tests.rs"]
 mod kit;
 #[cfg(test)]
@@ -44,9 +47,6 @@ mod kit_repo;
 #[cfg(test)]
 #[path = "outcome_tests.rs"]
 mod outcome_tests;
-#[cfg(test)]
-#[path = "inventories_tests.rs"]
-mod inventories_tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;

@@ -355,7 +355,13 @@ pub fn uninstall_cmd(args: &UninstallArgs) -> Result<u8, CliError> {
     let mut objects =
         manifests::objects(&settings, &Credentials::default()).map_err(CliError::Serialize)?;
     objects.retain(|o| o["kind"] != "Namespace");
-    for secret in ["fief-git", "fief-webhook", "fief-age-key", "fief-web", "fief-helm"] {
+    for secret in [
+        "fief-git",
+        "fief-webhook",
+        "fief-age-key",
+        "fief-web",
+        "fief-helm",
+    ] {
         objects.push(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": secret, "namespace": args.namespace}}));
     }
