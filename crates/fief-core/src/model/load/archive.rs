@@ -239,7 +239,7 @@ pub(super) fn key_of(kind: RenderKind, root: &str, files: &ChartFiles) -> String
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A .tgz of `files` (paths as written in the archive).

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::super::archive::tests::tgz;
 use crate::diagnostic::Problem;
 use crate::model::Repo;
 use crate::render::package::Package;
@@ -52,22 +53,6 @@ fn errors(repo: &Repo) -> Vec<String> {
         Ok(_) => Vec::new(),
         Err(ds) => ds.iter().map(ToString::to_string).collect(),
     }
-}
-
-/// A .tgz of `files` (paths as written in the archive).
-fn tgz(files: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::default(),
-    ));
-    for (path, data) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder.append_data(&mut header, path, *data).unwrap();
-    }
-    builder.into_inner().unwrap().finish().unwrap()
 }
 
 #[test]
