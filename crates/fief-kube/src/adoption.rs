@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use kube::api::Patch;
 use serde_json::{Value, json};
 
+pub use super::sync::Adopt;
 use super::sync::{Ctx, api_version, cluster_error, step_failure};
 use super::{ClusterError, FIELD_MANAGER, Resources, send_as};
 use fief_core::inventory::Inventory;
@@ -24,20 +25,6 @@ use fief_core::objects::{self, ObjectId};
 use fief_core::plan::Plan;
 use fief_core::render::{RenderedObject, TenantRender};
 use fief_core::status::{Failure, SyncError, TenantReport};
-
-/// Whether a sync takes objects that exist and no inventory records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Adopt {
-    /// Never: a namespace fief did not create is refused (objects in the tenant's own
-    /// namespaces are applied as usual).
-    #[default]
-    Never,
-    /// Objects equal to the render are taken with no change; a tenant with one that differs
-    /// is not applied at all.
-    Equal,
-    /// Every existing object is taken and set to the render.
-    Force,
-}
 
 /// Field managers whose fields an adopted object hands to fief: the GitOps controllers and
 /// Helm (`kustomize-controller`, `helm-controller`, `helm`, Argo CD's) and kubectl's

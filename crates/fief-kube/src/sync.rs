@@ -8,10 +8,9 @@
 //! [`TenantReport`]. A tenant's failure never stops the others; an unchanged tenant sends no
 //! mutating request. Debug builds carry a test-only crash hook (`FIEF_TEST_CRASH_AT`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::stream::{self, StreamExt};
-use serde_json::Value;
 
 use super::adopt::is_namespace;
 use super::apply::apply_stages;
@@ -23,64 +22,19 @@ use super::status_access;
 use super::{ClusterError, Resources};
 use fief_core::condition::{ConditionType, Reason};
 use fief_core::inventory::{Entry, Inventory, InventoryError};
-use fief_core::model::{PruneGuard, TenantState, is_dns_label};
-use fief_core::objects::ObjectId;
+use fief_core::model::{TenantState, is_dns_label};
 use fief_core::plan::phase::PhaseHold;
 use fief_core::plan::{self, Plan};
 use fief_core::render::TenantRender;
 pub use fief_core::status::TenantReport;
-use fief_core::status::{self, Failure, Outcome, PruneHeld, SyncError};
+use fief_core::status::{self, Failure, Outcome, PruneHeld};
 
 pub use super::observe::observe;
 
-/// How a sync runs.
-#[derive(Debug, Clone)]
-pub struct SyncOptions {
-    /// Namespace of the inventories.
-    pub agent_namespace: String,
-    /// Tenants synced at once.
-    pub concurrency: usize,
-    /// Requests in flight per tenant stage.
-    pub object_concurrency: usize,
-    /// Who released held mass prunes, for which tenants (`fief apply --allow-mass-prune`,
-    /// `fief reconcile --allow-mass-prune`).
-    pub release: PruneRelease,
-    /// The guard from fief.yaml.
-    pub guard: PruneGuard,
-    /// Only tenants whose `spec.cluster` is this.
-    pub cluster: String,
-    /// The git commit being applied, recorded in the status of tenants it changes.
-    pub commit: Option<String>,
-    /// Each tenant's report as soon as it is done (for progress output); none: not sent.
-    pub progress: Option<tokio::sync::mpsc::UnboundedSender<TenantReport>>,
-    /// Whether objects that exist and no inventory records are taken (`fief apply --adopt`).
-    pub adopt: super::adoption::Adopt,
-}
+mod ctx;
 
-/// Current time, RFC 3339, for condition transitions.
-pub fn now_rfc3339() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
-/// What every step of one sync shares.
-pub(super) struct Ctx<'a> {
-    pub(super) resources: &'a Resources,
-    pub(super) live: &'a HashMap<ObjectId, String>,
-    pub(super) options: &'a SyncOptions,
-    pub(super) now: String,
-}
-
-/// What a sync needs to know about the cluster before it starts.
-#[derive(Debug, Default)]
-pub struct ClusterState {
-    /// Every inventory in the agent namespace, by tenant.
-    pub inventories: BTreeMap<String, Result<Inventory, InventoryError>>,
-    /// For each live object fief manages: the hash of its fields fief sets
-    /// ([`plan::live_hash`] against the desired object).
-    pub live: HashMap<ObjectId, String>,
-}
+pub use ctx::{Adopt, ClusterState, SyncOptions, now_rfc3339};
+pub(super) use ctx::{Ctx, api_version, cluster_error, step_failure};
 
 /// The outcome of a sync.
 #[derive(Debug, Default)]
@@ -230,29 +184,6 @@ pub(super) async fn orphans(
 }
 
 pub use super::batched::{BATCH, sync_batched};
-
-/// The failure of a cluster request made for `step`: a 403 is [`Failure::Forbidden`]
-/// whatever the step.
-pub(super) fn step_failure(step: Failure, e: &ClusterError) -> Failure {
-    if e.status_code() == Some(403) {
-        Failure::Forbidden
-    } else {
-        step
-    }
-}
-
-/// A cluster request's error, made for `step`, as the report records it ([`step_failure`]).
-pub(super) fn cluster_error(step: Failure, e: &ClusterError) -> SyncError {
-    SyncError::new(step_failure(step, e), e.to_string())
-}
-
-/// The `apiVersion` of an object.
-pub(super) fn api_version(object: &Value) -> String {
-    object["apiVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 /// Test-only failure hook: with `FIEF_TEST_CRASH_AT` set to `after-union`, `after-apply` or
 /// `after-prune`, the process aborts at that point of a tenant's sync, as a crash would. Only
