@@ -91,7 +91,11 @@ pub struct Served {
 pub fn serve(applied: &Path, base: &Path) -> Served {
     let repo = base.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
-    for entry in ["fief.yaml", "tenants", "components", "environments"] {
+    // A repo without an `environments/` folder (the chart fleet's) copies what it has.
+    for entry in ["fief.yaml", "tenants", "components", "environments"]
+        .into_iter()
+        .filter(|e| applied.join(e).exists())
+    {
         let _ = Command::new("cp")
             .arg("-r")
             .arg(applied.join(entry))

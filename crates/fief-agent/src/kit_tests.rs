@@ -12,20 +12,18 @@
 //!
 //! Here: the agent and its turns; the repository and its files in `kit_repo_tests.rs`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::kit_repo::{Repo, WAVES, fleet, shared_greeting, tenant, tenant_of, web};
-use super::metrics::{Metrics, SyncDurations};
-use super::queue::Queue;
+use super::metrics::SyncDurations;
 use super::source_loop::Revision;
 use super::{
-    AgentOptions, Health, LoopState, Shared, agent_namespace, desired, events, health, lock,
-    notify, reconciler, requests, rollout, source_loop,
+    AgentOptions, LoopState, Shared, agent_namespace, lock, reconciler, requests, rollout,
+    source_loop,
 };
 use fief_core::inventory::Inventory;
 use fief_core::objects;
@@ -85,54 +83,15 @@ fn options(repo: &Repo) -> AgentOptions {
     }
 }
 
-/// The agent's shared state over `client`, as `run` builds it (no web view, no shards).
+/// The agent's shared state over `client`, as `run` builds it.
 fn shared_state(options: &AgentOptions, client: kube::Client) -> Arc<Shared> {
-    let metrics = Metrics::new(options.sync_durations);
-    let notifier = notify::Notifier::start(
-        metrics.notifications.clone(),
-        None,
-        options.cluster.clone(),
-        client.clone(),
-    );
-    let shared = Arc::new(Shared {
-        client: client.clone(),
+    let clients = super::run::Clients {
+        lease_client: client.clone(),
+        client,
         counter: Default::default(),
-        metrics,
-        health: Mutex::new(Health::default()),
-        fetch_now: Notify::new(),
-        wake: Notify::new(),
-        changed: Notify::new(),
-        queue: Mutex::new(Queue::default()),
-        desired: RwLock::new(desired::Desired::default()),
-        ids: Mutex::new(desired::Interner::default()),
-        live: RwLock::new(HashMap::new()),
-        recorded: RwLock::new(HashMap::new()),
-        watches: Mutex::new(HashMap::new()),
-        in_flight: Mutex::new(HashSet::new()),
-        synced_at: Mutex::new(HashMap::new()),
-        webhook_secret: None,
-        branch: options.branch.clone(),
-        shutdown: CancellationToken::new(),
-        relist: watch::Sender::new(0),
-        age_keys: None,
-        gate: Arc::new(health::Gate::new(
-            options.max_in_flight,
-            options.health_timeout,
-        )),
-        requests: Default::default(),
-        rollout: Mutex::new(None),
-        rollout_written: tokio::sync::Mutex::new(None),
-        rollout_retry: Default::default(),
-        events: events::Events::start(client),
-        notify: notifier.clone(),
-        web: None,
-        shards: None,
-        fetches: super::fetches::FetchClock::new(),
-    });
-    shared
-        .gate
-        .on_verdict(move |tenant, verdict| notifier.verdict(tenant, verdict));
-    shared
+        fence: None,
+    };
+    super::run::shared_state(options, &clients)
 }
 
 impl Kit {

@@ -70,11 +70,11 @@ pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
 
 /// The agent's clients: the syncs' (fenced by the Lease terms when there are any, limited by
 /// `--api-qps`) and the Leases' own (never queued behind the syncs' rate limit).
-struct Clients {
-    client: kube::Client,
-    lease_client: kube::Client,
-    counter: RequestCounter,
-    fence: Option<Fence>,
+pub(crate) struct Clients {
+    pub(crate) client: kube::Client,
+    pub(crate) lease_client: kube::Client,
+    pub(crate) counter: RequestCounter,
+    pub(crate) fence: Option<Fence>,
 }
 
 async fn clients(options: &AgentOptions) -> Result<Clients, AgentError> {
@@ -111,8 +111,9 @@ async fn clients(options: &AgentOptions) -> Result<Clients, AgentError> {
     })
 }
 
-/// The state shared by the loop, the tasks and the HTTP handlers.
-fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
+/// The state shared by the loop, the tasks and the HTTP handlers (the unit tests' kit builds
+/// it here too).
+pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
     let metrics = Metrics::new(options.sync_durations);
     let notifier = notify::Notifier::start(
         metrics.notifications.clone(),
