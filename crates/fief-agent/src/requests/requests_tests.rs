@@ -13,6 +13,16 @@ use http::Method;
 use serde_json::json;
 
 use crate::kit::{AGENT_NS, Kit, configmap_path, fleet, inventory_path, tenant};
+
+/// Wait until the reconcile request on the inventory at `path` is answered; its result.
+async fn answer(kit: &mut Kit, path: &str) -> String {
+    kit.until("the request is answered", |k| {
+        k.annotation(path, ANNOTATION_HANDLED_AT).is_some()
+    })
+    .await;
+    kit.annotation(path, ANNOTATION_RECONCILE_RESULT)
+        .unwrap_or_default()
+}
 use crate::requests::is_suspended;
 
 /// Tenants `a` (with `greeting`) and `b`, sharing the component's varz greeting `shared`.
@@ -119,12 +129,8 @@ async fn a_reconcile_request_for_every_tenant_is_answered_on_its_own_configmap()
                 "labels": {objects::LABEL_MANAGED_BY: "fief"},
                 "annotations": {ANNOTATION_REQUESTED_AT: "t1"}}}),
     );
-    kit.until("the request is answered", |k| {
-        k.annotation(&path, ANNOTATION_HANDLED_AT).is_some()
-    })
-    .await;
-    let result = kit.annotation(&path, ANNOTATION_RECONCILE_RESULT);
-    assert!(result.is_some_and(|r| r.starts_with("Ready: 2 tenant(s)")));
+    let result = answer(&mut kit, &path).await;
+    assert!(result.starts_with("Ready: 2 tenant(s)"), "{result}");
 }
 
 #[tokio::test]
@@ -135,12 +141,7 @@ async fn a_reconcile_request_for_a_suspended_tenant_leaves_it_alone_and_says_so(
     kit.wait("a is suspended", |k| is_suspended(&k.shared, "a"))
         .await;
     kit.annotate(&path, ANNOTATION_REQUESTED_AT, Some("t1"));
-    kit.until("the request is answered", |k| {
-        k.annotation(&path, ANNOTATION_HANDLED_AT).is_some()
-    })
-    .await;
-    let result = kit.annotation(&path, ANNOTATION_RECONCILE_RESULT);
-    let result = result.unwrap_or_default();
+    let result = answer(&mut kit, &path).await;
     assert!(
         result.starts_with("Suspended: nothing synced; left alone: a (suspended by alice"),
         "{result}"
@@ -155,12 +156,7 @@ async fn a_reconcile_request_whose_tenant_fails_is_answered_failed_with_why() {
         .fail(Method::PATCH, &configmap_path("a-prod", "app"), 500);
     let path = inventory_path("a");
     kit.annotate(&path, ANNOTATION_REQUESTED_AT, Some("t1"));
-    kit.until("the request is answered", |k| {
-        k.annotation(&path, ANNOTATION_HANDLED_AT).is_some()
-    })
-    .await;
-    let result = kit.annotation(&path, ANNOTATION_RECONCILE_RESULT);
-    let result = result.unwrap_or_default();
+    let result = answer(&mut kit, &path).await;
     assert!(
         result.starts_with("Failed: 1 of 1 tenant(s) not synced"),
         "{result}"
@@ -179,12 +175,7 @@ async fn a_reconcile_request_for_a_tenant_with_no_file_is_answered_failed() {
                 "labels": {objects::LABEL_MANAGED_BY: "fief", objects::LABEL_TENANT: "gone"},
                 "annotations": {ANNOTATION_REQUESTED_AT: "t1"}}}),
     );
-    kit.until("the request is answered", |k| {
-        k.annotation(&path, ANNOTATION_HANDLED_AT).is_some()
-    })
-    .await;
-    let result = kit.annotation(&path, ANNOTATION_RECONCILE_RESULT);
-    let result = result.unwrap_or_default();
+    let result = answer(&mut kit, &path).await;
     assert!(
         result.contains("tenant gone has no tenant file in git"),
         "{result}"
