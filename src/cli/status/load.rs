@@ -11,7 +11,6 @@
 //! out with a note, never guessed.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use super::StatusArgs;
 use crate::core::inventory::{Inventory, InventoryError, Status};
@@ -169,32 +168,47 @@ async fn agent_view(
     AgentStatus::parse(&text).map_err(|e| format!("not the agent's /status: {e}"))
 }
 
-/// `GET path` on `http://host:port` (plain HTTP/1.1; the agent's port).
+/// `GET path` on `http://host:port` (the agent's port), with hyper's client: the body of a
+/// success, or the status or error, within [`AGENT_TIMEOUT`].
 async fn get_plain_http(url: &str, path: &str) -> Result<String, String> {
-    use std::io::Read;
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+
     let host = url
         .strip_prefix("http://")
         .ok_or_else(|| format!("--agent {url}: only http://HOST:PORT is supported"))?
-        .trim_end_matches('/')
-        .to_string();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-    let io = move || {
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(host.as_str())?
-            .next()
-            .ok_or_else(|| std::io::Error::other("no address"))?;
-        let timeout = std::time::Duration::from_secs(5);
-        let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)?;
-        s.set_read_timeout(Some(timeout))?;
-        s.write_all(req.as_bytes())?;
-        let mut out = Vec::new();
-        s.read_to_end(&mut out)?;
-        Ok::<_, std::io::Error>(String::from_utf8_lossy(&out).into_owned())
+        .trim_end_matches('/');
+    let uri: http::Uri = format!("http://{host}{path}")
+        .parse()
+        .map_err(|e| format!("--agent {url}: {e}"))?;
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(AGENT_TIMEOUT));
+    let client: Client<_, Empty<hyper::body::Bytes>> =
+        Client::builder(TokioExecutor::new()).build(connector);
+    let get = async {
+        let response = client.get(uri).await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(format!("answered {status}"));
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     };
-    let text = tokio::task::spawn_blocking(io)
-        .await
-        .map_err(|e| format!("{url}: {e}"))?
-        .map_err(|e| format!("{url}: {e}"))?;
-    text.split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .ok_or_else(|| format!("{url}: not an HTTP response"))
+    match tokio::time::timeout(AGENT_TIMEOUT, get).await {
+        Ok(result) => result.map_err(|e| format!("{url}: {e}")),
+        Err(_) => Err(format!(
+            "{url}: no answer within {} s",
+            AGENT_TIMEOUT.as_secs()
+        )),
+    }
 }
+
+/// How long reading the agent's `/status` may take, connection included.
+const AGENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
