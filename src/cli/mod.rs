@@ -3,6 +3,10 @@
 //! In: arguments and a repo path (and a cluster, for the cluster commands). Out: YAML, diffs
 //! or summaries on stdout, diagnostics on stderr, and an exit code (0 ok, 1 invalid input or
 //! differences, 2 usage, 3 cluster or git failure, 4 a held prune, 5 not healthy in time).
+//!
+//! This module declares the commands' modules, the error and exit codes, and dispatches;
+//! what several commands share is in `repo` (the tenants repo loaded and rendered) and
+//! `connect` (the cluster commands' runtime and client).
 
 mod agent;
 mod agent_ns;
@@ -14,6 +18,7 @@ pub mod colour;
 mod compare;
 pub mod complete;
 mod completion;
+mod connect;
 mod diff;
 mod import;
 mod init;
@@ -22,6 +27,7 @@ mod notify;
 pub mod output;
 mod reconcile;
 mod render;
+mod repo;
 mod report;
 mod retire;
 pub mod secrets;
@@ -34,19 +40,17 @@ mod values;
 mod version;
 mod words;
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 pub use args::*;
+use connect::{resources, runtime};
+use repo::{env_scope, in_env_scope, write_err};
+pub use repo::{
+    load_and_render, load_and_render_envs, load_and_render_with, load_repo_with, load_with_pins,
+    load_with_pins_unresolved, render_repo, render_streamed, report_errors,
+};
 
-use crate::core::model::Repo;
-use crate::core::pipeline;
-use crate::core::render::TenantRender;
-use crate::core::scope::EnvScope;
-use crate::core::snapshot::{Snapshot, SnapshotError};
-use crate::kube::Resources;
-use crate::kube::counter::RequestCounter;
+use crate::core::snapshot::SnapshotError;
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -166,190 +170,4 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Retire(args) => retire::retire_cmd(&args),
         Command::Notify(args) => notify::notify_cmd(&args),
     }
-}
-
-/// Read, parse and render the repo; unknown `--tenant` names are a usage error. Secrets are
-/// decrypted with the configured age key; without one, tenants that read them fail.
-pub fn render_repo(args: &RepoArgs) -> Result<Vec<TenantRender>, CliError> {
-    load_and_render(args).map(|(_, renders)| renders)
-}
-
-/// Like [`render_repo`], also returning the parsed repo.
-pub fn load_and_render(args: &RepoArgs) -> Result<(Repo, Vec<TenantRender>), CliError> {
-    load_and_render_with(args, secrets::WithoutKey::Fail)
-}
-
-/// Like [`load_and_render`], choosing what happens to secrets without a key.
-pub fn load_and_render_with(
-    args: &RepoArgs,
-    without_key: secrets::WithoutKey,
-) -> Result<(Repo, Vec<TenantRender>), CliError> {
-    let repo = load_repo_with(args, without_key)?;
-    let renders = pipeline::render_all(&repo, &args.tenants);
-    Ok((repo, renders))
-}
-
-/// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
-pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
-    let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
-    if repo.tenants.is_empty() && repo.snapshot.get("fief.yaml").is_none() {
-        // A CI gate pointed at the wrong folder must fail, not pass on zero tenants.
-        return Err(CliError::Usage(format!(
-            "{} is not a tenants repo: it has no fief.yaml and no tenants/*.yaml. Give the \
-             folder that holds fief.yaml, or create a repo with `fief init`.",
-            args.repo.display()
-        )));
-    }
-    let unknown: Vec<&String> = args
-        .tenants
-        .iter()
-        .filter(|t| !repo.tenants.contains_key(*t))
-        .collect();
-    if !unknown.is_empty() {
-        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
-        return Err(CliError::Usage(format!(
-            "no tenant named {} in {}/tenants/ (known: {})",
-            names.join(", "),
-            args.repo.display(),
-            repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    secrets::unlock(&mut repo, args, without_key)?;
-    Ok(repo)
-}
-
-/// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git
-/// history (a ref that cannot be read fails only the tenants that pin it).
-pub fn load_with_pins(checkout: &Path, mut snapshot: Snapshot) -> Repo {
-    // The charts fief.lock names, from the chart cache (fetched once when missing).
-    crate::source::charts::shared().resolve(&mut snapshot);
-    load_with_pins_unresolved(checkout, snapshot)
-}
-
-/// [`load_with_pins`] without the charts of fief.lock (`fief chart update`, which writes it).
-pub fn load_with_pins_unresolved(checkout: &Path, snapshot: Snapshot) -> Repo {
-    let repo = Repo::load(Arc::new(snapshot));
-    let wanted = crate::core::pins::pins(&repo);
-    if wanted.is_empty() {
-        return repo;
-    }
-    let pinned: Vec<_> = wanted
-        .into_iter()
-        .map(|(component, git_ref)| {
-            let at = crate::source::git::snapshot_at(checkout, &git_ref)
-                .map(|(s, _)| s)
-                .map_err(|e| e.to_string());
-            (component, git_ref, at)
-        })
-        .collect();
-    Repo::load(Arc::new(crate::core::pins::with_pins(
-        &repo.snapshot,
-        &pinned,
-    )))
-}
-
-/// Print every diagnostic on stderr, one repeated in many tenants once; whether there were any.
-pub fn report_errors(renders: &[TenantRender]) -> bool {
-    report::report_errors(renders)
-}
-
-fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
-    move |source| CliError::Write {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-/// The scope of `--env` for the tenants `tenants` (empty: all) of `repo`: an environment none
-/// of them has is a usage error with a did-you-mean (a typo would otherwise show, apply and
-/// prune nothing).
-fn env_scope(repo: &Repo, tenants: &[String], envs: &[String]) -> Result<EnvScope, CliError> {
-    let Ok(config) = repo.config.as_ref() else {
-        // fief.yaml is broken: every tenant fails to render, which says why.
-        return Ok(EnvScope::of(envs));
-    };
-    let known: BTreeSet<String> = repo
-        .tenants
-        .iter()
-        .filter(|(name, _)| tenants.is_empty() || tenants.contains(name))
-        .filter_map(|(_, t)| t.as_ref().ok())
-        .flat_map(|t| crate::core::render::namespaces(config, t).into_keys())
-        .collect();
-    if let Some(unknown) = envs.iter().find(|e| !known.contains(*e)) {
-        let hint = crate::core::suggest::suggest(unknown, known.iter().map(String::as_str))
-            .map(|s| format!(" (did you mean `{s}`?)"))
-            .unwrap_or_default();
-        return Err(CliError::Usage(format!(
-            "--env {unknown}: no tenant has this environment{hint}; they have: {}",
-            known.into_iter().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    Ok(EnvScope::of(envs))
-}
-
-/// Whether tenant `name` has an environment `scope` includes: a tenant without one is left
-/// out of an `--env` apply (nothing of it would change). A tenant file or fief.yaml that does
-/// not parse counts as in scope, so its errors are reported.
-fn in_env_scope(repo: &Repo, name: &str, scope: &EnvScope) -> bool {
-    match (&repo.config, repo.tenants.get(name)) {
-        (Ok(config), Some(Ok(t))) => crate::core::render::namespaces(config, t)
-            .keys()
-            .any(|e| scope.includes(e)),
-        _ => true,
-    }
-}
-
-/// [`load_and_render_with`] for the environments `envs` only (all when empty), checked by
-/// [`env_scope`].
-pub fn load_and_render_envs(
-    args: &RepoArgs,
-    without_key: secrets::WithoutKey,
-    envs: &[String],
-) -> Result<(Repo, Vec<TenantRender>), CliError> {
-    let repo = load_repo_with(args, without_key)?;
-    let scope = env_scope(&repo, &args.tenants, envs)?;
-    let renders = pipeline::render_all_in(&repo, &args.tenants, &scope);
-    Ok((repo, renders))
-}
-
-/// [`load_and_render_envs`] a batch of tenants at a time ([`pipeline::BATCH`]): `each` sees
-/// every batch's renders in tenant order, then their objects are dropped. Out: every render
-/// without its objects (names, namespaces, errors: what the error report and summaries
-/// read), so memory holds one batch's objects, not the fleet's.
-pub fn render_streamed(
-    args: &RepoArgs,
-    without_key: secrets::WithoutKey,
-    envs: &[String],
-    mut each: impl FnMut(&[TenantRender]) -> Result<(), CliError>,
-) -> Result<Vec<TenantRender>, CliError> {
-    let repo = load_repo_with(args, without_key)?;
-    let scope = env_scope(&repo, &args.tenants, envs)?;
-    let mut done: Vec<TenantRender> = Vec::with_capacity(repo.tenants.len());
-    pipeline::render_batches_in(&repo, &args.tenants, &scope, pipeline::BATCH, |batch| {
-        each(&batch)?;
-        done.extend(batch.into_iter().map(|r| TenantRender {
-            objects: Vec::new(),
-            ..r
-        }));
-        Ok::<(), CliError>(())
-    })?;
-    Ok(done)
-}
-
-/// A tokio runtime for the cluster commands.
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))
-}
-
-async fn resources(args: &ClusterArgs) -> Result<(Resources, RequestCounter), CliError> {
-    let (client, counter) = crate::kube::connect(
-        args.kubeconfig.as_deref(),
-        args.context.as_deref(),
-        args.api_qps,
-    )
-    .await?;
-    Ok((Resources::discover(client).await?, counter))
 }
