@@ -53,11 +53,12 @@ func runPull(args []string, out io.Writer) error {
 	return err
 }
 
-// withCredentialsHint adds what to do to a refusal for want of credentials.
+// withCredentialsHint adds what to do to a refusal for want of credentials: Helm's getter
+// says `401 Unauthorized` or `403 Forbidden`, the registry client `unauthorized` (matching
+// the words, not the codes, so a version or a port with 401 in it is not taken for one).
 func withCredentialsHint(err error, repository string) error {
 	text := strings.ToLower(err.Error())
-	if !strings.Contains(text, "401") && !strings.Contains(text, "403") &&
-		!strings.Contains(text, "unauthorized") && !strings.Contains(text, "forbidden") {
+	if !strings.Contains(text, "unauthorized") && !strings.Contains(text, "forbidden") {
 		return err
 	}
 	if strings.HasPrefix(repository, "oci://") {
