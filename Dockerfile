@@ -27,14 +27,17 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked --bin fief \
     && install -m 0755 target/release/fief /usr/local/bin/fief
 
-# fief-render-helper: renders `helm` and `kustomize` components with Helm's and kustomize's own
-# Go packages (pinned in tools/render-helper/go.mod); the same build as tools/build-render-helper.sh.
+# fief-render-helper renders `helm` and `kustomize` components with Helm's and kustomize's own
+# Go packages (pinned in tools/render-helper/go.mod); fief-chart-pull fetches a chart archive
+# not yet cached. The same builds as tools/build-render-helper.sh.
 FROM golang:1.26-bookworm AS helper
 WORKDIR /src
 COPY tools/render-helper ./
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -mod=readonly \
         -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34" \
-        -o /usr/local/bin/fief-render-helper .
+        -o /usr/local/bin/fief-render-helper . \
+    && CGO_ENABLED=0 go build -trimpath -buildvcs=false -mod=readonly -ldflags "-s -w" \
+        -o /usr/local/bin/fief-chart-pull ./cmd/fief-chart-pull
 
 FROM debian:bookworm-slim
 # ca-certificates: https to the git host; libssl3: what the binary links.
@@ -45,6 +48,7 @@ RUN apt-get update \
 COPY --from=builder /usr/local/bin/fief /usr/local/bin/fief
 # Next to fief, where it looks for it.
 COPY --from=helper /usr/local/bin/fief-render-helper /usr/local/bin/fief-render-helper
+COPY --from=helper /usr/local/bin/fief-chart-pull /usr/local/bin/fief-chart-pull
 # Same user as the Deployment's securityContext; HOME on the writable /tmp (libgit2 looks
 # for a global git config there).
 USER 65532:65532

@@ -81,9 +81,11 @@ case "${kind}" in
     mkdir -p "${rootfs}/usr/local/bin"
     # Debug info is of no use in the image (the release profile has none).
     strip --strip-debug -o "${rootfs}/usr/local/bin/fief" "${binary}"
-    # fief-render-helper next to fief, where fief looks for it (static: no libraries).
+    # fief-render-helper and fief-chart-pull next to fief, where fief looks for them
+    # (static: no libraries).
     helper="$("${script_dir}/build-render-helper.sh")"
     cp "${helper}" "${rootfs}/usr/local/bin/fief-render-helper"
+    cp "$(dirname "${helper}")/fief-chart-pull" "${rootfs}/usr/local/bin/fief-chart-pull"
     # Every shared library the binary links, and the dynamic loader, at the
     # path ldd resolves them to (libssl3, libcrypto, libgcc_s, libc, ...).
     while read -r line; do

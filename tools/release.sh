@@ -11,14 +11,17 @@
 #                                    the helper that renders `helm` and `kustomize`
 #                                    components (tools/build-render-helper.sh, cached);
 #                                    served beside the binary, the CI workflow `fief init`
-#                                    writes downloads both
+#                                    writes downloads it
+#        fief-chart-pull-VERSION-<arch>-linux
+#                                    the program that fetches a chart archive from a Helm
+#                                    repository or an OCI registry (built with the helper)
 #        fief-VERSION-image.tar      the image as an OCI archive (tools/build-image.sh fief),
 #                                    tagged <repository>:VERSION; load it with
 #                                    `ctr images import`, `skopeo copy oci-archive:...` or
 #                                    `podman load`
 #        fief-VERSION.tgz            the Helm chart (helm package deploy/chart/fief with
 #                                    --version and --app-version VERSION), linted first
-#        SHA256SUMS                  sha256sum of the four files above
+#        SHA256SUMS                  sha256sum of the five files above
 #      The paths written are printed on stdout, one a line; progress goes to stderr.
 #
 # Settings (environment):
@@ -78,10 +81,11 @@ esac
 dist="${repo_root}/dist"
 binary_out="${dist}/fief-${version}-${arch}-linux"
 helper_out="${dist}/fief-render-helper-${version}-${arch}-linux"
+pull_out="${dist}/fief-chart-pull-${version}-${arch}-linux"
 image_out="${dist}/fief-${version}-image.tar"
 chart_out="${dist}/fief-${version}.tgz"
 mkdir -p "${dist}"
-rm -f "${binary_out}" "${helper_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
+rm -f "${binary_out}" "${helper_out}" "${pull_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
 
 # The binary is built the way the README tells users to install it, `cargo install --path .`,
 # into a scratch root (the build itself shares the workspace's target folder).
@@ -96,9 +100,10 @@ rm -rf "${install_root}"
 reported="$("${binary_out}" --version)"
 [[ "${reported}" == *"${version}"* ]] || die "the binary reports '${reported}', not ${version}"
 
-log "building fief-render-helper"
+log "building fief-render-helper and fief-chart-pull"
 helper="$(tools/build-render-helper.sh)"
 install -m 0755 "${helper}" "${helper_out}"
+install -m 0755 "$(dirname "${helper}")/fief-chart-pull" "${pull_out}"
 
 log "building the image ${image_repo}:${version}"
 tools/build-image.sh fief "${image_out}" "${image_repo}:${version}" "${binary_out}"
@@ -116,6 +121,7 @@ log "linting and packaging the chart"
 [[ -f "${chart_out}" ]] || die "helm package wrote no ${chart_out}"
 
 (cd "${dist}" && sha256sum "$(basename "${binary_out}")" "$(basename "${helper_out}")" \
+  "$(basename "${pull_out}")" \
   "$(basename "${image_out}")" "$(basename "${chart_out}")" >SHA256SUMS)
 log "done; nothing was published"
-printf '%s\n' "${binary_out}" "${helper_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"
+printf '%s\n' "${binary_out}" "${helper_out}" "${pull_out}" "${image_out}" "${chart_out}" "${dist}/SHA256SUMS"

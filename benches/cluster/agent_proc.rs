@@ -49,9 +49,11 @@ impl AgentProc {
             .arg("--webhook-secret-file")
             .arg(secret)
             .env("RUST_LOG", "warn")
-            // As deploy/agent.yaml runs it: the allocator's settings for a compact heap.
+            // As deploy/agent.yaml runs it: the allocator's settings for a compact heap, and
+            // the render helper's collector at its Go default.
             .env("MIMALLOC_PURGE_DELAY", "0")
             .env("MIMALLOC_ARENA_EAGER_COMMIT", "0")
+            .env("GOGC", "100")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -152,6 +152,9 @@ fn measure_chart(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> Agen
         bench.rt.block_on(wait_replicas(&api, replicas));
         walls.push(start.elapsed().as_secs_f64());
         peak = peak.max(rss_with_helpers(&agent).1);
+        // Paced as the templates fleet's changes: the sync finishes (its inventory write,
+        // its Event) before the next change is pushed.
+        std::thread::sleep(Duration::from_millis(500));
     }
     AgentFigures {
         ready,

@@ -98,6 +98,12 @@ pub fn render_helper() -> PathBuf {
     }
 }
 
+/// The chart fetcher built beside the helper (`fief-chart-pull` in the folder of
+/// `$FIEF_RENDER_HELPER`).
+pub fn chart_pull() -> PathBuf {
+    render_helper().with_file_name("fief-chart-pull")
+}
+
 /// The metrics-server chart's folder in the Go module cache (downloaded, checksum-verified,
 /// on first use as the tools download their modules).
 pub fn metrics_server_chart() -> PathBuf {

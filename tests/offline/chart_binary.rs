@@ -17,7 +17,7 @@ use fief_source::render_helper::HelperRenderer;
 use serde_json::{Value, json};
 
 use crate::common::chart_repos::{HttpRepo, package};
-use crate::common::offline::{fief_with_charts, render_helper, stderr, write_file};
+use crate::common::offline::{chart_pull, fief_with_charts, render_helper, stderr, write_file};
 use crate::packages::{assert_same, fief_objects, helm_template};
 
 /// A PNG signature, a NUL and bytes no UTF-8 text holds.
@@ -123,7 +123,7 @@ fn tenants_repo(dir: &Path, component: &str) {
 fn fief_render(dir: &Path, cache: &Path) -> Vec<Value> {
     let mut snapshot = fief_source::fs::read_dir(dir).expect("read the repo");
     ChartCache::new(cache.to_path_buf())
-        .with_helper(render_helper())
+        .with_puller(chart_pull())
         .resolve(&mut snapshot);
     let repo = Repo::load(Arc::new(snapshot));
     let helper = Arc::new(HelperRenderer::at(render_helper()));

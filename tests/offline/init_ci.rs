@@ -1,5 +1,6 @@
 //! The CI workflow `fief init` writes: it pins this fief's version and the SHA-256 of the
-//! binary that ran init (and of the render helper it found), and its own shell steps, run
+//! binary that ran init (and of the render helper and chart fetcher it found), and its own
+//! shell steps, run
 //! here with the workflow's env, download and check those binaries and keep one comment per
 //! pull request.
 //!
@@ -187,16 +188,18 @@ fn the_workflow_pins_the_version_and_sha256_of_the_binary_that_ran_fief_init() {
 fn without_a_render_helper_the_workflow_downloads_fief_alone_and_says_what_to_add() {
     let (printed, workflow) = without_helper();
     let env = workflow_env(&parse(workflow));
-    assert!(!env.contains_key("FIEF_RENDER_HELPER_SHA256"), "{env:?}");
-    let to_add = format!(
-        "# FIEF_RENDER_HELPER_SHA256: \"<SHA-256 of {}>\"",
-        release_file("fief-render-helper")
-    );
-    assert!(workflow.contains(&to_add), "{workflow}");
-    assert!(
-        printed.contains("downloads no fief-render-helper"),
-        "{printed}"
-    );
+    for (name, var) in [
+        ("fief-render-helper", "FIEF_RENDER_HELPER_SHA256"),
+        ("fief-chart-pull", "FIEF_CHART_PULL_SHA256"),
+    ] {
+        assert!(!env.contains_key(var), "{env:?}");
+        let to_add = format!("# {var}: \"<SHA-256 of {}>\"", release_file(name));
+        assert!(workflow.contains(&to_add), "{workflow}");
+        assert!(
+            printed.contains(&format!("downloads no {name}")),
+            "{printed}"
+        );
+    }
 
     let dir = tempfile::tempdir().expect("tempdir");
     let served = dir.path().join("served");
@@ -207,25 +210,30 @@ fn without_a_render_helper_the_workflow_downloads_fief_alone_and_says_what_to_ad
     let bin = Path::new(added.as_deref().expect("a folder on GITHUB_PATH")).to_path_buf();
     assert!(bin.join("fief").is_file());
     assert!(!bin.join("fief-render-helper").exists());
+    assert!(!bin.join("fief-chart-pull").exists());
 }
 
 #[test]
-fn the_download_step_installs_the_pinned_fief_and_render_helper_on_the_github_path() {
+fn the_download_step_installs_the_pinned_fief_render_helper_and_chart_pull_on_the_github_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let helper = dir.path().join("fief-render-helper");
     executable(&helper, "#!/bin/sh\necho a render helper\n");
+    let pull = dir.path().join("fief-chart-pull");
+    executable(&pull, "#!/bin/sh\necho a chart fetcher\n");
     let (printed, workflow) = init(dir.path(), Some(&helper));
     let env = workflow_env(&parse(&workflow));
     assert_eq!(env["FIEF_RENDER_HELPER_SHA256"], sha256_hex(&helper));
-    assert!(
-        printed.contains("pins fief-render-helper at sha256"),
-        "{printed}"
-    );
+    assert_eq!(env["FIEF_CHART_PULL_SHA256"], sha256_hex(&pull));
+    for name in ["fief-render-helper", "fief-chart-pull"] {
+        let said = format!("pins {name} at sha256");
+        assert!(printed.contains(&said), "{printed}");
+    }
 
     let served = dir.path().join("served");
     std::fs::create_dir_all(&served).expect("mkdir");
     std::os::unix::fs::symlink(FIEF, served.join(release_file("fief"))).expect("symlink");
     std::fs::copy(&helper, served.join(release_file("fief-render-helper"))).expect("copy");
+    std::fs::copy(&pull, served.join(release_file("fief-chart-pull"))).expect("copy");
     let (out, added) = download(&workflow, &served, dir.path());
     assert!(out.status.success(), "{}", output(&out));
     let bin = Path::new(added.as_deref().expect("a folder on GITHUB_PATH")).to_path_buf();
@@ -239,6 +247,10 @@ fn the_download_step_installs_the_pinned_fief_and_render_helper_on_the_github_pa
         .output()
         .expect("run the downloaded helper");
     assert_eq!(stdout(&helper_ran), "a render helper\n");
+    let pull_ran = Command::new(bin.join("fief-chart-pull"))
+        .output()
+        .expect("run the downloaded chart fetcher");
+    assert_eq!(stdout(&pull_ran), "a chart fetcher\n");
 }
 
 #[test]

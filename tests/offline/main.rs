@@ -17,6 +17,7 @@ mod cli_habits;
 mod diff_from_git;
 mod docs;
 mod git_source;
+mod helper_go_tests;
 mod import;
 mod init;
 mod init_ci;

@@ -69,20 +69,17 @@ func main() {
 		fmt.Println(versionLine())
 		return
 	}
-	// `pull` fetches one chart archive (pull.go); every other use renders, offline.
-	if len(os.Args) > 1 && os.Args[1] == "pull" {
-		if err := runPull(os.Args[2:], os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "fief-render-helper pull:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	// No program is run and no remote base is fetched: with an empty PATH nothing can be
 	// executed even if a code path tried (kustomize's git cloner runs `git`).
 	_ = os.Setenv("PATH", "")
 	// A render leaves mostly short-lived garbage over a small live set (the loaded charts):
-	// a heap of five times the live set, not two, runs the collector far less often.
-	debug.SetGCPercent(400)
+	// a heap of five times the live set, not two, runs the collector far less often, which a
+	// command rendering a fleet at once gains from. A long-lived caller that renders a few
+	// tenants at a time and minds its memory more (the agent's Deployment) sets GOGC, which
+	// is then left as Go reads it.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	if err := serve(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fief-render-helper:", err)
 		os.Exit(1)

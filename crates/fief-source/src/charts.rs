@@ -2,8 +2,7 @@
 //! content-addressed cache on disk, and put into the snapshot for the core to unpack.
 //!
 //! In: a [`Snapshot`] (its `fief.lock` and components' `component.yaml`), the cache folder and
-//! the render helper (whose `pull` mode fetches one archive with Helm's own getter and
-//! registry client). Out: the snapshot with each locked archive at
+//! `fief-chart-pull` (which fetches one archive with Helm's own getter and registry client). Out: the snapshot with each locked archive at
 //! [`chart_archive_path`] (its bytes, or why it could not be had), and, for `fief chart
 //! update`, a new lock. An archive is fetched only when its digest is not cached, and its
 //! digest is checked after every download and on every read from disk; rendering never
@@ -20,7 +19,7 @@ use fief_core::model::{
 };
 use fief_core::snapshot::{Snapshot, chart_archive_path};
 
-use crate::render_helper::find_helper;
+use crate::render_helper::find_pull;
 
 /// The environment variable naming the chart cache's folder.
 pub const CACHE_ENV: &str = "FIEF_CHART_CACHE";
@@ -28,15 +27,15 @@ pub const CACHE_ENV: &str = "FIEF_CHART_CACHE";
 /// Why a chart could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum ChartError {
-    /// The helper that fetches could not be found or run.
+    /// The program that fetches could not be found or run.
     #[error("{0}")]
-    Helper(String),
+    Puller(String),
     /// The repository or registry did not give the chart.
     #[error("cannot fetch `{chart}`: {detail}")]
     Fetch {
         /// The chart, as `<repository>/<name>:<version>`.
         chart: String,
-        /// The helper's message.
+        /// The fetcher's message.
         detail: String,
     },
     /// The cache folder could not be written.
@@ -60,25 +59,25 @@ pub fn shared() -> &'static ChartCache {
 /// digest of its bytes.
 pub struct ChartCache {
     dir: PathBuf,
-    /// The helper to fetch with; `None`: found by [`find_helper`] when first needed.
-    helper: Option<PathBuf>,
+    /// The program to fetch with; `None`: found by [`find_pull`] when first needed.
+    puller: Option<PathBuf>,
     /// Archives already read and checked in this process, by digest.
     memo: Mutex<HashMap<String, Arc<[u8]>>>,
 }
 
 impl ChartCache {
-    /// A cache in `dir`, fetching with the helper [`find_helper`] finds.
+    /// A cache in `dir`, fetching with the program [`find_pull`] finds.
     pub fn new(dir: PathBuf) -> ChartCache {
         ChartCache {
             dir,
-            helper: None,
+            puller: None,
             memo: Mutex::default(),
         }
     }
 
-    /// The same cache fetching with the helper at `path`.
-    pub fn with_helper(mut self, path: PathBuf) -> ChartCache {
-        self.helper = Some(path);
+    /// The same cache fetching with the `fief-chart-pull` at `path`.
+    pub fn with_puller(mut self, path: PathBuf) -> ChartCache {
+        self.puller = Some(path);
         self
     }
 
@@ -134,20 +133,18 @@ impl ChartCache {
     /// Fetch `chart` from its repository (always: the network is asked) and store it under
     /// its digest; the digest and the bytes.
     pub fn fetch(&self, chart: &ChartRef) -> Result<(String, Arc<[u8]>), ChartError> {
-        let helper = match &self.helper {
+        let puller = match &self.puller {
             Some(p) => p.clone(),
-            None => find_helper().map_err(|e| ChartError::Helper(e.to_string()))?,
+            None => find_pull().map_err(|e| ChartError::Puller(e.to_string()))?,
         };
-        let out = std::process::Command::new(&helper)
-            .args(["pull", chart.repository(), &chart.name, &chart.version])
+        let out = std::process::Command::new(&puller)
+            .args([chart.repository(), &chart.name, &chart.version])
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| ChartError::Helper(format!("cannot run {}: {e}", helper.display())))?;
+            .map_err(|e| ChartError::Puller(format!("cannot run {}: {e}", puller.display())))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let detail = stderr
-                .trim()
-                .trim_start_matches("fief-render-helper pull: ");
+            let detail = stderr.trim().trim_start_matches("fief-chart-pull: ");
             let detail = detail.to_string();
             return Err(ChartError::Fetch {
                 chart: chart.display(),
@@ -363,7 +360,7 @@ mod tests {
         let bytes: Arc<[u8]> = b"an archive".to_vec().into();
         let digest = digest_of(&bytes);
         let cache = ChartCache::new(dir.path().to_path_buf())
-            .with_helper(dir.path().join("no-such-helper"));
+            .with_puller(dir.path().join("no-such-puller"));
         cache.store(&digest, &bytes).unwrap();
         let mut snapshot = Snapshot::from_files([(LOCK_FILE, lock_for(&digest))]);
         cache.resolve(&mut snapshot);
@@ -380,7 +377,7 @@ mod tests {
         else {
             panic!("no problem entry for the archive that could not be fetched");
         };
-        assert!(reason.contains("no-such-helper"), "{reason}");
+        assert!(reason.contains("no-such-puller"), "{reason}");
     }
 
     #[test]

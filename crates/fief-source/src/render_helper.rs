@@ -29,6 +29,9 @@ use serde::{Deserialize, Serialize};
 pub const HELPER_NAME: &str = "fief-render-helper";
 /// The environment variable naming the helper's path.
 pub const HELPER_ENV: &str = "FIEF_RENDER_HELPER";
+/// The file name of the program that fetches a chart archive (tools/render-helper's
+/// `cmd/fief-chart-pull`), built and shipped with the helper.
+pub const PULL_NAME: &str = "fief-chart-pull";
 
 /// The renderer the CLI and the agent install: one helper process, started when first needed
 /// and again after it stopped or was ended for idleness.
@@ -159,19 +162,24 @@ impl HelperRenderer {
             Some(p) => p.clone(),
             None => find_helper()?,
         };
-        let mut child = Command::new(&path)
+        let mut command = Command::new(&path);
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .env_clear()
-            .spawn()
-            .map_err(|e| {
-                PackageError::Unavailable(format!(
-                    "cannot start {}: {e}; {}",
-                    path.display(),
-                    helper_missing_hint()
-                ))
-            })?;
+            .env_clear();
+        // The helper gets none of fief's environment (it needs none, and it may hold
+        // credentials) but Go's collector setting, which the agent's Deployment gives.
+        if let Some(gogc) = std::env::var_os("GOGC") {
+            command.env("GOGC", gogc);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            PackageError::Unavailable(format!(
+                "cannot start {}: {e}; {}",
+                path.display(),
+                helper_missing_hint()
+            ))
+        })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();
@@ -297,6 +305,34 @@ pub fn find_helper() -> Result<PathBuf, PackageError> {
             PackageError::Unavailable(format!(
                 "{HELPER_NAME} was not found (not in ${HELPER_ENV}, not next to the fief binary, not on PATH); {}",
                 helper_missing_hint()
+            ))
+        })
+}
+
+/// The chart fetcher: `fief-chart-pull` beside the render helper [`find_helper`] finds, else
+/// next to the running binary, else on PATH; the error says how to get it.
+pub fn find_pull() -> Result<PathBuf, PackageError> {
+    let beside_helper = find_helper()
+        .ok()
+        .and_then(|helper| helper.parent().map(|d| d.join(PULL_NAME)));
+    let beside_fief = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(PULL_NAME)));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(PULL_NAME));
+    beside_helper
+        .into_iter()
+        .chain(beside_fief)
+        .chain(on_path)
+        .find(|p| is_executable(p))
+        .ok_or_else(|| {
+            PackageError::Unavailable(format!(
+                "{PULL_NAME}, which fetches charts not yet cached, was not found (not beside \
+                 {HELPER_NAME}, not next to the fief binary, not on PATH); \
+                 `tools/build-render-helper.sh` builds it beside the helper, and each release \
+                 ships it as fief-chart-pull-VERSION-ARCH-linux"
             ))
         })
 }

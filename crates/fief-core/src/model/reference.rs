@@ -254,5 +254,6 @@ or replica value leaves the kustomization's own.\n\n\
 `fief-render-helper` (built by `tools/build-render-helper.sh`) is found as \
 `$FIEF_RENDER_HELPER`, else next to the `fief` binary, else on `PATH`; it is started once per \
 fief process, on the first `helm` or `kustomize` component, and reads no file and opens no \
-connection: fief sends it the files. Only its `pull` mode, run for a chart whose digest is not \
-cached, reaches a repository.\n";
+connection: fief sends it the files. Only `fief-chart-pull`, built and shipped beside it and \
+run for a chart whose digest is not cached, reaches a repository; fief looks for it beside the \
+helper, else next to `fief`, else on `PATH`.\n";

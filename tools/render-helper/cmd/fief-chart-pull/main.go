@@ -1,13 +1,18 @@
-// Pull: one chart archive fetched from a Helm HTTP repository (its index.yaml) or an OCI
-// registry, with Helm's own getter and registry client, written to stdout.
+// fief-chart-pull fetches one chart archive from a Helm HTTP repository (its index.yaml) or
+// an OCI registry, with Helm's own getter and registry client, and writes it to stdout.
 //
-// In: `fief-render-helper pull <repository> <name> <version>`, the version exact. Out: the
-// chart's .tgz on stdout, or a one-line reason on stderr and exit status 1. This is the only
-// mode that opens a connection; fief runs it only for a chart whose digest it has not cached,
-// and checks the digest of what it gets. Credentials are Helm's own: for an HTTP repository,
-// the entry of Helm's repository config (`helm repo add --username --password`,
-// $HELM_REPOSITORY_CONFIG) whose URL is the repository's; for an OCI registry, Helm's registry
-// config (`helm registry login`, $HELM_REGISTRY_CONFIG).
+// In: `fief-chart-pull <repository> <name> <version>`, the version exact. Out: the chart's
+// .tgz on stdout, or a one-line reason on stderr and exit status 1. It is the only program of
+// fief's helpers that opens a connection; fief runs it only for a chart whose digest it has
+// not cached, and checks the digest of what it gets. Credentials are Helm's own: for an HTTP
+// repository, the entry of Helm's repository config (`helm repo add --username --password`,
+// $HELM_REPOSITORY_CONFIG) whose URL is the repository's; for an OCI registry, Helm's
+// registry config (`helm registry login`, $HELM_REGISTRY_CONFIG).
+//
+// It is a program of its own, not a mode of fief-render-helper, because Helm's getter,
+// repository and registry packages (and the Kubernetes client packages they import) are
+// initialised whenever a Go program that links them starts: kept apart, the long-lived
+// render helper neither loads nor initialises them.
 package main
 
 import (
@@ -26,10 +31,17 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 )
 
-// runPull is the `pull` mode: its arguments in, the archive out on `out`.
+func main() {
+	if err := runPull(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fief-chart-pull:", err)
+		os.Exit(1)
+	}
+}
+
+// runPull fetches the chart its arguments name: the archive out on `out`.
 func runPull(args []string, out io.Writer) error {
 	if len(args) != 3 {
-		return fmt.Errorf("usage: fief-render-helper pull <repository> <name> <version>")
+		return fmt.Errorf("usage: fief-chart-pull <repository> <name> <version>")
 	}
 	repository, name, version := strings.TrimSuffix(args[0], "/"), args[1], args[2]
 	// The index.yaml Helm downloads goes to a private temporary cache, removed after.
