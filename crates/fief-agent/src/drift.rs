@@ -30,7 +30,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::desired::{Found, Id};
-use super::{Shared, WatchState, lock};
+use super::{Shared, WatchState};
 use fief_core::inventory::AppliedVersion;
 use fief_core::objects::{self, ObjectId};
 use fief_core::plan;
@@ -47,22 +47,17 @@ pub fn kind_key(resource: &Resource) -> String {
 
 /// Start a watch per resource not watched yet.
 pub fn ensure_watches(shared: &Arc<Shared>, resources: Vec<Resource>) {
-    let mut watches = lock(&shared.watches);
-    for resource in resources {
-        let key = kind_key(&resource);
-        if watches.contains_key(&key) {
-            continue;
-        }
-        watches.insert(key.clone(), WatchState::Listing);
+    let keyed = resources.into_iter().map(|r| (kind_key(&r), r)).collect();
+    for (key, resource) in shared.index.claim_watches(keyed) {
         let shared = shared.clone();
         tokio::spawn(async move { watch(shared, resource, key).await });
     }
 }
 
 fn set_state(shared: &Shared, key: &str, state: WatchState) {
-    lock(&shared.watches).insert(key.to_string(), state);
-    shared.wake.notify_one();
-    shared.changed.notify_waiters();
+    shared.index.set_watch(key, state);
+    shared.work.wake();
+    shared.work.changed();
 }
 
 /// Objects per page of a watch's list. A page is read whole before its objects are handed
@@ -82,12 +77,12 @@ fn streaming_refused(e: &watcher::Error) -> bool {
 /// Watch one kind (objects with the tenant label) until shutdown: observe every change, and
 /// after each relist, count what vanished during the gap as deleted.
 async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
-    let api: Api<LiveObject> = Api::all_with(shared.client.clone(), &resource.api);
+    let api: Api<LiveObject> = Api::all_with(shared.cluster.client().clone(), &resource.api);
     // Initial lists and relists are streamed (a watch with `sendInitialEvents`: the API
     // server sends each object from its cache as an event, no pages); an API server that
     // refuses that is listed in pages instead.
     let mut streaming = true;
-    let mut relist = shared.relist.subscribe();
+    let mut relist = shared.index.relists();
     let mut kind = KindWatch {
         shared: &shared,
         resource: &resource,
@@ -101,7 +96,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
         // Held until this list is done (or fails): see [`LISTING`].
         let mut permit = tokio::select! {
             p = LISTING.acquire() => p.ok(),
-            _ = shared.shutdown.cancelled() => return,
+            _ = shared.cluster.shutdown().cancelled() => return,
         };
         let mut stream = watcher(api.clone(), watch_config(streaming))
             .default_backoff()
@@ -117,7 +112,7 @@ async fn watch(shared: Arc<Shared>, resource: Resource, key: String) {
                     set_state(&shared, &key, WatchState::Listing);
                     break;
                 }
-                _ = shared.shutdown.cancelled() => return,
+                _ = shared.cluster.shutdown().cancelled() => return,
             };
             let Some(event) = event else { return };
             if let Next::Restart = kind.on_event(event, &mut streaming, &mut permit) {
@@ -191,7 +186,7 @@ impl KindWatch<'_> {
                     _ => Seen::First,
                 };
                 let id = observe(shared, &id, &value, &version, seen)
-                    .unwrap_or_else(|| shared.intern(&id));
+                    .unwrap_or_else(|| shared.index.intern(&id));
                 self.seen.insert(id);
             }
             Ok(watcher::Event::InitDone) => {
@@ -214,7 +209,7 @@ impl KindWatch<'_> {
                 let (value, version) = obj.into_parts();
                 let id = live_id(self.resource, &value);
                 let id = observe(shared, &id, &value, &version, Seen::Event)
-                    .unwrap_or_else(|| shared.intern(&id));
+                    .unwrap_or_else(|| shared.index.intern(&id));
                 self.known.insert(id);
             }
             Ok(watcher::Event::Delete(obj)) => {
@@ -247,7 +242,7 @@ fn failed(shared: &Shared, resource: &Resource, key: &str, synced_once: bool, e:
         return;
     }
     let reason = format!("cannot list/watch {}: {e}", resource.api.kind);
-    if lock(&shared.watches).get(key) != Some(&WatchState::Failed(reason.clone())) {
+    if shared.index.watch_state(key) != Some(WatchState::Failed(reason.clone())) {
         tracing::error!(kind = key, error = %e, "cannot list/watch this kind; tenants using it are degraded; retrying with backoff");
     }
     set_state(shared, key, WatchState::Failed(reason));
@@ -270,9 +265,10 @@ enum Seen {
 fn may_drift(shared: &Shared, tenant: &str, seen: Seen) -> bool {
     match seen {
         Seen::First => false,
-        Seen::Event => !shared.is_in_flight(tenant),
+        Seen::Event => !shared.work.is_in_flight(tenant),
         Seen::Listed(since) => {
-            !shared.is_in_flight(tenant) && shared.synced_at(tenant).is_none_or(|at| at < since)
+            !shared.work.is_in_flight(tenant)
+                && shared.work.synced_at(tenant).is_none_or(|at| at < since)
         }
     }
 }
@@ -280,10 +276,10 @@ fn may_drift(shared: &Shared, tenant: &str, seen: Seen) -> bool {
 /// A managed object is gone: forget its live hash; if it is desired and its tenant is not
 /// being synced (fief's own prunes are not desired), count it and queue the tenant.
 fn deleted(shared: &Shared, id: &ObjectId, seen: Seen) {
-    shared.write_live().remove(id);
-    if let Some(tenant) = shared.tenant_of(id) {
+    shared.index.forget_live(id);
+    if let Some(tenant) = shared.index.tenant_of(id) {
         shared.gate.gone(&tenant, id);
-        if may_drift(shared, &tenant, seen) && !is_done(shared, id) {
+        if may_drift(shared, &tenant, seen) && !shared.index.is_done(id) {
             drifted(shared, &tenant, id, "managed object deleted");
         }
     }
@@ -292,8 +288,8 @@ fn deleted(shared: &Shared, id: &ObjectId, seen: Seen) {
 /// Count a drift (a hand edit or deletion, never fief's own sync) and queue its tenant.
 fn drifted(shared: &Shared, tenant: &str, id: &ObjectId, what: &str) {
     tracing::info!(tenant, object = %id, "drift: {what}; queueing a sync");
-    shared.metrics.drift.inc();
-    shared.enqueue_for(tenant, "drift");
+    shared.cluster.metrics().drift.inc();
+    shared.work.enqueue_for(tenant, "drift");
 }
 
 /// Record the live hash of an object; queue its tenant when it drifted from what was applied
@@ -310,28 +306,21 @@ fn observe(
         id: interned,
         tenant,
         shape,
-    }) = shared.find_desired(id)
+    }) = shared.index.find_desired(id)
     else {
         return observe_version(shared, id, value, version, seen);
     };
     let hash = plan::live_digest(&shape, value);
-    let recorded = shared.recorded_live(id);
-    shared.write_live().insert(interned.clone(), hash);
+    let recorded = shared.index.recorded_live(id);
+    shared.index.set_live(interned.clone(), hash);
     shared.gate.observed(&tenant, &interned, Some(hash), value);
     if recorded.is_some_and(|r| r != hash)
         && may_drift(shared, &tenant, seen)
-        && !is_done(shared, id)
+        && !shared.index.is_done(id)
     {
         drifted(shared, &tenant, id, "a field fief owns changed");
     }
     Some(interned)
-}
-
-/// Whether `id` is recorded done by its delete policy (see the module docs).
-fn is_done(shared: &Shared, id: &ObjectId) -> bool {
-    super::read(&shared.recorded)
-        .get(id)
-        .is_some_and(|r| r.done)
 }
 
 /// An object the agent has no desired shape or recorded version for (its tenant's render
@@ -342,7 +331,7 @@ fn unknown(shared: &Shared, id: &ObjectId, value: &Value) {
     if let Some(tenant) = value["metadata"]["labels"][objects::LABEL_TENANT].as_str() {
         shared
             .gate
-            .observed(tenant, &shared.intern(id), None, value);
+            .observed(tenant, &shared.index.intern(id), None, value);
     }
 }
 
@@ -356,16 +345,16 @@ fn observe_version(
     version: &AppliedVersion,
     seen: Seen,
 ) -> Option<Id> {
-    let Some((interned, tenant, hash)) = super::verify::by_version(shared, id, version) else {
+    let Some((interned, tenant, hash)) = shared.index.by_version(id, version) else {
         unknown(shared, id, value);
         return None;
     };
     match &hash {
         Some(h) => {
-            shared.write_live().insert(interned.clone(), *h);
+            shared.index.set_live(interned.clone(), *h);
         }
         None => {
-            shared.write_live().remove(id);
+            shared.index.forget_live(id);
         }
     }
     shared.gate.observed(&tenant, &interned, hash, value);

@@ -43,7 +43,7 @@ async fn a_hand_edit_of_a_field_fief_sets_queues_its_tenant_and_the_sync_repairs
     kit.server
         .edit(&app(), |o| o["data"]["greeting"] = "edited".into());
     kit.wait("acme is queued by drift", |k| k.due("acme")).await;
-    assert_eq!(kit.shared.metrics.drift.get(), 1);
+    assert_eq!(kit.shared.cluster.metrics().drift.get(), 1);
     assert_eq!(kit.turn().await, ["acme"]);
     assert_eq!(greeting(&kit), "hello");
 }
@@ -57,7 +57,7 @@ async fn a_change_of_fields_fief_does_not_set_is_not_drift() {
     });
     settle().await;
     assert!(!kit.queued("acme"));
-    assert_eq!(kit.shared.metrics.drift.get(), 0);
+    assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
 }
 
 #[tokio::test]
@@ -77,7 +77,7 @@ async fn fiefs_own_writes_are_never_counted_as_drift() {
     assert_eq!(kit.turn().await, ["acme"]);
     assert_eq!(greeting(&kit), "hi");
     settle().await;
-    assert_eq!(kit.shared.metrics.drift.get(), 0);
+    assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
     assert!(!kit.queued("acme"), "its own apply does not queue it again");
 }
 
@@ -129,7 +129,7 @@ async fn the_first_list_is_the_baseline_and_never_drift() {
     observe(&kit.shared, &id, &changed, &version, Seen::First);
     deleted(&kit.shared, &id, Seen::First);
     assert!(!kit.queued("acme"));
-    assert_eq!(kit.shared.metrics.drift.get(), 0);
+    assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
 }
 
 #[tokio::test]
@@ -157,7 +157,7 @@ async fn a_kind_that_cannot_be_watched_degrades_only_the_tenants_using_it() {
     assert_eq!(kit.turn().await, ["a", "b"]);
     assert_eq!(kit.attempt("a").map(|a| a.outcome), Some(Outcome::Applied));
     assert_eq!(kit.attempt("b").map(|a| a.outcome), Some(Outcome::Failed));
-    let degraded = crate::lock(&kit.shared.health).degraded.clone();
+    let degraded = kit.shared.report.degraded();
     assert_eq!(degraded.keys().collect::<Vec<_>>(), ["b"]);
     assert!(degraded["b"].contains("Deployment"), "{degraded:?}");
     assert!(

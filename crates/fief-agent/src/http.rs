@@ -60,19 +60,22 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, S
     if let Ok(v) = "application/openmetrics-text; version=1.0.0; charset=utf-8".parse() {
         headers.insert(axum::http::header::CONTENT_TYPE, v);
     }
-    let depth = shared.queue_len();
-    let text = shared.metrics.encode(shared.counter.stats(), |m| {
-        m.queue_depth.set(crate::metrics::gauge_value(depth));
-        m.leader.set(i64::from(super::lock(&shared.health).leading));
-        if let Some(own) = &shared.shards {
-            m.shards_held
-                .set(crate::metrics::gauge_value(own.held().len()));
-            m.shards_ready
-                .set(crate::metrics::gauge_value(own.ready().len()));
-        }
-        shared.gate.export(m);
-        super::rollout::export(m, super::lock(&shared.rollout).as_ref());
-    });
+    let depth = shared.work.queue_len();
+    let text = shared
+        .cluster
+        .metrics()
+        .encode(shared.cluster.counter().stats(), |m| {
+            m.queue_depth.set(crate::metrics::gauge_value(depth));
+            m.leader.set(i64::from(shared.report.leading()));
+            if let Some(own) = &shared.shards {
+                m.shards_held
+                    .set(crate::metrics::gauge_value(own.held().len()));
+                m.shards_ready
+                    .set(crate::metrics::gauge_value(own.ready().len()));
+            }
+            shared.gate.export(m);
+            shared.rollout.read(|r| super::rollout::export(m, r));
+        });
     (StatusCode::OK, headers, text)
 }
 
@@ -81,7 +84,7 @@ async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, &'static str) {
-    let Some(secret) = shared.webhook_secret.as_deref() else {
+    let Some(secret) = shared.source.webhook_secret() else {
         return (StatusCode::NOT_FOUND, "no webhook secret configured");
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -92,10 +95,12 @@ async fn hook(
         return (StatusCode::UNAUTHORIZED, "bad or missing signature");
     }
     match webhook::pushed_branch(&body) {
-        Some(branch) if branch != shared.branch => (StatusCode::ACCEPTED, "other branch; ignored"),
+        Some(branch) if branch != shared.source.branch() => {
+            (StatusCode::ACCEPTED, "other branch; ignored")
+        }
         _ => {
             tracing::info!("push webhook: fetching now");
-            shared.fetch_now.notify_one();
+            shared.source.request_fetch();
             (StatusCode::ACCEPTED, "fetch triggered")
         }
     }

@@ -10,10 +10,10 @@
 //! orphaned inventories are looked for; the next chunk's are read while this one syncs.
 //! Reads only.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::verify::Seeder;
-use super::{LoopState, Shared, read};
+use super::{LoopState, Shared};
 use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::render::TenantRender;
 use fief_kube::inventory_store::{each_inventory, get_inventories};
@@ -265,21 +265,10 @@ pub(super) async fn cluster_state(
         return None;
     }
     tracing::debug!(tenants = inventories.len(), "inventories in hand");
-    let mut cs = {
-        let live = read(&shared.live);
-        let mut mine = HashMap::new();
-        for r in renders {
-            for o in &r.objects {
-                if let Some(h) = live.get(&o.id) {
-                    mine.insert(o.id.clone(), h.to_hex());
-                }
-            }
-        }
-        ClusterState {
-            inventories,
-            live: mine,
-        }
-    };
+    let live = shared
+        .index
+        .live_hashes(renders.iter().flat_map(|r| r.objects.iter().map(|o| &o.id)));
+    let mut cs = ClusterState { inventories, live };
     for r in renders {
         let interrupted = cs
             .inventories

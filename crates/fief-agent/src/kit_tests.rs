@@ -22,8 +22,7 @@ pub(crate) use super::kit_repo::{Repo, WAVES, fleet, shared_greeting, tenant, te
 use super::metrics::SyncDurations;
 use super::source_loop::Revision;
 use super::{
-    AgentOptions, LoopState, Shared, agent_namespace, lock, reconciler, requests, rollout,
-    source_loop,
+    AgentOptions, LoopState, Shared, agent_namespace, reconciler, requests, rollout, source_loop,
 };
 use fief_core::inventory::Inventory;
 use fief_core::objects;
@@ -51,7 +50,7 @@ pub(crate) struct Kit {
 
 impl Drop for Kit {
     fn drop(&mut self) {
-        self.shared.shutdown.cancel();
+        self.shared.cluster.shutdown().cancel();
     }
 }
 
@@ -122,13 +121,13 @@ impl Kit {
         let shared = shared_state(&options, client.clone());
         shared
             .gate
-            .spawn_writer(client.clone(), shared.shutdown.clone());
+            .spawn_writer(client.clone(), shared.cluster.shutdown().clone());
         let (tx, revisions) = watch::channel(None);
         requests::set_revisions(&shared, revisions.clone());
-        shared.notify.follow(revisions.clone());
+        shared.report.notifier().follow(revisions.clone());
         tokio::spawn(source_loop::run(shared.clone(), options.clone(), tx));
-        lock(&shared.health).leading = true;
-        let stop = shared.shutdown.child_token();
+        shared.report.set_leading(true);
+        let stop = shared.cluster.shutdown().child_token();
         let mut kit = Kit {
             shared,
             server,
@@ -147,7 +146,7 @@ impl Kit {
     /// Stop this agent and start another on the same cluster, repository and clone (a
     /// restarted Pod): nothing of this one's memory is kept.
     pub(crate) async fn restart(self) -> Kit {
-        self.shared.shutdown.cancel();
+        self.shared.cluster.shutdown().cancel();
         let (server, repo) = (self.server.clone(), self.repo.clone());
         let options = self.options.clone();
         drop(self);
@@ -158,7 +157,7 @@ impl Kit {
     /// task has read the new commit (the loop takes it at its next turn).
     pub(crate) async fn push(&mut self, files: &[(String, String)], removed: &[&str]) -> String {
         let commit = self.repo.commit(files, removed);
-        self.shared.fetch_now.notify_one();
+        self.shared.source.request_fetch();
         self.read(&commit).await;
         commit
     }
@@ -197,12 +196,12 @@ impl Kit {
         }
         let mut due = Vec::new();
         if self.state.rev.is_some() {
-            due = lock(&shared.queue).take_due(Instant::now());
+            due = shared.work.queue(|q| q.take_due(Instant::now()));
             due.retain(|t| shared.owns(t));
             if !due.is_empty() || self.state.check_orphans {
                 let (r, o, s) = (&self.resources, &self.options, &mut self.state);
                 reconciler::batch(shared, r, o, s, due.clone(), &self.stop).await;
-                lock(&shared.ids).sweep();
+                shared.index.sweep_ids();
             }
         }
         rollout::advance(shared, &mut self.state);
@@ -239,27 +238,28 @@ impl Kit {
     /// A periodic full resync, as the loop runs it: every watch lists afresh, the
     /// inventories are read again, and every tenant is queued.
     pub(crate) fn resync(&mut self) {
-        self.shared.relist.send_modify(|epoch| *epoch += 1);
+        self.shared.index.relist();
         self.state.inventories = None;
         if let Some(rev) = &self.state.rev {
             let now = Instant::now();
-            let mut q = lock(&self.shared.queue);
-            for t in rev.hashes.keys() {
-                q.push_for(t, now, "resync");
-            }
+            self.shared.work.queue(|q| {
+                for t in rev.hashes.keys() {
+                    q.push_for(t, now, "resync");
+                }
+            });
         }
     }
 
     /// Whether `tenant` is queued (due now or later).
     pub(crate) fn queued(&self, tenant: &str) -> bool {
-        lock(&self.shared.queue).due_at(tenant).is_some()
+        self.shared.work.queue(|q| q.due_at(tenant).is_some())
     }
 
     /// Whether `tenant` is queued and due by now.
     pub(crate) fn due(&self, tenant: &str) -> bool {
-        lock(&self.shared.queue)
-            .due_at(tenant)
-            .is_some_and(|at| at <= Instant::now())
+        self.shared
+            .work
+            .queue(|q| q.due_at(tenant).is_some_and(|at| at <= Instant::now()))
     }
 
     /// The inventory the cluster holds for `tenant`.
@@ -318,7 +318,7 @@ impl Kit {
 
     /// The last sync attempt of `tenant`, as `/status` reports it.
     pub(crate) fn attempt(&self, tenant: &str) -> Option<fief_core::status::agent::Attempt> {
-        lock(&self.shared.health).attempts.get(tenant).cloned()
+        self.shared.report.attempt(tenant)
     }
 }
 

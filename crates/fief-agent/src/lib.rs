@@ -21,6 +21,7 @@ pub mod memory;
 pub mod metrics;
 pub mod notify;
 mod outcome;
+mod parts;
 mod pins;
 pub mod queue;
 mod reconciler;
@@ -48,24 +49,16 @@ mod kit_repo;
 #[path = "outcome_tests.rs"]
 mod outcome_tests;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
-
-use fief_core::digest::Digest;
 use fief_core::inventory::{Inventory, InventoryError};
-use fief_core::objects::ObjectId;
 use fief_core::status::agent::AgentStatus;
 use fief_kube::ClusterError;
-use fief_kube::counter::RequestCounter;
 use fief_source::git::GitAuth;
-use metrics::Metrics;
-use queue::Queue;
 
 /// How the agent runs.
 #[derive(Debug, Clone)]
@@ -147,87 +140,28 @@ pub enum WatchState {
     Failed(String),
 }
 
-/// What the agent reports about itself (readiness, `/readyz`, status).
-#[derive(Debug, Default)]
-struct Health {
-    /// Why the cluster cannot be used yet (its API resources cannot be read at start), if so.
-    cluster_problem: Option<String>,
-    /// Why there is no revision to serve yet (git unreachable at start), if so.
-    source_problem: Option<String>,
-    /// A revision was read from git.
-    has_revision: bool,
-    /// This replica holds the Lease (always true without leader election).
-    leading: bool,
-    /// The leader finished its first full pass over every tenant.
-    first_pass_done: bool,
-    /// Last fetched commit and last fetch error.
-    last_commit: Option<String>,
-    last_fetch_error: Option<String>,
-    /// Tenants not synced because a kind they use cannot be watched: tenant → reason.
-    degraded: BTreeMap<String, String>,
-    /// Each tenant's last sync attempt.
-    attempts: BTreeMap<String, Attempt>,
-}
-
 /// A tenant's last sync attempt, as `/status` shows it.
 pub use fief_core::status::agent::Attempt;
 
-/// State shared by the loop, the source task, the watches and the HTTP handlers.
+/// State shared by the loop, the source task, the watches and the HTTP handlers: its parts,
+/// each the owner of its own state (see [`parts`]).
 pub struct Shared {
-    client: kube::Client,
-    counter: RequestCounter,
-    metrics: Metrics,
-    health: Mutex<Health>,
-    fetch_now: Notify,
-    wake: Notify,
-    /// Notified when state another task waits on changes: a watch listed or failed, the
-    /// requests watch listed, a fetch finished or a revision was published (see
-    /// [`wait_for`]).
-    changed: Notify,
-    queue: Mutex<Queue>,
-    /// Desired objects of the last render: tenant and interned shape.
-    desired: RwLock<desired::Desired>,
-    /// Every object id the agent holds, allocated once (a leaf lock: nothing is locked
-    /// while it is held).
-    ids: Mutex<desired::Interner>,
-    /// Live hashes from the watches (keyed on the desired objects' interned ids).
-    live: RwLock<HashMap<desired::Id, Digest>>,
-    /// The drift baseline: per object, what fief last applied (see [`verify::Recorded`]).
-    recorded: RwLock<HashMap<desired::Id, verify::Recorded>>,
-    /// One watch per kind: its state.
-    watches: Mutex<HashMap<String, WatchState>>,
-    /// Tenants being synced now: their objects' events are fief's own writes, not drift.
-    in_flight: Mutex<HashSet<String>>,
-    /// When each tenant's last sync ended: a relist that began before holds objects that may
-    /// predate that sync's writes, which are not drift.
-    synced_at: Mutex<HashMap<String, Instant>>,
-    webhook_secret: Option<Vec<u8>>,
-    branch: String,
-    /// Cancelled on SIGTERM/SIGINT.
-    shutdown: CancellationToken,
-    /// Bumped by the periodic resync: every watch lists afresh and diffs against what it knew.
-    relist: tokio::sync::watch::Sender<u64>,
-    age_keys: Option<Arc<fief_core::secrets::Keys>>,
+    /// The handles on the cluster.
+    cluster: parts::cluster::Cluster,
+    /// What the source task follows.
+    source: parts::source::Source,
+    /// The queue, the syncs in flight and the day-2 requests.
+    work: parts::work::Work,
+    /// What the renders and the watches know of the objects.
+    index: parts::index::LiveIndex,
     /// Health gating: the in-flight bound and each tenant's health verdict.
     gate: Arc<health::Gate>,
-    /// Suspended tenants and `fief reconcile` requests (see [`requests`]).
-    requests: requests::Requests,
     /// The rollout as last published (see [`rollout`]).
-    rollout: Mutex<Option<fief_core::rollout::Record>>,
-    /// The rollout record last written to the cluster (held while writing: one write at once).
-    rollout_written: tokio::sync::Mutex<Option<fief_core::rollout::Record>>,
-    /// The last write of the rollout record failed: write it again.
-    rollout_retry: std::sync::atomic::AtomicBool,
-    /// Status Events, sent behind the syncs.
-    events: events::Events,
-    /// Notifications to the platform's and the tenants' channels.
-    notify: notify::Notifier,
-    /// The read-only web view, when it is on (see [`web`]).
-    web: Option<web::Web>,
+    rollout: rollout::RolloutState,
+    /// What the agent reports about itself, and through what.
+    report: parts::report::Report,
     /// With `--shards`: the shards this replica holds (see [`shards`]).
     shards: Option<Arc<shards::Ownership>>,
-    /// The fetches started and finished (a shard taken waits for a fresh one).
-    fetches: fetches::FetchClock,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -242,68 +176,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Wait until `ready()` holds, `deadline` passes or `stop` is cancelled; whether it held.
-/// `ready` is checked again each time [`Shared::changed`] is notified, which every change it
-/// may read notifies; the waiter is registered before each check, so no change is missed.
-async fn wait_for(
-    shared: &Shared,
-    deadline: Instant,
-    stop: &CancellationToken,
-    mut ready: impl FnMut() -> bool,
-) -> bool {
-    loop {
-        let notified = shared.changed.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if ready() {
-            return true;
-        }
-        if Instant::now() >= deadline || stop.is_cancelled() {
-            return false;
-        }
-        tokio::select! {
-            _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline.into()) => {}
-            _ = stop.cancelled() => {}
-        }
-    }
-}
-
 impl Shared {
-    fn enqueue_for(&self, tenant: &str, trigger: &'static str) {
-        lock(&self.queue).push_for(tenant, Instant::now(), trigger);
-        self.wake.notify_one();
-    }
-
-    fn queue_len(&self) -> usize {
-        lock(&self.queue).len()
-    }
-
-    /// The agent's one allocation of `id` (see [`desired::Interner`]).
-    fn intern(&self, id: &ObjectId) -> desired::Id {
-        lock(&self.ids).intern(id)
-    }
-
-    fn find_desired(&self, id: &ObjectId) -> Option<desired::Found> {
-        read(&self.desired).find(id)
-    }
-
-    /// The tenant of a desired object, or of an object judged by its version (its tenant
-    /// not rendered since it was verified).
-    fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
-        if let Some((t, _)) = read(&self.desired).get(id) {
-            return Some(t);
-        }
-        read(&self.recorded)
-            .get(id)
-            .filter(|r| r.version.is_some())
-            .map(|r| r.tenant.clone())
-    }
-
-    fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
-        read(&self.recorded).get(id).map(|r| r.live)
-    }
-
     /// Whether this replica syncs `tenant` (always, without shards).
     fn owns(&self, tenant: &str) -> bool {
         self.shards.as_ref().is_none_or(|o| o.owns(tenant))
@@ -312,51 +185,21 @@ impl Shared {
     /// Mark `tenant` in flight if this replica syncs it, atomically with the ownership check
     /// (a shard handed back waits for its tenants in flight). Returns whether it was marked.
     fn start_sync(&self, tenant: &str) -> bool {
-        let mut in_flight = lock(&self.in_flight);
-        if !self.owns(tenant) {
-            return false;
-        }
-        in_flight.insert(tenant.to_string());
-        true
-    }
-
-    /// When `tenant`'s last sync ended.
-    fn synced_at(&self, tenant: &str) -> Option<Instant> {
-        lock(&self.synced_at).get(tenant).copied()
-    }
-
-    fn is_in_flight(&self, tenant: &str) -> bool {
-        lock(&self.in_flight).contains(tenant)
-    }
-
-    fn write_live(&self) -> RwLockWriteGuard<'_, HashMap<desired::Id, Digest>> {
-        write(&self.live)
+        self.work.start_sync(tenant, || self.owns(tenant))
     }
 
     /// The agent's view for `fief status` (`GET /status`): last fetched commit, last fetch
     /// error, each tenant's last attempt, the health gate and the rollout.
     pub fn status(&self) -> AgentStatus {
-        let (leading, fetched_commit, fetch_error, tenants) = {
-            let h = lock(&self.health);
-            let attempts = h.attempts.clone();
-            (
-                h.leading,
-                h.last_commit.clone(),
-                h.last_fetch_error.clone(),
-                attempts,
-            )
-        };
+        let own = self.report.status();
         AgentStatus {
-            leading,
-            fetched_commit,
             fetched_at: self
-                .metrics
+                .cluster
+                .metrics()
                 .last_fetch_unix
                 .load(std::sync::atomic::Ordering::Relaxed),
-            fetch_error,
-            tenants,
             health: self.gate.status(),
-            rollout: lock(&self.rollout).clone(),
+            rollout: self.rollout.current(),
             shards: self
                 .shards
                 .as_ref()
@@ -366,46 +209,14 @@ impl Shared {
                     held: o.held().into_iter().collect(),
                     ready: o.ready().into_iter().collect(),
                 }),
+            ..own
         }
     }
 
     /// Readiness and its reason: ready once a revision is loaded and, on the leader, the first
     /// full pass is done. A standby with a revision is ready (it serves health and follows).
     pub fn readiness(&self) -> (bool, String) {
-        let h = lock(&self.health);
-        let degraded = if h.degraded.is_empty() {
-            String::new()
-        } else {
-            let list: Vec<String> = h
-                .degraded
-                .iter()
-                .map(|(t, why)| format!("  {t}: {why}"))
-                .collect();
-            format!(
-                "\n{} tenant(s) degraded (not synced):\n{}",
-                h.degraded.len(),
-                list.join("\n")
-            )
-        };
-        if let Some(why) = &h.cluster_problem {
-            return (false, format!("not ready: {why}"));
-        }
-        if !h.has_revision {
-            let why = h
-                .source_problem
-                .clone()
-                .unwrap_or_else(|| "waiting for the first git fetch".to_string());
-            return (false, format!("not ready: {why}"));
-        }
-        if h.leading && !h.first_pass_done {
-            return (false, "not ready: first full sync in progress".to_string());
-        }
-        let role = if h.leading { "leader" } else { "standby" };
-        let fetch = match &h.last_fetch_error {
-            Some(e) => format!("\nlast fetch failed: {e}"),
-            None => String::new(),
-        };
-        (true, format!("ready ({role}){fetch}{degraded}"))
+        self.report.readiness()
     }
 }
 

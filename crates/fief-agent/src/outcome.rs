@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::{LoopState, Shared, lock, write};
+use super::parts::index::{Baseline, LiveHashes, Recorded};
+use super::{LoopState, Shared};
 use fief_core::digest::{Digest, Version};
 use fief_core::inventory::{Entry, Inventory};
 use fief_core::status::{Failure, Outcome};
@@ -45,15 +46,10 @@ pub(super) fn record(
     state.inventories = Some(inventories);
     rebaseline(shared, result, &before);
     drop(before);
-    {
-        let mut in_flight = lock(&shared.in_flight);
-        let mut synced_at = lock(&shared.synced_at);
-        let now = Instant::now();
-        for r in &result.reports {
-            in_flight.remove(&r.tenant);
-            synced_at.insert(r.tenant.clone(), now);
-        }
-    }
+    shared.work.finish_syncs(
+        result.reports.iter().map(|r| r.tenant.as_str()),
+        Instant::now(),
+    );
     let now = Instant::now();
     for report in &result.reports {
         account(shared, state, report, degraded, now);
@@ -73,15 +69,21 @@ fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, In
         .iter()
         .map(|r| (r.tenant.as_str(), r))
         .collect();
-    let mut recorded = write(&shared.recorded);
-    let mut live = write(&shared.live);
+    shared
+        .index
+        .rebaseline(|recorded, live| take_in(recorded, live, result, &reports, before));
+}
+
+/// [`rebaseline`] under the locks of the drift baseline and the live hashes.
+fn take_in(
+    recorded: &mut Baseline<'_>,
+    live: &mut LiveHashes<'_>,
+    result: &SyncResult,
+    reports: &BTreeMap<&str, &TenantReport>,
+    before: &BTreeMap<String, Inventory>,
+) {
     for id in before.values().flat_map(|i| i.entries.keys()) {
-        if recorded
-            .get(id)
-            .is_some_and(|r| result.inventories.contains_key(r.tenant.as_ref()))
-        {
-            recorded.remove(id);
-        }
+        recorded.forget_if(id, |r| result.inventories.contains_key(r.tenant.as_ref()));
     }
     for (tenant, inv) in &result.inventories {
         let Some(inv) = inv else { continue };
@@ -93,14 +95,14 @@ fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, In
         let old = before.get(tenant);
         let name: std::sync::Arc<str> = tenant.as_str().into();
         for (id, entry) in &inv.entries {
-            let id = shared.intern(id);
+            let id = recorded.intern(id);
             let digest = Digest::from_hex(&entry.live);
             let done = entry.done.is_some();
             let version =
                 (unrendered && !done).then(|| Box::new(Version::from(&entry.applied_version())));
-            recorded.insert(
+            recorded.record(
                 id.clone(),
-                super::verify::Recorded {
+                Recorded {
                     tenant: name.clone(),
                     live: digest,
                     version,
@@ -112,8 +114,8 @@ fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, In
                 continue;
             }
             let wrote = written(old.and_then(|o| o.entries.get(id.as_ref())), entry);
-            if wrote || (complete && !live.contains_key(&id)) {
-                live.insert(id, digest);
+            if wrote || (complete && !live.contains(&id)) {
+                live.set(id, digest);
             }
         }
     }
@@ -150,54 +152,55 @@ fn account(
             at: super::metrics::unix_now(),
             error: report.first_error().map(str::to_string),
         };
-        lock(&shared.health)
-            .attempts
-            .insert(report.tenant.clone(), attempt);
+        shared.report.attempted(&report.tenant, attempt);
     }
-    shared.metrics.sync_result(ok && !is_degraded);
+    shared.cluster.metrics().sync_result(ok && !is_degraded);
     shared
-        .metrics
+        .cluster
+        .metrics()
         .prune_hold(&report.tenant, report.prune_held.as_ref());
     let c = &report.counts;
     shared
-        .metrics
+        .cluster
+        .metrics()
         .applied
         .inc_by((c.created + c.configured) as u64);
-    shared.metrics.pruned.inc_by(c.pruned as u64);
+    shared.cluster.metrics().pruned.inc_by(c.pruned as u64);
     let invalid = report.outcome == Outcome::Invalid;
     // Neither orphaned nor moved tenants are this cluster's to be ready.
     if !matches!(report.outcome, Outcome::Orphaned | Outcome::Moved) {
         shared
-            .metrics
+            .cluster
+            .metrics()
             .tenant_ready(&report.tenant, ok && !is_degraded && !invalid);
     }
-    let mut q = lock(&shared.queue);
-    let done = ok || invalid;
-    match report.outcome {
-        _ if is_degraded => q.failed(&report.tenant, now),
-        Outcome::Invalid
-        | Outcome::Skipped
-        | Outcome::Moved
-        | Outcome::Applied
-        | Outcome::Purged
-            if done =>
-        {
-            q.succeeded(&report.tenant);
-            if !report.holds_back() {
-                q.settled(&report.tenant);
-            } else {
-                q.recheck(&report.tenant, now);
-            }
-            if let Some(rev) = rev
-                && let Some(h) = rev.hashes.get(&report.tenant).cloned()
+    shared.work.queue(|q| {
+        let done = ok || invalid;
+        match report.outcome {
+            _ if is_degraded => q.failed(&report.tenant, now),
+            Outcome::Invalid
+            | Outcome::Skipped
+            | Outcome::Moved
+            | Outcome::Applied
+            | Outcome::Purged
+                if done =>
             {
-                state.record_synced(&report.tenant, &h, rev);
+                q.succeeded(&report.tenant);
+                if !report.holds_back() {
+                    q.settled(&report.tenant);
+                } else {
+                    q.recheck(&report.tenant, now);
+                }
+                if let Some(rev) = rev
+                    && let Some(h) = rev.hashes.get(&report.tenant).cloned()
+                {
+                    state.record_synced(&report.tenant, &h, rev);
+                }
             }
+            Outcome::Orphaned => {}
+            _ => q.failed(&report.tenant, now),
         }
-        Outcome::Orphaned => {}
-        _ => q.failed(&report.tenant, now),
-    }
-    drop(q);
+    });
     log_result(shared, report, is_degraded);
 }
 
@@ -223,7 +226,8 @@ fn log_result(shared: &Shared, report: &TenantReport, is_degraded: bool) {
     } else {
         let first = report.first_error().unwrap_or("");
         shared
-            .metrics
+            .cluster
+            .metrics()
             .failure(failure(report, is_degraded).metric_label());
         tracing::warn!(
             tenant = report.tenant,

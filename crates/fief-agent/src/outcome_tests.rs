@@ -5,7 +5,6 @@
 use http::Method;
 
 use super::kit::{Kit, configmap_path, fleet, inventory_path, tenant, tenant_of};
-use super::{lock, read};
 use fief_core::status::Outcome;
 use fief_kube::fixtures::Scenario;
 
@@ -16,11 +15,13 @@ fn acme(values: &str) -> Vec<(String, String)> {
 
 /// The ConfigMaps of `tenant` in its drift baseline (what it recorded), by name.
 fn baseline(kit: &Kit, tenant: &str) -> Vec<String> {
-    let recorded = read(&kit.shared.recorded);
-    let mut names: Vec<String> = recorded
+    let mut names: Vec<String> = kit
+        .shared
+        .index
+        .recorded_of(tenant)
         .iter()
-        .filter(|(id, r)| r.tenant.as_ref() == tenant && id.kind == "ConfigMap")
-        .map(|(id, _)| id.name.clone())
+        .filter(|id| id.kind == "ConfigMap")
+        .map(|id| id.name.clone())
         .collect();
     names.sort();
     names
@@ -50,13 +51,9 @@ async fn a_synced_tenant_is_settled_at_its_input_hash_and_its_inventory_read_bac
     );
     // What it applied is the drift baseline, with the live hashes the watches compare with.
     assert_eq!(baseline(&kit, "acme"), ["app"]);
-    let live = read(&kit.shared.live).len();
-    assert_eq!(
-        live,
-        read(&kit.shared.recorded).len(),
-        "a live hash for each"
-    );
-    assert!(lock(&kit.shared.in_flight).is_empty());
+    let (live, recorded) = kit.shared.index.sizes();
+    assert_eq!(live, recorded, "a live hash for each");
+    assert!(kit.shared.work.syncing().is_empty());
 
     kit.server.clear_log();
     kit.push(&acme("{greeting: hi}"), &[]).await;
@@ -166,7 +163,7 @@ async fn a_tenant_whose_kind_cannot_be_watched_is_degraded_retried_and_not_ready
         kit.attempt("acme").map(|a| a.outcome),
         Some(Outcome::Failed)
     );
-    assert!(lock(&kit.shared.health).degraded.contains_key("acme"));
+    assert!(kit.shared.report.degraded().contains_key("acme"));
     assert!(
         kit.queued("acme") && !kit.due("acme"),
         "retried after a backoff"

@@ -5,19 +5,21 @@
 //! In: the agent's options and the process signals. Out: the agent runs until SIGTERM/SIGINT
 //! or a lost Lease; the leader's loop takes new revisions, runs due syncs and resyncs.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
-use super::queue::Queue;
+use super::parts::cluster::Cluster;
+use super::parts::index::LiveIndex;
+use super::parts::report::Report;
+use super::parts::source::Source;
+use super::parts::work::Work;
+use super::rollout::RolloutState;
 use super::{
-    AgentError, AgentOptions, Health, LoopState, Revision, Shared, agent_namespace, desired,
-    events, health, http, jitter, leader, lock, notify, reconciler, requests, rollout, shards,
-    source_loop, web,
+    AgentError, AgentOptions, LoopState, Revision, Shared, agent_namespace, events, health, http,
+    jitter, leader, notify, reconciler, requests, rollout, shards, source_loop, web,
 };
 use fief_kube::counter::RequestCounter;
 use fief_kube::fence::Fence;
@@ -42,22 +44,22 @@ fn on_signals(token: CancellationToken) -> Result<(), AgentError> {
 pub async fn run(options: AgentOptions) -> Result<(), AgentError> {
     let clients = clients(&options).await?;
     let shared = shared_state(&options, &clients);
-    on_signals(shared.shutdown.clone())?;
+    on_signals(shared.cluster.shutdown().clone())?;
     serve(&shared, &options).await?;
     let Some(resources) = discover(&shared, &clients.client).await else {
         return Ok(());
     };
     shared
         .gate
-        .spawn_writer(clients.client.clone(), shared.shutdown.clone());
+        .spawn_writer(clients.client.clone(), shared.cluster.shutdown().clone());
     let rev_rx = start_source(&shared, &options);
     let Some(part) = take_part(&shared, &options, clients).await? else {
         return Ok(());
     };
-    lock(&shared.health).leading = true;
+    shared.report.set_leading(true);
     main_loop(&shared, &resources, &options, rev_rx, &part.stop(&shared)).await;
-    lock(&shared.health).leading = false;
-    let lost = !shared.shutdown.is_cancelled();
+    shared.report.set_leading(false);
+    let lost = !shared.cluster.shutdown().is_cancelled();
     part.leave().await;
     if lost {
         return Err(AgentError::Leadership(
@@ -122,43 +124,26 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
         clients.client.clone(),
     );
     let client = clients.client.clone();
+    let web = options
+        .web
+        .as_ref()
+        .map(|w| web::Web::new(w, &options.cluster, clients.lease_client.clone()));
     let shared = Arc::new(Shared {
-        client: client.clone(),
-        counter: clients.counter.clone(),
-        metrics,
-        health: Mutex::new(Health::default()),
-        fetch_now: Notify::new(),
-        wake: Notify::new(),
-        changed: Notify::new(),
-        queue: Mutex::new(Queue::default()),
-        desired: RwLock::new(desired::Desired::default()),
-        ids: Mutex::new(desired::Interner::default()),
-        live: RwLock::new(HashMap::new()),
-        recorded: RwLock::new(HashMap::new()),
-        watches: Mutex::new(HashMap::new()),
-        in_flight: Mutex::new(HashSet::new()),
-        synced_at: Mutex::new(HashMap::new()),
-        webhook_secret: options.webhook_secret.clone(),
-        branch: options.branch.clone(),
-        shutdown: CancellationToken::new(),
-        relist: tokio::sync::watch::Sender::new(0),
-        age_keys: options.age_keys.clone(),
+        cluster: Cluster::new(client.clone(), clients.counter.clone(), metrics),
+        source: Source::new(
+            options.branch.clone(),
+            options.webhook_secret.clone(),
+            options.age_keys.clone(),
+        ),
+        work: Work::default(),
+        index: LiveIndex::default(),
         gate: Arc::new(health::Gate::new(
             options.max_in_flight,
             options.health_timeout,
         )),
-        requests: Default::default(),
-        rollout: Mutex::new(None),
-        rollout_written: tokio::sync::Mutex::new(None),
-        rollout_retry: Default::default(),
-        events: events::Events::start(client),
-        notify: notifier.clone(),
-        web: options
-            .web
-            .as_ref()
-            .map(|w| web::Web::new(w, &options.cluster, clients.lease_client.clone())),
+        rollout: RolloutState::default(),
+        report: Report::new(events::Events::start(client), notifier.clone(), web),
         shards: (options.shards > 1).then(|| Arc::new(shards::Ownership::new(options.shards))),
-        fetches: super::fetches::FetchClock::new(),
     });
     shared
         .gate
@@ -194,17 +179,18 @@ async fn discover(shared: &Shared, client: &kube::Client) -> Option<Resources> {
     loop {
         match Resources::discover(client.clone()).await {
             Ok(r) => {
-                lock(&shared.health).cluster_problem = None;
+                shared.report.set_cluster_problem(None);
                 return Some(r);
             }
             Err(e) => {
                 let delay = delays.next().unwrap_or(max);
-                lock(&shared.health).cluster_problem =
-                    Some(format!("cannot read the cluster's API resources: {e}"));
+                shared.report.set_cluster_problem(Some(format!(
+                    "cannot read the cluster's API resources: {e}"
+                )));
                 tracing::error!(error = %e, retry_in_s = delay.as_secs(), "cannot read the cluster's API resources; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
-                    _ = shared.shutdown.cancelled() => return None,
+                    _ = shared.cluster.shutdown().cancelled() => return None,
                 }
             }
         }
@@ -219,8 +205,8 @@ fn start_source(
 ) -> tokio::sync::watch::Receiver<Option<Arc<Revision>>> {
     let (rev_tx, rev_rx) = tokio::sync::watch::channel(None);
     requests::set_revisions(shared, rev_rx.clone());
-    shared.notify.follow(rev_rx.clone());
-    if let Some(web) = &shared.web {
+    shared.report.notifier().follow(rev_rx.clone());
+    if let Some(web) = shared.report.web() {
         web.set_revisions(rev_rx.clone());
     }
     tokio::spawn(source_loop::run(shared.clone(), options.clone(), rev_tx));
@@ -267,7 +253,7 @@ impl Part {
         match self {
             Part::Leader(t) => t.lost.clone(),
             Part::Shards(s) => s.lost.clone(),
-            Part::Alone => shared.shutdown.child_token(),
+            Part::Alone => shared.cluster.shutdown().child_token(),
         }
     }
 
@@ -295,7 +281,7 @@ async fn main_loop(
     let mut sharding = shared
         .shards
         .as_ref()
-        .map(|o| (o.subscribe(), shared.fetches.subscribe()));
+        .map(|o| (o.subscribe(), shared.source.fetches().subscribe()));
     let mut next_resync =
         Instant::now() + options.resync_interval + jitter(options.resync_interval);
     loop {
@@ -308,25 +294,26 @@ async fn main_loop(
         }
         if Instant::now() >= next_resync && state.rev.is_some() {
             tracing::info!("periodic full resync");
-            shared.relist.send_modify(|epoch| *epoch += 1);
+            shared.index.relist();
             state.inventories = None;
             if let Some(rev) = &state.rev {
                 let now = Instant::now();
-                let mut q = lock(&shared.queue);
-                for t in rev.hashes.keys().filter(|t| shared.owns(t)) {
-                    q.push_for(t, now, "resync");
-                }
+                shared.work.queue(|q| {
+                    for t in rev.hashes.keys().filter(|t| shared.owns(t)) {
+                        q.push_for(t, now, "resync");
+                    }
+                });
             }
             next_resync =
                 Instant::now() + options.resync_interval + jitter(options.resync_interval);
         }
         shards::follow(shared, &mut state);
         if state.rev.is_some() {
-            let mut due = lock(&shared.queue).take_due(Instant::now());
+            let mut due = shared.work.queue(|q| q.take_due(Instant::now()));
             due.retain(|t| shared.owns(t));
             if !due.is_empty() || state.check_orphans {
                 reconciler::batch(shared, resources, options, &mut state, due, stop).await;
-                lock(&shared.ids).sweep();
+                shared.index.sweep_ids();
             }
         }
         let rolling = rollout::advance(shared, &mut state);
@@ -336,7 +323,7 @@ async fn main_loop(
         if stop.is_cancelled() {
             return;
         }
-        let due = lock(&shared.queue).next_due();
+        let due = shared.work.queue(|q| q.next_due());
         let mut wake_at = due.map_or(next_resync, |d| d.min(next_resync));
         if rolling {
             // Health verdicts come from the watches: look again soon.
@@ -344,7 +331,7 @@ async fn main_loop(
         }
         tokio::select! {
             _ = tokio::time::sleep_until(wake_at.max(Instant::now()).into()) => {}
-            _ = shared.wake.notified() => {}
+            _ = shared.work.woken() => {}
             _ = changed(&mut sharding) => {}
             changed = rev_rx.changed() => if changed.is_err() { return; },
             _ = stop.cancelled() => return,

@@ -17,7 +17,7 @@ use imbl::ordmap::DiffItem;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{AgentOptions, LoopState, Shared, jitter, lock};
+use super::{AgentOptions, LoopState, Shared, jitter};
 use fief_core::inputs::{HashStats, InputIndex};
 use fief_core::model::{LoadStats, Repo};
 use fief_source::git::{GitError, GitSource};
@@ -43,14 +43,9 @@ const PUSH_COALESCE: Duration = Duration::from_millis(250);
 const CLONE_BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 fn report_failure(shared: &Shared, what: &str, error: String) {
-    shared.metrics.fetch_result(false);
-    let mut h = lock(&shared.health);
-    if !h.has_revision {
-        h.source_problem = Some(format!("{what}: {error}"));
-    }
-    h.last_fetch_error = Some(error);
-    drop(h);
-    shared.changed.notify_waiters();
+    shared.cluster.metrics().fetch_result(false);
+    shared.report.fetch_failed(what, error);
+    shared.work.changed();
 }
 
 /// Wait for a blocking git call, at most `timeout`; a call that takes longer goes on in the
@@ -86,7 +81,7 @@ pub(super) async fn run(
     let Some(git) = clone(&shared, &options).await else {
         return;
     };
-    let stop = shared.shutdown.clone();
+    let stop = shared.cluster.shutdown().clone();
     let mut follow = Follow {
         git: Arc::new(Mutex::new(git)),
         current: None,
@@ -100,9 +95,9 @@ pub(super) async fn run(
     loop {
         if pending.is_none() {
             // This fetch covers every push notified before it starts.
-            let _ = futures::FutureExt::now_or_never(shared.fetch_now.notified());
+            let _ = futures::FutureExt::now_or_never(shared.source.fetch_requested());
             started = Instant::now();
-            fetch_id = shared.fetches.start();
+            fetch_id = shared.source.fetches().start();
             let g = follow.git.clone();
             pending = Some(tokio::task::spawn_blocking(move || {
                 g.lock().unwrap_or_else(|e| e.into_inner()).fetch()
@@ -115,7 +110,7 @@ pub(super) async fn run(
         match outcome {
             Some(Ok(commit)) => {
                 follow.fetched(&shared, commit).await;
-                shared.fetches.finish(fetch_id);
+                shared.source.fetches().finish(fetch_id);
             }
             Some(Err(e)) => {
                 tracing::error!(error = %e, commit = follow.current.as_deref().unwrap_or(""), "git fetch failed; keeping the last good revision");
@@ -126,7 +121,7 @@ pub(super) async fn run(
         let next = Instant::now() + options.interval + jitter(options.interval);
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => {}
-            _ = shared.fetch_now.notified() => {
+            _ = shared.source.fetch_requested() => {
                 // Let the rest of a burst arrive: it is fetched once, after this wait.
                 tokio::select! {
                     _ = tokio::time::sleep_until((started + PUSH_COALESCE).into()) => {}
@@ -140,7 +135,7 @@ pub(super) async fn run(
 
 /// Open or clone the repo, with backoff until it works (`None`: shut down first).
 async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
-    let stop = shared.shutdown.clone();
+    let stop = shared.cluster.shutdown().clone();
     let mut delays = super::doubling(Duration::from_secs(1), CLONE_BACKOFF_MAX);
     let mut pending: Option<JoinHandle<Result<GitSource, GitError>>> = None;
     loop {
@@ -170,7 +165,7 @@ async fn clone(shared: &Shared, options: &AgentOptions) -> Option<GitSource> {
         }
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
-            _ = shared.fetch_now.notified() => {}
+            _ = shared.source.fetch_requested() => {}
             _ = stop.cancelled() => return None,
         }
     }
@@ -190,13 +185,9 @@ struct Follow {
 impl Follow {
     /// A fetch succeeded at `commit`: read and publish it when it (or a pinned ref) moved.
     async fn fetched(&mut self, shared: &Arc<Shared>, commit: String) {
-        shared.metrics.fetch_result(true);
-        {
-            let mut h = lock(&shared.health);
-            h.last_fetch_error = None;
-            h.last_commit = Some(commit.clone());
-        }
-        shared.changed.notify_waiters();
+        shared.cluster.metrics().fetch_result(true);
+        shared.report.fetched(&commit);
+        shared.work.changed();
         let moved = !self.pins.is_empty() && {
             let g = self.git.clone();
             let p = self.pins.clone();
@@ -219,13 +210,9 @@ impl Follow {
             Ok(rev) => {
                 self.current = Some(commit);
                 self.pins = rev.pins.clone();
-                {
-                    let mut h = lock(&shared.health);
-                    h.has_revision = true;
-                    h.source_problem = None;
-                }
+                shared.report.revision_read();
                 let _ = self.tx.send(Some(Arc::new(rev)));
-                shared.changed.notify_waiters();
+                shared.work.changed();
             }
             Err(e) => {
                 tracing::error!(error = %e, commit, "cannot read the commit; keeping the last good revision");
@@ -250,11 +237,13 @@ async fn read_revision(
     let read = tokio::task::spawn_blocking(move || {
         let mut guard = cache_in.lock().unwrap_or_else(|e| e.into_inner());
         let git = g.lock().unwrap_or_else(|e| e.into_inner());
-        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.age_keys.as_ref())?;
-        sh.metrics
+        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.source.age_keys())?;
+        sh.cluster
+            .metrics()
             .tenants_loaded
             .inc_by(loaded.tenants_parsed as u64);
-        sh.metrics
+        sh.cluster
+            .metrics()
             .tenants_hashed
             .inc_by(hashed.tenants_hashed as u64);
         tracing::debug!(
@@ -381,19 +370,19 @@ pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Rev
     let changed_count = changed.len();
     let queued = super::rollout::begin(state, &rev, changed, shared.gate.max_in_flight());
     let held = changed_count - queued.len();
-    let mut q = lock(&shared.queue);
-    for tenant in &queued {
-        q.push(tenant, now);
-    }
-    if !removed.is_empty() || state.rev.is_none() {
-        state.check_orphans = true;
-    }
-    for t in &removed {
-        q.forget(t);
-        state.synced.remove(t);
-        state.synced_rev.remove(t);
-    }
-    drop(q);
+    shared.work.queue(|q| {
+        for tenant in &queued {
+            q.push(tenant, now);
+        }
+        if !removed.is_empty() || state.rev.is_none() {
+            state.check_orphans = true;
+        }
+        for t in &removed {
+            q.forget(t);
+            state.synced.remove(t);
+            state.synced_rev.remove(t);
+        }
+    });
     tracing::info!(
         commit = rev.commit,
         changed = changed_count,

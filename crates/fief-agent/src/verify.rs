@@ -23,28 +23,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::desired::Id;
-use super::{LoopState, Shared, lock, read, write};
+use super::parts::index::Recorded;
+use super::{LoopState, Shared};
 use fief_core::digest::{Digest, Version};
-use fief_core::inventory::{AppliedVersion, Inventory, InventoryError};
+use fief_core::inventory::{Inventory, InventoryError};
 
 /// Kinds (apiVersion, kind) with the tenants using each.
 pub(super) type Kinds = BTreeMap<(String, String), BTreeSet<String>>;
-
-/// What fief last applied for one object: the drift baseline.
-#[derive(Debug)]
-pub struct Recorded {
-    /// The tenant it belongs to.
-    pub tenant: Arc<str>,
-    /// The live hash recorded after it was applied.
-    pub live: Digest,
-    /// The version it was applied at, while its tenant has no desired shape for it: not
-    /// rendered since it was verified, or its render failed (the watches then judge it by
-    /// this).
-    pub version: Option<Box<Version>>,
-    /// A pre or post object done by its delete policy ([`fief_core::inventory::Entry::done`]):
-    /// it may be gone, and neither its absence nor a change of it is drift.
-    pub done: bool,
-}
 
 /// The candidates of one batch, found while its inventories are read (see the module docs).
 /// A candidate's inventory is not kept: its objects are seeded into the drift baseline with
@@ -96,38 +81,39 @@ impl Seeder {
         if !inv.stands_for(hash) {
             return false;
         }
-        let mut recorded = write(&shared.recorded);
         let name: Arc<str> = tenant.into();
         let mut ids = Vec::with_capacity(inv.entries.len());
-        for e in inv.entries.values() {
-            if e.done.is_some() {
-                recorded.insert(
-                    shared.intern(&e.id),
+        shared.index.seed(|recorded| {
+            for e in inv.entries.values() {
+                if e.done.is_some() {
+                    recorded.record(
+                        recorded.intern(&e.id),
+                        Recorded {
+                            tenant: name.clone(),
+                            live: Digest::from_hex(&e.live),
+                            version: None,
+                            done: true,
+                        },
+                    );
+                    continue;
+                }
+                self.kinds
+                    .entry((e.api_version.clone(), e.id.kind.clone()))
+                    .or_default()
+                    .insert(tenant.to_string());
+                let id: Id = recorded.intern(&e.id);
+                recorded.record(
+                    id.clone(),
                     Recorded {
                         tenant: name.clone(),
                         live: Digest::from_hex(&e.live),
-                        version: None,
-                        done: true,
+                        version: Some(Box::new(Version::from(&e.applied_version()))),
+                        done: false,
                     },
                 );
-                continue;
+                ids.push(id);
             }
-            self.kinds
-                .entry((e.api_version.clone(), e.id.kind.clone()))
-                .or_default()
-                .insert(tenant.to_string());
-            let id: Id = shared.intern(&e.id);
-            recorded.insert(
-                id.clone(),
-                Recorded {
-                    tenant: name.clone(),
-                    live: Digest::from_hex(&e.live),
-                    version: Some(Box::new(Version::from(&e.applied_version()))),
-                    done: false,
-                },
-            );
-            ids.push(id);
-        }
+        });
         self.candidates.insert(tenant.to_string(), ids);
         true
     }
@@ -158,22 +144,18 @@ impl Seeder {
         shared: &Shared,
         degraded: &BTreeMap<String, String>,
     ) -> (Vec<String>, Vec<String>) {
-        let live = read(&shared.live);
-        let recorded = read(&shared.recorded);
-        let mut verified = Vec::new();
-        let mut fallen = Vec::new();
-        for (t, ids) in self.candidates {
-            let as_applied = !degraded.contains_key(&t)
-                && ids.iter().all(|id| {
-                    matches!((live.get(id), recorded.get(id)), (Some(h), Some(r)) if *h == r.live)
-                });
-            if as_applied {
-                verified.push(t);
-            } else {
-                fallen.push(t);
+        shared.index.as_recorded(|as_recorded| {
+            let mut verified = Vec::new();
+            let mut fallen = Vec::new();
+            for (t, ids) in self.candidates {
+                if !degraded.contains_key(&t) && ids.iter().all(as_recorded) {
+                    verified.push(t);
+                } else {
+                    fallen.push(t);
+                }
             }
-        }
-        (verified, fallen)
+            (verified, fallen)
+        })
     }
 }
 
@@ -183,41 +165,27 @@ pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String
     if verified.is_empty() {
         return;
     }
-    let mut q = lock(&shared.queue);
-    for t in verified {
-        q.succeeded(t);
-        shared.metrics.tenant_ready(t, true);
-        if let Some(rev) = super::rollout::revision_for(state, t)
-            && let Some(h) = rev.hashes.get(t).cloned()
-        {
-            super::web::verified(shared, t, &rev.commit);
-            state.record_synced(t, &h, rev);
+    shared.work.queue(|q| {
+        for t in verified {
+            q.succeeded(t);
+            shared.cluster.metrics().tenant_ready(t, true);
+            if let Some(rev) = super::rollout::revision_for(state, t)
+                && let Some(h) = rev.hashes.get(t).cloned()
+            {
+                super::web::verified(shared, t, &rev.commit);
+                state.record_synced(t, &h, rev);
+            }
         }
-    }
-    drop(q);
+    });
     shared
-        .metrics
+        .cluster
+        .metrics()
         .tenants_verified
         .inc_by(verified.len() as u64);
     tracing::info!(
         tenants = verified.len(),
         "found as last applied (inputs and live objects unchanged): not rendered or synced"
     );
-}
-
-/// Whether a live object whose tenant has not been rendered since it was verified is still
-/// as fief applied it: its interned id, tenant and (when it is) its recorded live hash.
-/// `None` when the object is not judged by its version.
-pub(super) fn by_version(
-    shared: &Shared,
-    id: &fief_core::objects::ObjectId,
-    version: &AppliedVersion,
-) -> Option<(Id, Arc<str>, Option<Digest>)> {
-    let recorded = read(&shared.recorded);
-    let (interned, r) = recorded.get_key_value(id)?;
-    let applied = r.version.as_ref()?;
-    let live = applied.still(&Version::from(version)).then_some(r.live);
-    Some((interned.clone(), r.tenant.clone(), live))
 }
 
 #[cfg(test)]

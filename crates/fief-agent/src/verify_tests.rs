@@ -23,11 +23,11 @@ async fn restarted() -> Kit {
 }
 
 fn verified(kit: &Kit) -> u64 {
-    kit.shared.metrics.tenants_verified.get()
+    kit.shared.cluster.metrics().tenants_verified.get()
 }
 
 fn rendered(kit: &Kit) -> u64 {
-    kit.shared.metrics.tenants_rendered.get()
+    kit.shared.cluster.metrics().tenants_rendered.get()
 }
 
 #[tokio::test]
@@ -109,7 +109,7 @@ async fn a_verified_tenant_whose_object_moves_afterwards_is_drift() {
         o["data"]["greeting"] = "edited".into();
     });
     kit.wait("a is queued by drift", |k| k.queued("a")).await;
-    assert_eq!(kit.shared.metrics.drift.get(), 1);
+    assert_eq!(kit.shared.cluster.metrics().drift.get(), 1);
     kit.until("a is repaired", |k| {
         let app = k.server.object(&configmap_path("a-prod", "app"));
         app.is_some_and(|o| o["data"]["greeting"] == "hello")

@@ -107,7 +107,7 @@ pub(super) async fn lead(
         return Ok(None);
     };
     tracing::info!(identity = me, "leading");
-    let lost = shared.shutdown.child_token();
+    let lost = shared.cluster.shutdown().child_token();
     let renewals = tokio::spawn(renew(elector, lost.clone(), fence.clone()));
     // A write refused after the term ran out (the process was stopped past it) ends the term.
     let (l, f) = (lost.clone(), fence.clone());
@@ -198,7 +198,7 @@ async fn campaign(
                     Some(Err(e)) => tracing::debug!(error = %e, "Lease watch error; retrying"),
                     None => break,
                 },
-                _ = shared.shutdown.cancelled() => return None,
+                _ = shared.cluster.shutdown().cancelled() => return None,
             }
         }
     }

@@ -12,9 +12,9 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::super::source_loop::Revision;
-use super::super::{AgentOptions, LoopState, Shared, lock, outcome};
+use super::super::{AgentOptions, LoopState, Shared, outcome};
 use super::each::{Each, sync_each};
-use super::kinds::{self, degrade, kinds_of, set_degraded, watch_kinds};
+use super::kinds::{degrade, kinds_of, set_degraded, watch_kinds};
 use super::{CHUNK, Rendered, by_revision, compute, record_rendered, render};
 use fief_core::render::TenantRender;
 use fief_kube::Resources;
@@ -72,11 +72,10 @@ pub(in super::super) async fn batch(
             state.evicted.insert(t);
         }
     }
-    let _syncing = shared.events.syncing();
-    let triggers: HashMap<String, &'static str> = {
-        let mut q = lock(&shared.queue);
-        due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect()
-    };
+    let _syncing = shared.report.events().syncing();
+    let triggers: HashMap<String, &'static str> = shared
+        .work
+        .queue(|q| due.iter().map(|t| (t.clone(), q.take_trigger(t))).collect());
     let mut sync_options = sync_options(&rev, options);
     sync_options.release = super::super::requests::releases(shared, &due);
     shared.gate.set_namespace(&sync_options.agent_namespace);
@@ -142,7 +141,7 @@ async fn prepare(b: &Batch<'_>, state: &mut LoopState, due: &[String]) -> Plan {
     // recorded before the watches' first lists are used: render every chunk once for
     // that. After it, the watches hold every live hash already, so each chunk is rendered
     // once, and only a kind not watched yet waits for its list.
-    let prepass = chunks.len() > 1 && !lock(&shared.health).first_pass_done;
+    let prepass = chunks.len() > 1 && !shared.report.first_pass_done();
     let mut first = None;
     let mut degraded = BTreeMap::new();
     if prepass || chunks.len() == 1 || candidates > 0 {
@@ -161,8 +160,10 @@ async fn prepare(b: &Batch<'_>, state: &mut LoopState, due: &[String]) -> Plan {
             seconds = b.started.elapsed().as_secs_f64(),
             "batch: rendered; verification candidates seeded"
         );
-        if candidates > 0 && lock(&shared.health).first_pass_done {
-            kinds::relist_now(shared);
+        if candidates > 0 && shared.report.first_pass_done() {
+            // Candidates seeded after the watches' first lists (a shard taken mid-run) are
+            // judged by what fresh lists see.
+            shared.index.relist_now();
         }
         degraded = watch_kinds(shared, b.resources, &kinds, b.stop).await;
         set_degraded(shared, due, &degraded);
@@ -293,10 +294,11 @@ async fn sync_chunk(
     .await;
     let Some(cs) = inventories else {
         let now = Instant::now();
-        let mut q = lock(&shared.queue);
-        for t in chunk {
-            q.failed(t, now);
-        }
+        shared.work.queue(|q| {
+            for t in chunk {
+                q.failed(t, now);
+            }
+        });
         return Vec::new();
     };
     let ctx = Each {
@@ -316,8 +318,14 @@ async fn sync_chunk(
         .collect();
     outcome::record(shared, state, cs, &result, &plan.degraded);
     super::super::requests::after_batch(shared, b.ticket, &result.reports);
-    shared.events.send(&b.sync_options.agent_namespace, &result);
-    shared.notify.synced(&result.reports, &b.rev.commit);
+    shared
+        .report
+        .events()
+        .send(&b.sync_options.agent_namespace, &result);
+    shared
+        .report
+        .notifier()
+        .synced(&result.reports, &b.rev.commit);
     left
 }
 
@@ -326,7 +334,7 @@ fn finish(b: &Batch<'_>, cancelled: &[String], verified: usize) {
     let shared = b.shared;
     let now = Instant::now();
     for t in cancelled {
-        lock(&shared.queue).push(t, now);
+        shared.work.queue(|q| q.push(t, now));
     }
     if !cancelled.is_empty() {
         tracing::info!(
@@ -335,12 +343,11 @@ fn finish(b: &Batch<'_>, cancelled: &[String], verified: usize) {
         );
     }
     shared
-        .metrics
+        .cluster
+        .metrics()
         .batch_seconds
         .observe(b.started.elapsed().as_secs_f64());
-    let mut h = lock(&shared.health);
-    if !h.first_pass_done && cancelled.is_empty() {
-        h.first_pass_done = true;
+    if cancelled.is_empty() && shared.report.finish_first_pass() {
         tracing::info!(
             tenants = b.rev.hashes.len(),
             verified,

@@ -129,7 +129,8 @@ async fn sync_one(
         .instrument(span)
         .await;
     ctx.shared
-        .metrics
+        .cluster
+        .metrics()
         .observe_tenant(&r.tenant, timer.elapsed().as_secs_f64());
     let repo = rev.map(|r| r.repo.as_ref());
     ctx.shared.gate.after_sync(repo, r, &out, permit);

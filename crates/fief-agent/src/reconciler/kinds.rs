@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::{Shared, WatchState, drift, lock};
+use super::super::{Shared, WatchState, drift};
 use super::LIST_WAIT;
 use fief_core::diagnostic::{Diagnostic, Problem};
 use fief_core::render::TenantRender;
@@ -19,21 +19,6 @@ use fief_kube::Resources;
 
 /// Watch every kind the renders use; wait (bounded) for their initial lists. Returns, per
 /// tenant, why it cannot be synced now (a kind it uses cannot be watched).
-/// Make every watch list afresh now, and count it as listing until it has: candidates for
-/// verification seeded after the watches' first lists (a shard taken mid-run) are judged by
-/// what the new lists see.
-pub(super) fn relist_now(shared: &Shared) {
-    {
-        let mut watches = lock(&shared.watches);
-        for state in watches.values_mut() {
-            if *state == WatchState::Synced {
-                *state = WatchState::Listing;
-            }
-        }
-    }
-    shared.relist.send_modify(|epoch| *epoch += 1);
-}
-
 pub(super) async fn watch_kinds(
     shared: &Arc<Shared>,
     resources: &Resources,
@@ -49,26 +34,32 @@ pub(super) async fn watch_kinds(
         }
     }
     drift::ensure_watches(shared, to_watch);
-    super::super::wait_for(shared, Instant::now() + LIST_WAIT, stop, || {
-        let watches = lock(&shared.watches);
-        !keys
-            .iter()
-            .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
-    })
-    .await;
-    let watches = lock(&shared.watches);
-    let mut degraded = BTreeMap::new();
-    for (k, tenants) in keys {
-        let why = match watches.get(&k) {
-            Some(WatchState::Failed(why)) => why.clone(),
-            Some(WatchState::Listing) => format!("{k}: the initial list did not finish in time"),
-            _ => continue,
-        };
-        for t in tenants {
-            degraded.entry(t.clone()).or_insert_with(|| why.clone());
+    shared
+        .work
+        .wait_for(Instant::now() + LIST_WAIT, stop, || {
+            shared.index.watches(|watches| {
+                !keys
+                    .iter()
+                    .any(|(k, _)| watches.get(k) == Some(&WatchState::Listing))
+            })
+        })
+        .await;
+    shared.index.watches(|watches| {
+        let mut degraded = BTreeMap::new();
+        for (k, tenants) in keys {
+            let why = match watches.get(&k) {
+                Some(WatchState::Failed(why)) => why.clone(),
+                Some(WatchState::Listing) => {
+                    format!("{k}: the initial list did not finish in time")
+                }
+                _ => continue,
+            };
+            for t in tenants {
+                degraded.entry(t.clone()).or_insert_with(|| why.clone());
+            }
         }
-    }
-    degraded
+        degraded
+    })
 }
 
 /// A degraded tenant's render becomes a failed one: its status says why (a cluster-access
@@ -111,9 +102,5 @@ pub(super) fn set_degraded(
     tenants: &[String],
     degraded: &BTreeMap<String, String>,
 ) {
-    let mut h = lock(&shared.health);
-    for t in tenants {
-        h.degraded.remove(t);
-    }
-    h.degraded.extend(degraded.clone());
+    shared.report.set_degraded(tenants, degraded);
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::source_loop::Revision;
-use super::{LoopState, Shared, lock, write};
+use super::{LoopState, Shared};
 use fief_core::render::TenantRender;
 
 mod batch;
@@ -83,18 +83,18 @@ async fn compute(groups: Vec<(Arc<Revision>, Vec<String>)>) -> Rendered {
 /// Record rendered tenants' desired objects; returns the renders.
 fn record_rendered(shared: &Shared, rendered: Rendered) -> Vec<TenantRender> {
     let mut out = Vec::new();
-    let mut desired = write(&shared.desired);
-    let mut ids = lock(&shared.ids);
+    let mut all = Vec::new();
     for (renders, shapes) in rendered {
-        shared.metrics.tenants_rendered.inc_by(renders.len() as u64);
-        for (tenant, objects) in shapes {
-            desired.replace(&tenant, objects, &mut ids);
-        }
+        shared
+            .cluster
+            .metrics()
+            .tenants_rendered
+            .inc_by(renders.len() as u64);
+        all.extend(shapes);
         out.extend(renders);
     }
-    drop(ids);
-    desired.drop_unused_shapes();
-    tracing::debug!(shapes = desired.shapes(), "desired shapes held");
+    let shapes = shared.index.replace_desired(all);
+    tracing::debug!(shapes, "desired shapes held");
     out
 }
 

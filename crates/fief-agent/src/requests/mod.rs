@@ -89,7 +89,7 @@ struct Pending {
 /// The held mass prunes people released (`fief reconcile --allow-mass-prune`) among `due`:
 /// tenant → who and when. Each stands until its tenant's request is answered.
 pub(super) fn releases(shared: &Shared, due: &[String]) -> PruneRelease {
-    let inner = lock(&shared.requests.inner);
+    let inner = lock(&shared.work.requests().inner);
     let notes: BTreeMap<String, String> = due
         .iter()
         .filter_map(|t| Some((t.clone(), inner.releases.get(t)?.clone())))
@@ -103,7 +103,7 @@ pub(super) fn releases(shared: &Shared, due: &[String]) -> PruneRelease {
 
 /// Hand the source task's revision channel to the request handler (once, at start).
 pub(super) fn set_revisions(shared: &Shared, rx: watch::Receiver<Option<Arc<Revision>>>) {
-    lock(&shared.requests.inner).revisions = Some(rx);
+    lock(&shared.work.requests().inner).revisions = Some(rx);
 }
 
 /// The due tenants that may be synced now: suspended tenants are dropped (and logged). Starts
@@ -117,7 +117,7 @@ pub(super) async fn admit(
 ) -> (Vec<String>, u64) {
     let namespace = super::agent_namespace(rev, options);
     let start = {
-        let mut inner = lock(&shared.requests.inner);
+        let mut inner = lock(&shared.work.requests().inner);
         if inner.namespace.as_deref() == Some(namespace.as_str()) {
             false
         } else {
@@ -135,14 +135,16 @@ pub(super) async fn admit(
     // At start, wait (bounded) for the watch's first list; later, a watch that has not
     // listed (it is failing) is replaced by one metadata LIST for this batch.
     let deadline = Instant::now() + if start { LIST_WAIT } else { Duration::ZERO };
-    let listed = crate::wait_for(shared, deadline, &shared.shutdown, || {
-        lock(&shared.requests.inner).listed
-    })
-    .await;
+    let listed = shared
+        .work
+        .wait_for(deadline, shared.cluster.shutdown(), || {
+            lock(&shared.work.requests().inner).listed
+        })
+        .await;
     if !listed {
         fallback_list(shared, &namespace).await;
     }
-    let mut inner = lock(&shared.requests.inner);
+    let mut inner = lock(&shared.work.requests().inner);
     inner.batches += 1;
     let ticket = inner.batches;
     let mut admitted = Vec::with_capacity(due.len());
@@ -171,26 +173,28 @@ pub(super) async fn admit(
 
 /// The tenants whose inventory ConfigMap was deleted since the last call.
 pub(super) fn take_deleted(shared: &Shared) -> BTreeSet<String> {
-    std::mem::take(&mut lock(&shared.requests.inner).deleted)
+    std::mem::take(&mut lock(&shared.work.requests().inner).deleted)
 }
 
 /// Whether `tenant` is suspended now (a rollout does not wait for it).
 pub(super) fn is_suspended(shared: &Shared, tenant: &str) -> bool {
-    lock(&shared.requests.inner).suspended.contains_key(tenant)
+    lock(&shared.work.requests().inner)
+        .suspended
+        .contains_key(tenant)
 }
 
 /// The suspended tenants now: tenant → who, when and why.
 pub(super) fn suspended(shared: &Shared) -> BTreeMap<String, String> {
-    lock(&shared.requests.inner).suspended.clone()
+    lock(&shared.work.requests().inner).suspended.clone()
 }
 
 /// The watch has not listed: read the suspensions with one metadata LIST instead. When that
 /// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
 /// right, so the batch itself will report the failure).
 async fn fallback_list(shared: &Shared, namespace: &str) {
-    match fief_kube::tenant_flags::load_flags(&shared.client, namespace).await {
+    match fief_kube::tenant_flags::load_flags(shared.cluster.client(), namespace).await {
         Ok(flags) => {
-            let mut inner = lock(&shared.requests.inner);
+            let mut inner = lock(&shared.work.requests().inner);
             inner.suspended = flags
                 .into_iter()
                 .filter_map(|(t, f)| Some((t, f.suspended?)))
@@ -206,7 +210,7 @@ async fn fallback_list(shared: &Shared, namespace: &str) {
 
 /// After a batch: count its reports against the requests in progress; answer the finished.
 pub(super) fn after_batch(shared: &Arc<Shared>, ticket: u64, reports: &[TenantReport]) {
-    let mut inner = lock(&shared.requests.inner);
+    let mut inner = lock(&shared.work.requests().inner);
     let mut released = Vec::new();
     for p in inner.pending.iter_mut().filter(|p| ticket > p.after_batch) {
         for r in reports {
@@ -271,7 +275,7 @@ fn take_done(inner: &mut Inner) -> Vec<(String, String, String)> {
 
 fn answer_all(shared: &Arc<Shared>, namespace: &str, done: Vec<(String, String, String)>) {
     for (configmap, at, result) in done {
-        let client = shared.client.clone();
+        let client = shared.cluster.client().clone();
         let ns = namespace.to_string();
         tokio::spawn(async move { answer(&client, &ns, &configmap, &at, &result).await });
     }
@@ -307,17 +311,18 @@ async fn answer(client: &kube::Client, namespace: &str, configmap: &str, at: &st
 /// Watch the agent namespace's fief ConfigMaps (metadata only) until shutdown or until the
 /// namespace watched changes.
 async fn run_watch(shared: Arc<Shared>, namespace: String) {
-    let api: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(shared.client.clone(), &namespace);
+    let api: Api<PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(shared.cluster.client().clone(), &namespace);
     let config = watcher::Config::default().labels(&format!("{}=fief", objects::LABEL_MANAGED_BY));
     let mut stream = watcher(api, config).default_backoff().boxed();
     let mut seen_in_list: BTreeSet<String> = BTreeSet::new();
     loop {
         let event = tokio::select! {
             e = stream.next() => e,
-            _ = shared.shutdown.cancelled() => return,
+            _ = shared.cluster.shutdown().cancelled() => return,
         };
         let Some(event) = event else { return };
-        let mut inner = lock(&shared.requests.inner);
+        let mut inner = lock(&shared.work.requests().inner);
         if inner.namespace.as_deref() != Some(namespace.as_str()) {
             return;
         }
@@ -342,7 +347,7 @@ async fn run_watch(shared: Arc<Shared>, namespace: String) {
                 }
                 inner.listed = true;
                 inner.error = None;
-                shared.changed.notify_waiters();
+                shared.work.changed();
             }
             Ok(watcher::Event::Apply(m)) => seen(&shared, &mut inner, &namespace, &m),
             Ok(watcher::Event::Delete(m)) => {
@@ -413,9 +418,9 @@ fn seen(
 
 /// Queue a tenant now, skipping any backoff it is waiting out.
 fn resync_now(shared: &Shared, tenant: &str, trigger: &'static str) {
-    let mut q = lock(&shared.queue);
-    q.forget(tenant);
-    q.push_for(tenant, Instant::now(), trigger);
-    drop(q);
-    shared.wake.notify_one();
+    shared.work.queue(|q| {
+        q.forget(tenant);
+        q.push_for(tenant, Instant::now(), trigger);
+    });
+    shared.work.wake();
 }

@@ -23,7 +23,8 @@ fn fetches(shared: &Shared) -> u64 {
         .iter()
         .map(|r| {
             shared
-                .metrics
+                .cluster
+                .metrics()
                 .fetches
                 .get_or_create(&ResultLabel {
                     result: (*r).to_string(),
@@ -51,11 +52,11 @@ pub(super) async fn handle(
         "reconcile requested: fetching git"
     );
     let before = fetches(&shared);
-    shared.fetch_now.notify_one();
+    shared.source.request_fetch();
     let deadline = Instant::now() + Duration::from_secs(300);
     let fail = |why: String| {
         let (client, ns, cm, at) = (
-            shared.client.clone(),
+            shared.cluster.client().clone(),
             namespace.clone(),
             configmap.clone(),
             at.clone(),
@@ -91,7 +92,7 @@ pub(super) async fn handle(
             released = note.as_str(),
             "held mass prune released by a person for this request"
         );
-        lock(&shared.requests.inner)
+        lock(&shared.work.requests().inner)
             .releases
             .insert(t.clone(), note);
     }
@@ -106,19 +107,23 @@ async fn fetched_revision(
     before: u64,
     deadline: Instant,
 ) -> Result<Arc<Revision>, String> {
-    let fetched = crate::wait_for(shared, deadline, &shared.shutdown, || {
-        fetches(shared) > before
-    })
-    .await;
+    let fetched = shared
+        .work
+        .wait_for(deadline, shared.cluster.shutdown(), || {
+            fetches(shared) > before
+        })
+        .await;
     if !fetched {
         return Err("the git fetch did not finish in time".to_string());
     }
     let mut found: Result<Option<Arc<Revision>>, String> = Ok(None);
-    crate::wait_for(shared, deadline, &shared.shutdown, || {
-        found = read_revision(shared, revisions);
-        !matches!(found, Ok(None))
-    })
-    .await;
+    shared
+        .work
+        .wait_for(deadline, shared.cluster.shutdown(), || {
+            found = read_revision(shared, revisions);
+            !matches!(found, Ok(None))
+        })
+        .await;
     found.and_then(|rev| rev.ok_or_else(|| "the fetched commit was not read in time".to_string()))
 }
 
@@ -128,10 +133,7 @@ fn read_revision(
     shared: &Shared,
     revisions: Option<&watch::Receiver<Option<Arc<Revision>>>>,
 ) -> Result<Option<Arc<Revision>>, String> {
-    let (commit, error) = {
-        let h = lock(&shared.health);
-        (h.last_commit.clone(), h.last_fetch_error.clone())
-    };
+    let (commit, error) = shared.report.last_fetch();
     if let Some(e) = error {
         return Err(format!("git fetch failed: {e}"));
     }
@@ -152,7 +154,7 @@ fn queue(
     commit: &str,
     tenants: Vec<String>,
 ) {
-    let mut inner = lock(&shared.requests.inner);
+    let mut inner = lock(&shared.work.requests().inner);
     let mut p = Pending {
         configmap,
         at,

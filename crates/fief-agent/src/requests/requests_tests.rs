@@ -98,7 +98,7 @@ async fn a_tenant_suspended_while_the_agent_was_down_is_not_synced_at_start() {
 #[tokio::test]
 async fn a_reconcile_request_syncs_its_tenant_now_and_is_answered_on_its_inventory() {
     let mut kit = synced().await;
-    let rendered = kit.shared.metrics.tenants_rendered.get();
+    let rendered = kit.shared.cluster.metrics().tenants_rendered.get();
     kit.annotate(&inventory_path("a"), ANNOTATION_REQUESTED_AT, Some("t1"));
     let path = inventory_path("a");
     kit.until("the request is answered", |k| {
@@ -112,7 +112,7 @@ async fn a_reconcile_request_syncs_its_tenant_now_and_is_answered_on_its_invento
         "{result}"
     );
     assert_eq!(
-        kit.shared.metrics.tenants_rendered.get(),
+        kit.shared.cluster.metrics().tenants_rendered.get(),
         rendered + 1,
         "a, rendered"
     );

@@ -25,11 +25,13 @@ use std::time::Instant;
 mod across;
 mod bound;
 mod restore;
+mod state;
 
 pub(super) use restore::restore;
+pub(crate) use state::RolloutState;
 
 use super::source_loop::Revision;
-use super::{LoopState, Shared, lock};
+use super::{LoopState, Shared};
 use crate::metrics::{Metrics, StateLabel, gauge_value};
 use fief_core::rollout::{
     Member, Phase, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
@@ -201,9 +203,9 @@ pub(super) fn begin(
 /// halts it when its last attempt failed or was invalid at that hash (broken before).
 fn tenant_state(shared: &Shared, state: &LoopState, active: &Active, tenant: &str) -> TenantState {
     let target = &active.target;
-    let failure = lock(&shared.health)
-        .attempts
-        .get(tenant)
+    let failure = shared
+        .report
+        .attempt(tenant)
         .filter(|a| a.error.is_some() || matches!(a.outcome, Outcome::Failed | Outcome::Invalid))
         .map(|a| {
             let why = format!(
@@ -264,12 +266,12 @@ fn queue(shared: &Shared, tenants: &[String]) {
         return;
     }
     let at = Instant::now();
-    let mut q = lock(&shared.queue);
-    for t in tenants {
-        q.push_for(t, at, "rollout");
-    }
-    drop(q);
-    shared.wake.notify_one();
+    shared.work.queue(|q| {
+        for t in tenants {
+            q.push_for(t, at, "rollout");
+        }
+    });
+    shared.work.wake();
 }
 
 /// Move the rollout on: release more of the current wave as the bound allows, the next wave
@@ -420,40 +422,18 @@ pub(super) fn export(metrics: &Metrics, record: Option<&Record>) {
 /// earlier write never lands after a later one); a failed write is retried on the main
 /// loop's next turn.
 pub(super) fn publish(shared: &Arc<Shared>, state: &LoopState, namespace: &str) {
-    let record = record(state);
-    let retry = shared
-        .rollout_retry
-        .swap(false, std::sync::atomic::Ordering::Relaxed);
-    {
-        let mut current = lock(&shared.rollout);
-        if *current == record && !retry {
-            return;
-        }
-        shared.notify.rollout(current.as_ref(), record.as_ref());
-        *current = record;
-    }
-    if shared.shards.is_some() {
-        // Each replica's record covers its own tenants: shown in its `/status`, not kept.
+    let notify = shared.report.notifier();
+    let published = shared
+        .rollout
+        .publish(record(state), |old, new| notify.rollout(old, new));
+    if !published || shared.shards.is_some() {
+        // With shards, each replica's record covers its own tenants: shown in its `/status`,
+        // not kept.
         return;
     }
     let sh = shared.clone();
     let ns = namespace.to_string();
-    tokio::spawn(async move {
-        let mut written = sh.rollout_written.lock().await;
-        let latest = lock(&sh.rollout).clone();
-        let Some(record) = latest.filter(|l| written.as_ref() != Some(l)) else {
-            return;
-        };
-        match fief_kube::rollout_store::write_record(&sh.client, &ns, &record).await {
-            Ok(()) => *written = Some(record),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot write the rollout record; retrying");
-                // Written again on the main loop's next turn (at the latest its next tick).
-                sh.rollout_retry
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    });
+    tokio::spawn(async move { sh.rollout.write(sh.cluster.client(), &ns).await });
 }
 
 #[cfg(test)]

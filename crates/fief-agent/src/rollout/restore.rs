@@ -32,7 +32,7 @@ pub(crate) async fn restore(
         return;
     }
     let record = match fief_kube::rollout_store::read_record(
-        &shared.client,
+        shared.cluster.client(),
         &config.agent_namespace,
     )
     .await
@@ -120,7 +120,7 @@ async fn read_held_commits(
             continue;
         }
         let (o, c2) = (options.clone(), c.clone());
-        let keys = shared.age_keys.clone();
+        let keys = shared.source.age_keys().cloned();
         let read = tokio::task::spawn_blocking(move || read_at(&o, &c2, keys.as_ref())).await;
         match read {
             Ok(Ok(rev)) => {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::super::{LoopState, Shared, lock};
+use super::super::{LoopState, Shared};
 use fief_core::shard::Shard;
 
 /// The shards the loop knows about.
@@ -32,10 +32,10 @@ pub(crate) fn follow(shared: &Shared, state: &mut LoopState) -> bool {
     let taken: Vec<Shard> = held.difference(&f.known).copied().collect();
     let lost: BTreeSet<Shard> = f.known.difference(&held).copied().collect();
     for s in &taken {
-        f.waiting.insert(*s, shared.fetches.next());
+        f.waiting.insert(*s, shared.source.fetches().next());
     }
     if !taken.is_empty() {
-        shared.fetch_now.notify_one();
+        shared.source.request_fetch();
     }
     f.waiting.retain(|s, _| held.contains(s));
     f.known = held;
@@ -45,7 +45,7 @@ pub(crate) fn follow(shared: &Shared, state: &mut LoopState) -> bool {
     let Some(rev) = state.rev.clone() else {
         return false;
     };
-    let done = shared.fetches.done();
+    let done = shared.source.fetches().done();
     let ready: Vec<Shard> = state
         .shards
         .waiting
@@ -57,20 +57,21 @@ pub(crate) fn follow(shared: &Shared, state: &mut LoopState) -> bool {
         return false;
     }
     let now = Instant::now();
-    let mut q = lock(&shared.queue);
-    for s in &ready {
-        state.shards.waiting.remove(s);
-        own.make_ready(*s);
-    }
-    let mut queued = 0usize;
-    for tenant in rev.hashes.keys() {
-        if ready.contains(&own.shard_of(tenant)) {
-            q.push(tenant, now);
-            state.unsettled.insert(tenant.clone());
-            queued += 1;
+    let queued = shared.work.queue(|q| {
+        for s in &ready {
+            state.shards.waiting.remove(s);
+            own.make_ready(*s);
         }
-    }
-    drop(q);
+        let mut queued = 0usize;
+        for tenant in rev.hashes.keys() {
+            if ready.contains(&own.shard_of(tenant)) {
+                q.push(tenant, now);
+                state.unsettled.insert(tenant.clone());
+                queued += 1;
+            }
+        }
+        queued
+    });
     state.check_orphans = true;
     // Read every inventory afresh: those standing for the head are verified, not applied.
     state.inventories = None;
@@ -87,10 +88,11 @@ fn forget(
 ) {
     let gone = |t: &String| lost.contains(&shard_of(t));
     if let Some(rev) = &state.rev {
-        let mut q = lock(&shared.queue);
-        for t in rev.hashes.keys().filter(|t| gone(t)) {
-            q.forget(t);
-        }
+        shared.work.queue(|q| {
+            for t in rev.hashes.keys().filter(|t| gone(t)) {
+                q.forget(t);
+            }
+        });
     }
     state.synced.retain(|t, _| !gone(t));
     state.synced_rev.retain(|t, _| !gone(t));

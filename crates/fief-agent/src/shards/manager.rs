@@ -16,10 +16,10 @@ use kube::api::{Api, ListParams};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::super::Shared;
 use super::super::leader::lease::{
     self, Attempt, Elector, LEASE_SECONDS, RENEW_DEADLINE, RENEW_EVERY, Seen,
 };
-use super::super::{Shared, lock};
 use super::{
     COMMIT_ANNOTATION, DRAIN_MAX, JOIN_WINDOW, KIND_LABEL, MEMBER, Ownership, Progress,
     ROLLOUT_ANNOTATION, SHARD, TICK, member_lease, shard_lease,
@@ -95,7 +95,7 @@ impl Manager {
     /// Whether the commit this replica fetched, or its rollout progress, differs from what
     /// its Lease announces.
     fn commit_changed(&self) -> bool {
-        let commit = lock(&self.shared.health).last_commit.clone();
+        let commit = self.shared.report.last_fetch().0;
         let progress = self.own.announced().map(|p| p.encode());
         (commit.is_some() && self.member.annotations.get(COMMIT_ANNOTATION) != commit.as_ref())
             || (progress.is_some()
@@ -155,7 +155,7 @@ impl Manager {
         shards: &BTreeMap<Shard, Lease>,
         sent: Instant,
     ) -> Result<(), Failure> {
-        if let Some(commit) = lock(&self.shared.health).last_commit.clone() {
+        if let Some(commit) = self.shared.report.last_fetch().0 {
             self.member
                 .annotations
                 .insert(COMMIT_ANNOTATION.to_string(), commit);
@@ -204,7 +204,7 @@ impl Manager {
         let me = self.member.me().to_string();
         let mut live_set = BTreeSet::from([me.clone()]);
         let mut peers = BTreeMap::new();
-        let fetched = lock(&self.shared.health).last_commit.clone();
+        let fetched = self.shared.report.last_fetch().0;
         self.others.retain(|name, _| members.contains_key(name));
         for (name, l) in members {
             let Some(holder) = lease::holder_of(l).map(str::to_string) else {
@@ -239,7 +239,7 @@ impl Manager {
                     replica = holder,
                     "another replica fetched a new commit; fetching"
                 );
-                self.shared.fetch_now.notify_one();
+                self.shared.source.request_fetch();
             }
         }
         self.own.set_peers(peers);
@@ -314,7 +314,10 @@ impl Manager {
     /// waited [`DRAIN_MAX`]).
     async fn drain(&mut self) {
         let count = self.own.count();
-        let busy: BTreeSet<Shard> = lock(&self.shared.in_flight)
+        let busy: BTreeSet<Shard> = self
+            .shared
+            .work
+            .syncing()
             .iter()
             .map(|t| shard_of(t, count))
             .collect();

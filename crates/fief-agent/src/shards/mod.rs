@@ -123,7 +123,7 @@ pub(super) async fn start(
             (s, e)
         })
         .collect();
-    let lost = shared.shutdown.child_token();
+    let lost = shared.cluster.shutdown().child_token();
     let mut m = Manager {
         shared: shared.clone(),
         own,
@@ -156,7 +156,7 @@ pub(super) async fn start(
         }
         tokio::select! {
             _ = tokio::time::sleep(TICK) => {}
-            _ = shared.shutdown.cancelled() => return None,
+            _ = shared.cluster.shutdown().cancelled() => return None,
         }
     }
     tracing::info!(identity = me, shards = count, "member of the shard set");

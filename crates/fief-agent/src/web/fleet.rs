@@ -37,7 +37,7 @@ impl<'w> Held<'w> {
             rev,
             verdicts: shared.gate.verdict_states(),
             suspended: crate::requests::suspended(shared),
-            syncing: lock(&shared.in_flight).clone(),
+            syncing: shared.work.syncing(),
             shards: shared.shards.clone(),
         }
     }

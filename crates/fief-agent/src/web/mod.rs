@@ -145,21 +145,21 @@ fn assign_waves(rev: &Revision) -> HashMap<String, Arc<str>> {
 
 /// Record a sync report made at `commit` in the tenant's history (with the view on).
 pub(crate) fn record(shared: &Shared, report: &TenantReport, commit: &str) {
-    if let Some(web) = &shared.web {
+    if let Some(web) = shared.report.web() {
         lock(&web.history).record(report, commit, crate::metrics::unix_now());
     }
 }
 
 /// Record a tenant found as last applied at `commit` (with the view on).
 pub(crate) fn verified(shared: &Shared, tenant: &str, commit: &str) {
-    if let Some(web) = &shared.web {
+    if let Some(web) = shared.report.web() {
         lock(&web.history).verified(tenant, commit, crate::metrics::unix_now());
     }
 }
 
 /// The view's routes (none when it is off).
 pub(crate) fn routes(shared: &Shared) -> Router<Arc<Shared>> {
-    if shared.web.is_none() {
+    if shared.report.web().is_none() {
         return Router::new();
     }
     Router::new()

@@ -6,9 +6,9 @@
 
 use serde::Serialize;
 
+use super::Web;
 use super::table::{Row, State, counts};
 use super::view::{ago, short};
-use super::{Web, lock};
 use crate::Shared;
 use crate::source_loop::Revision;
 use fief_core::rollout::{Phase, Record};
@@ -86,12 +86,10 @@ struct AttentionRow {
 pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
     let held = super::fleet::Held::gather(shared, web);
     let rows = held.rows();
-    let (leading, commit, fetch_error) = {
-        let h = lock(&shared.health);
-        (h.leading, h.last_commit.clone(), h.last_fetch_error.clone())
-    };
+    let (leading, commit, fetch_error) = shared.report.leading_and_fetch();
     let fetched_at = shared
-        .metrics
+        .cluster
+        .metrics()
         .last_fetch_unix
         .load(std::sync::atomic::Ordering::Relaxed);
     let gate = shared.gate.status_figures();
@@ -111,10 +109,10 @@ pub(super) fn view(shared: &Shared, web: &Web) -> OverviewView {
         fetch_error,
         leading,
         readiness: shared.readiness().1,
-        queued: shared.queue_len(),
+        queued: shared.work.queue_len(),
         in_flight: gate.0,
         max_in_flight: gate.1,
-        rollout: lock(&shared.rollout).as_ref().map(rollout),
+        rollout: shared.rollout.read(|r| r.map(rollout)),
         declared: declared(held.rev.as_deref(), &rows),
         attention_total: attention.len(),
         attention: attention

@@ -68,7 +68,7 @@ fn page<S: Serialize>(web: &Web, template: &str, context: S) -> Response {
 
 /// The view, when the request may see it; else the answer to send.
 fn guard<'a>(shared: &'a Shared, headers: &HeaderMap) -> Result<&'a Web, Box<Response>> {
-    let Some(web) = &shared.web else {
+    let Some(web) = shared.report.web() else {
         return Err(Box::new(StatusCode::NOT_FOUND.into_response()));
     };
     if web.access.allows(headers) {
@@ -178,7 +178,7 @@ pub(super) async fn not_found(State(shared): State<Arc<Shared>>, headers: Header
 
 /// `GET /ui/login`.
 pub(super) async fn login_form(State(shared): State<Arc<Shared>>) -> Response {
-    match &shared.web {
+    match shared.report.web() {
         Some(web) => login_page(web, false),
         None => StatusCode::NOT_FOUND.into_response(),
     }
@@ -186,7 +186,7 @@ pub(super) async fn login_form(State(shared): State<Arc<Shared>>) -> Response {
 
 /// `POST /ui/login` (form field `token`): a session cookie and the overview, or the form again.
 pub(super) async fn login(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    let Some(web) = &shared.web else {
+    let Some(web) = shared.report.web() else {
         return StatusCode::NOT_FOUND.into_response();
     };
     if !web.access.required() {
