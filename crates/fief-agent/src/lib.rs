@@ -144,7 +144,7 @@ pub enum WatchState {
 pub use fief_core::status::agent::Attempt;
 
 /// State shared by the loop, the source task, the watches and the HTTP handlers: its parts,
-/// each the owner of its own state (see [`parts`]).
+/// each the owner of its own state (the `parts` module says which holds what).
 pub struct Shared {
     /// The handles on the cluster.
     cluster: parts::cluster::Cluster,

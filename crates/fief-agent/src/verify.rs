@@ -18,6 +18,8 @@
 //! sets since. A done object (a hook its delete policy deleted) need not exist. Until such a tenant is next rendered, the watches judge its objects by their
 //! version instead of a live hash (see [`super::drift`]): an object that moved is drift.
 //! Drift, resync, retry, rollout and `fief reconcile` triggers always render.
+//!
+//! [`AppliedVersion::still`]: fief_core::inventory::AppliedVersion::still
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
