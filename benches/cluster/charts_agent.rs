@@ -5,9 +5,8 @@
 //! Both fleets are applied by `fief apply` (each with its own agent namespace), then served
 //! by git daemon and run by an agent each, one after the other: its RSS once ready and
 //! after RUNS one-tenant values changes (with the render helper's, which the chart agent
-//! starts), and the webhook-to-applied time of those changes (the chart tenant's `replicas`,
-//! read back from its Deployment; the templates tenant's worker queue, from its ConfigMap:
-//! one object written each).
+//! starts), and the webhook-to-applied time of those changes: the same change in both, a
+//! tenant's `replicas` value, read back from its Deployment (one object written each).
 
 use super::*;
 
@@ -118,16 +117,35 @@ fn rss_with_helpers(agent: &AgentProc) -> (f64, f64) {
 
 /// The chart fleet's agent: ready, then `runs` changes of tenant 1's replicas.
 fn measure_chart(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> AgentFigures {
+    measure(bench, repo, secret, runs, &chart_tenant(1), "git-charts")
+}
+
+/// The templates fleet's agent: ready, then `runs` changes of tenant 1's `web` replicas.
+fn measure_templates(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> AgentFigures {
+    measure(bench, repo, secret, runs, "tpl0-00001", "git-templates")
+}
+
+/// One fleet's agent, serving `repo` from `served_dir`: its RSS once ready, then `runs`
+/// changes of `tenant`'s `{replicas: N}` value (its one Deployment's replicas, through the
+/// chart's values or the template's alike), each timed from the push until the Deployment
+/// asks for them.
+fn measure(
+    bench: &Bench,
+    repo: &Path,
+    secret: &Path,
+    runs: usize,
+    tenant: &str,
+    served_dir: &str,
+) -> AgentFigures {
     let work = bench.work.path();
-    let served = phases::serve(repo, &work.join("git-charts"));
+    let served = phases::serve(repo, &work.join(served_dir));
     let agent = AgentProc::start(
         &served.url,
         &bench.kubeconfig,
-        &work.join("cache-charts"),
+        &work.join(format!("cache-{served_dir}")),
         secret,
     );
     let ready = rss_with_helpers(&agent).0;
-    let tenant = chart_tenant(1);
     let file = served.repo.join(format!("tenants/{tenant}.yaml"));
     let original = std::fs::read_to_string(&file).unwrap();
     let api: Api<k8s_openapi::api::apps::v1::Deployment> =
@@ -152,35 +170,13 @@ fn measure_chart(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> Agen
         bench.rt.block_on(wait_replicas(&api, replicas));
         walls.push(start.elapsed().as_secs_f64());
         peak = peak.max(rss_with_helpers(&agent).1);
-        // Paced as the templates fleet's changes: the sync finishes (its inventory write,
-        // its Event) before the next change is pushed.
+        // The sync finishes (its inventory write, its Event) before the next change.
         std::thread::sleep(Duration::from_millis(500));
     }
     AgentFigures {
         ready,
         peak,
         change_ms: median(walls) * 1000.0,
-        split: split(&agent),
-    }
-}
-
-/// The templates fleet's agent: ready, then `runs` changes of one tenant's worker value.
-fn measure_templates(bench: &Bench, repo: &Path, secret: &Path, runs: usize) -> AgentFigures {
-    let work = bench.work.path();
-    let served = phases::serve(repo, &work.join("git-templates"));
-    let agent = AgentProc::start(
-        &served.url,
-        &bench.kubeconfig,
-        &work.join("cache-templates"),
-        secret,
-    );
-    let ready = rss_with_helpers(&agent).0;
-    let (p50, _, _) =
-        phases::one_tenant_changes(&bench.rt, &bench.client, &agent, &served, runs, "tpl");
-    AgentFigures {
-        ready,
-        peak: rss_with_helpers(&agent).1,
-        change_ms: p50,
         split: split(&agent),
     }
 }
