@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::{CliError, RepoArgs, secrets};
 use crate::core::model::Repo;
@@ -76,24 +75,7 @@ pub fn load_with_pins(checkout: &Path, mut snapshot: Snapshot) -> Repo {
 
 /// [`load_with_pins`] without the charts of fief.lock (`fief chart update`, which writes it).
 pub fn load_with_pins_unresolved(checkout: &Path, snapshot: Snapshot) -> Repo {
-    let repo = Repo::load(Arc::new(snapshot));
-    let wanted = crate::core::pins::pins(&repo);
-    if wanted.is_empty() {
-        return repo;
-    }
-    let pinned: Vec<_> = wanted
-        .into_iter()
-        .map(|(component, git_ref)| {
-            let at = crate::source::git::snapshot_at(checkout, &git_ref)
-                .map(|(s, _)| s)
-                .map_err(|e| e.to_string());
-            (component, git_ref, at)
-        })
-        .collect();
-    Repo::load(Arc::new(crate::core::pins::with_pins(
-        &repo.snapshot,
-        &pinned,
-    )))
+    crate::source::pins::load(&crate::source::pins::Checkout(checkout), snapshot).0
 }
 
 /// Print every diagnostic on stderr, one repeated in many tenants once; whether there were any.

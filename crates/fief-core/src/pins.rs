@@ -7,13 +7,20 @@
 //! that ref (read by a source: the checkout's git history for the CLI). Out: a snapshot with
 //! each pinned component's folder added as `components/<name>@<ref>/`, which
 //! [`crate::model::ComponentRef::key`] names. A ref that cannot be read, or that has no
-//! such component, becomes a problem entry there, so only the tenants that pin it fail. Pure.
+//! such component, becomes a problem entry there, so only the tenants that pin it fail. With
+//! each pin's resolution ([`Resolved`]), tenant input hashes get the pinned tree ids mixed
+//! in ([`hashes_with`]), so a moved tag changes exactly the tenants pinned to it. Pure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diagnostic::Problem;
+use crate::inputs::Hashes;
 use crate::model::{Repo, pinned_key};
 use crate::snapshot::Snapshot;
+
+/// Each pinned (component, ref) and what it resolved to: the component's tree id at the
+/// ref, or why it cannot be read.
+pub type Resolved = BTreeMap<(String, String), Result<String, String>>;
 
 /// Every (component, ref) some tenant pins, on a component entry or in an environment's
 /// override (read from the pinning tenants only).
@@ -61,6 +68,32 @@ pub fn with_pins(
         }
     }
     out
+}
+
+/// Tenant input hashes with each pinned component's tree id (or why it cannot be read)
+/// mixed into the hash of the tenants that pin it: moving a tag re-syncs exactly them.
+pub fn hashes_with(repo: &Repo, mut hashes: Hashes, resolved: &Resolved) -> Hashes {
+    if resolved.is_empty() {
+        return hashes;
+    }
+    for name in &repo.pinning {
+        let Some(Ok(tenant)) = repo.tenants.get(name) else {
+            continue;
+        };
+        let mut mix = String::new();
+        // Component entries' refs and environment overrides' refs alike.
+        for (component, git_ref) in tenant.spec.pinned_refs() {
+            let at = resolved.get(&(component.to_string(), git_ref.to_string()));
+            mix.push_str(&format!("{component}@{git_ref}={at:?};"));
+        }
+        if mix.is_empty() {
+            continue;
+        }
+        if let Some(h) = hashes.get_mut(name) {
+            *h = crate::inputs::mix(h, &mix);
+        }
+    }
+    hashes
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod charts;
 pub mod fs;
 pub mod git;
+pub mod pins;
 pub mod render_helper;
 
 /// Whether the sources skip the file or folder `name`: hidden names (`.git`, editor files),
