@@ -2,11 +2,11 @@
 //! content-addressed cache on disk, and put into the snapshot for the core to unpack.
 //!
 //! In: a [`Snapshot`] (its `fief.lock` and components' `component.yaml`), the cache folder and
-//! `fief-chart-pull` (which fetches one archive with Helm's own getter and registry client). Out: the snapshot with each locked archive at
-//! [`chart_archive_path`] (its bytes, or why it could not be had), and, for `fief chart
-//! update`, a new lock. An archive is fetched only when its digest is not cached, and its
-//! digest is checked after every download and on every read from disk; rendering never
-//! fetches, so a warm cache works offline.
+//! `fief-chart-pull` (which fetches one archive with Helm's own getter and registry client).
+//! Out: the snapshot with each locked archive at [`chart_archive_path`] (its bytes, or why it
+//! could not be had), and, for `fief chart update`, a new lock. An archive is fetched only
+//! when its digest is not cached, and its digest is checked after every download and on
+//! every read from disk; rendering never fetches, so a warm cache works offline.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -290,16 +290,7 @@ pub fn find_helper() -> Result<PathBuf, PackageError> {
             )))
         };
     }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(HELPER_NAME)));
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(HELPER_NAME));
-    beside
-        .into_iter()
-        .chain(on_path)
+    beside_fief_or_on_path(HELPER_NAME)
         .find(|p| is_executable(p))
         .ok_or_else(|| {
             PackageError::Unavailable(format!(
@@ -315,17 +306,9 @@ pub fn find_pull() -> Result<PathBuf, PackageError> {
     let beside_helper = find_helper()
         .ok()
         .and_then(|helper| helper.parent().map(|d| d.join(PULL_NAME)));
-    let beside_fief = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(PULL_NAME)));
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(PULL_NAME));
     beside_helper
         .into_iter()
-        .chain(beside_fief)
-        .chain(on_path)
+        .chain(beside_fief_or_on_path(PULL_NAME))
         .find(|p| is_executable(p))
         .ok_or_else(|| {
             PackageError::Unavailable(format!(
@@ -335,6 +318,19 @@ pub fn find_pull() -> Result<PathBuf, PackageError> {
                  ships it as fief-chart-pull-VERSION-ARCH-linux"
             ))
         })
+}
+
+/// Where a program `name` is looked for: next to the running binary, then in each folder of
+/// PATH, in that order.
+fn beside_fief_or_on_path(name: &str) -> impl Iterator<Item = PathBuf> + '_ {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(name)));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(move |d| d.join(name));
+    beside.into_iter().chain(on_path)
 }
 
 fn is_executable(path: &Path) -> bool {

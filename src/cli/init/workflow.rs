@@ -2,8 +2,9 @@
 //! with the release it downloads pinned.
 //!
 //! In: the running fief executable and the fief-render-helper and fief-chart-pull this fief
-//! would use, each hashed with SHA-256. Out: the workflow's text (fief's version, the SHA-256 of each binary,
-//! the runner for this machine's architecture) and the lines `fief init` prints about it.
+//! would use, each hashed with SHA-256. Out: the workflow's text (fief's version, the SHA-256
+//! of each binary, the runner for this machine's architecture) and the lines `fief init`
+//! prints about it.
 //! A user runs `fief init` with the release binary they installed, so the binary that runs is
 //! the one the workflow should download; a binary that cannot be read leaves a placeholder
 //! the workflow's checksum step reports.
