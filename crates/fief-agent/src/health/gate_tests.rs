@@ -119,6 +119,25 @@ async fn a_status_from_before_the_apply_is_not_taken_for_the_new_version() {
     .await;
 }
 
+/// Push `broken` (acme's render fails) and restart the agent on the same cluster: acme is
+/// invalid before the restart and after it; then the watches settle.
+async fn restarted_with_acme_invalid(mut kit: Kit, broken: &[(String, String)]) -> Kit {
+    kit.push(broken, &[]).await;
+    kit.turn().await;
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Invalid)
+    );
+    let mut kit = kit.restart().await;
+    kit.turn().await;
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Invalid)
+    );
+    settle().await;
+    kit
+}
+
 /// The component `static`: one ConfigMap whose content never changes.
 fn static_component() -> (String, String) {
     (
@@ -149,21 +168,8 @@ async fn after_a_restart_a_fix_that_leaves_an_object_as_it_was_is_ready_at_once(
     })
     .await;
     // acme's file names a component that does not exist: its render fails.
-    kit.push(&tenants(&[("app", ""), ("static", ""), ("nope", "")]), &[])
-        .await;
-    kit.turn().await;
-    assert_eq!(
-        kit.attempt("acme").map(|a| a.outcome),
-        Some(Outcome::Invalid)
-    );
-
-    let mut kit = kit.restart().await;
-    kit.turn().await;
-    assert_eq!(
-        kit.attempt("acme").map(|a| a.outcome),
-        Some(Outcome::Invalid)
-    );
-    settle().await;
+    let broken = tenants(&[("app", ""), ("static", ""), ("nope", "")]);
+    let mut kit = restarted_with_acme_invalid(kit, &broken).await;
     // The fix changes acme's ConfigMap `app` only.
     kit.push(
         &tenants(&[("app", "{greeting: fixed}"), ("static", "")]),
@@ -208,20 +214,7 @@ async fn after_a_restart_a_fix_that_leaves_a_deployment_as_it_was_is_ready() {
         state(k, "acme") == TenantState::Healthy
     })
     .await;
-    kit.push(&deployed_acme("", true), &[]).await;
-    kit.turn().await;
-    assert_eq!(
-        kit.attempt("acme").map(|a| a.outcome),
-        Some(Outcome::Invalid)
-    );
-
-    let mut kit = kit.restart().await;
-    kit.turn().await;
-    assert_eq!(
-        kit.attempt("acme").map(|a| a.outcome),
-        Some(Outcome::Invalid)
-    );
-    settle().await;
+    let mut kit = restarted_with_acme_invalid(kit, &deployed_acme("", true)).await;
     // The fix changes acme's ConfigMap `app` only.
     kit.push(&deployed_acme("{greeting: fixed}", false), &[])
         .await;
