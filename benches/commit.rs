@@ -1,5 +1,5 @@
 //! Per-commit benchmark: the agent's source side of a one-tenant change —
-//! git fetch over `git://` from a local `git daemon`, then [`fief::agent::read_commit`]
+//! git fetch over `git://` from a local `git daemon`, then [`fief::source::revision::read_commit`]
 //! (snapshot, load, input hashes) — at a small and a large fleet, in one run. No cluster.
 //!
 //! Prints, per size and for two layouts of `tenants/` (one folder; folders of 100), the median CPU time of the calling thread (from
@@ -23,7 +23,7 @@ mod util;
 
 use util::{free_port, git, git_daemon};
 
-use fief::agent::{ReadCache, read_commit};
+use fief::source::revision::{ReadCache, read_commit};
 use fief::source::git::{GitAuth, GitSource};
 
 /// CPU nanoseconds the calling thread has run so far (`CLOCK_THREAD_CPUTIME_ID`, exact to

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::kit_repo::{Repo, WAVES, fleet, shared_greeting, tenant, tenant_of, web};
 use super::metrics::SyncDurations;
-use super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::{
     AgentOptions, LoopState, Shared, agent_namespace, reconciler, requests, rollout, source_loop,
 };

@@ -22,7 +22,6 @@ pub mod metrics;
 pub mod notify;
 mod outcome;
 mod parts;
-mod pins;
 pub mod queue;
 mod reconciler;
 mod requests;
@@ -31,7 +30,6 @@ mod run;
 mod shards;
 mod source_loop;
 pub use run::run;
-pub use source_loop::{ReadCache, Revision, read_commit};
 mod verify;
 pub mod web;
 pub mod webhook;
@@ -59,6 +57,7 @@ use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::status::agent::AgentStatus;
 use fief_kube::ClusterError;
 use fief_source::git::GitAuth;
+use fief_source::revision::Revision;
 
 /// How the agent runs.
 #[derive(Debug, Clone)]

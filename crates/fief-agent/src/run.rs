@@ -18,12 +18,13 @@ use super::parts::source::Source;
 use super::parts::work::Work;
 use super::rollout::RolloutState;
 use super::{
-    AgentError, AgentOptions, LoopState, Revision, Shared, agent_namespace, events, health, http,
+    AgentError, AgentOptions, LoopState, Shared, agent_namespace, events, health, http,
     jitter, leader, notify, reconciler, requests, rollout, shards, source_loop, web,
 };
 use fief_kube::counter::RequestCounter;
 use fief_kube::fence::Fence;
 use fief_kube::{ClusterError, Resources};
+use fief_source::revision::Revision;
 
 /// Cancel `token` on SIGTERM or SIGINT.
 fn on_signals(token: CancellationToken) -> Result<(), AgentError> {

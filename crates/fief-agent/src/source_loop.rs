@@ -5,9 +5,9 @@
 //! agent's health (last commit, last error). Git unreachable at start is reported as not-ready
 //! and retried with backoff; a fetch that hangs is reported after `git_timeout` and never
 //! holds up syncs, drift repair or shutdown (they run on other tasks). A failed fetch keeps the
-//! last good revision. Loading and hashing run on blocking threads, against the previous
-//! read: unchanged blobs, parsed files and input hashes are reused, so a commit costs what it
-//! changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
+//! last good revision. Reading a commit ([`fief_source::revision`]) runs on a blocking thread,
+//! against the previous read: unchanged blobs, parsed files and input hashes are reused, so a
+//! commit costs what it changed (counted in `fief_tenants_loaded_total` / `fief_tenants_hashed_total`).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -18,21 +18,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{AgentOptions, LoopState, Shared, jitter};
-use fief_core::inputs::{HashStats, InputIndex};
-use fief_core::model::{LoadStats, Repo};
 use fief_source::git::{GitError, GitSource};
-
-mod revision;
-
-pub use revision::Revision;
-
-/// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and the input index, so
-/// a new commit costs what changed, not the size of the fleet.
-#[derive(Default)]
-pub struct ReadCache {
-    blobs: fief_source::git::BlobCache,
-    last: Option<(Arc<Repo>, fief_core::inputs::InputIndex)>,
-}
+use fief_source::revision::{ReadCache, Revision, pins_moved, read_commit};
 
 /// Pushes that arrive while a fetch runs, or within this long of its start, collapse into one
 /// follow-up fetch: a burst of webhooks costs at most two fetches, and a lone push is fetched
@@ -86,7 +73,7 @@ pub(super) async fn run(
         git: Arc::new(Mutex::new(git)),
         current: None,
         cache: Arc::new(Mutex::new(ReadCache::default())),
-        pins: super::pins::Resolved::new(),
+        pins: fief_core::pins::Resolved::new(),
         tx,
     };
     let mut pending: Option<JoinHandle<Result<String, GitError>>> = None;
@@ -178,7 +165,7 @@ struct Follow {
     current: Option<String>,
     cache: Arc<Mutex<ReadCache>>,
     /// What each pinned ref resolved to in the last revision.
-    pins: super::pins::Resolved,
+    pins: fief_core::pins::Resolved,
     tx: watch::Sender<Option<Arc<Revision>>>,
 }
 
@@ -192,7 +179,7 @@ impl Follow {
             let g = self.git.clone();
             let p = self.pins.clone();
             tokio::task::spawn_blocking(move || {
-                super::pins::moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
+                pins_moved(&g.lock().unwrap_or_else(|e| e.into_inner()), &p)
             })
             .await
             .unwrap_or(true)
@@ -222,7 +209,8 @@ impl Follow {
     }
 }
 
-/// Read a commit on a blocking thread ([`read_commit`]), counting what was parsed and hashed.
+/// Read a commit on a blocking thread ([`read_commit`], in the sources), counting what was
+/// parsed and hashed.
 /// A read that panics leaves an empty cache, so the next read is a full one.
 async fn read_revision(
     git: &Arc<Mutex<GitSource>>,
@@ -237,7 +225,8 @@ async fn read_revision(
     let read = tokio::task::spawn_blocking(move || {
         let mut guard = cache_in.lock().unwrap_or_else(|e| e.into_inner());
         let git = g.lock().unwrap_or_else(|e| e.into_inner());
-        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.source.age_keys())?;
+        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.source.age_keys())
+            .map_err(|e| e.to_string())?;
         sh.cluster
             .metrics()
             .tenants_loaded
@@ -263,62 +252,6 @@ async fn read_revision(
             Err(format!("snapshot task failed: {e}"))
         }
     }
-}
-
-/// Read `commit` (already fetched) into a [`Revision`]: the snapshot (read as a difference from
-/// the last commit's, sharing its unchanged files), the repo (only changed files parsed again)
-/// and the input hashes (only the tenants whose inputs changed hashed again); returns what was
-/// parsed and hashed. Each part is a persistent map made from the last read's, so a commit
-/// that changes one tenant costs that tenant at any fleet size. Blocking. A read that fails
-/// leaves an empty cache, so the next read is a full one.
-pub fn read_commit(
-    git: &GitSource,
-    commit: &str,
-    cache: &mut ReadCache,
-    age_keys: Option<&Arc<fief_core::secrets::Keys>>,
-) -> Result<(Revision, LoadStats, HashStats), String> {
-    let mut cached = std::mem::take(cache);
-    let mut snapshot = git
-        .snapshot_cached(commit, Some(&mut cached.blobs))
-        .map_err(|e| e.to_string())?;
-    // The charts fief.lock names, from the chart cache (fetched once per digest).
-    fief_source::charts::shared().resolve(&mut snapshot);
-    let snapshot = Arc::new(snapshot);
-    let (mut repo, index, loaded, hashed) = match cached.last.take() {
-        Some((prev, index)) => {
-            let changed = snapshot.changed_since(&prev.snapshot);
-            let (repo, loaded) = Repo::load_reusing(snapshot, &prev, &changed);
-            let (index, hashed) = InputIndex::update(&repo, Some((&index, &changed)));
-            (repo, index, loaded, hashed)
-        }
-        None => {
-            let repo = Repo::load(snapshot);
-            let loaded = LoadStats {
-                tenants_parsed: repo.tenants.len(),
-                components_parsed: repo.components.len(),
-            };
-            let (index, hashed) = InputIndex::update(&repo, None);
-            (repo, index, loaded, hashed)
-        }
-    };
-    if let Some(keys) = age_keys {
-        repo.secrets
-            .set_unlock(fief_core::secrets::Unlock::Keys(keys.clone()));
-    }
-    let hashes = index.hashes();
-    let repo = Arc::new(repo);
-    cached.last = Some((repo.clone(), index));
-    *cache = cached;
-    // Pinned components: the head repo (cached for the next read) with their folders read at
-    // their refs, loaded in full (only when some tenant pins a ref).
-    let (repo, hashes, pins) = super::pins::apply(git, repo, hashes, age_keys);
-    let rev = Revision {
-        commit: commit.to_string(),
-        repo,
-        hashes,
-        pins,
-    };
-    Ok((rev, loaded, hashed))
 }
 
 /// Take a new revision into the loop state: queue the tenants whose inputs changed, forget

@@ -2,6 +2,7 @@
 //! a held revision counts as settled.
 
 use super::*;
+use fief_core::model::Repo;
 use fief_core::snapshot::Snapshot;
 
 fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {

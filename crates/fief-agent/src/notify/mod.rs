@@ -40,7 +40,7 @@ use fief_core::secrets::Keys;
 use fief_core::status::Outcome;
 use fief_kube::sync::TenantReport;
 
-use super::source_loop::Revision;
+use fief_source::revision::Revision;
 use crate::metrics::NotificationLabel;
 use sender::{Input, Router};
 use state::Fact;

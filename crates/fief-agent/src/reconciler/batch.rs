@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::super::{AgentOptions, LoopState, Shared, outcome};
 use super::each::{Each, sync_each};
 use super::kinds::{degrade, kinds_of, set_degraded, watch_kinds};

@@ -12,7 +12,7 @@ use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::super::{LoopState, Shared};
 use fief_core::render::TenantRender;
 use fief_kube::Resources;

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::{LoopState, Shared};
 use fief_core::render::TenantRender;
 

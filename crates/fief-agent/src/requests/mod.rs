@@ -22,7 +22,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
-use super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::{AgentOptions, Shared, lock};
 use fief_core::objects;
 use fief_core::status::{

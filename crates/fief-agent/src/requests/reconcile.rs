@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::{Pending, answer, answer_all, resync_now, take_done};
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use crate::{Shared, lock};
 
 fn fetches(shared: &Shared) -> u64 {

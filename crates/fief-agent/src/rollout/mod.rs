@@ -30,7 +30,7 @@ mod state;
 pub(super) use restore::restore;
 pub(crate) use state::RolloutState;
 
-use super::source_loop::Revision;
+use fief_source::revision::Revision;
 use super::{LoopState, Shared};
 use crate::metrics::{Metrics, StateLabel, gauge_value};
 use fief_core::rollout::{

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::{Active, labels_of};
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use crate::{LoopState, Shared};
 use fief_core::rollout::{Phase, Record, assign};
 
@@ -148,22 +148,7 @@ fn read_at(
         options.auth.clone(),
     )
     .map_err(|e| e.to_string())?;
-    let mut snapshot = git.snapshot(commit).map_err(|e| e.to_string())?;
-    // The commit's locked charts, from the chart cache (they were fetched when it was head).
-    fief_source::charts::shared().resolve(&mut snapshot);
-    let mut repo = fief_core::model::Repo::load(Arc::new(snapshot));
-    if let Some(keys) = keys {
-        repo.secrets
-            .set_unlock(fief_core::secrets::Unlock::Keys(keys.clone()));
-    }
-    let hashes = fief_core::inputs::tenant_hashes(&repo);
-    let (repo, hashes, pins) = crate::pins::apply(&git, Arc::new(repo), hashes, keys);
-    Ok(Revision {
-        commit: commit.to_string(),
-        repo,
-        hashes,
-        pins,
-    })
+    fief_source::revision::read_at(&git, commit, keys).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::table::{Inputs, Row, orphan, row, rows};
 use super::{Waves, Web, lock};
 use crate::Shared;
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use fief_core::status::agent::HealthState;
 
 /// What a request reads, copied out of the shared state.

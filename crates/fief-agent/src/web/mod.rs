@@ -29,7 +29,7 @@ use axum::routing::get;
 use tokio::sync::watch;
 
 use super::{Shared, lock};
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use fief_core::status::TenantReport;
 
 pub use view::{View, render_table};

@@ -10,7 +10,7 @@ use super::Web;
 use super::table::{Row, State, counts};
 use super::view::{ago, short};
 use crate::Shared;
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use fief_core::rollout::{Phase, Record};
 
 /// Tenants listed under "needs attention" at most.

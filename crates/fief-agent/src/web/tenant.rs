@@ -16,7 +16,7 @@ use super::history::Entry;
 use super::table::{Row, kind_str};
 use super::view::{ago, short};
 use crate::Shared;
-use crate::source_loop::Revision;
+use fief_source::revision::Revision;
 use fief_core::health::Health;
 use fief_core::model::{Repo, Tenant};
 use fief_core::render::TenantRender;
