@@ -1,6 +1,8 @@
-//! Drift's decisions ([`super`]), through the agent's watches on the mock API server: what a
-//! change of a managed object queues, and what it never does (fief's own writes, a change of
-//! fields fief does not set, a list older than the tenant's last sync, the first list).
+//! Drift's decisions ([`super`]), through the agent's watches on the mock API server and
+//! through events sent to its index task: what a change of a managed object queues, and what
+//! it never does (fief's own writes, a change of fields fief does not set, a list older than
+//! the tenant's last sync, the first list); the index task takes the events of several kinds
+//! in the order they come, each kind's relist diffing against that kind's objects.
 
 use std::time::{Duration, Instant};
 
@@ -9,9 +11,10 @@ use fief_kube::fixtures::Scenario;
 use fief_kube::live::LiveObject;
 use fief_kube::live_id;
 use http::Method;
+use serde_json::Value;
 
-use super::{Seen, deleted, observe};
 use crate::kit::{Kit, configmap_path, fleet, tenant, tenant_of, web};
+use crate::parts::index::feed::{Event, KindEvent, Observed};
 
 /// An agent that synced tenant `acme` (component `app`).
 async fn synced() -> Kit {
@@ -32,9 +35,10 @@ fn greeting(kit: &Kit) -> String {
         .to_string()
 }
 
-/// Let the watches take the events of the last changes.
-async fn settle() {
+/// Let the watches take the events of the last changes, and the index task take them in.
+async fn settle(kit: &Kit) {
     tokio::time::sleep(Duration::from_millis(100)).await;
+    kit.shared.index.settled().await;
 }
 
 #[tokio::test]
@@ -55,7 +59,7 @@ async fn a_change_of_fields_fief_does_not_set_is_not_drift() {
         o["metadata"]["labels"]["team"] = "blue".into();
         o["metadata"]["annotations"] = serde_json::json!({"note": "by hand"});
     });
-    settle().await;
+    settle(&kit).await;
     assert!(!kit.queued("acme"));
     assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
 }
@@ -76,58 +80,91 @@ async fn fiefs_own_writes_are_never_counted_as_drift() {
     kit.push(&files, &[]).await;
     assert_eq!(kit.turn().await, ["acme"]);
     assert_eq!(greeting(&kit), "hi");
-    settle().await;
+    settle(&kit).await;
     assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
     assert!(!kit.queued("acme"), "its own apply does not queue it again");
 }
 
-/// The live ConfigMap `app` as a watch hands it on: its id, its body with `greeting`, and
-/// its version.
-async fn listed(
+/// The object at `path` (of kind `kind` in `api_version`) as a watch hands it on, changed by
+/// `edit`: its id, body and version.
+async fn seen_as(
     kit: &Kit,
-    greeting: &str,
-) -> (
-    fief_core::objects::ObjectId,
-    serde_json::Value,
-    fief_core::inventory::AppliedVersion,
-) {
+    (api_version, kind): (&str, &str),
+    path: &str,
+    edit: impl FnOnce(&mut Value),
+) -> Observed {
     let resource = kit
         .resources
-        .resolve("v1", "ConfigMap")
+        .resolve(api_version, kind)
         .await
-        .expect("ConfigMaps are known");
-    let mut value = kit.server.object(&app()).expect("the ConfigMap exists");
-    value["data"]["greeting"] = greeting.into();
+        .expect("the kind is known");
+    let mut value = kit.server.object(path).expect("the object exists");
+    edit(&mut value);
     let live: LiveObject = serde_json::from_value(value).expect("a live object");
     let (value, version) = live.into_parts();
-    (live_id(&resource, &value), value, version)
+    Observed {
+        id: live_id(&resource, &value),
+        value,
+        version,
+    }
+}
+
+/// The live ConfigMap `app` as a watch hands it on, with `greeting`.
+async fn listed(kit: &Kit, greeting: &str) -> Observed {
+    seen_as(kit, ("v1", "ConfigMap"), &app(), |v| {
+        v["data"]["greeting"] = greeting.into();
+    })
+    .await
+}
+
+/// Send `events` of the watch of `kind` (a key no real watch uses) to the index task, and
+/// wait until it has taken them in.
+async fn feed(kit: &Kit, events: Vec<(&str, KindEvent)>) {
+    for (kind, event) in events {
+        kit.shared.index.send(Event::Kind(kind.into(), event)).await;
+    }
+    kit.shared.index.settled().await;
 }
 
 #[tokio::test]
 async fn a_relist_that_began_before_the_tenants_last_sync_is_not_drift() {
     let before = Instant::now();
     let kit = synced().await;
-    let (id, stale, version) = listed(&kit, "as before the sync").await;
+    let now = || KindEvent::ListBegan(Instant::now());
+    feed(&kit, vec![("test", now()), ("test", KindEvent::ListDone)]).await;
     // A list that began before the sync may hold the object as it was before fief's write.
-    observe(&kit.shared, &id, &stale, &version, Seen::Listed(before));
+    let stale = listed(&kit, "as before the sync").await;
+    let relist = KindEvent::ListBegan(before);
+    feed(
+        &kit,
+        vec![("test", relist), ("test", KindEvent::Listed(stale))],
+    )
+    .await;
     assert!(!kit.queued("acme"));
     // A list that began after it holds the object as it is: a difference is drift.
-    observe(
-        &kit.shared,
-        &id,
-        &stale,
-        &version,
-        Seen::Listed(Instant::now()),
-    );
+    let stale = listed(&kit, "as before the sync").await;
+    feed(
+        &kit,
+        vec![("test", now()), ("test", KindEvent::Listed(stale))],
+    )
+    .await;
     assert!(kit.queued("acme"));
 }
 
 #[tokio::test]
 async fn the_first_list_is_the_baseline_and_never_drift() {
     let kit = synced().await;
-    let (id, changed, version) = listed(&kit, "changed").await;
-    observe(&kit.shared, &id, &changed, &version, Seen::First);
-    deleted(&kit.shared, &id, Seen::First);
+    let changed = listed(&kit, "changed").await;
+    let began = || KindEvent::ListBegan(Instant::now());
+    let events = vec![
+        ("test/a", began()),
+        ("test/a", KindEvent::Listed(changed)),
+        ("test/a", KindEvent::ListDone),
+        // A first list without the object does not count it as gone.
+        ("test/b", began()),
+        ("test/b", KindEvent::ListDone),
+    ];
+    feed(&kit, events).await;
     assert!(!kit.queued("acme"));
     assert_eq!(kit.shared.cluster.metrics().drift.get(), 0);
 }
@@ -135,11 +172,74 @@ async fn the_first_list_is_the_baseline_and_never_drift() {
 #[tokio::test]
 async fn an_event_of_a_tenant_being_synced_is_its_own_write() {
     let kit = synced().await;
-    let (id, changed, version) = listed(&kit, "mid-sync").await;
+    let changed = listed(&kit, "mid-sync").await;
+    let id = changed.id.clone();
     assert!(kit.shared.start_sync("acme"));
-    observe(&kit.shared, &id, &changed, &version, Seen::Event);
-    deleted(&kit.shared, &id, Seen::Event);
+    let events = vec![
+        ("test", KindEvent::Applied(changed)),
+        ("test", KindEvent::Deleted(id)),
+    ];
+    feed(&kit, events).await;
     assert!(!kit.queued("acme"));
+}
+
+/// The live hash the planner reads for `object`.
+fn live_hash(kit: &Kit, object: &Observed) -> Option<String> {
+    kit.shared
+        .index
+        .live_hashes([&object.id])
+        .remove(&object.id)
+}
+
+/// The live hash `object` has when its body is the one it carries.
+fn hash_of(kit: &Kit, object: &Observed) -> String {
+    let found = kit.shared.index.find_desired(&object.id).expect("desired");
+    fief_core::plan::live_digest(&found.shape, &object.value).to_hex()
+}
+
+#[tokio::test]
+async fn interleaved_kinds_are_taken_in_order_each_relist_diffing_only_its_own_kind() {
+    let mut files = fleet(
+        "",
+        &[tenant_of("acme", "", "", &[("app", ""), ("web", "")])],
+    );
+    files.extend(web());
+    let mut kit = Kit::start(&files, Scenario::new()).await;
+    assert_eq!(kit.turn().await, ["acme"]);
+    let deployment = ("apps/v1", "Deployment");
+    let path = "/apis/apps/v1/namespaces/acme-prod/deployments/web";
+    let seen_web = || seen_as(&kit, deployment, path, |_| {});
+    let (app_one, app_two) = (listed(&kit, "one").await, listed(&kit, "two").await);
+    let expected = hash_of(&kit, &app_two);
+    let app_id = app_two.id.clone();
+    let began = || KindEvent::ListBegan(Instant::now());
+    let events = vec![
+        ("test/a", began()),
+        ("test/b", began()),
+        ("test/a", KindEvent::Listed(app_one)),
+        ("test/b", KindEvent::Listed(seen_web().await)),
+        ("test/a", KindEvent::ListDone),
+        ("test/b", KindEvent::ListDone),
+        ("test/a", KindEvent::Deleted(app_id)),
+        ("test/b", KindEvent::Applied(seen_web().await)),
+        ("test/a", KindEvent::Applied(app_two)),
+    ];
+    feed(&kit, events).await;
+    let (app, web) = (listed(&kit, "two").await, seen_web().await);
+    assert_eq!(
+        live_hash(&kit, &app),
+        Some(expected),
+        "the re-created object's"
+    );
+    assert!(live_hash(&kit, &web).is_some());
+    // A relist of kind b that no longer finds its object: gone, and kind a's object stays.
+    feed(
+        &kit,
+        vec![("test/b", began()), ("test/b", KindEvent::ListDone)],
+    )
+    .await;
+    assert_eq!(live_hash(&kit, &web), None);
+    assert!(live_hash(&kit, &app).is_some());
 }
 
 #[tokio::test]

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::parts::index::{Baseline, LiveHashes, Recorded};
+use super::parts::index::feed::LiveWrite;
+use super::parts::index::{Baseline, Recorded};
 use super::{LoopState, Shared};
 use fief_core::digest::{Digest, Version};
 use fief_core::inventory::{Entry, Inventory};
@@ -18,7 +19,7 @@ use fief_core::status::{Failure, Outcome};
 use fief_kube::sync::{ClusterState, SyncResult, TenantReport};
 
 /// Take a batch's results in: inventories, the drift baseline, the queue, metrics, logs.
-pub(super) fn record(
+pub(super) async fn record(
     shared: &Shared,
     state: &mut LoopState,
     cs: ClusterState,
@@ -44,7 +45,7 @@ pub(super) fn record(
         }
     }
     state.inventories = Some(inventories);
-    rebaseline(shared, result, &before);
+    rebaseline(shared, result, &before).await;
     drop(before);
     shared.work.finish_syncs(
         result.reports.iter().map(|r| r.tenant.as_str()),
@@ -62,26 +63,30 @@ pub(super) fn record(
 /// watches reported, so a hand edit made meanwhile is applied over by the next sync instead
 /// of being skipped as unchanged. The objects of a tenant whose render failed have no desired
 /// shape to hash them by: they are recorded with the version fief applied, and the watches
-/// judge them by it ([`super::drift`]).
-fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, Inventory>) {
+/// judge them by it ([`super::drift`]). The baseline is the sync path's to write; the live
+/// hashes are the index task's, handed to it and taken in before this returns (the tenants
+/// are still in flight meanwhile, so the watches' events of this sync's writes, sent before,
+/// are never drift).
+async fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, Inventory>) {
     let reports: BTreeMap<&str, &TenantReport> = result
         .reports
         .iter()
         .map(|r| (r.tenant.as_str(), r))
         .collect();
-    shared
+    let writes = shared
         .index
-        .rebaseline(|recorded, live| take_in(recorded, live, result, &reports, before));
+        .baseline(|recorded| take_in(recorded, result, &reports, before));
+    shared.index.written(writes).await;
 }
 
-/// [`rebaseline`] under the locks of the drift baseline and the live hashes.
+/// [`rebaseline`] under the lock of the drift baseline; returns the live hashes to hand on.
 fn take_in(
     recorded: &mut Baseline<'_>,
-    live: &mut LiveHashes<'_>,
     result: &SyncResult,
     reports: &BTreeMap<&str, &TenantReport>,
     before: &BTreeMap<String, Inventory>,
-) {
+) -> Vec<LiveWrite> {
+    let mut writes = Vec::new();
     for id in before.values().flat_map(|i| i.entries.keys()) {
         recorded.forget_if(id, |r| result.inventories.contains_key(r.tenant.as_ref()));
     }
@@ -114,11 +119,16 @@ fn take_in(
                 continue;
             }
             let wrote = written(old.and_then(|o| o.entries.get(id.as_ref())), entry);
-            if wrote || (complete && !live.contains(&id)) {
-                live.set(id, digest);
+            if wrote || complete {
+                writes.push(LiveWrite {
+                    id,
+                    hash: digest,
+                    wrote,
+                });
             }
         }
     }
+    writes
 }
 
 /// Whether a sync wrote the object it records as `now`, recorded as `old` before it: a new

@@ -18,7 +18,7 @@ use super::parts::source::Source;
 use super::parts::work::Work;
 use super::rollout::RolloutState;
 use super::{
-    AgentError, AgentOptions, LoopState, Shared, agent_namespace, events, health, http,
+    AgentError, AgentOptions, LoopState, Shared, agent_namespace, drift, events, health, http,
     jitter, leader, notify, reconciler, requests, rollout, shards, source_loop, web,
 };
 use fief_kube::counter::RequestCounter;
@@ -114,8 +114,8 @@ async fn clients(options: &AgentOptions) -> Result<Clients, AgentError> {
     })
 }
 
-/// The state shared by the loop, the tasks and the HTTP handlers (the unit tests' kit builds
-/// it here too).
+/// The state shared by the loop, the tasks and the HTTP handlers, and the index task that
+/// alone writes the live hashes and watch states (the unit tests' kit builds it here too).
 pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Shared> {
     let metrics = Metrics::new(options.sync_durations);
     let notifier = notify::Notifier::start(
@@ -129,6 +129,7 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
         .web
         .as_ref()
         .map(|w| web::Web::new(w, &options.cluster, clients.lease_client.clone()));
+    let (index, keeper) = LiveIndex::new();
     let shared = Arc::new(Shared {
         cluster: Cluster::new(client.clone(), clients.counter.clone(), metrics),
         source: Source::new(
@@ -137,7 +138,7 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
             options.age_keys.clone(),
         ),
         work: Work::default(),
-        index: LiveIndex::default(),
+        index,
         gate: Arc::new(health::Gate::new(
             options.max_in_flight,
             options.health_timeout,
@@ -149,6 +150,7 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
     shared
         .gate
         .on_verdict(move |tenant, verdict| notifier.verdict(tenant, verdict));
+    tokio::spawn(drift::index_task::run(shared.clone(), keeper));
     shared
 }
 

@@ -85,7 +85,7 @@ impl Seeder {
         }
         let name: Arc<str> = tenant.into();
         let mut ids = Vec::with_capacity(inv.entries.len());
-        shared.index.seed(|recorded| {
+        shared.index.baseline(|recorded| {
             for e in inv.entries.values() {
                 if e.done.is_some() {
                     recorded.record(

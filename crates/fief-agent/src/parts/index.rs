@@ -2,26 +2,53 @@
 //! the one interned id per object, the live hashes the watches keep, the drift baseline (what
 //! fief last applied), each kind's watch state and the relist epoch the watches follow.
 //!
-//! In: the renders' shapes ([`crate::reconciler`]); the watches' events and states
-//! ([`crate::drift`]); the baseline seeded from the inventories of tenants that may stand as
-//! last applied ([`crate::verify`]) and replaced from each sync's inventories
-//! ([`crate::outcome`]); a relist asked for by the periodic resync or a shard taken. Out: per
-//! object its tenant, shape, live hash and recorded baseline; whether a kind is listed,
-//! listing or failing; the relist epoch each watch subscribes to.
+//! Each map has one writer:
+//!
+//! | map        | written by                                         | how                       |
+//! |------------|----------------------------------------------------|---------------------------|
+//! | `live`     | the index task ([`crate::drift::index_task`])      | [`Keeper`], its one handle |
+//! | `watches`  | the index task                                     | [`Keeper`]                 |
+//! | `desired`  | the sync path ([`crate::reconciler`])              | [`LiveIndex::replace_desired`] |
+//! | `recorded` | the sync path ([`crate::verify`], [`crate::outcome`]) | [`LiveIndex::baseline`] |
+//!
+//! The index task holds the only [`Keeper`] (made once, with the index, by [`LiveIndex::new`])
+//! and alone receives the [`feed`]: the watches' events, and the sync path's asks — the live
+//! hashes a sync wrote ([`LiveIndex::written`]), a relist it waits for
+//! ([`LiveIndex::relist_now`]), the kinds it wants watched ([`LiveIndex::claim_watches`]). The
+//! sync path (the leader's loop, one task) writes the desired objects and the drift baseline
+//! itself, under their locks: it reads them back at its next step (the planner, the verifier),
+//! and a message would only add a round trip; the index task reads them to judge drift. The
+//! interner `ids` is an allocator both call (interning an object again hands out the same
+//! allocation, so no one sees another's call); the sync path sweeps it between batches. The
+//! relist epoch is a request anyone may make ([`LiveIndex::relist`]); every watch follows it.
+//!
+//! In: the renders' shapes, the baseline seeded from the inventories of tenants that may stand
+//! as last applied and replaced from each sync's inventories, and through the feed what the
+//! watches saw. Out: per object its tenant, shape, live hash and recorded baseline; whether a
+//! kind is listed, listing or failing; the relist epoch each watch subscribes to.
 //!
 //! Lock order: `desired`, then `recorded`, then `live`; `ids` is a leaf (nothing is locked
 //! while it is held). Each method takes what it reads or writes under one lock (or, for
-//! [`LiveIndex::seed`] and [`LiveIndex::rebaseline`], its handle holds the locks until it
-//! returns), so no caller splits one of these steps in two.
+//! [`LiveIndex::baseline`], its handle holds the lock until it returns), so no caller splits
+//! one of these steps in two.
+
+pub(crate) mod feed;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 
+use tokio::sync::{mpsc, oneshot};
+
+use self::feed::{Event, LiveWrite};
 use crate::desired::{Desired, Found, Id, Interner, Shaped};
 use crate::{WatchState, lock, read, write};
 use fief_core::digest::{Digest, Version};
 use fief_core::inventory::AppliedVersion;
 use fief_core::objects::ObjectId;
+
+/// Messages the feed holds before its senders wait: about one page of a list's objects, so
+/// the watches never hold more than that ahead of the index task.
+const FEED: usize = 128;
 
 /// What fief last applied for one object: the drift baseline.
 #[derive(Debug)]
@@ -39,8 +66,8 @@ pub(crate) struct Recorded {
     pub(crate) done: bool,
 }
 
-/// What the agent knows of the objects (see the module docs).
-pub(crate) struct LiveIndex {
+/// The maps, shared by the index and its [`Keeper`].
+struct Maps {
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<Desired>,
     /// Every object id the agent holds, allocated once (a leaf lock).
@@ -55,20 +82,21 @@ pub(crate) struct LiveIndex {
     relist: tokio::sync::watch::Sender<u64>,
 }
 
-impl Default for LiveIndex {
-    fn default() -> LiveIndex {
-        LiveIndex {
-            desired: RwLock::default(),
-            ids: Mutex::default(),
-            live: RwLock::default(),
-            recorded: RwLock::default(),
-            watches: Mutex::default(),
-            relist: tokio::sync::watch::Sender::new(0),
-        }
-    }
+/// What the agent knows of the objects (see the module docs): the read side, the sync
+/// path's writes, and the feed into the index task.
+pub(crate) struct LiveIndex {
+    maps: Arc<Maps>,
+    feed: mpsc::Sender<Event>,
 }
 
-/// The drift baseline, write-locked while a batch's inventories are taken in.
+/// The index task's handle: the one writer of the live hashes and the watch states, and the
+/// one receiver of the feed.
+pub(crate) struct Keeper {
+    maps: Arc<Maps>,
+    events: mpsc::Receiver<Event>,
+}
+
+/// The drift baseline, write-locked while inventories are taken in.
 pub(crate) struct Baseline<'a> {
     recorded: RwLockWriteGuard<'a, HashMap<Id, Recorded>>,
     ids: &'a Mutex<Interner>,
@@ -93,30 +121,80 @@ impl Baseline<'_> {
     }
 }
 
-/// The live hashes, write-locked while a batch's results are taken in.
-pub(crate) struct LiveHashes<'a>(RwLockWriteGuard<'a, HashMap<Id, Digest>>);
-
-impl LiveHashes<'_> {
-    /// Whether a live hash is known for `id`.
-    pub(crate) fn contains(&self, id: &ObjectId) -> bool {
-        self.0.contains_key(id)
-    }
-
-    /// Set the live hash of `id`.
-    pub(crate) fn set(&mut self, id: Id, hash: Digest) {
-        self.0.insert(id, hash);
-    }
-}
-
 impl LiveIndex {
-    /// The agent's one allocation of `id` (see [`Interner`]).
-    pub(crate) fn intern(&self, id: &ObjectId) -> Id {
-        lock(&self.ids).intern(id)
+    /// An empty index, and the [`Keeper`] the index task runs with.
+    pub(crate) fn new() -> (LiveIndex, Keeper) {
+        let maps = Arc::new(Maps {
+            desired: RwLock::default(),
+            ids: Mutex::default(),
+            live: RwLock::default(),
+            recorded: RwLock::default(),
+            watches: Mutex::default(),
+            relist: tokio::sync::watch::Sender::new(0),
+        });
+        let (feed, events) = mpsc::channel(FEED);
+        let keeper = Keeper {
+            maps: maps.clone(),
+            events,
+        };
+        (LiveIndex { maps, feed }, keeper)
+    }
+
+    /// Send `event` to the index task, waiting while the feed is full (dropped once the
+    /// task has stopped: the agent is shutting down).
+    pub(crate) async fn send(&self, event: Event) {
+        let _ = self.feed.send(event).await;
+    }
+
+    /// Send the message `ask` makes and wait for the index task's answer (`None` once the
+    /// task has stopped).
+    async fn ask<T>(&self, ask: impl FnOnce(oneshot::Sender<T>) -> Event) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.feed.send(ask(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Of `keys` (kinds' watch keys), those not watched yet, each now counted as listing
+    /// (the caller starts their watches).
+    pub(crate) async fn claim_watches(&self, keys: Vec<String>) -> Vec<String> {
+        self.ask(|tx| Event::Claim(keys, tx))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Hand the live hashes a sync recorded to the index task; returns once they are taken
+    /// in, so the next plan reads them.
+    pub(crate) async fn written(&self, writes: Vec<LiveWrite>) {
+        if !writes.is_empty() {
+            self.ask(|tx| Event::Written(writes, tx)).await;
+        }
+    }
+
+    /// Make every watch list afresh now; returns once each listed kind counts as listing
+    /// until it has.
+    pub(crate) async fn relist_now(&self) {
+        self.ask(Event::RelistNow).await;
+    }
+
+    /// Returns once the index task has taken in every message sent before.
+    #[cfg(test)]
+    pub(crate) async fn settled(&self) {
+        self.ask(Event::Settled).await;
+    }
+
+    /// Make every watch list afresh.
+    pub(crate) fn relist(&self) {
+        self.maps.relist.send_modify(|epoch| *epoch += 1);
+    }
+
+    /// A receiver that changes at each relist.
+    pub(crate) fn relists(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.maps.relist.subscribe()
     }
 
     /// Forget the ids nothing holds any more (see [`Interner::sweep`]).
     pub(crate) fn sweep_ids(&self) {
-        lock(&self.ids).sweep();
+        lock(&self.maps.ids).sweep();
     }
 
     /// Replace the desired objects of each tenant given by its render's shapes, and forget
@@ -125,8 +203,8 @@ impl LiveIndex {
         &self,
         tenants: impl IntoIterator<Item = (String, Vec<Shaped>)>,
     ) -> usize {
-        let mut desired = write(&self.desired);
-        let mut ids = lock(&self.ids);
+        let mut desired = write(&self.maps.desired);
+        let mut ids = lock(&self.maps.ids);
         for (tenant, objects) in tenants {
             desired.replace(&tenant, objects, &mut ids);
         }
@@ -135,18 +213,27 @@ impl LiveIndex {
         desired.shapes()
     }
 
+    /// Run `f` on the drift baseline, write-locked for the whole of `f`.
+    pub(crate) fn baseline<R>(&self, f: impl FnOnce(&mut Baseline<'_>) -> R) -> R {
+        let mut baseline = Baseline {
+            recorded: write(&self.maps.recorded),
+            ids: &self.maps.ids,
+        };
+        f(&mut baseline)
+    }
+
     /// A desired object's interned id, tenant and shape.
     pub(crate) fn find_desired(&self, id: &ObjectId) -> Option<Found> {
-        read(&self.desired).find(id)
+        read(&self.maps.desired).find(id)
     }
 
     /// The tenant of a desired object, or of an object judged by its version (its tenant
     /// not rendered since it was verified).
     pub(crate) fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
-        if let Some((t, _)) = read(&self.desired).get(id) {
+        if let Some((t, _)) = read(&self.maps.desired).get(id) {
             return Some(t);
         }
-        read(&self.recorded)
+        read(&self.maps.recorded)
             .get(id)
             .filter(|r| r.version.is_some())
             .map(|r| r.tenant.clone())
@@ -154,12 +241,12 @@ impl LiveIndex {
 
     /// The live hash recorded for `id` when fief last applied it.
     pub(crate) fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
-        read(&self.recorded).get(id).map(|r| r.live)
+        read(&self.maps.recorded).get(id).map(|r| r.live)
     }
 
     /// Whether `id` is recorded done by its delete policy.
     pub(crate) fn is_done(&self, id: &ObjectId) -> bool {
-        read(&self.recorded).get(id).is_some_and(|r| r.done)
+        read(&self.maps.recorded).get(id).is_some_and(|r| r.done)
     }
 
     /// Whether a live object whose tenant has not been rendered since it was verified is
@@ -170,21 +257,11 @@ impl LiveIndex {
         id: &ObjectId,
         version: &AppliedVersion,
     ) -> Option<(Id, Arc<str>, Option<Digest>)> {
-        let recorded = read(&self.recorded);
+        let recorded = read(&self.maps.recorded);
         let (interned, r) = recorded.get_key_value(id)?;
         let applied = r.version.as_ref()?;
         let live = applied.still(&Version::from(version)).then_some(r.live);
         Some((interned.clone(), r.tenant.clone(), live))
-    }
-
-    /// Set the live hash of `id`, as a watch saw it.
-    pub(crate) fn set_live(&self, id: Id, hash: Digest) {
-        write(&self.live).insert(id, hash);
-    }
-
-    /// Forget the live hash of `id` (gone, or its hash unknown).
-    pub(crate) fn forget_live(&self, id: &ObjectId) {
-        write(&self.live).remove(id);
     }
 
     /// The live hashes (hex) of `ids`, for those that have one.
@@ -192,7 +269,7 @@ impl LiveIndex {
         &self,
         ids: impl IntoIterator<Item = &'a ObjectId>,
     ) -> HashMap<ObjectId, String> {
-        let live = read(&self.live);
+        let live = read(&self.maps.live);
         ids.into_iter()
             .filter_map(|id| live.get(id).map(|h| (id.clone(), h.to_hex())))
             .collect()
@@ -201,41 +278,70 @@ impl LiveIndex {
     /// Run `f` with a test of whether an object's live hash is the one recorded, both read
     /// under one lock each for the whole of `f`.
     pub(crate) fn as_recorded<R>(&self, f: impl FnOnce(&dyn Fn(&Id) -> bool) -> R) -> R {
-        let live = read(&self.live);
-        let recorded = read(&self.recorded);
+        let recorded = read(&self.maps.recorded);
+        let live = read(&self.maps.live);
         f(&|id| matches!((live.get(id), recorded.get(id)), (Some(h), Some(r)) if *h == r.live))
     }
 
-    /// Run `f` on the drift baseline, write-locked for the whole of `f`.
-    pub(crate) fn seed<R>(&self, f: impl FnOnce(&mut Baseline<'_>) -> R) -> R {
-        let mut baseline = Baseline {
-            recorded: write(&self.recorded),
-            ids: &self.ids,
-        };
-        f(&mut baseline)
+    /// Run `f` on every watch's state, under one lock.
+    pub(crate) fn watches<R>(&self, f: impl FnOnce(&HashMap<String, WatchState>) -> R) -> R {
+        f(&lock(&self.maps.watches))
     }
 
-    /// Run `f` on the drift baseline and the live hashes, both write-locked for the whole
-    /// of `f`.
-    pub(crate) fn rebaseline<R>(
-        &self,
-        f: impl FnOnce(&mut Baseline<'_>, &mut LiveHashes<'_>) -> R,
-    ) -> R {
-        let mut baseline = Baseline {
-            recorded: write(&self.recorded),
-            ids: &self.ids,
-        };
-        let mut live = LiveHashes(write(&self.live));
-        f(&mut baseline, &mut live)
+    /// The ids recorded in the drift baseline of `tenant`.
+    #[cfg(test)]
+    pub(crate) fn recorded_of(&self, tenant: &str) -> Vec<Id> {
+        read(&self.maps.recorded)
+            .iter()
+            .filter(|(_, r)| r.tenant.as_ref() == tenant)
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
-    /// Of `items` keyed by a kind's watch key, those whose kind has no watch yet, each now
-    /// counted as listing (the caller starts their watches).
-    pub(crate) fn claim_watches<T>(&self, items: Vec<(String, T)>) -> Vec<(String, T)> {
-        let mut watches = lock(&self.watches);
-        items
-            .into_iter()
-            .filter(|(key, _)| {
+    /// Objects with a live hash, and objects in the drift baseline.
+    #[cfg(test)]
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        (read(&self.maps.live).len(), read(&self.maps.recorded).len())
+    }
+}
+
+impl Keeper {
+    /// The next message of the feed (`None` once every sender is gone).
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// The agent's one allocation of `id` (see [`Interner`]).
+    pub(crate) fn intern(&self, id: &ObjectId) -> Id {
+        lock(&self.maps.ids).intern(id)
+    }
+
+    /// Set the live hash of `id`, as a watch saw it.
+    pub(crate) fn set_live(&self, id: Id, hash: Digest) {
+        write(&self.maps.live).insert(id, hash);
+    }
+
+    /// Forget the live hash of `id` (gone, or its hash unknown).
+    pub(crate) fn forget_live(&self, id: &ObjectId) {
+        write(&self.maps.live).remove(id);
+    }
+
+    /// Take in the live hashes a sync recorded: each one it wrote, and the others where no
+    /// hash is known.
+    pub(crate) fn take_written(&self, writes: Vec<LiveWrite>) {
+        let mut live = write(&self.maps.live);
+        for w in writes {
+            if w.wrote || !live.contains_key(&w.id) {
+                live.insert(w.id, w.hash);
+            }
+        }
+    }
+
+    /// Of `keys`, those whose kind has no watch yet, each now counted as listing.
+    pub(crate) fn claim(&self, keys: Vec<String>) -> Vec<String> {
+        let mut watches = lock(&self.maps.watches);
+        keys.into_iter()
+            .filter(|key| {
                 if watches.contains_key(key) {
                     return false;
                 }
@@ -247,55 +353,24 @@ impl LiveIndex {
 
     /// Set the state of the watch of `key`.
     pub(crate) fn set_watch(&self, key: &str, state: WatchState) {
-        lock(&self.watches).insert(key.to_string(), state);
+        lock(&self.maps.watches).insert(key.to_string(), state);
     }
 
     /// The state of the watch of `key`.
     pub(crate) fn watch_state(&self, key: &str) -> Option<WatchState> {
-        lock(&self.watches).get(key).cloned()
+        lock(&self.maps.watches).get(key).cloned()
     }
 
-    /// Run `f` on every watch's state, under one lock.
-    pub(crate) fn watches<R>(&self, f: impl FnOnce(&HashMap<String, WatchState>) -> R) -> R {
-        f(&lock(&self.watches))
-    }
-
-    /// Make every watch list afresh.
-    pub(crate) fn relist(&self) {
-        self.relist.send_modify(|epoch| *epoch += 1);
-    }
-
-    /// Make every watch list afresh now, each listed one counted as listing until it has.
+    /// Count every listed kind as listing, and make every watch list afresh.
     pub(crate) fn relist_now(&self) {
         {
-            let mut watches = lock(&self.watches);
+            let mut watches = lock(&self.maps.watches);
             for state in watches.values_mut() {
                 if *state == WatchState::Synced {
                     *state = WatchState::Listing;
                 }
             }
         }
-        self.relist();
-    }
-
-    /// A receiver that changes at each relist.
-    pub(crate) fn relists(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.relist.subscribe()
-    }
-
-    /// The ids recorded in the drift baseline of `tenant`.
-    #[cfg(test)]
-    pub(crate) fn recorded_of(&self, tenant: &str) -> Vec<Id> {
-        read(&self.recorded)
-            .iter()
-            .filter(|(_, r)| r.tenant.as_ref() == tenant)
-            .map(|(id, _)| id.clone())
-            .collect()
-    }
-
-    /// Objects with a live hash, and objects in the drift baseline.
-    #[cfg(test)]
-    pub(crate) fn sizes(&self) -> (usize, usize) {
-        (read(&self.live).len(), read(&self.recorded).len())
+        self.maps.relist.send_modify(|epoch| *epoch += 1);
     }
 }

@@ -163,7 +163,7 @@ async fn prepare(b: &Batch<'_>, state: &mut LoopState, due: &[String]) -> Plan {
         if candidates > 0 && shared.report.first_pass_done() {
             // Candidates seeded after the watches' first lists (a shard taken mid-run) are
             // judged by what fresh lists see.
-            shared.index.relist_now();
+            shared.index.relist_now().await;
         }
         degraded = watch_kinds(shared, b.resources, &kinds, b.stop).await;
         set_degraded(shared, due, &degraded);
@@ -316,7 +316,7 @@ async fn sync_chunk(
         .map(|r| r.tenant.clone())
         .filter(|t| !result.reports.iter().any(|rep| &rep.tenant == t))
         .collect();
-    outcome::record(shared, state, cs, &result, &plan.degraded);
+    outcome::record(shared, state, cs, &result, &plan.degraded).await;
     super::super::requests::after_batch(shared, b.ticket, &result.reports);
     shared
         .report

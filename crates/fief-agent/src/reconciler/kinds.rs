@@ -33,7 +33,7 @@ pub(super) async fn watch_kinds(
             to_watch.push(resource);
         }
     }
-    drift::ensure_watches(shared, to_watch);
+    drift::ensure_watches(shared, to_watch).await;
     shared
         .work
         .wait_for(Instant::now() + LIST_WAIT, stop, || {
