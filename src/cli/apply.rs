@@ -5,16 +5,16 @@
 //! errors on stderr, exit code 0 ok, 1 invalid tenants, 3 cluster failure, 4 a prune
 //! held (mass-prune guard, empty render), 5 (with `--wait`) objects not healthy in time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
     ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
     Format, env_scope, load_and_render_envs, load_repo_with, report_errors, resources, runtime,
 };
 use crate::cli::secrets::WithoutKey;
+use crate::core::fleet::BatchRenders;
 use crate::core::inputs::Hashes;
 use crate::core::model::Repo;
 use crate::core::pipeline;
@@ -53,6 +53,22 @@ struct Prepared {
     reusable: BTreeMap<String, String>,
 }
 
+impl Prepared {
+    /// Where the sync takes each batch's renders from: rendered as it comes, or (with --wait)
+    /// `renders`, made up front.
+    fn batch_renders(&self, renders: &Arc<Vec<TenantRender>>) -> BatchRenders {
+        if self.batched {
+            BatchRenders::from_repo(
+                Arc::clone(&self.repo),
+                Arc::clone(&self.scope),
+                Arc::clone(&self.hashes),
+            )
+        } else {
+            BatchRenders::made(Arc::clone(renders))
+        }
+    }
+}
+
 /// What the sync brought back.
 struct Synced {
     /// One per tenant (suspended ones included), sorted by tenant.
@@ -62,15 +78,15 @@ struct Synced {
     unhealthy: BTreeMap<String, Vec<Unhealthy>>,
     /// Tenants whose line was printed as their sync finished.
     streamed: BTreeSet<String>,
+    /// Tenants rendered by this run (all of them with --wait).
+    rendered: usize,
 }
 
 /// `fief apply`.
 pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     let prepared = prepare(args)?;
-    // Tenants rendered by this run (all of them with --wait).
-    let rendered = Arc::new(AtomicUsize::new(prepared.renders.len()));
-    let synced = runtime()?.block_on(sync_cluster(args, &prepared, &rendered))?;
-    let rendered = rendered.load(Ordering::Relaxed);
+    let synced = runtime()?.block_on(sync_cluster(args, &prepared))?;
+    let rendered = synced.rendered;
     print_errors(&synced);
     let out = match args.output {
         Format::Json => json_summary(args.wait, &synced, rendered),
@@ -144,11 +160,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
 
 /// Connect, leave suspended tenants alone, sync the others (printing each tenant's line as
 /// it is done, for text output), publish their Events and (with --wait) wait for health.
-async fn sync_cluster(
-    args: &ApplyArgs,
-    prepared: &Prepared,
-    rendered: &Arc<AtomicUsize>,
-) -> Result<Synced, CliError> {
+async fn sync_cluster(args: &ApplyArgs, prepared: &Prepared) -> Result<Synced, CliError> {
     let (resources, counter) = resources(&args.cluster).await?;
     let mut options = prepared.options.clone();
     if args.allow_mass_prune {
@@ -195,7 +207,8 @@ async fn sync_cluster(
         renders: &renders,
         orphans,
     };
-    let reports = sync_tenants(&resources, prepared, &synced, rendered, &options).await;
+    let batches = Arc::new(prepared.batch_renders(&renders));
+    let reports = sync_tenants(&resources, prepared, &synced, &batches, &options).await;
     // The printer ends once the last sender is gone.
     options.progress = None;
     let streamed = match printer {
@@ -227,6 +240,7 @@ async fn sync_cluster(
         stats: counter.stats(),
         unhealthy,
         streamed,
+        rendered: batches.rendered(),
     })
 }
 
@@ -246,38 +260,25 @@ async fn sync_tenants(
     resources: &Resources,
     prepared: &Prepared,
     scope: &Scope<'_>,
-    rendered: &Arc<AtomicUsize>,
+    batches: &Arc<BatchRenders>,
     options: &SyncOptions,
 ) -> Result<Vec<TenantReport>, crate::kube::ClusterError> {
-    let known = &prepared.known;
-    if prepared.batched {
-        let render = batch_renderer(prepared, rendered);
-        let reusable = &prepared.reusable;
-        sync_batched(
-            resources,
-            scope.names,
-            render,
-            reusable,
-            known,
-            scope.orphans,
-            options,
-        )
-        .await
+    let (names, reusable) = if prepared.batched {
+        (scope.names.to_vec(), prepared.reusable.clone())
     } else {
-        let names: Vec<String> = scope.renders.iter().map(|r| r.tenant.clone()).collect();
-        let render = rendered_before(Arc::clone(scope.renders));
-        let reusable = BTreeMap::new();
-        sync_batched(
-            resources,
-            &names,
-            render,
-            &reusable,
-            known,
-            scope.orphans,
-            options,
-        )
-        .await
-    }
+        let names = scope.renders.iter().map(|r| r.tenant.clone()).collect();
+        (names, BTreeMap::new())
+    };
+    sync_batched(
+        resources,
+        &names,
+        Arc::clone(batches),
+        &reusable,
+        &prepared.known,
+        scope.orphans,
+        options,
+    )
+    .await
 }
 
 /// `--allow-mass-prune`: the guard holds no tenant's prune, and each it would have held
@@ -291,41 +292,6 @@ async fn release(resources: &Resources) -> PruneRelease {
     let note =
         crate::core::status::suspension_note(&who, &at, Some("fief apply --allow-mass-prune"));
     PruneRelease::All(note)
-}
-
-/// Render a batch of tenants (in scope, stamped with their input hashes) on a render thread,
-/// counting them in `rendered`.
-fn batch_renderer(
-    prepared: &Prepared,
-    rendered: &Arc<AtomicUsize>,
-) -> impl Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static {
-    let repo = Arc::clone(&prepared.repo);
-    let hashes = Arc::clone(&prepared.hashes);
-    let rendered = Arc::clone(rendered);
-    let scope = Arc::clone(&prepared.scope);
-    move |batch: &[String]| {
-        rendered.fetch_add(batch.len(), Ordering::Relaxed);
-        let mut renders = pipeline::render_all_in(&repo, batch, &scope);
-        crate::core::inputs::stamp(&mut renders, &hashes);
-        renders
-    }
-}
-
-/// The renders of a batch of tenants, from those rendered up front (with --wait).
-fn rendered_before(
-    renders: Arc<Vec<TenantRender>>,
-) -> impl Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static {
-    let at: HashMap<String, usize> = renders
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.tenant.clone(), i))
-        .collect();
-    move |batch: &[String]| {
-        batch
-            .iter()
-            .filter_map(|t| at.get(t).map(|i| renders[*i].clone()))
-            .collect()
-    }
 }
 
 /// The exit code: a failure, then invalid tenants, then a held prune, then unhealthy objects.

@@ -189,7 +189,7 @@ impl Follow {
             .tx
             .borrow()
             .as_ref()
-            .is_some_and(|rev| fief_source::charts::unresolved(&rev.repo.snapshot));
+            .is_some_and(|rev| rev.charts_missing);
         if self.current.as_deref() == Some(commit.as_str()) && !moved && !charts_missing {
             return;
         }
@@ -264,11 +264,10 @@ async fn read_revision(
 pub(super) fn take_revision(shared: &Shared, state: &mut LoopState, rev: Arc<Revision>) {
     // The same commit read again is new only when a pinned ref moved or a locked chart that
     // could not be fetched now could.
-    let charts_missing = |r: &Revision| fief_source::charts::unresolved(&r.repo.snapshot);
     if state.rev.as_ref().is_some_and(|r| {
         r.commit == rev.commit
             && r.pins == rev.pins
-            && (Arc::ptr_eq(r, &rev) || charts_missing(r) == charts_missing(&rev))
+            && (Arc::ptr_eq(r, &rev) || r.charts_missing == rev.charts_missing)
     }) {
         return;
     }

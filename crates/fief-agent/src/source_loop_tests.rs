@@ -18,6 +18,7 @@ fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {
             .map(|(t, h)| (t.to_string(), h.to_string()))
             .collect(),
         pins: Default::default(),
+        charts_missing: false,
     })
 }
 

@@ -21,6 +21,7 @@ pub mod compare;
 pub mod condition;
 pub mod diagnostic;
 pub mod digest;
+pub mod fleet;
 pub mod health;
 pub mod inputs;
 pub mod inventory;

@@ -24,6 +24,7 @@ use super::inventory_store::{Inventories, Walk};
 use super::observe::Prefetch;
 use super::sync::{Ctx, SyncOptions, TenantReport, now_rfc3339, orphans, sync_one};
 use super::{ClusterError, Resources};
+use fief_core::fleet::BatchRenders;
 use fief_core::model::is_dns_label;
 use fief_core::objects::{self, ObjectId};
 use fief_core::render::TenantRender;
@@ -70,15 +71,12 @@ enum Turn {
 }
 
 /// Render `names` on a blocking thread (none: nothing to render, not the whole repo).
-async fn render_some<R>(render: &Arc<R>, names: Vec<String>) -> Vec<TenantRender>
-where
-    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
-{
+async fn render_some(renders: &Arc<BatchRenders>, names: Vec<String>) -> Vec<TenantRender> {
     if names.is_empty() {
         return Vec::new();
     }
-    let render = Arc::clone(render);
-    match tokio::task::spawn_blocking(move || render(&names)).await {
+    let renders = Arc::clone(renders);
+    match tokio::task::spawn_blocking(move || renders.batch(&names)).await {
         Ok(renders) => renders,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         // Cancelled: only when the runtime shuts down, and then nothing is synced.
@@ -87,7 +85,7 @@ where
 }
 
 /// [`super::sync::sync`] a [`BATCH`] of tenants at a time, in the order of their names:
-/// `render` renders the named tenants (on a blocking thread); each batch takes its
+/// `renders` gives the named tenants' renders (on a blocking thread); each batch takes its
 /// inventories from the walk over every inventory, is rendered, observed (live hashes of its
 /// objects only) and its tenants synced, and dropped once they are done, so memory holds a
 /// few batches' objects and at most [`inventories_held_max`] inventories rather than the
@@ -100,18 +98,15 @@ where
 /// inventory recorded that hash, whose status is settled and whose recorded objects the
 /// metadata pass finds exactly as fief left them is not rendered at all (its report says
 /// every object unchanged). Every other tenant is rendered and synced.
-pub async fn sync_batched<R>(
+pub async fn sync_batched(
     resources: &Resources,
     names: &[String],
-    render: R,
+    renders: Arc<BatchRenders>,
     reusable: &BTreeMap<String, String>,
     known: &BTreeSet<String>,
     report_orphans: bool,
     options: &SyncOptions,
-) -> Result<Vec<TenantReport>, ClusterError>
-where
-    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
-{
+) -> Result<Vec<TenantReport>, ClusterError> {
     let client = resources.client().clone();
     super::observe::ensure_namespace(&client, &options.agent_namespace).await?;
     // In the order the inventories are listed in, each tenant once.
@@ -130,7 +125,7 @@ where
         reusable,
         prefetch: Prefetch::new(&selector),
         many: names.len() > BATCH,
-        render: Arc::new(render),
+        renders,
         walk: tokio::sync::Mutex::new(walk),
         known: report_orphans.then_some(known),
         orphaned: Mutex::new(Vec::new()),
@@ -181,7 +176,7 @@ fn tenant_selector(names: &[String]) -> String {
 }
 
 /// What every batch of one [`sync_batched`] shares: it makes each [`Batch`].
-struct Batcher<'a, R> {
+struct Batcher<'a> {
     resources: &'a Resources,
     options: &'a SyncOptions,
     now: String,
@@ -190,7 +185,8 @@ struct Batcher<'a, R> {
     prefetch: Prefetch,
     /// More than one batch: the metadata pass is made for every batch.
     many: bool,
-    render: Arc<R>,
+    /// The renders of each batch.
+    renders: Arc<BatchRenders>,
     /// Every inventory, in the order of the tenants' names.
     walk: tokio::sync::Mutex<Walk>,
     /// Every tenant file in the repo, when orphans are reported.
@@ -201,10 +197,7 @@ struct Batcher<'a, R> {
     no_live: HashMap<ObjectId, String>,
 }
 
-impl<R> Batcher<'_, R>
-where
-    R: Fn(&[String]) -> Vec<TenantRender> + Send + Sync + 'static,
-{
+impl Batcher<'_> {
     /// Whether a tenant recorded its current inputs, so it may need no render: such tenants
     /// wait for the metadata pass; the others are rendered at once.
     fn may_stand(&self, inventories: &Inventories, t: &String) -> bool {
@@ -277,10 +270,10 @@ where
                 .flat_map(|i| i.entries.values());
             p.ensure(self.resources, recorded).await
         };
-        let (mut renders, listed) = futures::join!(render_some(&self.render, must), listed);
+        let (mut renders, listed) = futures::join!(render_some(&self.renders, must), listed);
         listed?;
         let (unchanged, redo) = self.sort_out(&inventories, maybe, prefetch);
-        renders.extend(render_some(&self.render, redo).await);
+        renders.extend(render_some(&self.renders, redo).await);
         let live =
             super::observe::observe_live(self.resources, &renders, &inventories, false, prefetch)
                 .await?;

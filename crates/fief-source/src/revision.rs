@@ -31,6 +31,9 @@ pub struct Revision {
     pub hashes: Hashes,
     /// What each pinned (component, ref) resolved to.
     pub pins: Resolved,
+    /// Whether a chart fief.lock names could not be fetched into the cache (the commit is
+    /// read again at the next fetch, until it is).
+    pub charts_missing: bool,
 }
 
 /// What the last read left for the next (see [`read_commit`]): the blobs, the parsed repo and
@@ -80,6 +83,7 @@ pub fn read_commit(
     let (repo, hashes, pins) = with_pins(git, repo, hashes, age_keys);
     let rev = Revision {
         commit: commit.to_string(),
+        charts_missing: crate::charts::unresolved(&repo.snapshot),
         repo,
         hashes,
         pins,
@@ -102,6 +106,7 @@ pub fn read_at(
     let (repo, hashes, pins) = with_pins(git, Arc::new(repo), hashes, age_keys);
     Ok(Revision {
         commit: commit.to_string(),
+        charts_missing: crate::charts::unresolved(&repo.snapshot),
         repo,
         hashes,
         pins,
