@@ -121,18 +121,6 @@ pub(super) fn env_scope(
     Ok(EnvScope::of(envs))
 }
 
-/// Whether tenant `name` has an environment `scope` includes: a tenant without one is left
-/// out of an `--env` apply (nothing of it would change). A tenant file or fief.yaml that does
-/// not parse counts as in scope, so its errors are reported.
-pub(super) fn in_env_scope(repo: &Repo, name: &str, scope: &EnvScope) -> bool {
-    match (&repo.config, repo.tenants.get(name)) {
-        (Ok(config), Some(Ok(t))) => crate::core::render::namespaces(config, t)
-            .keys()
-            .any(|e| scope.includes(e)),
-        _ => true,
-    }
-}
-
 /// [`load_and_render_with`] for the environments `envs` only (all when empty), checked by
 /// [`env_scope`].
 pub fn load_and_render_envs(

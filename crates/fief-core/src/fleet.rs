@@ -1,13 +1,16 @@
-//! The renders a pass over the fleet syncs, a batch of tenants at a time.
+//! A pass of `fief apply` over the fleet, worked out from the loaded repo before the cluster
+//! is touched, and the renders it syncs a batch of tenants at a time.
 //!
-//! In: the loaded repo, the environments in scope and each tenant's input hash — or renders
-//! made up front (`fief apply --wait` waits on every render afterwards). Out: for the tenants
-//! a batch names, their renders, each stamped with its input hash; how many were rendered.
-//! The sync (`fief_kube::sync::sync_batched`) asks for each batch as it comes, so memory
-//! holds a few batches' objects, and it calls the core for them itself: the command that
-//! starts the pass hands over this value, not a function of its own.
+//! In: the loaded repo, the tenants asked for (all when none), the environments in scope,
+//! the cluster's name — and, for `fief apply --wait` (which waits on every render afterwards),
+//! the renders made up front. Out: a [`Pass`]: the tenants in scope, every tenant of the repo
+//! (an inventory of none of them is orphaned), the tenants whose last render may stand in for
+//! a new one, and [`BatchRenders`]: for the tenants a batch names, their renders, each
+//! stamped with its input hash. The sync (`fief_kube::pass`) asks for each batch as it comes,
+//! so memory holds a few batches' objects, and it calls the core for them itself: the command
+//! hands over this value, not a function of its own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,6 +18,76 @@ use crate::inputs::Hashes;
 use crate::model::Repo;
 use crate::render::TenantRender;
 use crate::scope::EnvScope;
+
+/// What a pass over the fleet syncs (see the module docs).
+pub struct Pass {
+    /// The tenants in scope, by name.
+    pub names: Vec<String>,
+    /// Every tenant file in the repo.
+    pub known: BTreeSet<String>,
+    /// The tenants whose last render may stand in for a new one, with their input hash
+    /// (see [`crate::pipeline::reuse_candidates`]); none with renders made up front.
+    pub reusable: BTreeMap<String, String>,
+    /// Where each batch's renders come from.
+    pub renders: Arc<BatchRenders>,
+}
+
+impl Pass {
+    /// The pass over `tenants` (every tenant when empty) of `repo` in `scope` on `cluster`,
+    /// rendered as each batch comes; or, given `made` (rendered up front), over those of them
+    /// in scope.
+    pub fn new(
+        repo: Arc<Repo>,
+        tenants: &[String],
+        scope: Arc<EnvScope>,
+        cluster: &str,
+        made: Option<Vec<TenantRender>>,
+    ) -> Pass {
+        let hashes = Arc::new(crate::inputs::tenant_hashes(&repo));
+        let known = repo.tenants.keys().cloned().collect();
+        if let Some(mut renders) = made {
+            crate::inputs::stamp(&mut renders, &hashes);
+            renders.retain(|r| in_scope(&repo, &r.tenant, &scope));
+            return Pass {
+                names: renders.iter().map(|r| r.tenant.clone()).collect(),
+                known,
+                reusable: BTreeMap::new(),
+                renders: Arc::new(BatchRenders::up_front(Arc::new(renders))),
+            };
+        }
+        let mut names: Vec<String> = if tenants.is_empty() {
+            repo.tenants.keys().cloned().collect()
+        } else {
+            tenants.to_vec()
+        };
+        names.retain(|n| in_scope(&repo, n, &scope));
+        let reusable = crate::pipeline::reuse_candidates(&repo, &names, cluster)
+            .into_iter()
+            .filter_map(|t| {
+                let hash = hashes.get(&t)?.clone();
+                Some((t, hash))
+            })
+            .collect();
+        Pass {
+            names,
+            known,
+            reusable,
+            renders: Arc::new(BatchRenders::from_repo(repo, scope, hashes)),
+        }
+    }
+}
+
+/// Whether tenant `name` has an environment in `scope`: a tenant without one is left out of
+/// an `--env` pass (nothing of it would change). A tenant file or fief.yaml that does not
+/// parse counts as in scope, so its errors are reported.
+pub fn in_scope(repo: &Repo, name: &str, scope: &EnvScope) -> bool {
+    match (&repo.config, repo.tenants.get(name)) {
+        (Ok(config), Some(Ok(t))) => crate::render::namespaces(config, t)
+            .keys()
+            .any(|e| scope.includes(e)),
+        _ => true,
+    }
+}
 
 /// Where a pass's renders come from (see the module docs).
 pub struct BatchRenders {
@@ -52,7 +125,7 @@ impl BatchRenders {
     }
 
     /// Take each batch from `renders`, made (and stamped) up front; they count as rendered.
-    pub fn made(renders: Arc<Vec<TenantRender>>) -> BatchRenders {
+    pub fn up_front(renders: Arc<Vec<TenantRender>>) -> BatchRenders {
         let at = renders
             .iter()
             .enumerate()
@@ -83,6 +156,14 @@ impl BatchRenders {
                 .iter()
                 .filter_map(|t| at.get(t).map(|i| renders[*i].clone()))
                 .collect(),
+        }
+    }
+
+    /// The renders made up front; none when each batch is rendered as it comes.
+    pub fn made(&self) -> &[TenantRender] {
+        match &self.source {
+            Source::Made { renders, .. } => renders,
+            Source::Repo { .. } => &[],
         }
     }
 
@@ -130,11 +211,22 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_over_some_environments_leaves_out_the_tenants_with_none_of_them() {
+        let repo = repo();
+        let scope = Arc::new(EnvScope::of(&["prod".to_string()]));
+        let pass = Pass::new(repo.clone(), &[], scope, "", None);
+        assert!(pass.names.is_empty());
+        assert_eq!(pass.known.len(), 2);
+        let pass = Pass::new(repo, &["b".to_string()], Arc::new(EnvScope::All), "", None);
+        assert_eq!(pass.names, ["b"]);
+    }
+
+    #[test]
     fn a_batch_of_renders_made_up_front_takes_the_named_ones_in_order() {
         let repo = repo();
         let made = crate::pipeline::render_all(&repo, &[]);
         assert_eq!(made.len(), 2);
-        let renders = BatchRenders::made(Arc::new(made));
+        let renders = BatchRenders::up_front(Arc::new(made));
         let names = ["b".to_string(), "gone".to_string(), "a".to_string()];
         let batch: Vec<String> = renders
             .batch(&names)

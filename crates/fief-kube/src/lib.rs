@@ -20,6 +20,7 @@ pub mod inventory_store;
 pub mod live;
 pub mod moved;
 pub mod observe;
+pub mod pass;
 pub mod phases;
 pub mod prune;
 pub mod rollout_store;
