@@ -3,26 +3,35 @@
 //!
 //! In: [`RenderArgs`]. Out: YAML on stdout or files; diagnostics on stderr; exit code 0 or 1.
 //!
-//! `--out DIR` writes `<tenant>/<namespace or _cluster>/<kind>.<name>.yaml` for every tenant
-//! that rendered cleanly and records the files it wrote in `DIR/.fief-render`. Run again
-//! into the same folder, it first deletes the files of that list it no longer renders, so
-//! the tree always equals the current render; files it did not write are never touched. A
-//! folder that is neither new, empty, nor written by `fief render` is refused. Every path
-//! is checked to stay inside `DIR` (no `/`, `..` or absolute part) before anything is written.
+//! Both render a batch of tenants at a time and write it before the next is rendered, so
+//! memory holds a few batches, never the fleet's render. `--out DIR` writes
+//! `<tenant>/<namespace or _cluster>/<kind>.<name>.yaml` per object and records the files it
+//! wrote in `DIR/.fief-render`. A folder that is neither new, empty, nor written by
+//! `fief render` is refused before anything is rendered. The batches are written into a
+//! staging folder inside `DIR` ([`STAGING`]), every path checked to stay inside `DIR` (no `/`,
+//! `..` or absolute part); only once every tenant rendered cleanly are the files of the last
+//! list that are no longer rendered deleted, the staged files moved into place and the list
+//! replaced, so the tree equals the current render. A path that would leave `DIR`, or any
+//! tenant that fails, leaves `DIR` as it was (the staging folder is removed) and exits non-zero;
+//! files fief did not write are never touched.
 
-use std::collections::BTreeSet;
-use std::io::Write;
+use std::io::{BufRead, BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
 
+use super::repo::Streamed;
 use super::secrets::WithoutKey;
 use super::{
-    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, load_and_render_envs, output,
-    render_streamed, report_errors, write_err,
+    CliError, EXIT_INVALID, EXIT_OK, RenderArgs, RenderFormat, output, render_streamed,
+    report_errors, write_err,
 };
 use crate::core::render::TenantRender;
 
 /// The list of files `render --out` wrote, one relative path a line, inside the out folder.
 pub const OUT_MANIFEST: &str = ".fief-render";
+
+/// The folder inside the out folder that a `render --out` writes into before the files are
+/// moved into place.
+pub const STAGING: &str = ".fief-render.staging";
 
 /// `fief render`.
 pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
@@ -53,14 +62,9 @@ pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
             }
             renders
         }
-        Some(dir) => {
-            // Every path is checked before anything is written: the whole render is held.
-            let (_, renders) = load_and_render_envs(&args.repo, without_key, &args.envs)?;
-            write_tree(dir, &renders, args.show_secrets)?;
-            renders
-        }
+        Some(dir) => render_out(args, dir, without_key)?,
     };
-    Ok(if report_errors(&renders) {
+    Ok(if report_errors(&renders.failed) {
         EXIT_INVALID
     } else {
         EXIT_OK
@@ -78,82 +82,186 @@ fn is_safe_relative(rel: &Path) -> bool {
         })
 }
 
-fn write_tree(dir: &Path, renders: &[TenantRender], show_secrets: bool) -> Result<(), CliError> {
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    for r in renders.iter().filter(|r| r.is_ok()) {
-        for o in r.chart_crds.iter().chain(&r.objects) {
-            let rel = output::out_path(&r.tenant, o);
-            if !is_safe_relative(&rel) {
-                return Err(CliError::Usage(format!(
-                    "{}: tenant `{}`: {} `{}` would be written to `{}`, outside the --out folder; nothing written",
-                    o.source,
-                    r.tenant,
-                    o.id.kind,
-                    o.id.name,
-                    rel.display()
-                )));
-            }
-            let text = output::document(&r.tenant, o, show_secrets).map_err(CliError::Serialize)?;
-            files.push((rel, text));
+/// `render --out dir`: staged a batch at a time, moved into place once every tenant rendered
+/// cleanly (see the module docs). Out: the renders, for the error report.
+fn render_out(
+    args: &RenderArgs,
+    dir: &Path,
+    without_key: WithoutKey,
+) -> Result<Streamed, CliError> {
+    check_out_folder(dir)?;
+    let mut stage = Stage::new(dir)?;
+    let renders = render_streamed(&args.repo, without_key, &args.envs, |batch| {
+        stage.write(batch, args.show_secrets)
+    });
+    match renders {
+        Ok(renders) if renders.failed.is_empty() => {
+            stage.commit()?;
+            Ok(renders)
+        }
+        Ok(renders) => {
+            stage.discard();
+            Ok(renders)
+        }
+        Err(e) => {
+            stage.discard();
+            Err(e)
         }
     }
-    let previous = previous_files(dir)?;
-    let now: BTreeSet<&Path> = files.iter().map(|(p, _)| p.as_path()).collect();
-    for stale in previous.iter().filter(|p| !now.contains(p.as_path())) {
-        let path = dir.join(stale);
-        match std::fs::remove_file(&path) {
+}
+
+/// A render being written into the staging folder of `dir`.
+struct Stage {
+    dir: PathBuf,
+    staging: PathBuf,
+    /// The out folder did not exist: a discarded render removes it again.
+    created: bool,
+    /// The list of the staged files, written as they are.
+    list: BufWriter<std::fs::File>,
+    /// A tenant failed: nothing more is staged (the render will be discarded).
+    failed: bool,
+}
+
+impl Stage {
+    /// An empty staging folder in `dir` (created if need be), any left by an interrupted
+    /// render removed.
+    fn new(dir: &Path) -> Result<Stage, CliError> {
+        let created = !dir.exists();
+        let staging = dir.join(STAGING);
+        match std::fs::remove_dir_all(&staging) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(write_err(&path)(e));
+                return Err(write_err(&staging)(e));
             }
             _ => {}
         }
-        // Drop the namespace and tenant folders once empty (fails harmlessly otherwise).
-        for parent in path.ancestors().skip(1).take(2) {
-            let _ = std::fs::remove_dir(parent);
-        }
+        std::fs::create_dir_all(&staging).map_err(write_err(&staging))?;
+        let manifest = staging.join(OUT_MANIFEST);
+        let list = std::fs::File::create(&manifest).map_err(write_err(&manifest))?;
+        Ok(Stage {
+            dir: dir.to_path_buf(),
+            staging,
+            created,
+            list: BufWriter::new(list),
+            failed: false,
+        })
     }
-    for (rel, text) in &files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(write_err(parent))?;
-        }
-        std::fs::write(&path, text).map_err(write_err(&path))?;
-    }
-    let list: String = files
-        .iter()
-        .filter_map(|(p, _)| p.to_str())
-        .map(|p| format!("{p}\n"))
-        .collect();
-    std::fs::create_dir_all(dir).map_err(write_err(dir))?;
-    let manifest = dir.join(OUT_MANIFEST);
-    std::fs::write(&manifest, list).map_err(write_err(&manifest))
-}
 
-/// The files the last `render --out` into `dir` wrote; empty for a new or empty folder.
-/// A non-empty folder without the list is refused: it holds files fief did not write.
-fn previous_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
-    let manifest = dir.join(OUT_MANIFEST);
-    match std::fs::read_to_string(&manifest) {
-        Ok(text) => Ok(text
-            .lines()
-            .map(PathBuf::from)
-            .filter(|p| is_safe_relative(p))
-            .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let empty = match std::fs::read_dir(dir) {
-                Ok(mut entries) => entries.next().is_none(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-                Err(e) => return Err(write_err(dir)(e)),
-            };
-            if empty {
-                Ok(Vec::new())
-            } else {
-                Err(CliError::Usage(format!(
-                    "--out {}: the folder is not empty and was not written by `fief render` (no {OUT_MANIFEST} list); use a new or empty folder",
-                    dir.display()
-                )))
+    /// Stage the files of `batch`'s clean renders; a path that would leave the out folder is
+    /// an error (nothing is then written to it).
+    fn write(&mut self, batch: &[TenantRender], show_secrets: bool) -> Result<(), CliError> {
+        self.failed |= batch.iter().any(|r| !r.is_ok());
+        if self.failed {
+            return Ok(());
+        }
+        for r in batch {
+            for o in r.chart_crds.iter().chain(&r.objects) {
+                let rel = output::out_path(&r.tenant, o);
+                if !is_safe_relative(&rel) {
+                    return Err(CliError::Usage(format!(
+                        "{}: tenant `{}`: {} `{}` would be written to `{}`, outside the --out folder; nothing written",
+                        o.source,
+                        r.tenant,
+                        o.id.kind,
+                        o.id.name,
+                        rel.display()
+                    )));
+                }
+                let text =
+                    output::document(&r.tenant, o, show_secrets).map_err(CliError::Serialize)?;
+                let path = self.staging.join(&rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(write_err(parent))?;
+                }
+                std::fs::write(&path, text).map_err(write_err(&path))?;
+                let line = format!("{}\n", rel.display());
+                self.list
+                    .write_all(line.as_bytes())
+                    .map_err(write_err(&self.staging))?;
             }
         }
-        Err(e) => Err(write_err(&manifest)(e)),
+        Ok(())
+    }
+
+    /// Put the staged render in place: the files of the last list it no longer holds
+    /// deleted, its files moved into the out folder, the list replaced.
+    fn commit(mut self) -> Result<(), CliError> {
+        self.list.flush().map_err(write_err(&self.staging))?;
+        let (dir, staging) = (self.dir.clone(), self.staging.clone());
+        for stale in listed(&dir.join(OUT_MANIFEST))? {
+            if staging.join(&stale).exists() {
+                continue;
+            }
+            let path = dir.join(&stale);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(write_err(&path)(e));
+                }
+                _ => {}
+            }
+            // Drop the namespace and tenant folders once empty (fails harmlessly otherwise).
+            for parent in path.ancestors().skip(1).take(2) {
+                let _ = std::fs::remove_dir(parent);
+            }
+        }
+        let manifest = staging.join(OUT_MANIFEST);
+        for rel in listed(&manifest)? {
+            let (from, to) = (staging.join(&rel), dir.join(&rel));
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(write_err(parent))?;
+            }
+            // A path listed twice (two objects with one file name) was moved the first time.
+            if from.exists() {
+                std::fs::rename(&from, &to).map_err(write_err(&to))?;
+            }
+        }
+        let placed = dir.join(OUT_MANIFEST);
+        std::fs::rename(&manifest, &placed).map_err(write_err(&placed))?;
+        std::fs::remove_dir_all(&staging).map_err(write_err(&staging))
+    }
+
+    /// Remove the staging folder (and the out folder, when this render created it).
+    fn discard(self) {
+        drop(self.list);
+        let _ = std::fs::remove_dir_all(&self.staging);
+        if self.created {
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+/// The paths of a `render --out` list, read a line at a time (none when it is absent); a
+/// line that is not `a/b/c` of plain names is skipped.
+fn listed(manifest: &Path) -> Result<impl Iterator<Item = PathBuf>, CliError> {
+    let lines = match std::fs::File::open(manifest) {
+        Ok(file) => Some(std::io::BufReader::new(file).lines()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(write_err(manifest)(e)),
+    };
+    Ok(lines
+        .into_iter()
+        .flatten()
+        .map_while(Result::ok)
+        .map(PathBuf::from)
+        .filter(|p| is_safe_relative(p)))
+}
+
+/// A folder `render --out` may write: new, empty (but for a staging folder an interrupted
+/// render left), or holding the list of a previous `render --out`.
+fn check_out_folder(dir: &Path) -> Result<(), CliError> {
+    if dir.join(OUT_MANIFEST).is_file() {
+        return Ok(());
+    }
+    let empty = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.all(|e| e.is_ok_and(|e| e.file_name() == STAGING)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(write_err(dir)(e)),
+    };
+    if empty {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "--out {}: the folder is not empty and was not written by `fief render` (no {OUT_MANIFEST} list); use a new or empty folder",
+            dir.display()
+        )))
     }
 }

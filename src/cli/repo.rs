@@ -3,13 +3,15 @@
 //! for some environments, or a batch at a time.
 //!
 //! In: a command's [`RepoArgs`] (the checkout, `--tenant`, the age key) and `--env`. Out: the
-//! loaded [`Repo`] and its [`TenantRender`]s, or a [`CliError`] saying what to fix.
+//! loaded [`Repo`] and its [`TenantRender`]s, or a [`CliError`] saying what to fix. A render
+//! a batch at a time ([`render_streamed`]) loads the repo [`Indexed`]: per tenant a small
+//! index is held, and its file is read again when it renders.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{CliError, RepoArgs, secrets};
-use crate::core::model::Repo;
+use crate::core::model::{Indexed, Repo};
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
 use crate::core::scope::EnvScope;
@@ -39,7 +41,40 @@ pub fn load_and_render_with(
 /// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
 pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
     let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
-    if repo.tenants.is_empty() && repo.snapshot.get("fief.yaml").is_none() {
+    check_tenants(args, repo.snapshot.get("fief.yaml").is_some(), || {
+        repo.tenants.keys()
+    })?;
+    secrets::unlock(&mut repo, args, without_key)?;
+    Ok(repo)
+}
+
+/// The repo of [`load_repo_with`], [`Indexed`]: its tenant files read and indexed, not held.
+pub fn load_indexed_with(
+    args: &RepoArgs,
+    without_key: secrets::WithoutKey,
+) -> Result<Indexed, CliError> {
+    let mut listed = crate::source::fs::read_dir_indexed(&args.repo)?;
+    crate::source::charts::shared().resolve(&mut listed.snapshot);
+    let (mut indexed, _) = crate::source::pins::load_indexed(
+        &crate::source::pins::Checkout(&args.repo),
+        listed.snapshot,
+        listed.tenant_files,
+        std::sync::Arc::new(listed.reader),
+    );
+    let has_config = indexed.base.snapshot.get("fief.yaml").is_some();
+    check_tenants(args, has_config, || indexed.names())?;
+    secrets::unlock(&mut indexed.base, args, without_key)?;
+    Ok(indexed)
+}
+
+/// A repo with no fief.yaml and no tenant is not a tenants repo; every `--tenant` must be
+/// one of `names()` (the repo's tenants, in order).
+fn check_tenants<'a, I: Iterator<Item = &'a String>>(
+    args: &RepoArgs,
+    has_config: bool,
+    names: impl Fn() -> I,
+) -> Result<(), CliError> {
+    if names().next().is_none() && !has_config {
         // A CI gate pointed at the wrong folder must fail, not pass on zero tenants.
         return Err(CliError::Usage(format!(
             "{} is not a tenants repo: it has no fief.yaml and no tenants/*.yaml. Give the \
@@ -47,22 +82,26 @@ pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Resu
             args.repo.display()
         )));
     }
-    let unknown: Vec<&String> = args
+    let known: BTreeSet<&String> = if args.tenants.is_empty() {
+        BTreeSet::new()
+    } else {
+        names().collect()
+    };
+    let unknown: Vec<&str> = args
         .tenants
         .iter()
-        .filter(|t| !repo.tenants.contains_key(*t))
+        .filter(|t| !known.contains(t))
+        .map(String::as_str)
         .collect();
     if !unknown.is_empty() {
-        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
         return Err(CliError::Usage(format!(
             "no tenant named {} in {}/tenants/ (known: {})",
-            names.join(", "),
+            unknown.join(", "),
             args.repo.display(),
-            repo.tenants.keys().cloned().collect::<Vec<_>>().join(", ")
+            names().cloned().collect::<Vec<_>>().join(", ")
         )));
     }
-    secrets::unlock(&mut repo, args, without_key)?;
-    Ok(repo)
+    Ok(())
 }
 
 /// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git
@@ -109,6 +148,28 @@ pub(super) fn env_scope(
         .filter_map(|(_, t)| t.as_ref().ok())
         .flat_map(|t| crate::core::render::namespaces(config, t).into_keys())
         .collect();
+    scope_of(known, envs)
+}
+
+/// [`env_scope`] of an [`Indexed`] repo, from its cross-tenant index.
+fn env_scope_indexed(
+    indexed: &Indexed,
+    tenants: &[String],
+    envs: &[String],
+) -> Result<EnvScope, CliError> {
+    if indexed.config().is_none() || envs.is_empty() {
+        return Ok(EnvScope::of(envs));
+    }
+    let known: BTreeSet<String> = indexed
+        .names()
+        .filter(|name| tenants.is_empty() || tenants.contains(name))
+        .flat_map(|name| indexed.environments(name).cloned())
+        .collect();
+    scope_of(known, envs)
+}
+
+/// The scope of `envs`, each of which must be one of the `known` environments.
+fn scope_of(known: BTreeSet<String>, envs: &[String]) -> Result<EnvScope, CliError> {
     if let Some(unknown) = envs.iter().find(|e| !known.contains(*e)) {
         let hint = crate::core::suggest::suggest(unknown, known.iter().map(String::as_str))
             .map(|s| format!(" (did you mean `{s}`?)"))
@@ -134,25 +195,58 @@ pub fn load_and_render_envs(
     Ok((repo, renders))
 }
 
-/// [`load_and_render_envs`] a batch of tenants at a time ([`pipeline::BATCH`]): `each` sees
-/// every batch's renders in tenant order, then their objects are dropped. Out: every render
-/// without its objects (names, namespaces, errors: what the error report and summaries
-/// read), so memory holds one batch's objects, not the fleet's.
+/// What [`render_streamed`] keeps of every tenant: its name and state, and its render
+/// (without objects) when it failed.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// Every tenant rendered, in order.
+    pub tenants: Vec<Rendered>,
+    /// The renders that failed, without their objects: what the error report reads.
+    pub failed: Vec<TenantRender>,
+}
+
+/// One tenant of a [`Streamed`] render.
+#[derive(Debug)]
+pub struct Rendered {
+    /// Its name.
+    pub tenant: String,
+    /// Its lifecycle state, when its file parsed.
+    pub state: Option<crate::core::model::TenantState>,
+    /// Where its render is in [`Streamed::failed`], when it failed.
+    pub failed: Option<usize>,
+}
+
+/// [`load_and_render_envs`] a batch of tenants at a time ([`pipeline::BATCH`]) from the repo
+/// loaded [`Indexed`]: `each` sees every batch's renders in tenant order, then their objects
+/// are dropped. Out: per tenant its name and state, and the failed renders (see
+/// [`Streamed`]), so memory holds the index and a few batches' objects, not the fleet's
+/// tenant files or renders.
 pub fn render_streamed(
     args: &RepoArgs,
     without_key: secrets::WithoutKey,
     envs: &[String],
     mut each: impl FnMut(&[TenantRender]) -> Result<(), CliError>,
-) -> Result<Vec<TenantRender>, CliError> {
-    let repo = load_repo_with(args, without_key)?;
-    let scope = env_scope(&repo, &args.tenants, envs)?;
-    let mut done: Vec<TenantRender> = Vec::with_capacity(repo.tenants.len());
-    pipeline::render_batches_in(&repo, &args.tenants, &scope, pipeline::BATCH, |batch| {
+) -> Result<Streamed, CliError> {
+    let indexed = load_indexed_with(args, without_key)?;
+    let scope = env_scope_indexed(&indexed, &args.tenants, envs)?;
+    let mut done = Streamed::default();
+    pipeline::render_indexed_batches(&indexed, &args.tenants, &scope, pipeline::BATCH, |batch| {
         each(&batch)?;
-        done.extend(batch.into_iter().map(|r| TenantRender {
-            objects: Vec::new(),
-            ..r
-        }));
+        for r in batch {
+            let failed = (!r.is_ok()).then_some(done.failed.len());
+            done.tenants.push(Rendered {
+                tenant: r.tenant.clone(),
+                state: r.state,
+                failed,
+            });
+            if failed.is_some() {
+                done.failed.push(TenantRender {
+                    objects: Vec::new(),
+                    chart_crds: Vec::new(),
+                    ..r
+                });
+            }
+        }
         Ok::<(), CliError>(())
     })?;
     Ok(done)

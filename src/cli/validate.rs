@@ -6,79 +6,113 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::repo::Streamed;
 use super::secrets::WithoutKey;
 use super::{
     CliError, EXIT_INVALID, EXIT_OK, Format, ValidateArgs, render_streamed, report_errors,
     write_err,
 };
+use crate::core::render::TenantRender;
+
+/// What the summary reads of one tenant's render, kept once its objects are dropped.
+struct Seen {
+    objects: usize,
+    /// How many namespaces of the environments validated it has.
+    namespace_count: usize,
+    /// Those namespaces (`-o json` only).
+    namespaces: Vec<String>,
+}
 
 /// `fief validate`.
 pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
-    // Rendered a batch at a time; only each tenant's object count is kept of its objects.
-    let mut objects: Vec<usize> = Vec::new();
+    // Rendered a batch at a time; of each tenant only what the summary prints is kept.
+    let json = args.output == Format::Json;
+    let mut seen: Vec<Seen> = Vec::new();
     let renders = render_streamed(&args.repo, WithoutKey::Redact, &args.envs, |batch| {
-        objects.extend(batch.iter().map(|r| r.objects.len()));
+        seen.extend(batch.iter().map(|r| Seen {
+            objects: r.objects.len(),
+            namespace_count: namespaces(r).len(),
+            namespaces: if json {
+                namespaces(r).into_iter().cloned().collect()
+            } else {
+                Vec::new()
+            },
+        }));
         Ok(())
     })?;
-    let failed = report_errors(&renders);
-    let mut out = String::new();
+    let failed = report_errors(&renders.failed);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {
-        Format::Json => {
-            let summary: Vec<_> = renders
-                .iter()
-                .zip(&objects)
-                .map(|(r, objects)| {
-                    serde_json::json!({
-                        "tenant": r.tenant,
-                        "ok": r.is_ok(),
-                        "state": r.state,
-                        "namespaces": namespaces(r),
-                        "objects": objects,
-                        "errors": r.errors.iter().map(|d| serde_json::json!({
-                            "file": d.file, "line": d.line, "message": d.problem.to_string(),
-                            "hint": d.problem.hint(),
-                        })).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            out.push_str(&serde_json::to_string_pretty(&summary).unwrap_or_default());
-            out.push('\n');
-        }
-        Format::Text => {
-            for (r, objects) in renders.iter().zip(&objects) {
-                if r.is_ok() {
-                    out.push_str(&format!(
-                        "{}: ok ({} namespaces, {} objects)\n",
-                        r.tenant,
-                        namespaces(r).len(),
-                        objects
-                    ));
-                } else {
-                    out.push_str(&format!(
-                        "{}: INVALID ({} errors)\n",
-                        r.tenant,
-                        r.errors.len()
-                    ));
-                }
-            }
-            let bad = renders.iter().filter(|r| !r.is_ok()).count();
-            out.push_str(&format!(
-                "{}, {} valid, {} invalid\n",
-                super::words::count(renders.len(), "tenant"),
-                renders.len() - bad,
-                bad
-            ));
-        }
+        Format::Json => write_json(&mut out, &renders, &seen),
+        Format::Text => write_text(&mut out, &renders, &seen),
     }
-    std::io::stdout()
-        .lock()
-        .write_all(out.as_bytes())
-        .map_err(write_err(Path::new("<stdout>")))?;
+    .and_then(|()| out.flush())
+    .map_err(write_err(Path::new("<stdout>")))?;
     Ok(if failed { EXIT_INVALID } else { EXIT_OK })
 }
 
+/// The summary as one JSON array, pretty-printed, an item at a time.
+fn write_json(out: &mut impl Write, renders: &Streamed, seen: &[Seen]) -> std::io::Result<()> {
+    if renders.tenants.is_empty() {
+        return out.write_all(b"[]\n");
+    }
+    out.write_all(b"[\n")?;
+    for (i, (t, seen)) in renders.tenants.iter().zip(seen).enumerate() {
+        let errors = t.failed.map_or(&[][..], |at| &renders.failed[at].errors);
+        let item = serde_json::json!({
+            "tenant": t.tenant,
+            "ok": t.failed.is_none(),
+            "state": t.state,
+            "namespaces": seen.namespaces,
+            "objects": seen.objects,
+            "errors": errors.iter().map(|d| serde_json::json!({
+                "file": d.file, "line": d.line, "message": d.problem.to_string(),
+                "hint": d.problem.hint(),
+            })).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&item).unwrap_or_default();
+        if i > 0 {
+            out.write_all(b",\n")?;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if n > 0 {
+                out.write_all(b"\n")?;
+            }
+            write!(out, "  {line}")?;
+        }
+    }
+    out.write_all(b"\n]\n")
+}
+
+/// The summary as text: a line per tenant, then the counts.
+fn write_text(out: &mut impl Write, renders: &Streamed, seen: &[Seen]) -> std::io::Result<()> {
+    for (t, seen) in renders.tenants.iter().zip(seen) {
+        match t.failed {
+            None => writeln!(
+                out,
+                "{}: ok ({} namespaces, {} objects)",
+                t.tenant, seen.namespace_count, seen.objects
+            )?,
+            Some(at) => writeln!(
+                out,
+                "{}: INVALID ({} errors)",
+                t.tenant,
+                renders.failed[at].errors.len()
+            )?,
+        }
+    }
+    let (all, bad) = (renders.tenants.len(), renders.failed.len());
+    writeln!(
+        out,
+        "{}, {} valid, {} invalid",
+        super::words::count(all, "tenant"),
+        all - bad,
+        bad
+    )
+}
+
 /// The tenant's namespaces of the environments validated (`--env`).
-fn namespaces(r: &crate::core::render::TenantRender) -> Vec<&String> {
+fn namespaces(r: &TenantRender) -> Vec<&String> {
     r.namespaces
         .iter()
         .filter(|(env, _)| r.scope.includes(env))

@@ -13,7 +13,7 @@ mod ordered;
 
 use crate::diagnostic::{Diagnostic, Problem};
 
-use crate::model::Repo;
+use crate::model::{Indexed, Repo};
 use crate::render::{self, Renderer, TenantRender};
 use crate::scope::EnvScope;
 use crate::validate;
@@ -143,14 +143,7 @@ pub fn render_batches_in<E>(
     mut each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
 ) -> Result<(), E> {
     let renderer = Renderer::new(repo.snapshot.clone());
-    let names: Vec<&String> = if only.is_empty() {
-        repo.tenants.keys().collect()
-    } else {
-        let only: std::collections::BTreeSet<&String> = only.iter().collect();
-        only.into_iter()
-            .filter_map(|n| repo.tenants.get_key_value(n).map(|(k, _)| k))
-            .collect()
-    };
+    let names = selected(&repo.tenants, only);
     if names.len() <= batch {
         let mut out = render_names(&renderer, repo, &names, scope);
         check_across(&mut out, repo);
@@ -167,6 +160,46 @@ pub fn render_batches_in<E>(
         check_across(&mut out, repo);
         each(out)
     })
+}
+
+/// [`render_batches_in`] over an [`Indexed`] repo: the worker that renders a tenant reads and
+/// parses its file again ([`Indexed::tenant_repo`]) and checks it across tenants; its repo is
+/// dropped with the render, so memory holds the index and a few batches, not the fleet's
+/// tenant files. The renders equal those of the repo loaded whole.
+pub fn render_indexed_batches<E>(
+    indexed: &Indexed,
+    only: &[String],
+    scope: &EnvScope,
+    batch: usize,
+    each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
+) -> Result<(), E> {
+    let renderer = Renderer::new(indexed.base.snapshot.clone());
+    let names = selected(&indexed.base.tenant_files, only);
+    let render = |i: usize| {
+        let name = names[i];
+        catch_unwind(AssertUnwindSafe(|| {
+            let repo = indexed.tenant_repo(name);
+            let mut out = [render_tenant_in(&renderer, &repo, name, scope)];
+            check_across(&mut out, &repo);
+            let [out] = out;
+            out
+        }))
+        .unwrap_or_else(|p| panicked(&indexed.base, name, p.as_ref()))
+    };
+    ordered::render_in_order(names.len(), batch, threads(), render, each)
+}
+
+/// The keys of `map` (tenants by name): all of them, or those named in `only`, in order,
+/// each once.
+fn selected<'a, V: Clone>(map: &'a imbl::OrdMap<String, V>, only: &[String]) -> Vec<&'a String> {
+    if only.is_empty() {
+        map.keys().collect()
+    } else {
+        let only: std::collections::BTreeSet<&String> = only.iter().collect();
+        only.into_iter()
+            .filter_map(|n| map.get_key_value(n).map(|(k, _)| k))
+            .collect()
+    }
 }
 
 /// Render threads: one per core, up to 16.

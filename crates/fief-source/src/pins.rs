@@ -7,12 +7,13 @@
 //! ([`fief_core::pins::with_pins`]) and each pin's resolution ([`Resolved`]: the id of what
 //! was read at the ref, or why it cannot be read), from which the agent mixes the
 //! component's tree ids into tenant input hashes ([`fief_core::pins::hashes_with`]). A ref that
-//! cannot be read fails only the tenants that pin it (invalid, with the reason).
+//! cannot be read fails only the tenants that pin it (invalid, with the reason). The same for
+//! a repo indexed for a render of a large fleet ([`load_indexed`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use fief_core::model::Repo;
+use fief_core::model::{Indexed, Repo, TenantReader};
 use fief_core::pins::Resolved;
 use fief_core::snapshot::Snapshot;
 
@@ -51,6 +52,38 @@ pub fn load(reader: &dyn RefReader, snapshot: Snapshot) -> (Repo, Resolved) {
     if wanted.is_empty() {
         return (repo, Resolved::new());
     }
+    let (snapshot, resolved) = read_pins(reader, &repo.snapshot, wanted);
+    (Repo::load(Arc::new(snapshot)), resolved)
+}
+
+/// [`load`] for an [`Indexed`] repo: the snapshot without the tenant files at `listed`,
+/// which `tenants` reads. The pinned components are added to the index's repo; its tenants
+/// are not read again.
+pub fn load_indexed(
+    reader: &dyn RefReader,
+    snapshot: Snapshot,
+    listed: Vec<String>,
+    tenants: Arc<dyn TenantReader>,
+) -> (Indexed, Resolved) {
+    let mut indexed = Indexed::load(snapshot, listed, tenants);
+    if indexed.pins.is_empty() {
+        return (indexed, Resolved::new());
+    }
+    let wanted = std::mem::take(&mut indexed.pins);
+    let (snapshot, resolved) = read_pins(reader, &indexed.base.snapshot, wanted.clone());
+    let changed = snapshot.changed_since(&indexed.base.snapshot);
+    indexed.base = Repo::load_reusing(Arc::new(snapshot), &indexed.base, &changed).0;
+    indexed.pins = wanted;
+    (indexed, resolved)
+}
+
+/// `head` with each of the `wanted` (component, ref) folders read through `reader`, and
+/// their resolution.
+fn read_pins(
+    reader: &dyn RefReader,
+    head: &Snapshot,
+    wanted: std::collections::BTreeSet<(String, String)>,
+) -> (Snapshot, Resolved) {
     let mut resolved = Resolved::new();
     let pinned: Vec<_> = wanted
         .into_iter()
@@ -65,9 +98,5 @@ pub fn load(reader: &dyn RefReader, snapshot: Snapshot) -> (Repo, Resolved) {
             (component, git_ref, at.map(|(s, _)| s))
         })
         .collect();
-    let repo = Repo::load(Arc::new(fief_core::pins::with_pins(
-        &repo.snapshot,
-        &pinned,
-    )));
-    (repo, resolved)
+    (fief_core::pins::with_pins(head, &pinned), resolved)
 }

@@ -13,7 +13,7 @@
 //! and the changed tenants replaced in it. The [`Repo`] it indexes keeps it
 //! ([`Repo::across`]), so it is part of the model, read by the checks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
@@ -22,8 +22,9 @@ use super::{Config, Parsed, Repo, Tenant, Tenants, namespaces};
 /// What one tenant file claims.
 #[derive(Debug, Default)]
 pub struct Claims {
-    /// Its namespaces, by environment.
-    pub namespaces: BTreeMap<String, String>,
+    /// Its (environment, namespace) pairs, sorted by environment (a vector: most tenants
+    /// have one or two, which a map's node would hold in many times the bytes).
+    pub namespaces: Vec<(String, String)>,
     /// The host suffixes it claims, in order: the policy's `{tenant}` patterns, then its
     /// `spec.hostSuffixes` (`explicit`).
     pub suffixes: Vec<Suffix>,
@@ -43,8 +44,9 @@ pub struct Suffix {
 pub struct Across {
     /// Per tenant whose file parses: what it claims (empty when fief.yaml does not parse).
     pub tenants: imbl::OrdMap<String, Arc<Claims>>,
-    /// Per namespace: the tenants that would own it, in tenant order.
-    pub owners: imbl::HashMap<String, Vec<String>>,
+    /// Per namespace: the tenants that would own it, in tenant order (a B-tree: its nodes
+    /// stay full, where a hash trie's grow sparse with the fleet).
+    pub owners: imbl::OrdMap<String, Vec<String>>,
     /// Per host suffix, keyed by [`label_key`]: its claims as (tenant, index in that tenant's
     /// [`Claims::suffixes`]), in that order.
     pub suffixes: imbl::OrdMap<String, Vec<(String, usize)>>,
@@ -86,8 +88,8 @@ impl Across {
         out
     }
 
-    fn add(&mut self, name: &str, claims: Arc<Claims>) {
-        for ns in claims.namespaces.values() {
+    pub(super) fn add(&mut self, name: &str, claims: Arc<Claims>) {
+        for (_, ns) in &claims.namespaces {
             let owners = self.owners.entry(ns.clone()).or_default();
             if let Err(at) = owners.binary_search_by(|o| o.as_str().cmp(name)) {
                 owners.insert(at, name.to_string());
@@ -107,7 +109,7 @@ impl Across {
         let Some(old) = self.tenants.remove(name) else {
             return;
         };
-        for ns in old.namespaces.values() {
+        for (_, ns) in &old.namespaces {
             if let Some(owners) = self.owners.get_mut(ns) {
                 owners.retain(|o| o != name);
                 if owners.is_empty() {
@@ -180,7 +182,7 @@ pub fn carried(
     out
 }
 
-fn claims(config: &Config, name: &str, tenant: &Tenant) -> Claims {
+pub(super) fn claims(config: &Config, name: &str, tenant: &Tenant) -> Claims {
     let mut suffixes = Vec::new();
     for pattern in &config.policy.ingress_host_suffixes {
         if pattern.contains("{tenant}") {
@@ -197,7 +199,7 @@ fn claims(config: &Config, name: &str, tenant: &Tenant) -> Claims {
         });
     }
     Claims {
-        namespaces: namespaces(config, tenant),
+        namespaces: namespaces(config, tenant).into_iter().collect(),
         suffixes,
     }
 }
@@ -279,7 +281,7 @@ mod tests {
     /// Claims of `suffixes`, all explicit.
     fn claiming(suffixes: &[&str]) -> Arc<Claims> {
         Arc::new(Claims {
-            namespaces: BTreeMap::new(),
+            namespaces: Vec::new(),
             suffixes: suffixes
                 .iter()
                 .map(|s| Suffix {

@@ -8,6 +8,7 @@ mod across;
 mod chart;
 mod component;
 mod config;
+mod indexed;
 mod json_schema;
 mod kustomize;
 mod load;
@@ -35,6 +36,7 @@ pub use config::{
     ALWAYS_RESERVED_NAMESPACES, ComponentKind, Config, DEFAULT_COMPONENT_KINDS, Policy, PruneGuard,
     environments, glob_match, namespaces, parse_component_kind, plural_of,
 };
+pub use indexed::{Indexed, TenantReader};
 pub use json_schema::RepoFile;
 pub use kustomize::{
     ImageFromValues, ImageSetting, KustomizeFromValues, KustomizeSettings, ReplicaSetting,

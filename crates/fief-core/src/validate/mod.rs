@@ -195,7 +195,7 @@ pub fn check_namespace_collisions(renders: &mut [TenantRender], repo: &Repo) {
             .get(&file)
             .and_then(|e| e.as_ref().ok())
             .and_then(|t| crate::model::line_of_key(t, "name"));
-        for ns in claims.namespaces.values() {
+        for (_, ns) in &claims.namespaces {
             for other in across.owners.get(ns.as_str()).into_iter().flatten() {
                 if *other != render.tenant {
                     render.errors.push(

@@ -21,7 +21,7 @@ mod config;
 mod kustomize;
 mod package;
 mod remote;
-mod tenants;
+pub(super) mod tenants;
 
 use components::load_components;
 use config::load_config;

@@ -10,10 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::{LoadStats, Reuse, is_dns_label, line_of_key, parse_file, read};
+use super::{LoadStats, Reuse, is_dns_label, line_of_key};
 use crate::diagnostic::{Diagnostic, Problem};
 use crate::model::{API_VERSION, Parsed, Tenant, TenantFiles, Tenants};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Entry, Snapshot};
+use crate::yaml;
 
 /// Every tenant, the files they were read from, and (for an incremental load) the stems that
 /// were parsed again.
@@ -109,6 +110,18 @@ fn load_stem(
     paths: &[String],
     stats: &mut LoadStats,
 ) -> Parsed<Arc<Tenant>> {
+    if let Some(twice) = declared_twice(stem, paths) {
+        return Err(twice);
+    }
+    let Some(path) = paths.last() else {
+        return Err(Vec::new());
+    };
+    stats.tenants_parsed += 1;
+    load_tenant(path, snapshot.get(path), stem).map(Arc::new)
+}
+
+/// A tenant whose files (sorted) are in two directories: an error at each file.
+pub(in crate::model) fn declared_twice(stem: &str, paths: &[String]) -> Option<Vec<Diagnostic>> {
     let dir = |p: &str| {
         p.rsplit_once('/')
             .map_or(String::new(), |(d, _)| d.to_string())
@@ -127,14 +140,7 @@ fn load_stem(
             ))
         })
         .collect();
-    if !twice.is_empty() {
-        return Err(twice);
-    }
-    let Some(path) = paths.last() else {
-        return Err(Vec::new());
-    };
-    stats.tenants_parsed += 1;
-    load_tenant(snapshot, path, stem).map(Arc::new)
+    (!twice.is_empty()).then_some(twice)
 }
 
 /// The tenants that pin a component to a git ref; an incremental load updates only the
@@ -170,23 +176,38 @@ fn pins_a_ref(tenant: &Parsed<Arc<Tenant>>) -> bool {
         .is_ok_and(|t| t.spec.pinned_refs().next().is_some())
 }
 
-/// One tenant file, parsed and checked; `stem` is its file name without the extension.
-fn load_tenant(snapshot: &Snapshot, path: &str, stem: &str) -> Parsed<Tenant> {
-    let tenant = match parse_file::<Tenant>(snapshot, path) {
+/// One tenant file, parsed and checked, from its `entry` (`None`: absent); `stem` is its file
+/// name without the extension.
+pub(in crate::model) fn load_tenant(
+    path: &str,
+    entry: Option<&Entry>,
+    stem: &str,
+) -> Parsed<Tenant> {
+    let empty = || {
+        Err(vec![Diagnostic::new(
+            path,
+            Some(1),
+            Problem::Yaml {
+                detail: "the tenant file is empty".to_string(),
+            },
+        )])
+    };
+    let text: &str = match entry {
+        None => return empty(),
+        Some(Err(problem)) => return Err(vec![Diagnostic::new(path, None, problem.clone())]),
+        Some(Ok(text)) => text,
+    };
+    let tenant = match yaml::parse_single_typed::<Tenant>(text) {
         Ok(Some(t)) => t,
-        Ok(None) => {
+        Ok(None) => return empty(),
+        Err(e) => {
             return Err(vec![Diagnostic::new(
                 path,
-                Some(1),
-                Problem::Yaml {
-                    detail: "the tenant file is empty".to_string(),
-                },
+                e.line,
+                Problem::from_yaml_error(&e.message),
             )]);
         }
-        Err(d) => return Err(vec![d]),
     };
-    let text = read(snapshot, path).ok().flatten().map(|t| t.to_string());
-    let text = text.as_deref().unwrap_or("");
     let mut errors = field_errors(&tenant, path, text);
     if tenant.metadata.name != stem {
         errors.push(Diagnostic::new(

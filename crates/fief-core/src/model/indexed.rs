@@ -1,0 +1,246 @@
+//! A repo loaded for rendering a large fleet a batch at a time: every part of [`Repo`] but the
+//! parsed tenant files, which are read and parsed again when their tenant renders.
+//!
+//! In: a snapshot without the tenant files' text, the paths of those files (the source lists
+//! them without reading them) and a [`TenantReader`] that reads one. Out: an [`Indexed`] repo
+//! that holds per tenant only its name and file paths, its entries in the cross-tenant index
+//! (namespaces, claimed host suffixes) and a hash of the file as that index read it, plus the
+//! (component, ref) pins of the fleet; and, when a tenant renders, a [`Repo`] holding that
+//! one tenant parsed ([`Indexed::tenant_repo`]), dropped with its render. Every diagnostic of
+//! a tenant file is the one [`Repo::load`] gives. A file that changed between the two reads
+//! fails its tenant (the checks across tenants judged the first one). Pure (the reader reads).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use super::across::{Across, claims};
+use super::load::tenants::{declared_twice, load_tenant};
+use super::{Config, Parsed, Repo, Tenant, Tenants, tenant_stem};
+use crate::diagnostic::Problem;
+use crate::snapshot::{Entry, Snapshot};
+
+/// Reads one tenant file (the source of the repo: a checkout on disk).
+pub trait TenantReader: Send + Sync {
+    /// The file at the repo-relative `path`: its text, or why it cannot be used.
+    fn read(&self, path: &str) -> Entry;
+}
+
+/// A snapshot that holds the tenant files reads them from memory (tests).
+impl TenantReader for Snapshot {
+    fn read(&self, path: &str) -> Entry {
+        self.get(path).cloned().unwrap_or_else(|| {
+            Err(Problem::Unreadable {
+                reason: "no such file".to_string(),
+            })
+        })
+    }
+}
+
+/// Tenant files parsed at a time while the index is built, across the threads.
+const CHUNK: usize = 1024;
+
+/// A repo whose tenants are indexed, not held (see the module docs).
+pub struct Indexed {
+    /// Every part of the repo but the parsed tenants: `tenants` is empty; `tenant_files`,
+    /// `pinning` and [`Repo::across`] are the whole fleet's; `snapshot` lacks the tenant
+    /// files the source listed.
+    pub base: Repo,
+    /// Every (component, ref) some tenant pins (see [`crate::pins::pins`]).
+    pub pins: BTreeSet<(String, String)>,
+    /// A hash of (path, text) of each tenant file the index read.
+    seen: HashSet<u64>,
+    reader: Arc<dyn TenantReader>,
+}
+
+/// What the index keeps of one tenant file, parsed on a worker thread.
+struct Read {
+    stem: String,
+    seen: Option<u64>,
+    claims: Option<super::Claims>,
+    pins: Vec<(String, String)>,
+}
+
+impl Indexed {
+    /// Index the repo of `snapshot`, whose tenant files at `listed` (repo-relative paths) are
+    /// read through `reader`, one at a time on a few threads, and dropped once indexed.
+    pub fn load(snapshot: Snapshot, listed: Vec<String>, reader: Arc<dyn TenantReader>) -> Self {
+        let mut base = Repo::load(Arc::new(snapshot));
+        let mut by_stem: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let in_snapshot = base.snapshot.under("tenants").map(|(p, _)| p.clone());
+        for path in listed.into_iter().chain(in_snapshot) {
+            if let Some(stem) = tenant_stem(&path) {
+                by_stem.entry(stem.to_string()).or_default().push(path);
+            }
+        }
+        for paths in by_stem.values_mut() {
+            paths.sort();
+            paths.dedup();
+        }
+        let mut out = Indexed {
+            pins: BTreeSet::new(),
+            seen: HashSet::with_capacity(by_stem.len()),
+            reader,
+            base: base.clone(),
+        };
+        let mut across = Across::default();
+        let mut pinning = imbl::OrdSet::new();
+        let stems: Vec<(&String, &Vec<String>)> = by_stem.iter().collect();
+        for chunk in stems.chunks(CHUNK) {
+            for read in out.read_chunk(chunk) {
+                out.seen.extend(read.seen);
+                if !read.pins.is_empty() {
+                    pinning.insert(read.stem.clone());
+                }
+                out.pins.extend(read.pins);
+                if let Some(claims) = read.claims {
+                    across.add(&read.stem, Arc::new(claims));
+                }
+            }
+        }
+        base.tenants = Tenants::new();
+        base.pinning = pinning;
+        base.across = OnceLock::from(Arc::new(across));
+        base.tenant_files = by_stem.into_iter().collect();
+        out.base = base;
+        out
+    }
+
+    /// The tenant files of `chunk` (stem, its paths) read and indexed, on a few threads, in
+    /// order.
+    fn read_chunk(&self, chunk: &[(&String, &Vec<String>)]) -> Vec<Read> {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 16);
+        let part = chunk.len().div_ceil(threads).max(1);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .chunks(part)
+                .map(|p| {
+                    s.spawn(move || {
+                        p.iter()
+                            .map(|(stem, paths)| self.index(stem, paths))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
+    /// What the index keeps of the tenant `stem` whose files are `paths`.
+    fn index(&self, stem: &str, paths: &[String]) -> Read {
+        let mut read = Read {
+            stem: stem.to_string(),
+            seen: None,
+            claims: None,
+            pins: Vec::new(),
+        };
+        let (tenant, entry) = self.parse(stem, paths);
+        if let (Some(path), Some(Ok(text))) = (paths.last(), &entry) {
+            read.seen = Some(seen(path, text));
+        }
+        if let Ok(tenant) = &tenant {
+            read.pins = tenant
+                .spec
+                .pinned_refs()
+                .map(|(c, r)| (c.to_string(), r.to_string()))
+                .collect();
+            if let Ok(config) = &self.base.config {
+                read.claims = Some(claims(config, stem, tenant));
+            }
+        }
+        read
+    }
+
+    /// The tenant `stem` from its files `paths` (sorted) as [`Repo::load`] parses it, and the
+    /// entry of the file it was read from (`None`: none was read).
+    fn parse(&self, stem: &str, paths: &[String]) -> (Parsed<Arc<Tenant>>, Option<Entry>) {
+        if let Some(twice) = declared_twice(stem, paths) {
+            return (Err(twice), None);
+        }
+        let Some(path) = paths.last() else {
+            return (Err(Vec::new()), None);
+        };
+        let entry = match self.base.snapshot.get(path) {
+            Some(entry) => entry.clone(),
+            None => self.reader.read(path),
+        };
+        let tenant = load_tenant(path, Some(&entry), stem).map(Arc::new);
+        (tenant, Some(entry))
+    }
+
+    /// The repo of one tenant: [`Indexed::base`] with the tenant `name`'s file read again,
+    /// parsed into `tenants` and its text in the snapshot (the diagnostics quote its lines).
+    /// A file whose text is not the one the index read fails the tenant.
+    pub fn tenant_repo(&self, name: &str) -> Repo {
+        let mut repo = self.base.clone();
+        let Some(paths) = self.base.tenant_files.get(name) else {
+            return repo;
+        };
+        let (tenant, entry) = self.parse(name, paths);
+        let tenant = match (paths.last(), entry) {
+            (Some(path), Some(entry)) if self.base.snapshot.get(path).is_none() => {
+                let entry = self.unchanged(path, entry);
+                let tenant = match &entry {
+                    Ok(_) => tenant,
+                    Err(_) => load_tenant(path, Some(&entry), name).map(Arc::new),
+                };
+                let mut snapshot = (*repo.snapshot).clone();
+                snapshot.insert(path.clone(), entry);
+                repo.snapshot = Arc::new(snapshot);
+                tenant
+            }
+            _ => tenant,
+        };
+        repo.tenants.insert(name.to_string(), tenant);
+        repo
+    }
+
+    /// `entry` read again at `path`, or a problem when its text is not what the index read.
+    fn unchanged(&self, path: &str, entry: Entry) -> Entry {
+        match &entry {
+            Ok(text) if !self.seen.contains(&seen(path, text)) => Err(Problem::Unreadable {
+                reason: "the file changed while fief read the repo: run the command again"
+                    .to_string(),
+            }),
+            _ => entry,
+        }
+    }
+
+    /// The tenants' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.base.tenant_files.keys()
+    }
+
+    /// The environments of tenant `name` (empty when its file or fief.yaml does not parse).
+    pub fn environments(&self, name: &str) -> impl Iterator<Item = &String> {
+        self.base
+            .across()
+            .tenants
+            .get(name)
+            .into_iter()
+            .flat_map(|c| c.namespaces.iter().map(|(env, _)| env))
+    }
+
+    /// Whether fief.yaml parses.
+    pub fn config(&self) -> Option<&Config> {
+        self.base.config.as_ref().ok()
+    }
+}
+
+/// The hash the index keeps of the tenant file at `path` holding `text`.
+fn seen(path: &str, text: &str) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    path.hash(&mut hasher);
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+#[path = "indexed_tests.rs"]
+mod tests;
