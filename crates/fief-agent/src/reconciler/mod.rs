@@ -61,10 +61,13 @@ async fn compute(groups: Vec<(Arc<Revision>, Vec<String>)>) -> Rendered {
         if due.is_empty() {
             continue;
         }
-        let repo = rev.repo.clone();
+        let batch = fief_core::fleet::BatchRenders::from_repo(
+            rev.repo.clone(),
+            Arc::new(fief_core::scope::EnvScope::All),
+            Arc::new(rev.hashes.clone()),
+        );
         let rendered = tokio::task::spawn_blocking(move || {
-            let mut renders = fief_core::pipeline::render_all(&repo, &due);
-            fief_core::inputs::stamp(&mut renders, &rev.hashes);
+            let renders = batch.batch(&due);
             let shapes: Vec<(String, Vec<super::desired::Shaped>)> = renders
                 .iter()
                 .map(|r| (r.tenant.clone(), super::desired::shapes_of(r)))
