@@ -18,11 +18,10 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 /// The cluster of `args`: a client and the API resources it serves, with the counter of its
 /// requests.
 pub(super) async fn resources(args: &ClusterArgs) -> Result<(Resources, RequestCounter), CliError> {
-    let (client, counter) = crate::kube::connect(
+    Ok(crate::kube::connect_resources(
         args.kubeconfig.as_deref(),
         args.context.as_deref(),
         args.api_qps,
     )
-    .await?;
-    Ok((Resources::discover(client).await?, counter))
+    .await?)
 }

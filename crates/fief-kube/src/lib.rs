@@ -260,6 +260,16 @@ pub async fn connect(
     Ok((client, counter))
 }
 
+/// [`connect`], then the API resources the cluster serves: what a command that syncs needs.
+pub async fn connect_resources(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    qps: u32,
+) -> Result<(Resources, counter::RequestCounter), ClusterError> {
+    let (client, counter) = connect(kubeconfig, context, qps).await?;
+    Ok((Resources::discover(client).await?, counter))
+}
+
 /// A client for `config` whose requests `counter` counts, limited to `qps` per second on the
 /// client side (`None`: not limited), and whose writes pass only while `fence` admits them
 /// (see [`fence`]).
