@@ -23,7 +23,7 @@ pub use prefetch::Prefetch;
 
 use meta::{KINDS_AT_ONCE, each_metadata, unchanged_since_applied};
 
-use super::inventory_store::load_inventories;
+use super::inventory_store::{get_inventories, load_inventories};
 use super::sync::{ClusterState, SyncOptions, api_version};
 use super::{ClusterError, FIELD_MANAGER, Resource, Resources, live_id};
 use fief_core::inventory::{Entry, Inventory, InventoryError};
@@ -33,9 +33,10 @@ use fief_core::plan;
 use fief_core::render::TenantRender;
 
 /// Read what a sync needs: the agent namespace (created if missing), the inventories, and the
-/// live hash of every rendered object fief applied before (see the module docs). Every
-/// inventory is held at once: a pass over the fleet goes through [`super::batched::sync_batched`],
-/// which holds a batch's.
+/// live hash of every rendered object fief applied before (see the module docs). The
+/// rendered tenants' inventories are read by name; with `all_tenants` (orphans are looked
+/// for) every inventory is read and held at once: a pass over the fleet goes through
+/// [`super::batched::sync_batched`], which holds a batch's.
 pub async fn observe(
     resources: &Resources,
     renders: &[TenantRender],
@@ -44,7 +45,12 @@ pub async fn observe(
 ) -> Result<ClusterState, ClusterError> {
     let client = resources.client().clone();
     ensure_namespace(&client, &options.agent_namespace).await?;
-    let inventories = load_inventories(&client, &options.agent_namespace).await?;
+    let inventories = if all_tenants {
+        load_inventories(&client, &options.agent_namespace).await?
+    } else {
+        let names: Vec<String> = renders.iter().map(|r| r.tenant.clone()).collect();
+        get_inventories(&client, &options.agent_namespace, &names).await?
+    };
     let live = observe_live(resources, renders, &inventories, all_tenants, None).await?;
     Ok(ClusterState { inventories, live })
 }
