@@ -10,7 +10,8 @@
 //! applied or deleted; a relist; a failure (a kind that cannot be listed — e.g. 403 — is
 //! `Failed`, and only the tenants using it are degraded). The watch tasks write nothing of the
 //! index: the index task alone writes the live hashes and the watch states and takes the
-//! drift decisions ([`judge`]). A desired object's live hash is computed from its shape; an
+//! drift decisions ([`judge`]): the tenants queued and the drift counter, and the health gate
+//! told of each object seen or gone. A desired object's live hash is computed from its shape; an
 //! object of a tenant verified and not rendered since ([`super::verify`]), or whose render
 //! failed, has no shape and is judged by its version: still the one fief applied, its
 //! recorded live hash stands; moved, it is drift (and its live hash unknown, so the sync that

@@ -4,21 +4,22 @@
 //!
 //! Each map has one writer:
 //!
-//! | map        | written by                                         | how                       |
-//! |------------|----------------------------------------------------|---------------------------|
-//! | `live`     | the index task ([`crate::drift::index_task`])      | [`Keeper`], its one handle |
-//! | `watches`  | the index task                                     | [`Keeper`]                 |
-//! | `desired`  | the sync path ([`crate::reconciler`])              | [`LiveIndex::replace_desired`] |
-//! | `recorded` | the sync path ([`crate::verify`], [`crate::outcome`]) | [`LiveIndex::baseline`] |
+//! - `live` (the live hashes) and `watches` (each kind's watch state): the index task
+//!   ([`crate::drift::index_task`]), through the [`Keeper`], the one handle with their writes.
+//! - `desired` (the renders' shapes): the sync path ([`crate::reconciler`]), through
+//!   [`LiveIndex::replace_desired`].
+//! - `recorded` (the drift baseline): the sync path ([`crate::verify`], [`crate::outcome`]),
+//!   through [`LiveIndex::baseline`].
 //!
 //! The index task holds the only [`Keeper`] (made once, with the index, by [`LiveIndex::new`])
 //! and alone receives the [`feed`]: the watches' events, and the sync path's asks — the live
 //! hashes a sync wrote ([`LiveIndex::written`]), a relist it waits for
 //! ([`LiveIndex::relist_now`]), the kinds it wants watched ([`LiveIndex::claim_watches`]). The
 //! sync path (the leader's loop, one task) writes the desired objects and the drift baseline
-//! itself, under their locks: it reads them back at its next step (the planner, the verifier),
-//! and a message would only add a round trip; the index task reads them to judge drift. The
-//! interner `ids` is an allocator both call (interning an object again hands out the same
+//! itself, under their locks: its next step needs them in place (the lists it waits for hash
+//! objects by the shapes, the verifier judges by the baseline), which a write under a lock gives
+//! without the round trip a message would add; the index task only reads them, to judge drift.
+//! The interner `ids` is an allocator both call (interning an object again hands out the same
 //! allocation, so no one sees another's call); the sync path sweeps it between batches. The
 //! relist epoch is a request anyone may make ([`LiveIndex::relist`]); every watch follows it.
 //!
