@@ -2,7 +2,8 @@
 //! through events sent to its index task: what a change of a managed object queues, and what
 //! it never does (fief's own writes, a change of fields fief does not set, a list older than
 //! the tenant's last sync, the first list); the index task takes the events of several kinds
-//! in the order they come, each kind's relist diffing against that kind's objects.
+//! in the order they come, each kind's relist diffing against that kind's objects, and a sync's
+//! live hashes replace the watches' only for the objects it wrote.
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use http::Method;
 use serde_json::Value;
 
 use crate::kit::{Kit, configmap_path, fleet, tenant, tenant_of, web};
-use crate::parts::index::feed::{Event, KindEvent, Observed};
+use crate::parts::index::feed::{Event, KindEvent, LiveWrite, Observed};
 
 /// An agent that synced tenant `acme` (component `app`).
 async fn synced() -> Kit {
@@ -240,6 +241,32 @@ async fn interleaved_kinds_are_taken_in_order_each_relist_diffing_only_its_own_k
     .await;
     assert_eq!(live_hash(&kit, &web), None);
     assert!(live_hash(&kit, &app).is_some());
+}
+
+#[tokio::test]
+async fn a_syncs_live_hashes_replace_the_watches_only_for_the_objects_it_wrote() {
+    let kit = synced().await;
+    let edited = listed(&kit, "edited").await;
+    let seen = hash_of(&kit, &edited);
+    let id = kit
+        .shared
+        .index
+        .find_desired(&edited.id)
+        .expect("desired")
+        .id;
+    feed(&kit, vec![("test", KindEvent::Applied(edited))]).await;
+    let recorded = kit.shared.index.recorded_live(&id).expect("recorded");
+    let write = |wrote| LiveWrite {
+        id: id.clone(),
+        hash: recorded,
+        wrote,
+    };
+    assert_ne!(seen, recorded.to_hex(), "the edit moved the live hash");
+    let live = || kit.shared.index.live_hashes([&*id]).remove(&*id);
+    kit.shared.index.written(vec![write(false)]).await;
+    assert_eq!(live(), Some(seen), "left alone: the watches' hash stands");
+    kit.shared.index.written(vec![write(true)]).await;
+    assert_eq!(live(), Some(recorded.to_hex()), "written: the sync's hash");
 }
 
 #[tokio::test]
