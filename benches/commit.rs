@@ -23,8 +23,8 @@ mod util;
 
 use util::{free_port, git, git_daemon};
 
-use fief::source::revision::{ReadCache, read_commit};
 use fief::source::git::{GitAuth, GitSource};
+use fief::source::revision::{ReadCache, read_commit};
 
 /// CPU nanoseconds the calling thread has run so far (`CLOCK_THREAD_CPUTIME_ID`, exact to
 /// the call, unlike the tick-sampled `/proc` counters).

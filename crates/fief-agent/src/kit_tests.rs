@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use super::kit_repo::{Repo, WAVES, fleet, shared_greeting, tenant, tenant_of, web};
 use super::metrics::SyncDurations;
-use fief_source::revision::Revision;
 use super::{
     AgentOptions, LoopState, Shared, agent_namespace, reconciler, requests, rollout, source_loop,
 };
@@ -28,6 +27,7 @@ use fief_core::inventory::Inventory;
 use fief_core::objects;
 use fief_kube::Resources;
 use fief_kube::fixtures::{MockApiServer, Scenario, resources};
+use fief_source::revision::Revision;
 
 /// The agent namespace of the kit's repositories.
 pub(crate) const AGENT_NS: &str = "fief-system";

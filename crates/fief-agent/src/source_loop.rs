@@ -225,8 +225,8 @@ async fn read_revision(
     let read = tokio::task::spawn_blocking(move || {
         let mut guard = cache_in.lock().unwrap_or_else(|e| e.into_inner());
         let git = g.lock().unwrap_or_else(|e| e.into_inner());
-        let (rev, loaded, hashed) = read_commit(&git, &c, &mut guard, sh.source.age_keys())
-            .map_err(|e| e.to_string())?;
+        let (rev, loaded, hashed) =
+            read_commit(&git, &c, &mut guard, sh.source.age_keys()).map_err(|e| e.to_string())?;
         sh.cluster
             .metrics()
             .tenants_loaded

@@ -40,8 +40,8 @@ use fief_core::secrets::Keys;
 use fief_core::status::Outcome;
 use fief_kube::sync::TenantReport;
 
-use fief_source::revision::Revision;
 use crate::metrics::NotificationLabel;
+use fief_source::revision::Revision;
 use sender::{Input, Router};
 use state::Fact;
 

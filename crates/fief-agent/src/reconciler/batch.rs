@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use fief_source::revision::Revision;
 use super::super::{AgentOptions, LoopState, Shared, outcome};
 use super::each::{Each, sync_each};
 use super::kinds::{degrade, kinds_of, set_degraded, watch_kinds};
@@ -20,6 +19,7 @@ use fief_core::render::TenantRender;
 use fief_kube::Resources;
 use fief_kube::observe::ensure_namespace;
 use fief_kube::sync::{PruneRelease, SyncOptions};
+use fief_source::revision::Revision;
 
 /// What every step of one batch shares.
 struct Batch<'a> {

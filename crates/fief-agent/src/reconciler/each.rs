@@ -12,11 +12,11 @@ use futures::stream::{self, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use fief_source::revision::Revision;
 use super::super::{LoopState, Shared};
 use fief_core::render::TenantRender;
 use fief_kube::Resources;
 use fief_kube::sync::{ClusterState, SyncOptions, SyncResult, sync_with};
+use fief_source::revision::Revision;
 
 /// What [`sync_each`] runs with.
 pub(super) struct Each<'a> {

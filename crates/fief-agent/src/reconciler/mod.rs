@@ -16,9 +16,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fief_source::revision::Revision;
 use super::{LoopState, Shared};
 use fief_core::render::TenantRender;
+use fief_source::revision::Revision;
 
 mod batch;
 mod each;

@@ -22,7 +22,6 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
-use fief_source::revision::Revision;
 use super::{AgentOptions, Shared, lock};
 use fief_core::objects;
 use fief_core::status::{
@@ -30,6 +29,7 @@ use fief_core::status::{
     RECONCILE_ALL, TenantReport,
 };
 use fief_kube::sync::PruneRelease;
+use fief_source::revision::Revision;
 
 mod reconcile;
 

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::{Pending, answer, answer_all, resync_now, take_done};
-use fief_source::revision::Revision;
 use crate::{Shared, lock};
+use fief_source::revision::Revision;
 
 fn fetches(shared: &Shared) -> u64 {
     use crate::metrics::ResultLabel;

@@ -30,13 +30,13 @@ mod state;
 pub(super) use restore::restore;
 pub(crate) use state::RolloutState;
 
-use fief_source::revision::Revision;
 use super::{LoopState, Shared};
 use crate::metrics::{Metrics, StateLabel, gauge_value};
 use fief_core::rollout::{
     Member, Phase, Record, Step, TenantState, Wave, assign, next_wave, own_change, plan, step,
 };
 use fief_core::status::Outcome;
+use fief_source::revision::Revision;
 
 /// A rollout under way (or finished: kept for status until the next one).
 pub(super) struct Active {

@@ -9,9 +9,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::{Active, labels_of};
-use fief_source::revision::Revision;
 use crate::{LoopState, Shared};
 use fief_core::rollout::{Phase, Record, assign};
+use fief_source::revision::Revision;
 
 /// At start, before the first revision is taken: when the `fief-rollout` record says a
 /// rollout was under way, take it up again — held tenants stay at the commit they were held

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::table::{Inputs, Row, orphan, row, rows};
 use super::{Waves, Web, lock};
 use crate::Shared;
-use fief_source::revision::Revision;
 use fief_core::status::agent::HealthState;
+use fief_source::revision::Revision;
 
 /// What a request reads, copied out of the shared state.
 pub(super) struct Held<'w> {

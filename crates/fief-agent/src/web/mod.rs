@@ -29,8 +29,8 @@ use axum::routing::get;
 use tokio::sync::watch;
 
 use super::{Shared, lock};
-use fief_source::revision::Revision;
 use fief_core::status::TenantReport;
+use fief_source::revision::Revision;
 
 pub use view::{View, render_table};
 

@@ -10,8 +10,8 @@ use super::Web;
 use super::table::{Row, State, counts};
 use super::view::{ago, short};
 use crate::Shared;
-use fief_source::revision::Revision;
 use fief_core::rollout::{Phase, Record};
+use fief_source::revision::Revision;
 
 /// Tenants listed under "needs attention" at most.
 const ATTENTION: usize = 20;

@@ -16,10 +16,10 @@ use super::history::Entry;
 use super::table::{Row, kind_str};
 use super::view::{ago, short};
 use crate::Shared;
-use fief_source::revision::Revision;
 use fief_core::health::Health;
 use fief_core::model::{Repo, Tenant};
 use fief_core::render::TenantRender;
+use fief_source::revision::Revision;
 
 /// The page's data.
 #[derive(Debug, Serialize)]
