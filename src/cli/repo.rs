@@ -42,7 +42,7 @@ pub fn load_and_render_with(
 pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
     let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
     check_tenants(args, repo.snapshot.get("fief.yaml").is_some(), || {
-        repo.tenants.keys()
+        repo.tenants.keys().map(String::as_str)
     })?;
     secrets::unlock(&mut repo, args, without_key)?;
     Ok(repo)
@@ -69,7 +69,7 @@ pub fn load_indexed_with(
 
 /// A repo with no fief.yaml and no tenant is not a tenants repo; every `--tenant` must be
 /// one of `names()` (the repo's tenants, in order).
-fn check_tenants<'a, I: Iterator<Item = &'a String>>(
+fn check_tenants<'a, I: Iterator<Item = &'a str>>(
     args: &RepoArgs,
     has_config: bool,
     names: impl Fn() -> I,
@@ -82,7 +82,7 @@ fn check_tenants<'a, I: Iterator<Item = &'a String>>(
             args.repo.display()
         )));
     }
-    let known: BTreeSet<&String> = if args.tenants.is_empty() {
+    let known: BTreeSet<&str> = if args.tenants.is_empty() {
         BTreeSet::new()
     } else {
         names().collect()
@@ -90,15 +90,15 @@ fn check_tenants<'a, I: Iterator<Item = &'a String>>(
     let unknown: Vec<&str> = args
         .tenants
         .iter()
-        .filter(|t| !known.contains(t))
         .map(String::as_str)
+        .filter(|t| !known.contains(t))
         .collect();
     if !unknown.is_empty() {
         return Err(CliError::Usage(format!(
             "no tenant named {} in {}/tenants/ (known: {})",
             unknown.join(", "),
             args.repo.display(),
-            names().cloned().collect::<Vec<_>>().join(", ")
+            names().collect::<Vec<_>>().join(", ")
         )));
     }
     Ok(())
@@ -162,7 +162,7 @@ fn env_scope_indexed(
     }
     let known: BTreeSet<String> = indexed
         .names()
-        .filter(|name| tenants.is_empty() || tenants.contains(name))
+        .filter(|name| tenants.is_empty() || tenants.iter().any(|t| t == name))
         .flat_map(|name| indexed.environments(name).cloned())
         .collect();
     scope_of(known, envs)

@@ -92,12 +92,23 @@ pub fn select_in(
     selector: &str,
     within: &[String],
 ) -> Result<Vec<String>, CliError> {
-    let snapshot = crate::source::fs::read_dir(dir)?;
-    let repo = Repo::load(std::sync::Arc::new(snapshot));
-    let mut chosen = select(&repo, selector)?;
-    if !within.is_empty() {
-        chosen.retain(|t| within.contains(t));
-    }
+    // Each tenant file is read and dropped in turn: a large fleet is never held whole.
+    let reqs = parse(selector)?;
+    let listed = crate::source::fs::read_dir_indexed(dir)?;
+    let indexed = crate::core::model::Indexed::load(
+        listed.snapshot,
+        listed.tenant_files,
+        std::sync::Arc::new(listed.reader),
+    );
+    let chosen: Vec<String> = indexed
+        .names()
+        .filter(|name| within.is_empty() || within.iter().any(|w| w == name))
+        .filter(|name| match indexed.tenant(name) {
+            Some(Ok(t)) => reqs.iter().all(|r| r.holds(&t.metadata.labels)),
+            _ => false,
+        })
+        .map(str::to_string)
+        .collect();
     if chosen.is_empty() {
         return Err(CliError::Usage(format!(
             "no tenant in {} matches -l `{selector}`",

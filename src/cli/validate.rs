@@ -14,30 +14,29 @@ use super::{
 };
 use crate::core::render::TenantRender;
 
-/// What the summary reads of one tenant's render, kept once its objects are dropped.
+/// What the summary reads of one tenant's render, kept once its objects are dropped: its
+/// object count and how many namespaces of the environments validated it has (a few bytes
+/// a tenant, for fleets of any size), and those namespaces for `-o json`.
+#[derive(Default)]
 struct Seen {
-    objects: usize,
-    /// How many namespaces of the environments validated it has.
-    namespace_count: usize,
-    /// Those namespaces (`-o json` only).
-    namespaces: Vec<String>,
+    counts: Vec<(u32, u32)>,
+    namespaces: Vec<Vec<String>>,
 }
 
 /// `fief validate`.
 pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
     // Rendered a batch at a time; of each tenant only what the summary prints is kept.
     let json = args.output == Format::Json;
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut seen = Seen::default();
     let renders = render_streamed(&args.repo, WithoutKey::Redact, &args.envs, |batch| {
-        seen.extend(batch.iter().map(|r| Seen {
-            objects: r.objects.len(),
-            namespace_count: namespaces(r).len(),
-            namespaces: if json {
-                namespaces(r).into_iter().cloned().collect()
-            } else {
-                Vec::new()
-            },
-        }));
+        for r in batch {
+            let ns = namespaces(r);
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            seen.counts.push((count(r.objects.len()), count(ns.len())));
+            if json {
+                seen.namespaces.push(ns.into_iter().cloned().collect());
+            }
+        }
         Ok(())
     })?;
     let failed = report_errors(&renders.failed);
@@ -52,19 +51,24 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<u8, CliError> {
 }
 
 /// The summary as one JSON array, pretty-printed, an item at a time.
-fn write_json(out: &mut impl Write, renders: &Streamed, seen: &[Seen]) -> std::io::Result<()> {
+fn write_json(out: &mut impl Write, renders: &Streamed, seen: &Seen) -> std::io::Result<()> {
     if renders.tenants.is_empty() {
         return out.write_all(b"[]\n");
     }
     out.write_all(b"[\n")?;
-    for (i, (t, seen)) in renders.tenants.iter().zip(seen).enumerate() {
+    let all = renders
+        .tenants
+        .iter()
+        .zip(&seen.counts)
+        .zip(&seen.namespaces);
+    for (i, ((t, (objects, _)), namespaces)) in all.enumerate() {
         let errors = t.failed.map_or(&[][..], |at| &renders.failed[at].errors);
         let item = serde_json::json!({
             "tenant": t.tenant,
             "ok": t.failed.is_none(),
             "state": t.state,
-            "namespaces": seen.namespaces,
-            "objects": seen.objects,
+            "namespaces": namespaces,
+            "objects": objects,
             "errors": errors.iter().map(|d| serde_json::json!({
                 "file": d.file, "line": d.line, "message": d.problem.to_string(),
                 "hint": d.problem.hint(),
@@ -85,13 +89,13 @@ fn write_json(out: &mut impl Write, renders: &Streamed, seen: &[Seen]) -> std::i
 }
 
 /// The summary as text: a line per tenant, then the counts.
-fn write_text(out: &mut impl Write, renders: &Streamed, seen: &[Seen]) -> std::io::Result<()> {
-    for (t, seen) in renders.tenants.iter().zip(seen) {
+fn write_text(out: &mut impl Write, renders: &Streamed, seen: &Seen) -> std::io::Result<()> {
+    for (t, (objects, namespaces)) in renders.tenants.iter().zip(&seen.counts) {
         match t.failed {
             None => writeln!(
                 out,
-                "{}: ok ({} namespaces, {} objects)",
-                t.tenant, seen.namespace_count, seen.objects
+                "{}: ok ({namespaces} namespaces, {objects} objects)",
+                t.tenant
             )?,
             Some(at) => writeln!(
                 out,

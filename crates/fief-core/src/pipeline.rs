@@ -174,7 +174,12 @@ pub fn render_indexed_batches<E>(
     each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
 ) -> Result<(), E> {
     let renderer = Renderer::new(indexed.base.snapshot.clone());
-    let names = selected(&indexed.base.tenant_files, only);
+    let names: Vec<&str> = if only.is_empty() {
+        indexed.names().collect()
+    } else {
+        let only: std::collections::BTreeSet<&str> = only.iter().map(String::as_str).collect();
+        indexed.names().filter(|n| only.contains(n)).collect()
+    };
     let render = |i: usize| {
         let name = names[i];
         catch_unwind(AssertUnwindSafe(|| {
@@ -184,7 +189,7 @@ pub fn render_indexed_batches<E>(
             let [out] = out;
             out
         }))
-        .unwrap_or_else(|p| panicked(&indexed.base, name, p.as_ref()))
+        .unwrap_or_else(|p| panicked_in(indexed.tenant_file(name), name, p.as_ref()))
     };
     ordered::render_in_order(names.len(), batch, threads(), render, each)
 }
@@ -293,6 +298,11 @@ pub fn reuse_candidates(
 
 /// A failed render for `tenant` whose thread panicked with `payload`.
 fn panicked(repo: &Repo, tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
+    panicked_in(repo.tenant_file(tenant), tenant, payload)
+}
+
+/// [`panicked`], the tenant read from `file`.
+fn panicked_in(file: String, tenant: &str, payload: &(dyn std::any::Any + Send)) -> TenantRender {
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -301,12 +311,7 @@ fn panicked(repo: &Repo, tenant: &str, payload: &(dyn std::any::Any + Send)) -> 
     TenantRender {
         tenant: tenant.to_string(),
         errors: vec![
-            Diagnostic::new(
-                repo.tenant_file(tenant),
-                None,
-                Problem::RenderPanicked { message },
-            )
-            .for_tenant(tenant),
+            Diagnostic::new(file, None, Problem::RenderPanicked { message }).for_tenant(tenant),
         ],
         ..Default::default()
     }

@@ -39,7 +39,12 @@ pub struct Suffix {
     pub explicit: bool,
 }
 
-/// The index of one repo (see the module docs). Cloning is O(1).
+#[path = "across_frozen.rs"]
+mod frozen;
+
+/// The index of one repo (see the module docs). Cloning is O(1). The checks read it through
+/// [`Across::claims`], [`Across::owners`] and [`Across::overlapping`]; an index built once for
+/// good ([`Across::frozen`]) keeps its entries in sorted vectors instead of the maps.
 #[derive(Debug, Default, Clone)]
 pub struct Across {
     /// Per tenant whose file parses: what it claims (empty when fief.yaml does not parse).
@@ -50,9 +55,48 @@ pub struct Across {
     /// Per host suffix, keyed by [`label_key`]: its claims as (tenant, index in that tenant's
     /// [`Claims::suffixes`]), in that order.
     pub suffixes: imbl::OrdMap<String, Vec<(String, usize)>>,
+    /// The whole index, when built once for good (the maps above are then empty).
+    frozen: Option<Arc<frozen::Frozen>>,
 }
 
 impl Across {
+    /// The index of the claims of every tenant (name, claims; sorted by name), built once
+    /// for good: compact, never updated ([`Across::reusing`] builds a new one from `tenants`).
+    pub fn frozen(tenants: Vec<(String, Claims)>) -> Across {
+        Across {
+            frozen: Some(Arc::new(frozen::Frozen::new(tenants))),
+            ..Across::default()
+        }
+    }
+
+    /// What `tenant` claims (`None`: its file or fief.yaml does not parse).
+    pub fn claims(&self, tenant: &str) -> Option<&Claims> {
+        match &self.frozen {
+            Some(f) => f.claims(tenant),
+            None => self.tenants.get(tenant).map(|c| &**c),
+        }
+    }
+
+    /// The tenants that would own namespace `ns`, in tenant order.
+    pub fn owners(&self, ns: &str) -> Vec<&str> {
+        match &self.frozen {
+            Some(f) => f.owners(ns),
+            None => self
+                .owners
+                .get(ns)
+                .map(|o| o.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Every tenant with claims and its claims, in tenant order.
+    pub fn claimed(&self) -> Box<dyn Iterator<Item = (&str, &Claims)> + '_> {
+        match &self.frozen {
+            Some(f) => Box::new(f.tenants()),
+            None => Box::new(self.tenants.iter().map(|(t, c)| (t.as_str(), &**c))),
+        }
+    }
+
     /// The index of `tenants` under `config`.
     pub fn build(config: &Parsed<Config>, tenants: &Tenants) -> Across {
         Across::reusing(config, tenants, None)
@@ -69,6 +113,7 @@ impl Across {
         let Ok(config) = config else {
             return Across::default();
         };
+        let prev = prev.filter(|(p, changed)| p.frozen.is_none() || changed.is_empty());
         let Some((prev, changed)) = prev else {
             let mut out = Across::default();
             for (name, tenant) in tenants {
@@ -133,6 +178,9 @@ impl Across {
     /// `example.com` both overlap `a.example.com`; `ba.example.com` does not). Sorted by
     /// tenant then index; the tenant's own claims included.
     pub fn overlapping(&self, suffix: &str) -> Vec<(&str, usize)> {
+        if let Some(f) = &self.frozen {
+            return f.overlapping(suffix);
+        }
         let key = label_key(suffix);
         // Above it (its parents) and equal: each prefix of the reversed key ending at a label.
         let parents = key.match_indices('.').map(|(at, _)| &key[..at]);
@@ -305,6 +353,7 @@ mod tests {
             ((seed >> 33) as usize) % n
         };
         let mut index = Across::default();
+        let mut claimed = Vec::new();
         let mut all: Vec<(String, usize, String)> = Vec::new();
         for t in 0..40 {
             let tenant = format!("t{t:02}");
@@ -322,7 +371,12 @@ mod tests {
             }
             let refs: Vec<&str> = suffixes.iter().map(String::as_str).collect();
             index.add(&tenant, claiming(&refs));
+            claimed.push((
+                tenant.clone(),
+                Arc::into_inner(claiming(&refs)).expect("one owner"),
+            ));
         }
+        let frozen = Across::frozen(claimed);
         let under = |x: &str, y: &str| x.strip_suffix(y).is_some_and(|p| p.ends_with('.'));
         let mut probes: Vec<&str> = all.iter().map(|(_, _, s)| s.as_str()).collect();
         probes.extend(["", "a", "b.a", "x", "a.b.ab.ba"]);
@@ -333,6 +387,11 @@ mod tests {
                 .map(|(t, i, _)| (t.as_str(), *i))
                 .collect();
             assert_eq!(index.overlapping(probe), expected, "probe `{probe}`");
+            assert_eq!(
+                frozen.overlapping(probe),
+                expected,
+                "frozen, probe `{probe}`"
+            );
         }
     }
 

@@ -10,13 +10,13 @@
 //! a tenant file is the one [`Repo::load`] gives. A file that changed between the two reads
 //! fails its tenant (the checks across tenants judged the first one). Pure (the reader reads).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use super::across::{Across, claims};
 use super::load::tenants::{declared_twice, load_tenant};
-use super::{Config, Parsed, Repo, Tenant, Tenants, tenant_stem};
+use super::{Config, Parsed, Repo, Tenant, TenantFiles, Tenants, tenant_stem};
 use crate::diagnostic::Problem;
 use crate::snapshot::{Entry, Snapshot};
 
@@ -37,19 +37,26 @@ impl TenantReader for Snapshot {
     }
 }
 
+/// A tenant's name and the paths of its files, while the index is built.
+type TenantPaths = (Box<str>, Vec<Box<str>>);
+
 /// Tenant files parsed at a time while the index is built, across the threads.
 const CHUNK: usize = 1024;
 
 /// A repo whose tenants are indexed, not held (see the module docs).
 pub struct Indexed {
-    /// Every part of the repo but the parsed tenants: `tenants` is empty; `tenant_files`,
-    /// `pinning` and [`Repo::across`] are the whole fleet's; `snapshot` lacks the tenant
-    /// files the source listed.
+    /// Every part of the repo but the tenants: `tenants` and `tenant_files` are empty
+    /// ([`Indexed::names`], [`Indexed::tenant_file`] hold them); `pinning` and
+    /// [`Repo::across`] are the whole fleet's; `snapshot` lacks the tenant files the source
+    /// listed.
     pub base: Repo,
     /// Every (component, ref) some tenant pins (see [`crate::pins::pins`]).
     pub pins: BTreeSet<(String, String)>,
     /// A hash of (path, text) of each tenant file the index read.
     seen: HashSet<u64>,
+    /// Every tenant's name and files (sorted), by name: the [`Repo::tenant_files`] of the
+    /// repo, in a few words per tenant.
+    files: Vec<(Box<str>, Box<[Box<str>]>)>,
     reader: Arc<dyn TenantReader>,
 }
 
@@ -66,27 +73,33 @@ impl Indexed {
     /// read through `reader`, one at a time on a few threads, and dropped once indexed.
     pub fn load(snapshot: Snapshot, listed: Vec<String>, reader: Arc<dyn TenantReader>) -> Self {
         let mut base = Repo::load(Arc::new(snapshot));
-        let mut by_stem: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let in_snapshot = base.snapshot.under("tenants").map(|(p, _)| p.clone());
-        for path in listed.into_iter().chain(in_snapshot) {
-            if let Some(stem) = tenant_stem(&path) {
-                by_stem.entry(stem.to_string()).or_default().push(path);
+        let mut paths: Vec<(String, String)> = listed
+            .into_iter()
+            .chain(in_snapshot)
+            .filter_map(|p| Some((tenant_stem(&p)?.to_string(), p)))
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        let mut files: Vec<TenantPaths> = Vec::new();
+        for (stem, path) in paths {
+            match files.last_mut() {
+                Some((name, of)) if **name == *stem => of.push(path.into()),
+                _ => files.push((stem.into(), vec![path.into()])),
             }
         }
-        for paths in by_stem.values_mut() {
-            paths.sort();
-            paths.dedup();
-        }
+        base.tenants = Tenants::new();
+        base.tenant_files = TenantFiles::new();
         let mut out = Indexed {
             pins: BTreeSet::new(),
-            seen: HashSet::with_capacity(by_stem.len()),
+            seen: HashSet::with_capacity(files.len()),
             reader,
+            files: Vec::new(),
             base: base.clone(),
         };
-        let mut across = Across::default();
+        let mut claimed = Vec::new();
         let mut pinning = imbl::OrdSet::new();
-        let stems: Vec<(&String, &Vec<String>)> = by_stem.iter().collect();
-        for chunk in stems.chunks(CHUNK) {
+        for chunk in files.chunks(CHUNK) {
             for read in out.read_chunk(chunk) {
                 out.seen.extend(read.seen);
                 if !read.pins.is_empty() {
@@ -94,21 +107,23 @@ impl Indexed {
                 }
                 out.pins.extend(read.pins);
                 if let Some(claims) = read.claims {
-                    across.add(&read.stem, Arc::new(claims));
+                    claimed.push((read.stem, claims));
                 }
             }
         }
-        base.tenants = Tenants::new();
         base.pinning = pinning;
-        base.across = OnceLock::from(Arc::new(across));
-        base.tenant_files = by_stem.into_iter().collect();
+        base.across = OnceLock::from(Arc::new(Across::frozen(claimed)));
         out.base = base;
+        out.files = files
+            .into_iter()
+            .map(|(name, paths)| (name, paths.into_boxed_slice()))
+            .collect();
         out
     }
 
     /// The tenant files of `chunk` (stem, its paths) read and indexed, on a few threads, in
     /// order.
-    fn read_chunk(&self, chunk: &[(&String, &Vec<String>)]) -> Vec<Read> {
+    fn read_chunk(&self, chunk: &[TenantPaths]) -> Vec<Read> {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -133,7 +148,7 @@ impl Indexed {
     }
 
     /// What the index keeps of the tenant `stem` whose files are `paths`.
-    fn index(&self, stem: &str, paths: &[String]) -> Read {
+    fn index(&self, stem: &str, paths: &[Box<str>]) -> Read {
         let mut read = Read {
             stem: stem.to_string(),
             seen: None,
@@ -159,9 +174,12 @@ impl Indexed {
 
     /// The tenant `stem` from its files `paths` (sorted) as [`Repo::load`] parses it, and the
     /// entry of the file it was read from (`None`: none was read).
-    fn parse(&self, stem: &str, paths: &[String]) -> (Parsed<Arc<Tenant>>, Option<Entry>) {
-        if let Some(twice) = declared_twice(stem, paths) {
-            return (Err(twice), None);
+    fn parse(&self, stem: &str, paths: &[Box<str>]) -> (Parsed<Arc<Tenant>>, Option<Entry>) {
+        if paths.len() > 1 {
+            let owned: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+            if let Some(twice) = declared_twice(stem, &owned) {
+                return (Err(twice), None);
+            }
         }
         let Some(path) = paths.last() else {
             return (Err(Vec::new()), None);
@@ -179,9 +197,11 @@ impl Indexed {
     /// A file whose text is not the one the index read fails the tenant.
     pub fn tenant_repo(&self, name: &str) -> Repo {
         let mut repo = self.base.clone();
-        let Some(paths) = self.base.tenant_files.get(name) else {
+        let Some(paths) = self.paths(name) else {
             return repo;
         };
+        let listed = paths.iter().map(|p| p.to_string()).collect();
+        repo.tenant_files.insert(name.to_string(), listed);
         let (tenant, entry) = self.parse(name, paths);
         let tenant = match (paths.last(), entry) {
             (Some(path), Some(entry)) if self.base.snapshot.get(path).is_none() => {
@@ -191,7 +211,7 @@ impl Indexed {
                     Err(_) => load_tenant(path, Some(&entry), name).map(Arc::new),
                 };
                 let mut snapshot = (*repo.snapshot).clone();
-                snapshot.insert(path.clone(), entry);
+                snapshot.insert(path.to_string(), entry);
                 repo.snapshot = Arc::new(snapshot);
                 tenant
             }
@@ -199,6 +219,22 @@ impl Indexed {
         };
         repo.tenants.insert(name.to_string(), tenant);
         repo
+    }
+
+    /// The tenant `name` read and parsed again, as [`Indexed::tenant_repo`] reads it, without
+    /// a repo around it (`None`: no such tenant).
+    pub fn tenant(&self, name: &str) -> Option<Parsed<Arc<Tenant>>> {
+        let paths = self.paths(name)?;
+        let (tenant, entry) = self.parse(name, paths);
+        match (paths.last(), entry) {
+            (Some(path), Some(entry)) if self.base.snapshot.get(path).is_none() => {
+                match self.unchanged(path, entry) {
+                    Ok(_) => Some(tenant),
+                    entry => Some(load_tenant(path, Some(&entry), name).map(Arc::new)),
+                }
+            }
+            _ => Some(tenant),
+        }
     }
 
     /// `entry` read again at `path`, or a problem when its text is not what the index read.
@@ -213,16 +249,29 @@ impl Indexed {
     }
 
     /// The tenants' names, in order.
-    pub fn names(&self) -> impl Iterator<Item = &String> {
-        self.base.tenant_files.keys()
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(name, _)| &**name)
+    }
+
+    /// The files of tenant `name`, sorted.
+    fn paths(&self, name: &str) -> Option<&[Box<str>]> {
+        let at = self.files.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;
+        Some(&self.files[at].1)
+    }
+
+    /// The file tenant `name` is read from (see [`Repo::tenant_file`]).
+    pub fn tenant_file(&self, name: &str) -> String {
+        match self.paths(name).and_then(|p| p.last()) {
+            Some(path) => path.to_string(),
+            None => format!("tenants/{name}.yaml"),
+        }
     }
 
     /// The environments of tenant `name` (empty when its file or fief.yaml does not parse).
     pub fn environments(&self, name: &str) -> impl Iterator<Item = &String> {
         self.base
             .across()
-            .tenants
-            .get(name)
+            .claims(name)
             .into_iter()
             .flat_map(|c| c.namespaces.iter().map(|(env, _)| env))
     }

@@ -22,6 +22,9 @@ fn files() -> Vec<(String, String)> {
         // Claims acme's host suffix: fails across tenants.
         tenant("zed", "  hostSuffixes: [acme.example.com]\n"),
         tenant("pinned", "  components: [{name: web, ref: v1}]\n"),
+        // Both would own the namespace `x-y-prod`.
+        tenant("x-y", "  environments: [prod]\n"),
+        tenant("x", "  environments: [y-prod]\n"),
         ("tenants/broken.yaml".into(), "kind: [".into()),
         ("tenants/other.yaml".into(), tenant("mismatch", "").1),
         ("tenants/eu/twice.yaml".into(), tenant("twice", "").1),
@@ -74,13 +77,22 @@ fn an_indexed_repo_renders_every_tenant_as_the_repo_loaded_whole() {
     let expected = render_all(&loaded, &[]);
     let indexed = indexed(&files, Arc::new(snapshot));
     assert!(indexed.base.tenants.is_empty());
-    let names: Vec<&String> = indexed.names().collect();
+    let names: Vec<&str> = indexed.names().collect();
     assert_eq!(names, loaded.tenants.keys().collect::<Vec<_>>());
+    assert!(indexed.base.tenant_files.is_empty());
+    assert_eq!(indexed.tenant_file("twice"), loaded.tenant_file("twice"));
     for batch in [2, 100] {
         assert_eq!(debug(&render(&indexed, batch)), debug(&expected));
     }
-    let zed = expected.iter().find(|r| r.tenant == "zed").expect("zed");
-    assert!(format!("{:?}", zed.errors).contains("acme.example.com"));
+    let errors = |name: &str| {
+        let r = expected
+            .iter()
+            .find(|r| r.tenant == name)
+            .expect("rendered");
+        format!("{:?}", r.errors)
+    };
+    assert!(errors("zed").contains("acme.example.com"));
+    assert!(errors("x-y").contains("x-y-prod"), "{}", errors("x-y"));
     assert_eq!(
         indexed.pins,
         BTreeSet::from([("web".to_string(), "v1".to_string())])

@@ -186,7 +186,7 @@ pub fn check_policy(
 pub fn check_namespace_collisions(renders: &mut [TenantRender], repo: &Repo) {
     let across = repo.across();
     for render in renders.iter_mut() {
-        let Some(claims) = across.tenants.get(&render.tenant) else {
+        let Some(claims) = across.claims(&render.tenant) else {
             continue;
         };
         let file = repo.tenant_file(&render.tenant);
@@ -196,8 +196,8 @@ pub fn check_namespace_collisions(renders: &mut [TenantRender], repo: &Repo) {
             .and_then(|e| e.as_ref().ok())
             .and_then(|t| crate::model::line_of_key(t, "name"));
         for (_, ns) in &claims.namespaces {
-            for other in across.owners.get(ns.as_str()).into_iter().flatten() {
-                if *other != render.tenant {
+            for other in across.owners(ns) {
+                if other != render.tenant {
                     render.errors.push(
                         Diagnostic::new(
                             file.clone(),

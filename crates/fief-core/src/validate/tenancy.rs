@@ -144,7 +144,7 @@ pub fn check_component_bindings(
 pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
     let across = repo.across();
     for render in renders.iter_mut() {
-        let Some(mine) = across.tenants.get(&render.tenant) else {
+        let Some(mine) = across.claims(&render.tenant) else {
             continue;
         };
         let file = repo.tenant_file(&render.tenant);
@@ -153,11 +153,7 @@ pub fn check_host_suffixes(renders: &mut [TenantRender], repo: &Repo) {
             let overlapping = across.overlapping(&mine.suffix);
             let others = overlapping.into_iter().filter(|(t, _)| *t != render.tenant);
             for (other, index) in others {
-                let Some(theirs) = across
-                    .tenants
-                    .get(other)
-                    .and_then(|c| c.suffixes.get(index))
-                else {
+                let Some(theirs) = across.claims(other).and_then(|c| c.suffixes.get(index)) else {
                     continue;
                 };
                 if mine.explicit || !theirs.explicit {
