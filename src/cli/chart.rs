@@ -23,7 +23,7 @@ pub fn chart_cmd(args: &super::ChartArgs) -> Result<u8, CliError> {
 fn update_cmd(args: &super::ChartUpdateArgs) -> Result<u8, CliError> {
     let snapshot = crate::source::fs::read_dir(&args.repo)?;
     let old = charts::read_lock(&snapshot).unwrap_or_default();
-    let repo = super::load_with_pins_unresolved(&args.repo, snapshot);
+    let repo = crate::source::checkout::load_unresolved(&args.repo, snapshot);
     let wanted = charts::wanted_charts(&repo.snapshot);
     let cache = ChartCache::from_env();
     let mut stderr = std::io::stderr().lock();

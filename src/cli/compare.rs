@@ -72,7 +72,7 @@ pub(super) fn report(
 /// with `check_envs`, an environment no tenant has at `rev` is a usage error).
 fn render_at(args: &DiffArgs, rev: &str, check_envs: bool) -> Result<Vec<TenantRender>, CliError> {
     let (snapshot, _commit) = snapshot_at(&args.repo.repo, rev)?;
-    let mut repo = super::load_with_pins(&args.repo.repo, snapshot);
+    let mut repo = crate::source::checkout::load_snapshot(&args.repo.repo, snapshot);
     super::secrets::unlock(&mut repo, &args.repo, WithoutKey::Redact)?;
     let only: Vec<String> = args
         .repo

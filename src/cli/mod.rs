@@ -46,8 +46,8 @@ pub use args::*;
 use connect::{resources, runtime};
 use repo::{env_scope, write_err};
 pub use repo::{
-    load_and_render, load_and_render_envs, load_and_render_with, load_repo_with, load_with_pins,
-    load_with_pins_unresolved, render_repo, render_streamed, report_errors,
+    load_and_render, load_and_render_envs, load_and_render_with, load_repo_with, render_repo,
+    render_streamed, report_errors,
 };
 
 use crate::core::snapshot::SnapshotError;

@@ -15,7 +15,6 @@ use crate::core::model::{Indexed, Repo};
 use crate::core::pipeline;
 use crate::core::render::TenantRender;
 use crate::core::scope::EnvScope;
-use crate::core::snapshot::Snapshot;
 
 /// Read, parse and render the repo; unknown `--tenant` names are a usage error. Secrets are
 /// decrypted with the configured age key; without one, tenants that read them fail.
@@ -40,7 +39,7 @@ pub fn load_and_render_with(
 
 /// The repo of [`load_and_render_with`], loaded and unlocked but not rendered.
 pub fn load_repo_with(args: &RepoArgs, without_key: secrets::WithoutKey) -> Result<Repo, CliError> {
-    let mut repo = load_with_pins(&args.repo, crate::source::fs::read_dir(&args.repo)?);
+    let mut repo = crate::source::checkout::load(&args.repo)?;
     check_tenants(args, repo.snapshot.get("fief.yaml").is_some(), || {
         repo.tenants.keys().map(String::as_str)
     })?;
@@ -53,14 +52,7 @@ pub fn load_indexed_with(
     args: &RepoArgs,
     without_key: secrets::WithoutKey,
 ) -> Result<Indexed, CliError> {
-    let mut listed = crate::source::fs::read_dir_indexed(&args.repo)?;
-    crate::source::charts::shared().resolve(&mut listed.snapshot);
-    let (mut indexed, _) = crate::source::pins::load_indexed(
-        &crate::source::pins::Checkout(&args.repo),
-        listed.snapshot,
-        listed.tenant_files,
-        std::sync::Arc::new(listed.reader),
-    );
+    let mut indexed = crate::source::checkout::load_indexed(&args.repo)?;
     let has_config = indexed.base.snapshot.get("fief.yaml").is_some();
     check_tenants(args, has_config, || indexed.names())?;
     secrets::unlock(&mut indexed.base, args, without_key)?;
@@ -102,19 +94,6 @@ fn check_tenants<'a, I: Iterator<Item = &'a str>>(
         )));
     }
     Ok(())
-}
-
-/// Load a repo, with the components tenants pin to git refs read from `checkout`'s own git
-/// history (a ref that cannot be read fails only the tenants that pin it).
-pub fn load_with_pins(checkout: &Path, mut snapshot: Snapshot) -> Repo {
-    // The charts fief.lock names, from the chart cache (fetched once when missing).
-    crate::source::charts::shared().resolve(&mut snapshot);
-    load_with_pins_unresolved(checkout, snapshot)
-}
-
-/// [`load_with_pins`] without the charts of fief.lock (`fief chart update`, which writes it).
-pub fn load_with_pins_unresolved(checkout: &Path, snapshot: Snapshot) -> Repo {
-    crate::source::pins::load(&crate::source::pins::Checkout(checkout), snapshot).0
 }
 
 /// Print every diagnostic on stderr, one repeated in many tenants once; whether there were any.
