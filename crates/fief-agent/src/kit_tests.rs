@@ -36,6 +36,10 @@ pub(crate) const AGENT_NS: &str = "fief-system";
 /// fails the test.
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// How long the kit waits for the source task to read a commit (a fleet of thousands of
+/// tenants takes a while in a debug build).
+const READ_PATIENCE: Duration = Duration::from_secs(600);
+
 /// An agent under test, its cluster and its repository.
 pub(crate) struct Kit {
     pub(crate) shared: Arc<Shared>,
@@ -165,7 +169,7 @@ impl Kit {
     /// Wait until the source task has published `commit`.
     async fn read(&mut self, commit: &str) {
         let mut revisions = self.revisions.clone();
-        let read = tokio::time::timeout(PATIENCE, async {
+        let read = tokio::time::timeout(READ_PATIENCE, async {
             loop {
                 if revisions
                     .borrow()

@@ -35,6 +35,9 @@ pub mod web;
 pub mod webhook;
 
 #[cfg(test)]
+#[path = "heap_tests.rs"]
+mod heap_tests;
+#[cfg(test)]
 #[path = "inventories_tests.rs"]
 mod inventories_tests;
 #[cfg(test)]

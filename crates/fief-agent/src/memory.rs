@@ -13,5 +13,16 @@
 //! short command with a small live heap pays for in peak RSS (the figures are on the
 //! performance page).
 
+#[cfg(not(test))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The unit tests' allocator: mimalloc, counting each thread's live bytes (the heap harness
+/// measures structures by what dropping them frees).
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL: counted::Counted = counted::Counted;
+
+#[cfg(test)]
+#[path = "memory_counted.rs"]
+pub(crate) mod counted;

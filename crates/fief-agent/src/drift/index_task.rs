@@ -53,6 +53,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut keeper: Keeper) {
             Event::Settled(done) => {
                 let _ = done.send(());
             }
+            #[cfg(test)]
+            Event::DropKinds(done) => {
+                kinds = HashMap::new();
+                let _ = done.send(());
+            }
         }
     }
 }

@@ -320,6 +320,18 @@ impl Gate {
         }
     }
 
+    /// Drop what the gate keeps per object (`objects`) or per tenant (`tenants`), for the heap
+    /// harness to measure what it held.
+    #[cfg(test)]
+    pub(crate) fn drop_state(&self, part: &str) {
+        let mut t = lock(&self.tracker);
+        match part {
+            "objects" => drop(std::mem::take(&mut t.live)),
+            "tenants" => drop(std::mem::take(&mut *t)),
+            other => panic!("no part {other}"),
+        }
+    }
+
     /// A tenant left git (purged) or was not synced: forget it.
     pub fn forget(&self, tenant: &str) {
         let mut t = lock(&self.tracker);

@@ -299,6 +299,26 @@ impl LiveIndex {
             .collect()
     }
 
+    /// Drop one of the maps (`desired`, `live`, `recorded`, `ids`, `watches`), for the heap
+    /// harness to measure what it held.
+    #[cfg(test)]
+    pub(crate) fn drop_map(&self, map: &str) {
+        match map {
+            "desired" => drop(std::mem::take(&mut *write(&self.maps.desired))),
+            "live" => drop(std::mem::take(&mut *write(&self.maps.live))),
+            "recorded" => drop(std::mem::take(&mut *write(&self.maps.recorded))),
+            "ids" => drop(std::mem::take(&mut *lock(&self.maps.ids))),
+            "watches" => drop(std::mem::take(&mut *lock(&self.maps.watches))),
+            other => panic!("no map {other}"),
+        }
+    }
+
+    /// Make the index task drop what it keeps per kind (the heap harness measures it).
+    #[cfg(test)]
+    pub(crate) async fn drop_kinds(&self) {
+        self.ask(Event::DropKinds).await;
+    }
+
     /// Objects with a live hash, and objects in the drift baseline.
     #[cfg(test)]
     pub(crate) fn sizes(&self) -> (usize, usize) {

@@ -76,6 +76,15 @@ impl Report {
         self.web.as_ref()
     }
 
+    /// Drop what is kept per tenant (attempts, degraded kinds), for the heap harness to
+    /// measure what it held.
+    #[cfg(test)]
+    pub(crate) fn drop_tenants(&self) {
+        let mut s = lock(&self.standing);
+        drop(std::mem::take(&mut s.attempts));
+        drop(std::mem::take(&mut s.degraded));
+    }
+
     /// Why the cluster cannot be used yet (none: it can).
     pub(crate) fn set_cluster_problem(&self, problem: Option<String>) {
         lock(&self.standing).cluster_problem = problem;

@@ -136,6 +136,20 @@ impl Work {
         lock(&self.synced_at).get(tenant).copied()
     }
 
+    /// Drop the queue (`queue`) or the syncs in flight and their end times (`syncs`), for the
+    /// heap harness to measure what they held.
+    #[cfg(test)]
+    pub(crate) fn drop_state(&self, part: &str) {
+        match part {
+            "queue" => drop(std::mem::take(&mut *lock(&self.queue))),
+            "syncs" => {
+                drop(std::mem::take(&mut *lock(&self.in_flight)));
+                drop(std::mem::take(&mut *lock(&self.synced_at)));
+            }
+            other => panic!("no part {other}"),
+        }
+    }
+
     /// The day-2 requests (their state is [`crate::requests`]'s own).
     pub(crate) fn requests(&self) -> &Requests {
         &self.requests

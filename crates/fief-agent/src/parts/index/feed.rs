@@ -32,6 +32,9 @@ pub(crate) enum Event {
     /// Answered once every message sent before it is taken in (tests wait on it).
     #[cfg(test)]
     Settled(oneshot::Sender<()>),
+    /// Drop what the index task keeps per kind; answered once dropped (the heap harness).
+    #[cfg(test)]
+    DropKinds(oneshot::Sender<()>),
 }
 
 /// What the watch of one kind saw, in the order it saw it.

@@ -1,0 +1,264 @@
+//! The heap harness: the agent's state at ready, measured per structure, in bytes per tenant.
+//!
+//! In: a size list (`FIEF_AGENT_HEAP`, tenant counts separated by commas; unset: one small
+//! fleet, as a test that every per-object structure is measured). For each size, the synthetic
+//! fleet the benchmarks use (`tests/common/synth.rs`, about 26 objects a tenant) is applied by
+//! one agent of the test kit over the mock API server, then a second agent is started on the
+//! applied cluster (as a restarted Pod) and turned until it is ready: every tenant taken from
+//! the queue, every watch listed, the index task idle. Out: per structure, the bytes its drop
+//! frees on the test's thread (the unit tests' allocator counts each thread's live bytes:
+//! [`crate::memory::counted`]), divided by the tenants; a table on stdout. The per-object maps
+//! are dropped before the interner, so each counts its own table and values and the interner
+//! counts the object ids they share. The last row is what stopping the agent frees besides:
+//! the revision, the source's read cache, the tasks and the client.
+//!
+//! Bytes are the sizes asked of the allocator (not its size classes or free pages), so the
+//! figures are the same in a debug and a release build and do not depend on the machine:
+//!
+//! `FIEF_AGENT_HEAP=1000,10000 cargo test -p fief-agent --release --lib heap -- --nocapture`
+
+#[path = "../../../tests/common/synth.rs"]
+#[allow(dead_code)] // shared with the tests and benchmarks; the harness uses part of it
+mod synth;
+
+use std::time::{Duration, Instant};
+
+use crate::WatchState;
+use crate::kit::Kit;
+use crate::memory::counted::{freed, live};
+use fief_kube::fixtures::Scenario;
+
+/// The index's per-object maps, as the table names them and [`LiveIndex::drop_map`] does.
+///
+/// [`LiveIndex::drop_map`]: crate::parts::index::LiveIndex::drop_map
+const MAPS: [(&str, &str); 3] = [
+    ("index: desired shapes", "desired"),
+    ("index: live hashes", "live"),
+    ("index: drift baseline", "recorded"),
+];
+
+/// Rows that hold something per object of the fleet at ready.
+const PER_OBJECT: [&str; 4] = [
+    "index: drift baseline",
+    "index task: objects known per kind",
+    "health gate: objects seen",
+    "index: object ids (interner)",
+];
+
+/// One size's figures: per structure, bytes freed by its drop.
+struct Measured {
+    tenants: usize,
+    objects: usize,
+    rows: Vec<(&'static str, isize)>,
+}
+
+/// The synthetic fleet's postgres component with the two kinds the mock API server does not
+/// serve made kinds it serves: the volume claim a ConfigMap, the StatefulSet a Deployment
+/// (same names, same count of objects).
+const PG: &str = r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: pg
+data:
+  password: {{ (tenant.name ~ namespace) | sha256 | b64encode }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: pg-data
+data:
+  storage: {{ values.storage | quote }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: pg
+spec:
+  clusterIP: None
+  selector: {app: pg}
+  ports: [{port: 5432}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pg
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: pg}
+  template:
+    metadata:
+      labels: {app: pg}
+    spec:
+      containers:
+        - name: pg
+          image: "{{ values.image }}:{{ component.version }}"
+"#;
+
+/// The web component's Ingress, which the mock API server does not serve, as a Role of the
+/// same name (a kind components may create that it serves).
+const ROLE: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: web
+rules: [{apiGroups: [""], resources: [configmaps], resourceNames: [web], verbs: [get]}]
+"#;
+
+/// The synthetic fleet's files with the kinds the mock API server does not serve
+/// (`PersistentVolumeClaim`, `StatefulSet`, `Ingress`) made kinds it serves ([`PG`],
+/// [`ROLE`]): the same objects per tenant, by name and count.
+fn served(files: Vec<(String, String)>) -> Vec<(String, String)> {
+    files
+        .into_iter()
+        .map(|(path, text)| match path.as_str() {
+            "components/postgres/templates/pg.yaml" => (path, PG.to_string()),
+            "components/web/templates/web.yaml" => {
+                let kept = text.split("---\napiVersion: networking.k8s.io/v1").next();
+                let web = format!("{}---\n{ROLE}", kept.unwrap_or_default());
+                (path, web)
+            }
+            _ => (path, text),
+        })
+        .collect()
+}
+
+/// Turn `kit` until every tenant has been taken from the queue, every watch has listed and
+/// the index task has taken in what the watches sent.
+async fn until_ready(kit: &mut Kit, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        kit.turn().await;
+        let listed = kit
+            .shared
+            .index
+            .watches(|w| !w.is_empty() && w.values().all(|s| *s == WatchState::Synced));
+        if listed && kit.shared.work.queue_len() == 0 {
+            kit.shared.index.settled().await;
+            return;
+        }
+        if Instant::now() > deadline {
+            let queued = kit.shared.work.queue_len();
+            let first = kit
+                .shared
+                .work
+                .queue(|q| q.take_due(deadline))
+                .first()
+                .cloned();
+            let attempt = first.as_deref().and_then(|t| kit.attempt(t));
+            panic!("not ready: {what}: {queued} queued, the first's last attempt {attempt:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Apply a fleet of `tenants`, start a second agent on it, and measure that agent at ready.
+async fn measure(tenants: usize) -> Measured {
+    let files = served(synth::repo_files(tenants));
+    let started = Instant::now();
+    let mut kit = Kit::start(&files, Scenario::new()).await;
+    until_ready(&mut kit, "the cold apply").await;
+    let applied = started.elapsed();
+    let started = Instant::now();
+    let mut kit = kit.restart().await;
+    until_ready(&mut kit, "the start on the applied cluster").await;
+    eprintln!(
+        "{tenants} tenants: applied in {applied:.1?}, the second agent ready in {:.1?}",
+        started.elapsed()
+    );
+    let (objects, _) = kit.shared.index.sizes();
+    let shared = kit.shared.clone();
+    let (index, gate, work) = (&shared.index, &shared.gate, &shared.work);
+    let mut rows: Vec<_> = MAPS
+        .iter()
+        .map(|(name, map)| (*name, freed(|| index.drop_map(map))))
+        .collect();
+    let before = live();
+    index.drop_kinds().await;
+    rows.push(("index task: objects known per kind", before - live()));
+    rows.extend([
+        (
+            "health gate: objects seen",
+            freed(|| gate.drop_state("objects")),
+        ),
+        ("health gate: tenants", freed(|| gate.drop_state("tenants"))),
+        ("queue", freed(|| work.drop_state("queue"))),
+        (
+            "syncs in flight, last ended",
+            freed(|| work.drop_state("syncs")),
+        ),
+        ("report: attempts", freed(|| shared.report.drop_tenants())),
+    ]);
+    let state = &mut kit.state;
+    rows.extend([
+        (
+            "loop: inventories held",
+            freed(|| drop(state.inventories.take())),
+        ),
+        (
+            "loop: synced hashes, unsettled, evicted",
+            freed(|| {
+                drop(std::mem::take(&mut state.synced));
+                drop(std::mem::take(&mut state.synced_rev));
+                drop(std::mem::take(&mut state.unsettled));
+                drop(std::mem::take(&mut state.evicted));
+            }),
+        ),
+        (
+            "index: object ids (interner)",
+            freed(|| index.drop_map("ids")),
+        ),
+    ]);
+    let server = kit.server.clone();
+    let before = live();
+    drop(shared);
+    drop(kit);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    rows.push(("revision, read cache, tasks, client", before - live()));
+    drop(server);
+    Measured {
+        tenants,
+        objects,
+        rows,
+    }
+}
+
+/// The table of `sizes`: per structure, bytes per tenant at each size.
+fn table(sizes: &[Measured]) -> String {
+    let mut out = String::from("| structure |");
+    for m in sizes {
+        out += &format!(" {} tenants ({} objects) |", m.tenants, m.objects);
+    }
+    out += "\n|---|";
+    out += &"---:|".repeat(sizes.len());
+    let total = |m: &Measured| m.rows.iter().map(|(_, b)| b).sum::<isize>();
+    for (i, (name, _)) in sizes[0].rows.iter().enumerate() {
+        out += &format!("\n| {name} |");
+        for m in sizes {
+            out += &format!(" {:.0} |", m.rows[i].1 as f64 / m.tenants as f64);
+        }
+    }
+    out += "\n| **total** |";
+    for m in sizes {
+        out += &format!(" **{:.0}** |", total(m) as f64 / m.tenants as f64);
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_agents_state_at_ready_is_measured_per_structure() {
+    let sizes: Vec<usize> = std::env::var("FIEF_AGENT_HEAP")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![20]);
+    let mut measured = Vec::new();
+    for n in sizes {
+        measured.push(measure(n).await);
+    }
+    println!("bytes per tenant, the agent at ready\n{}", table(&measured));
+    for m in &measured {
+        assert!(m.objects >= 20 * m.tenants, "the fleet is applied");
+        for (name, bytes) in m.rows.iter().filter(|(n, _)| PER_OBJECT.contains(n)) {
+            assert!(*bytes > 0, "{name} holds the objects: {bytes}");
+        }
+    }
+}
