@@ -154,24 +154,7 @@ fn diagnostic(path: &str, e: &SopsError) -> Diagnostic {
 impl Secrets {
     /// Parse the secret files of the layout; other files under `secrets/` are not read.
     pub fn load(snapshot: &Snapshot) -> Secrets {
-        let mut files = BTreeMap::new();
-        for (path, entry) in snapshot.under(DIR) {
-            let json = path.ends_with(".sops.json");
-            if !(json || path.ends_with(".sops.yaml")) {
-                continue;
-            }
-            let loaded = match entry {
-                Err(problem) => Err(Diagnostic::new(path.clone(), None, problem.clone())),
-                Ok(text) => SopsFile::parse(text, json)
-                    .map(Arc::new)
-                    .map_err(|e| diagnostic(path, &e)),
-            };
-            files.insert(path.clone(), loaded);
-        }
-        Secrets {
-            files,
-            ..Default::default()
-        }
+        Secrets::load_reusing(snapshot, &Secrets::default(), &BTreeSet::new())
     }
 
     /// [`Secrets::load`], taking every file not in `changed` from `prev` (parsed, never
