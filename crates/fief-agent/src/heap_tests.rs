@@ -31,15 +31,14 @@ use fief_kube::fixtures::Scenario;
 /// The index's per-object maps, as the table names them and [`LiveIndex::drop_map`] does.
 ///
 /// [`LiveIndex::drop_map`]: crate::parts::index::LiveIndex::drop_map
-const MAPS: [(&str, &str); 3] = [
+const MAPS: [(&str, &str); 2] = [
     ("index: desired shapes", "desired"),
-    ("index: live hashes", "live"),
-    ("index: drift baseline", "recorded"),
+    ("index: object records (live hash, baseline)", "objects"),
 ];
 
 /// Rows that hold something per object of the fleet at ready.
 const PER_OBJECT: [&str; 4] = [
-    "index: drift baseline",
+    "index: object records (live hash, baseline)",
     "index task: objects known per kind",
     "health gate: objects seen",
     "index: object ids (interner)",

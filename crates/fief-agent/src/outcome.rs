@@ -88,7 +88,7 @@ fn take_in(
 ) -> Vec<LiveWrite> {
     let mut writes = Vec::new();
     for id in before.values().flat_map(|i| i.entries.keys()) {
-        recorded.forget_if(id, |r| result.inventories.contains_key(r.tenant.as_ref()));
+        recorded.forget_if(id, |tenant| result.inventories.contains_key(tenant));
     }
     for (tenant, inv) in &result.inventories {
         let Some(inv) = inv else { continue };

@@ -68,8 +68,17 @@ struct Seen {
     hash: u64,
     /// Its resourceVersion as a number (0: not a number).
     version: u64,
-    /// Its health.
-    health: Health,
+    /// Its health: `None` for [`Health::Current`] (most objects), the reason kept only for
+    /// the others, so an entry is three words.
+    health: Option<Box<Health>>,
+}
+
+/// `health` as [`Seen`] keeps it.
+fn held(health: Health) -> Option<Box<Health>> {
+    match health {
+        Health::Current => None,
+        other => Some(Box::new(other)),
+    }
 }
 
 impl Seen {
@@ -78,6 +87,11 @@ impl Seen {
     /// though the watch could not hash an object whose tenant was not rendered yet).
     fn is(&self, applied: &Applied) -> bool {
         self.hash == applied.live.short() || (self.version != 0 && self.version == applied.version)
+    }
+
+    /// Its health.
+    fn health(&self) -> Health {
+        self.health.as_deref().cloned().unwrap_or(Health::Current)
     }
 }
 
@@ -198,7 +212,7 @@ impl Gate {
         let seen = Seen {
             hash: hash.map_or(0, |h| h.short()),
             version: version_number(value["metadata"]["resourceVersion"].as_str()),
-            health: health(value),
+            health: held(health(value)),
         };
         t.live.insert(id.clone(), seen);
         if t.waiting
@@ -358,7 +372,7 @@ impl Gate {
                     .live
                     .get(id)
                     .filter(|seen| seen.is(applied))
-                    .map(|seen| seen.health.clone()),
+                    .map(Seen::health),
                 overdue: now >= applied.deadline,
             })
             .collect();

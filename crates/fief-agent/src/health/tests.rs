@@ -14,8 +14,20 @@ fn seen(hash: u64, version: u64) -> Seen {
     Seen {
         hash,
         version,
-        health: health(&serde_json::json!({"kind": "ConfigMap"})),
+        health: held(health(&serde_json::json!({"kind": "ConfigMap"}))),
     }
+}
+
+#[test]
+fn a_seen_object_keeps_its_health_current_or_with_its_reason() {
+    let current = seen(1, 1);
+    assert!(current.health.is_none(), "current: nothing held");
+    assert_eq!(current.health(), Health::Current);
+    let failing = Seen {
+        health: held(Health::Failed("crash loop".into())),
+        ..seen(1, 1)
+    };
+    assert_eq!(failing.health(), Health::Failed("crash loop".into()));
 }
 
 #[test]

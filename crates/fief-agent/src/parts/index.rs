@@ -1,15 +1,20 @@
 //! What the agent knows of the objects it manages: the desired objects of the last renders,
-//! the one interned id per object, the live hashes the watches keep, the drift baseline (what
-//! fief last applied), each kind's watch state and the relist epoch the watches follow.
+//! the one interned id per object, per object one record of its live hash (as the watches
+//! keep it) and its drift baseline (what fief last applied), each kind's watch state and the
+//! relist epoch the watches follow.
 //!
-//! Each map has one writer:
+//! The record of an object is small and fixed in size ([`objects`]): the hashes as bytes (one
+//! while the live hash is the recorded one), the tenant as an index into a table of the
+//! tenants' names (each held once), the version it is judged by (only while its tenant has no
+//! desired shape) and a few flags. The records are one map under one lock, `objects`, and each
+//! part of a record has one writer:
 //!
-//! - `live` (the live hashes) and `watches` (each kind's watch state): the index task
+//! - the live hash of each record, and `watches` (each kind's watch state): the index task
 //!   ([`crate::drift::index_task`]), through the [`Keeper`], the one handle with their writes.
 //! - `desired` (the renders' shapes): the sync path ([`crate::reconciler`]), through
 //!   [`LiveIndex::replace_desired`].
-//! - `recorded` (the drift baseline): the sync path ([`crate::verify`], [`crate::outcome`]),
-//!   through [`LiveIndex::baseline`].
+//! - the drift baseline of each record: the sync path ([`crate::verify`],
+//!   [`crate::outcome`]), through [`LiveIndex::baseline`].
 //!
 //! The index task holds the only [`Keeper`] (made once, with the index, by [`LiveIndex::new`])
 //! and alone receives the [`feed`]: the watches' events, and the sync path's asks — the live
@@ -28,12 +33,13 @@
 //! watches saw. Out: per object its tenant, shape, live hash and recorded baseline; whether a
 //! kind is listed, listing or failing; the relist epoch each watch subscribes to.
 //!
-//! Lock order: `desired`, then `recorded`, then `live`; `ids` is a leaf (nothing is locked
-//! while it is held). Each method takes what it reads or writes under one lock (or, for
+//! Lock order: `desired`, then `objects`; `ids` is a leaf (nothing is locked while it is
+//! held). Each method takes what it reads or writes under one lock (or, for
 //! [`LiveIndex::baseline`], its handle holds the lock until it returns), so no caller splits
 //! one of these steps in two.
 
 pub(crate) mod feed;
+mod objects;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
@@ -41,6 +47,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use self::feed::{Event, LiveWrite};
+use self::objects::{DONE, LIVE, Objects, RECORDED};
 use crate::desired::{Desired, Found, Id, Interner, Shaped};
 use crate::{WatchState, lock, read, write};
 use fief_core::digest::{Digest, Version};
@@ -51,7 +58,8 @@ use fief_core::objects::ObjectId;
 /// the watches never hold more than that ahead of the index task.
 const FEED: usize = 128;
 
-/// What fief last applied for one object: the drift baseline.
+/// What fief last applied for one object: the drift baseline, as the sync path hands it in
+/// ([`Baseline::record`]; the index keeps it in the object's [`Object`]).
 #[derive(Debug)]
 pub(crate) struct Recorded {
     /// The tenant it belongs to.
@@ -73,10 +81,8 @@ struct Maps {
     desired: RwLock<Desired>,
     /// Every object id the agent holds, allocated once (a leaf lock).
     ids: Mutex<Interner>,
-    /// Live hashes from the watches (keyed on the objects' interned ids).
-    live: RwLock<HashMap<Id, Digest>>,
-    /// The drift baseline: per object, what fief last applied.
-    recorded: RwLock<HashMap<Id, Recorded>>,
+    /// Per object its live hash and drift baseline.
+    objects: RwLock<Objects>,
     /// One watch per kind: its state.
     watches: Mutex<HashMap<String, WatchState>>,
     /// Bumped by a relist: every watch lists afresh and diffs against what it knew.
@@ -99,7 +105,7 @@ pub(crate) struct Keeper {
 
 /// The drift baseline, write-locked while inventories are taken in.
 pub(crate) struct Baseline<'a> {
-    recorded: RwLockWriteGuard<'a, HashMap<Id, Recorded>>,
+    objects: RwLockWriteGuard<'a, Objects>,
     ids: &'a Mutex<Interner>,
 }
 
@@ -111,13 +117,17 @@ impl Baseline<'_> {
 
     /// Record what fief applied for `id`.
     pub(crate) fn record(&mut self, id: Id, recorded: Recorded) {
-        self.recorded.insert(id, recorded);
+        self.objects.record(id, recorded);
     }
 
-    /// Forget what was recorded for `id` if `stale` says so.
-    pub(crate) fn forget_if(&mut self, id: &ObjectId, stale: impl FnOnce(&Recorded) -> bool) {
-        if self.recorded.get(id).is_some_and(stale) {
-            self.recorded.remove(id);
+    /// Forget what was recorded for `id` if `stale` says so of its tenant.
+    pub(crate) fn forget_if(&mut self, id: &ObjectId, stale: impl FnOnce(&str) -> bool) {
+        let objects = &mut self.objects;
+        let is_stale = objects
+            .with(id, RECORDED)
+            .is_some_and(|o| stale(&objects.tenant_of(o)));
+        if is_stale {
+            objects.forget(id, RECORDED);
         }
     }
 }
@@ -128,8 +138,7 @@ impl LiveIndex {
         let maps = Arc::new(Maps {
             desired: RwLock::default(),
             ids: Mutex::default(),
-            live: RwLock::default(),
-            recorded: RwLock::default(),
+            objects: RwLock::default(),
             watches: Mutex::default(),
             relist: tokio::sync::watch::Sender::new(0),
         });
@@ -217,7 +226,7 @@ impl LiveIndex {
     /// Run `f` on the drift baseline, write-locked for the whole of `f`.
     pub(crate) fn baseline<R>(&self, f: impl FnOnce(&mut Baseline<'_>) -> R) -> R {
         let mut baseline = Baseline {
-            recorded: write(&self.maps.recorded),
+            objects: write(&self.maps.objects),
             ids: &self.maps.ids,
         };
         f(&mut baseline)
@@ -234,20 +243,23 @@ impl LiveIndex {
         if let Some((t, _)) = read(&self.maps.desired).get(id) {
             return Some(t);
         }
-        read(&self.maps.recorded)
-            .get(id)
-            .filter(|r| r.version.is_some())
-            .map(|r| r.tenant.clone())
+        let objects = read(&self.maps.objects);
+        objects
+            .with(id, RECORDED)
+            .filter(|o| o.version.is_some())
+            .map(|o| objects.tenant_of(o))
     }
 
     /// The live hash recorded for `id` when fief last applied it.
     pub(crate) fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
-        read(&self.maps.recorded).get(id).map(|r| r.live)
+        read(&self.maps.objects)
+            .with(id, RECORDED)
+            .and_then(|o| o.recorded())
     }
 
     /// Whether `id` is recorded done by its delete policy.
     pub(crate) fn is_done(&self, id: &ObjectId) -> bool {
-        read(&self.maps.recorded).get(id).is_some_and(|r| r.done)
+        read(&self.maps.objects).with(id, DONE).is_some()
     }
 
     /// Whether a live object whose tenant has not been rendered since it was verified is
@@ -258,11 +270,14 @@ impl LiveIndex {
         id: &ObjectId,
         version: &AppliedVersion,
     ) -> Option<(Id, Arc<str>, Option<Digest>)> {
-        let recorded = read(&self.maps.recorded);
-        let (interned, r) = recorded.get_key_value(id)?;
-        let applied = r.version.as_ref()?;
-        let live = applied.still(&Version::from(version)).then_some(r.live);
-        Some((interned.clone(), r.tenant.clone(), live))
+        let objects = read(&self.maps.objects);
+        let (interned, o) = objects.by_id.get_key_value(id)?;
+        let applied = o.version.as_ref().filter(|_| o.has(RECORDED))?;
+        let live = applied
+            .still(&Version::from(version))
+            .then(|| o.recorded())
+            .flatten();
+        Some((interned.clone(), objects.tenant_of(o), live))
     }
 
     /// The live hashes (hex) of `ids`, for those that have one.
@@ -270,18 +285,27 @@ impl LiveIndex {
         &self,
         ids: impl IntoIterator<Item = &'a ObjectId>,
     ) -> HashMap<ObjectId, String> {
-        let live = read(&self.maps.live);
+        let objects = read(&self.maps.objects);
         ids.into_iter()
-            .filter_map(|id| live.get(id).map(|h| (id.clone(), h.to_hex())))
+            .filter_map(|id| {
+                objects
+                    .with(id, LIVE)
+                    .and_then(|o| o.live())
+                    .map(|h| (id.clone(), h.to_hex()))
+            })
             .collect()
     }
 
     /// Run `f` with a test of whether an object's live hash is the one recorded, both read
-    /// under one lock each for the whole of `f`.
+    /// under one lock for the whole of `f`.
     pub(crate) fn as_recorded<R>(&self, f: impl FnOnce(&dyn Fn(&Id) -> bool) -> R) -> R {
-        let recorded = read(&self.maps.recorded);
-        let live = read(&self.maps.live);
-        f(&|id| matches!((live.get(id), recorded.get(id)), (Some(h), Some(r)) if *h == r.live))
+        let objects = read(&self.maps.objects);
+        f(&|id| {
+            objects
+                .by_id
+                .get(id)
+                .is_some_and(|o| o.live().is_some_and(|h| o.recorded() == Some(h)))
+        })
     }
 
     /// Run `f` on every watch's state, under one lock.
@@ -292,21 +316,22 @@ impl LiveIndex {
     /// The ids recorded in the drift baseline of `tenant`.
     #[cfg(test)]
     pub(crate) fn recorded_of(&self, tenant: &str) -> Vec<Id> {
-        read(&self.maps.recorded)
+        let objects = read(&self.maps.objects);
+        objects
+            .by_id
             .iter()
-            .filter(|(_, r)| r.tenant.as_ref() == tenant)
+            .filter(|(_, o)| o.has(RECORDED) && objects.tenant_of(o).as_ref() == tenant)
             .map(|(id, _)| id.clone())
             .collect()
     }
 
-    /// Drop one of the maps (`desired`, `live`, `recorded`, `ids`, `watches`), for the heap
+    /// Drop one of the maps (`desired`, `objects`, `ids`, `watches`), for the heap
     /// harness to measure what it held.
     #[cfg(test)]
     pub(crate) fn drop_map(&self, map: &str) {
         match map {
             "desired" => drop(std::mem::take(&mut *write(&self.maps.desired))),
-            "live" => drop(std::mem::take(&mut *write(&self.maps.live))),
-            "recorded" => drop(std::mem::take(&mut *write(&self.maps.recorded))),
+            "objects" => drop(std::mem::take(&mut *write(&self.maps.objects))),
             "ids" => drop(std::mem::take(&mut *lock(&self.maps.ids))),
             "watches" => drop(std::mem::take(&mut *lock(&self.maps.watches))),
             other => panic!("no map {other}"),
@@ -322,7 +347,9 @@ impl LiveIndex {
     /// Objects with a live hash, and objects in the drift baseline.
     #[cfg(test)]
     pub(crate) fn sizes(&self) -> (usize, usize) {
-        (read(&self.maps.live).len(), read(&self.maps.recorded).len())
+        let objects = read(&self.maps.objects);
+        let count = |flag| objects.by_id.values().filter(|o| o.has(flag)).count();
+        (count(LIVE), count(RECORDED))
     }
 }
 
@@ -339,21 +366,22 @@ impl Keeper {
 
     /// Set the live hash of `id`, as a watch saw it.
     pub(crate) fn set_live(&self, id: Id, hash: Digest) {
-        write(&self.maps.live).insert(id, hash);
+        write(&self.maps.objects).set_live(id, hash);
     }
 
     /// Forget the live hash of `id` (gone, or its hash unknown).
     pub(crate) fn forget_live(&self, id: &ObjectId) {
-        write(&self.maps.live).remove(id);
+        write(&self.maps.objects).forget(id, LIVE);
     }
 
     /// Take in the live hashes a sync recorded: each one it wrote, and the others where no
     /// hash is known.
     pub(crate) fn take_written(&self, writes: Vec<LiveWrite>) {
-        let mut live = write(&self.maps.live);
+        let mut objects = write(&self.maps.objects);
         for w in writes {
-            if w.wrote || !live.contains_key(&w.id) {
-                live.insert(w.id, w.hash);
+            let o = objects.by_id.entry(w.id).or_default();
+            if w.wrote || !o.has(LIVE) {
+                o.set_live(Some(w.hash));
             }
         }
     }

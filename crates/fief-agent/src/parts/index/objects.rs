@@ -1,0 +1,217 @@
+//! One record per object the agent holds: its live hash, as the watches keep it, and its drift
+//! baseline, what fief last applied.
+//!
+//! In: the live hashes the index task sets and forgets, the baselines the sync path records
+//! and forgets ([`super::Baseline`]). Out: per object its live hash, its recorded live hash,
+//! its tenant, the version it is judged by and whether its delete policy is done with it.
+//!
+//! A record is small and fixed in size: the tenant is an index into a table of the tenants'
+//! names (each held once), and the two hashes are kept as one [`Digest`] while they are equal
+//! (an object as fief applied it, which is most of them at rest), the live one apart only
+//! when it moved. A record with neither a live hash nor a baseline is removed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::desired::Id;
+use fief_core::digest::{Digest, Version};
+use fief_core::objects::ObjectId;
+
+/// [`Object::flags`]: the live hash is known.
+pub(super) const LIVE: u8 = 1;
+/// [`Object::flags`]: the drift baseline is recorded.
+pub(super) const RECORDED: u8 = 2;
+/// [`Object::flags`]: recorded done by its delete policy ([`super::Recorded::done`]).
+pub(super) const DONE: u8 = 4;
+
+/// One object's record: its live hash and its drift baseline.
+#[derive(Default)]
+pub(super) struct Object {
+    /// The recorded live hash when [`RECORDED`], else the live hash (when [`LIVE`]).
+    hash: Digest,
+    /// The live hash when both are known and it is not the recorded one.
+    moved: Option<Box<Digest>>,
+    /// The version it was applied at, while it is judged by it
+    /// ([`super::Recorded::version`]).
+    pub(super) version: Option<Box<Version>>,
+    /// Its tenant, as an index into [`Objects::tenants`] (when [`RECORDED`]).
+    tenant: u32,
+    /// [`LIVE`], [`RECORDED`], [`DONE`].
+    flags: u8,
+}
+
+impl Object {
+    /// Whether any of `flags` is set.
+    pub(super) fn has(&self, flags: u8) -> bool {
+        self.flags & flags != 0
+    }
+
+    /// The live hash, when known.
+    pub(super) fn live(&self) -> Option<Digest> {
+        if !self.has(LIVE) {
+            return None;
+        }
+        Some(self.moved.as_deref().copied().unwrap_or(self.hash))
+    }
+
+    /// The live hash recorded after fief applied it, when recorded.
+    pub(super) fn recorded(&self) -> Option<Digest> {
+        self.has(RECORDED).then_some(self.hash)
+    }
+
+    /// Set both hashes (`None`: not known, not recorded); without a baseline, its version
+    /// and done flag go too.
+    fn set_hashes(&mut self, live: Option<Digest>, recorded: Option<Digest>) {
+        let mut flags = self.flags & DONE;
+        if live.is_some() {
+            flags |= LIVE;
+        }
+        if recorded.is_some() {
+            flags |= RECORDED;
+        } else {
+            flags &= !DONE;
+            self.version = None;
+        }
+        self.flags = flags;
+        (self.hash, self.moved) = match (live, recorded) {
+            (Some(l), Some(r)) => (r, (l != r).then(|| Box::new(l))),
+            (Some(h), None) | (None, Some(h)) => (h, None),
+            (None, None) => (Digest::default(), None),
+        };
+    }
+
+    /// Set the live hash (`None`: forget it).
+    pub(super) fn set_live(&mut self, live: Option<Digest>) {
+        let recorded = self.recorded();
+        self.set_hashes(live, recorded);
+    }
+}
+
+/// The records of the objects, and the names of their tenants.
+#[derive(Default)]
+pub(super) struct Objects {
+    /// One record per object, keyed on its interned id.
+    pub(super) by_id: HashMap<Id, Object>,
+    /// The tenants' names, each held once ([`Object::tenant`] is an index here).
+    tenants: Vec<Arc<str>>,
+    /// The index of each name in `tenants`.
+    tenant_index: HashMap<Arc<str>, u32>,
+}
+
+impl Objects {
+    /// Record `id`'s baseline: its recorded live hash, tenant, version and done flag (its
+    /// live hash is kept).
+    pub(super) fn record(&mut self, id: Id, recorded: super::Recorded) {
+        let tenant = self.tenant(&recorded.tenant);
+        let o = self.by_id.entry(id).or_default();
+        let live = o.live();
+        o.set_hashes(live, Some(recorded.live));
+        o.version = recorded.version;
+        o.tenant = tenant;
+        if recorded.done {
+            o.flags |= DONE;
+        } else {
+            o.flags &= !DONE;
+        }
+    }
+
+    /// The index of `tenant`'s name, added on first use.
+    fn tenant(&mut self, tenant: &Arc<str>) -> u32 {
+        if let Some(i) = self.tenant_index.get(tenant) {
+            return *i;
+        }
+        let i = u32::try_from(self.tenants.len()).unwrap_or(u32::MAX);
+        self.tenants.push(tenant.clone());
+        self.tenant_index.insert(tenant.clone(), i);
+        i
+    }
+
+    /// The name of the tenant of `o`.
+    pub(super) fn tenant_of(&self, o: &Object) -> Arc<str> {
+        self.tenants
+            .get(o.tenant as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
+    /// The record of `id`, when it has any of `flags`.
+    pub(super) fn with(&self, id: &ObjectId, flags: u8) -> Option<&Object> {
+        self.by_id.get(id).filter(|o| o.has(flags))
+    }
+
+    /// Set the live hash of `id`.
+    pub(super) fn set_live(&mut self, id: Id, hash: Digest) {
+        self.by_id.entry(id).or_default().set_live(Some(hash));
+    }
+
+    /// Forget the live hash (`LIVE`) or the baseline (`RECORDED`) of `id`; a record left with
+    /// nothing is removed.
+    pub(super) fn forget(&mut self, id: &ObjectId, what: u8) {
+        if let Some(o) = self.by_id.get_mut(id) {
+            let live = if what & LIVE != 0 { None } else { o.live() };
+            let recorded = if what & RECORDED != 0 {
+                None
+            } else {
+                o.recorded()
+            };
+            o.set_hashes(live, recorded);
+            if !o.has(LIVE | RECORDED) {
+                self.by_id.remove(id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: &str) -> Id {
+        Arc::new(ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: "ns".into(),
+            name: name.into(),
+        })
+    }
+
+    fn recorded(tenant: &str, live: Digest) -> super::super::Recorded {
+        super::super::Recorded {
+            tenant: tenant.into(),
+            live,
+            version: None,
+            done: true,
+        }
+    }
+
+    #[test]
+    fn a_record_keeps_its_live_and_recorded_hashes_apart_only_when_they_differ() {
+        let (a, b) = (Digest::of(b"a"), Digest::of(b"b"));
+        let mut objects = Objects::default();
+        objects.set_live(id("x"), a);
+        objects.record(id("x"), recorded("t", a));
+        let o = objects.with(&id("x"), LIVE).unwrap();
+        assert_eq!((o.live(), o.recorded()), (Some(a), Some(a)));
+        assert!(o.moved.is_none(), "equal hashes are held once");
+        objects.set_live(id("x"), b);
+        let o = objects.with(&id("x"), LIVE).unwrap();
+        assert_eq!((o.live(), o.recorded()), (Some(b), Some(a)));
+        assert_eq!(objects.tenant_of(o).as_ref(), "t");
+        assert!(o.has(DONE));
+        objects.forget(&id("x"), RECORDED);
+        let o = objects.with(&id("x"), LIVE).unwrap();
+        assert_eq!((o.live(), o.recorded()), (Some(b), None));
+        assert!(!o.has(DONE), "done goes with the baseline");
+        objects.forget(&id("x"), LIVE);
+        assert!(objects.by_id.is_empty(), "a record of nothing is removed");
+    }
+
+    #[test]
+    fn tenant_names_are_held_once() {
+        let mut objects = Objects::default();
+        for n in ["x", "y"] {
+            objects.record(id(n), recorded("t", Digest::of(n.as_bytes())));
+        }
+        assert_eq!(objects.tenants.len(), 1);
+    }
+}
