@@ -2,7 +2,8 @@
 //!
 //! In: a size list (`FIEF_AGENT_HEAP`, tenant counts separated by commas; unset: one small
 //! fleet, as a test that every per-object structure is measured). For each size, the synthetic
-//! fleet the benchmarks use (`tests/common/synth.rs`, about 26 objects a tenant) is applied by
+//! fleet the benchmarks use (`tests/common/synth.rs`, about 26 objects a tenant; its volume
+//! claim, StatefulSet and Ingress made kinds the mock serves, [`served`]) is applied by
 //! one agent of the test kit over the mock API server, then a second agent is started on the
 //! applied cluster (as a restarted Pod) and turned until it is ready: every tenant taken from
 //! the queue, every watch listed, the index task idle. Out: per structure, the bytes its drop
@@ -12,10 +13,14 @@
 //! counts the object ids they share. The last row is what stopping the agent frees besides:
 //! the revision, the source's read cache, the tasks and the client.
 //!
-//! Bytes are the sizes asked of the allocator (not its size classes or free pages), so the
-//! figures are the same in a debug and a release build and do not depend on the machine:
+//! Bytes are the sizes asked of the allocator (not its size classes or free pages): they
+//! depend on the code and the fleet, not on the machine or its load, so a debug build (faster
+//! to build, slower to run) gives the figures too:
 //!
 //! `FIEF_AGENT_HEAP=1000,10000 cargo test -p fief-agent --release --lib heap -- --nocapture`
+//!
+//! A unit test, not a bench: the test kit and the structures measured are the crate's own,
+//! and a bench would link the library with its own allocator, not the counting one.
 
 #[path = "../../../tests/common/synth.rs"]
 #[allow(dead_code)] // shared with the tests and benchmarks; the harness uses part of it

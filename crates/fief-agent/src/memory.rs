@@ -11,7 +11,9 @@
 //! crate's `no_thp` feature keeps mimalloc from asking for transparent huge pages on its
 //! arenas: a huge page is resident in whole as soon as one byte of it is touched, which a
 //! short command with a small live heap pays for in peak RSS (the figures are on the
-//! performance page).
+//! performance page). The crate's unit tests run on mimalloc through a wrapper that counts
+//! each thread's live bytes (`memory_counted.rs`), which the heap harness measures the agent's
+//! structures with.
 
 #[cfg(not(test))]
 #[global_allocator]
