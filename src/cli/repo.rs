@@ -188,11 +188,11 @@ pub struct Streamed {
 #[derive(Debug)]
 pub struct Rendered {
     /// Its name.
-    pub tenant: String,
+    pub tenant: Box<str>,
     /// Its lifecycle state, when its file parsed.
     pub state: Option<crate::core::model::TenantState>,
     /// Where its render is in [`Streamed::failed`], when it failed.
-    pub failed: Option<usize>,
+    pub failed: Option<u32>,
 }
 
 /// [`load_and_render_envs`] a batch of tenants at a time ([`pipeline::BATCH`]) from the repo
@@ -212,9 +212,9 @@ pub fn render_streamed(
     pipeline::render_indexed_batches(&indexed, &args.tenants, &scope, pipeline::BATCH, |batch| {
         each(&batch)?;
         for r in batch {
-            let failed = (!r.is_ok()).then_some(done.failed.len());
+            let failed = (!r.is_ok()).then(|| u32::try_from(done.failed.len()).unwrap_or(u32::MAX));
             done.tenants.push(Rendered {
-                tenant: r.tenant.clone(),
+                tenant: r.tenant.as_str().into(),
                 state: r.state,
                 failed,
             });

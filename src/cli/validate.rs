@@ -62,7 +62,9 @@ fn write_json(out: &mut impl Write, renders: &Streamed, seen: &Seen) -> std::io:
         .zip(&seen.counts)
         .zip(&seen.namespaces);
     for (i, ((t, (objects, _)), namespaces)) in all.enumerate() {
-        let errors = t.failed.map_or(&[][..], |at| &renders.failed[at].errors);
+        let errors = t
+            .failed
+            .map_or(&[][..], |at| &renders.failed[at as usize].errors);
         let item = serde_json::json!({
             "tenant": t.tenant,
             "ok": t.failed.is_none(),
@@ -101,7 +103,7 @@ fn write_text(out: &mut impl Write, renders: &Streamed, seen: &Seen) -> std::io:
                 out,
                 "{}: INVALID ({} errors)",
                 t.tenant,
-                renders.failed[at].errors.len()
+                renders.failed[at as usize].errors.len()
             )?,
         }
     }

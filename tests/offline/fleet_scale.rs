@@ -60,11 +60,14 @@ fn a_repo_of_100000_tenants_validates_with_the_checks_across_the_whole_fleet() {
         "{}",
         &text[text.len().saturating_sub(300)..]
     );
-    assert!(text.starts_with("t-000000: ok (1 namespaces, 1 objects)\n"), "{}", &text[..200]);
+    assert!(
+        text.starts_with("t-000000: ok (1 namespaces, 1 objects)\n"),
+        "{}",
+        &text[..200]
+    );
     let last = name(TENANTS - 1);
     assert!(
-        err.contains(&format!("tenants/{last}.yaml:6: tenant `{last}`"))
-            && err.contains(&name(0)),
+        err.contains(&format!("tenants/{last}.yaml:6: tenant `{last}`")) && err.contains(&name(0)),
         "{err}"
     );
 }

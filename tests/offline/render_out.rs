@@ -49,9 +49,16 @@ fn a_render_with_a_failed_tenant_leaves_the_out_folder_as_the_last_good_render_w
     );
     let second = render_out(repo.path(), &out);
     assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
-    assert!(stderr(&second).contains("tenant `beta`"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("tenant `beta`"),
+        "{}",
+        stderr(&second)
+    );
     assert_eq!(std::fs::read_to_string(&acme).expect("kept"), written);
-    assert_eq!(std::fs::read_to_string(out.join(".fief-render")).expect("kept"), list);
+    assert_eq!(
+        std::fs::read_to_string(out.join(".fief-render")).expect("kept"),
+        list
+    );
     assert!(out.join("beta/beta-prod/configmap.app.yaml").is_file());
     assert!(!out.join(".fief-render.staging").exists());
 
@@ -63,6 +70,10 @@ fn a_render_with_a_failed_tenant_leaves_the_out_folder_as_the_last_good_render_w
     );
     let third = render_out(repo.path(), &out);
     assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
-    assert!(std::fs::read_to_string(&acme).expect("rewritten").contains("acme-2"));
+    assert!(
+        std::fs::read_to_string(&acme)
+            .expect("rewritten")
+            .contains("acme-2")
+    );
     assert!(!out.join(".fief-render.staging").exists());
 }

@@ -84,7 +84,11 @@ fn measure(tenants: usize) -> Measured {
     let start = live();
     let listed = fief_source::fs::read_dir_indexed(dir.path()).expect("read repo");
     m.listed_snapshot = live() - start;
-    let indexed = Indexed::load(listed.snapshot, listed.tenant_files, Arc::new(listed.reader));
+    let indexed = Indexed::load(
+        listed.snapshot,
+        listed.tenant_files,
+        Arc::new(listed.reader),
+    );
     m.indexed = live() - start;
     let before = live();
     let one = indexed.tenant_repo(&synth::tenant_name(tenants / 2));
@@ -110,12 +114,28 @@ fn where_the_memory_of_a_loaded_repo_goes() {
         let m = measure(n);
         println!("{n} tenants, live heap bytes:");
         row("whole: snapshot (every file's text)", m.snapshot, n);
-        row("whole: parsed model (tenants, their files, the rest)", m.model, n);
+        row(
+            "whole: parsed model (tenants, their files, the rest)",
+            m.model,
+            n,
+        );
         row("whole: cross-tenant index", m.across, n);
         row("whole: all", m.whole, n);
-        row("indexed: snapshot without the tenant files", m.listed_snapshot, n);
-        row("indexed: all (names, paths, cross-tenant index, hashes)", m.indexed, n);
-        row("indexed: one tenant's repo while it renders", m.one_tenant, 1);
+        row(
+            "indexed: snapshot without the tenant files",
+            m.listed_snapshot,
+            n,
+        );
+        row(
+            "indexed: all (names, paths, cross-tenant index, hashes)",
+            m.indexed,
+            n,
+        );
+        row(
+            "indexed: one tenant's repo while it renders",
+            m.one_tenant,
+            1,
+        );
     }
 }
 

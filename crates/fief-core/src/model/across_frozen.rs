@@ -24,7 +24,12 @@ pub(super) struct Frozen {
 impl Frozen {
     /// The index of `tenants` (name, claims), sorted by name.
     pub(super) fn new(tenants: Vec<(String, Claims)>) -> Frozen {
-        let mut out = Frozen::default();
+        let mut out = Frozen {
+            names: Vec::with_capacity(tenants.len()),
+            claims: Vec::with_capacity(tenants.len()),
+            owners: Vec::with_capacity(tenants.iter().map(|(_, c)| c.namespaces.len()).sum()),
+            suffixes: Vec::with_capacity(tenants.iter().map(|(_, c)| c.suffixes.len()).sum()),
+        };
         for (i, (name, claims)) in tenants.into_iter().enumerate() {
             let i = i as u32;
             for (_, ns) in &claims.namespaces {

@@ -37,8 +37,8 @@ impl TenantReader for Snapshot {
     }
 }
 
-/// A tenant's name and the paths of its files, while the index is built.
-type TenantPaths = (Box<str>, Vec<Box<str>>);
+/// A tenant's name and the paths of its files (sorted).
+type TenantPaths = (Box<str>, Box<[Box<str>]>);
 
 /// Tenant files parsed at a time while the index is built, across the threads.
 const CHUNK: usize = 1024;
@@ -56,7 +56,7 @@ pub struct Indexed {
     seen: HashSet<u64>,
     /// Every tenant's name and files (sorted), by name: the [`Repo::tenant_files`] of the
     /// repo, in a few words per tenant.
-    files: Vec<(Box<str>, Box<[Box<str>]>)>,
+    files: Vec<TenantPaths>,
     reader: Arc<dyn TenantReader>,
 }
 
@@ -74,19 +74,23 @@ impl Indexed {
     pub fn load(snapshot: Snapshot, listed: Vec<String>, reader: Arc<dyn TenantReader>) -> Self {
         let mut base = Repo::load(Arc::new(snapshot));
         let in_snapshot = base.snapshot.under("tenants").map(|(p, _)| p.clone());
-        let mut paths: Vec<(String, String)> = listed
+        let mut paths: Vec<String> = listed
             .into_iter()
             .chain(in_snapshot)
-            .filter_map(|p| Some((tenant_stem(&p)?.to_string(), p)))
+            .filter(|p| tenant_stem(p).is_some())
             .collect();
-        paths.sort_unstable();
+        // By tenant, then path: a tenant's files side by side, sorted.
+        paths.sort_unstable_by(|a, b| (tenant_stem(a), a).cmp(&(tenant_stem(b), b)));
         paths.dedup();
-        let mut files: Vec<TenantPaths> = Vec::new();
-        for (stem, path) in paths {
-            match files.last_mut() {
-                Some((name, of)) if **name == *stem => of.push(path.into()),
-                _ => files.push((stem.into(), vec![path.into()])),
+        let mut files: Vec<TenantPaths> = Vec::with_capacity(paths.len());
+        let mut paths = paths.into_iter().peekable();
+        while let Some(first) = paths.next() {
+            let stem: Box<str> = tenant_stem(&first).unwrap_or_default().into();
+            let mut of = vec![first.into_boxed_str()];
+            while let Some(next) = paths.next_if(|p| tenant_stem(p) == Some(&*stem)) {
+                of.push(next.into_boxed_str());
             }
+            files.push((stem, of.into_boxed_slice()));
         }
         base.tenants = Tenants::new();
         base.tenant_files = TenantFiles::new();
@@ -97,7 +101,7 @@ impl Indexed {
             files: Vec::new(),
             base: base.clone(),
         };
-        let mut claimed = Vec::new();
+        let mut claimed = Vec::with_capacity(files.len());
         let mut pinning = imbl::OrdSet::new();
         for chunk in files.chunks(CHUNK) {
             for read in out.read_chunk(chunk) {
@@ -114,10 +118,7 @@ impl Indexed {
         base.pinning = pinning;
         base.across = OnceLock::from(Arc::new(Across::frozen(claimed)));
         out.base = base;
-        out.files = files
-            .into_iter()
-            .map(|(name, paths)| (name, paths.into_boxed_slice()))
-            .collect();
+        out.files = files;
         out
     }
 

@@ -1,8 +1,9 @@
 //! The tenants repo model (format v1): fief.yaml, tenants, components, environments, baseline.
 //!
 //! In: a [`Snapshot`]. Out: a [`Repo`] whose parts are each either parsed or a list of
-//! diagnostics, so one bad file fails only the tenants that read it. Unknown fields are
-//! errors everywhere.
+//! diagnostics, so one bad file fails only the tenants that read it; or, for a render of a
+//! large fleet a batch at a time, an [`Indexed`] repo that holds a small index per tenant and
+//! reads each tenant file again when it renders. Unknown fields are errors everywhere.
 
 mod across;
 mod chart;
