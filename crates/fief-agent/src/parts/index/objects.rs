@@ -8,7 +8,8 @@
 //! A record is small and fixed in size: the tenant is an index into a table of the tenants'
 //! names (each held once), and the two hashes are kept as one [`Digest`] while they are equal
 //! (an object as fief applied it, which is most of them at rest), the live one apart only
-//! when it moved. A record with neither a live hash nor a baseline is removed.
+//! when it moved. A record with neither a live hash nor a baseline is removed; a tenant's name
+//! stays in the table once added (one string per tenant ever recorded).
 
 use std::collections::HashMap;
 use std::sync::Arc;
