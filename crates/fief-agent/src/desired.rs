@@ -8,14 +8,19 @@
 //! desired JSON. Replacing a tenant's objects costs that tenant's objects, not the fleet's.
 //! Object ids are interned too: every per-object map of the agent (desired shapes, live
 //! hashes, the drift baseline, health, the watches' known sets) keys on the one [`Id`] the
-//! agent's [`Interner`] hands out for an object, whichever of them met the object first.
+//! agent's [`Interner`] hands out for an object, whichever of them met the object first: a
+//! compact id ([`id`]) that finds the object from a full [`ObjectId`] too.
 
-use std::collections::{HashMap, HashSet};
+mod id;
+
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use fief_core::objects::ObjectId;
+
+pub use id::{Id, Interner, Key, key};
 
 /// `value` with every scalar replaced by null (objects and arrays kept).
 #[cfg(test)]
@@ -87,61 +92,6 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
         .collect()
 }
 
-/// An interned object id: one allocation shared by every map that keys on it.
-pub type Id = Arc<ObjectId>;
-
-/// One allocation per object id for the whole agent. A map keeps its old key when a key
-/// equal to it is inserted, so two maps that each allocated their own copy of an id (a watch
-/// that listed the object before its tenant was rendered or verified, say) would hold both
-/// for good; ids taken from here are the same allocation everywhere.
-#[derive(Default)]
-pub struct Interner {
-    ids: HashSet<Id>,
-    /// Ids held after the last sweep.
-    kept: usize,
-}
-
-impl Interner {
-    /// The agent's id for `id`, allocated on first use.
-    pub fn intern(&mut self, id: &ObjectId) -> Id {
-        match self.ids.get(id) {
-            Some(held) => held.clone(),
-            None => self.insert(Arc::new(id.clone())),
-        }
-    }
-
-    /// [`Self::intern`], taking the id.
-    pub fn intern_owned(&mut self, id: ObjectId) -> Id {
-        match self.ids.get(&id) {
-            Some(held) => held.clone(),
-            None => self.insert(Arc::new(id)),
-        }
-    }
-
-    fn insert(&mut self, id: Id) -> Id {
-        self.ids.insert(id.clone());
-        id
-    }
-
-    /// Forget ids nothing else holds any more (objects deleted or no longer desired), once
-    /// the set has doubled since the last sweep: a sweep is a pass over every id, so this
-    /// keeps its cost per new id constant.
-    pub fn sweep(&mut self) {
-        if self.ids.len() <= 2 * self.kept + 1024 {
-            return;
-        }
-        self.ids.retain(|id| Arc::strong_count(id) > 1);
-        self.ids.shrink_to_fit();
-        self.kept = self.ids.len();
-    }
-
-    /// Ids held.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.ids.len()
-    }
-}
-
 /// Desired objects by id: tenant and interned shape.
 #[derive(Default)]
 pub struct Desired {
@@ -197,13 +147,15 @@ impl Desired {
 
     /// The tenant and shape of a desired object.
     pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
-        self.objects.get(id).map(|(t, s)| (t.clone(), s.clone()))
+        self.objects
+            .get(key(id))
+            .map(|(t, s)| (t.clone(), s.clone()))
     }
 
     /// A desired object's interned id, tenant and shape.
     pub fn find(&self, id: &ObjectId) -> Option<Found> {
         self.objects
-            .get_key_value(id)
+            .get_key_value(key(id))
             .map(|(id, (tenant, shape))| Found {
                 id: id.clone(),
                 tenant: tenant.clone(),
@@ -214,7 +166,9 @@ impl Desired {
     /// The interned id of a desired object.
     #[cfg(test)]
     fn intern(&self, id: &ObjectId) -> Option<Id> {
-        self.objects.get_key_value(id).map(|(id, _)| id.clone())
+        self.objects
+            .get_key_value(key(id))
+            .map(|(id, _)| id.clone())
     }
 
     /// Distinct shapes held.
@@ -301,8 +255,8 @@ mod tests {
         d.replace("a", vec![(id.clone(), key.clone())], &mut ids);
         let found = d.find(&id).unwrap();
         assert_eq!(found.tenant.as_ref(), "a");
-        assert!(Arc::ptr_eq(&found.id, &d.intern(&id).unwrap()));
-        assert!(Arc::ptr_eq(&found.id, &d.find(&id).unwrap().id));
+        assert!(Id::ptr_eq(&found.id, &d.intern(&id).unwrap()));
+        assert!(Id::ptr_eq(&found.id, &d.find(&id).unwrap().id));
         assert!(
             d.intern(&ObjectId {
                 name: "other".into(),
@@ -326,8 +280,8 @@ mod tests {
         let key = shape_key(&json!({"data": {"k": "v"}}));
         let mut d = Desired::default();
         d.replace("a", vec![(id.clone(), key)], &mut ids);
-        assert!(Arc::ptr_eq(&d.intern(&id).unwrap(), &held));
-        assert!(Arc::ptr_eq(&ids.intern_owned(id), &held));
+        assert!(Id::ptr_eq(&d.intern(&id).unwrap(), &held));
+        assert!(Id::ptr_eq(&ids.intern_owned(id), &held));
         assert_eq!(ids.len(), 1);
     }
 
@@ -355,6 +309,6 @@ mod tests {
             kept.len(),
             "only the ids still held elsewhere stay"
         );
-        assert!(Arc::ptr_eq(&ids.intern(&id(3)), &kept[3]));
+        assert!(Id::ptr_eq(&ids.intern(&id(3)), &kept[3]));
     }
 }

@@ -255,14 +255,19 @@ async fn a_syncs_live_hashes_replace_the_watches_only_for_the_objects_it_wrote()
         .expect("desired")
         .id;
     feed(&kit, vec![("test", KindEvent::Applied(edited))]).await;
-    let recorded = kit.shared.index.recorded_live(&id).expect("recorded");
+    let recorded = kit
+        .shared
+        .index
+        .recorded_live(&id.to_object_id())
+        .expect("recorded");
     let write = |wrote| LiveWrite {
         id: id.clone(),
         hash: recorded,
         wrote,
     };
     assert_ne!(seen, recorded.to_hex(), "the edit moved the live hash");
-    let live = || kit.shared.index.live_hashes([&*id]).remove(&*id);
+    let full = id.to_object_id();
+    let live = || kit.shared.index.live_hashes([&full]).remove(&full);
     kit.shared.index.written(vec![write(false)]).await;
     assert_eq!(live(), Some(seen), "left alone: the watches' hash stands");
     kit.shared.index.written(vec![write(true)]).await;

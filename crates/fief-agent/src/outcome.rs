@@ -118,7 +118,10 @@ fn take_in(
             if done {
                 continue;
             }
-            let wrote = written(old.and_then(|o| o.entries.get(id.as_ref())), entry);
+            let wrote = written(
+                old.and_then(|o| o.entries.get(&id as &dyn crate::desired::Key)),
+                entry,
+            );
             if wrote || complete {
                 writes.push(LiveWrite {
                     id,

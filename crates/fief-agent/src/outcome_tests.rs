@@ -20,8 +20,8 @@ fn baseline(kit: &Kit, tenant: &str) -> Vec<String> {
         .index
         .recorded_of(tenant)
         .iter()
-        .filter(|id| id.kind == "ConfigMap")
-        .map(|id| id.name.clone())
+        .filter(|id| id.kind() == "ConfigMap")
+        .map(|id| id.name().to_string())
         .collect();
     names.sort();
     names

@@ -98,7 +98,7 @@ impl KindState {
                 self.known.insert(id);
             }
             KindEvent::Deleted(id) => {
-                self.known.remove(&id);
+                self.known.remove(crate::desired::key(&id));
                 deleted(shared, keeper, &id, Seen::Event);
             }
             KindEvent::Relisting => set_state(shared, keeper, key, WatchState::Listing),
@@ -111,7 +111,7 @@ impl KindState {
         if self.synced_once {
             let since = self.listing_since.unwrap_or_else(Instant::now);
             for id in self.known.difference(&self.seen) {
-                deleted(shared, keeper, id, Seen::Listed(since));
+                deleted(shared, keeper, &id.to_object_id(), Seen::Listed(since));
             }
         } else {
             tracing::debug!(kind = key, "initial list done");

@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::desired::{Key, key};
 use fief_core::digest::Digest;
 use fief_core::health::{Health, Verdict, Waited, health, verdict};
 use fief_core::model::Repo;
@@ -107,7 +108,7 @@ struct Tracker {
     /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
     /// version that moved, or not rendered since the agent started): one entry per managed
     /// object, so it is kept small.
-    live: HashMap<super::desired::Id, Seen>,
+    live: HashMap<crate::desired::Id, Seen>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -217,7 +218,7 @@ impl Gate {
         t.live.insert(id.clone(), seen);
         if t.waiting
             .get(tenant)
-            .is_some_and(|w| w.objects.contains_key(id.as_ref()))
+            .is_some_and(|w| w.objects.contains_key(id as &dyn Key))
         {
             self.judge(&mut t, tenant);
         }
@@ -226,7 +227,7 @@ impl Gate {
     /// A desired object was deleted.
     pub fn gone(&self, tenant: &str, id: &ObjectId) {
         let mut t = lock(&self.tracker);
-        t.live.remove(id);
+        t.live.remove(key(id));
         if t.waiting
             .get(tenant)
             .is_some_and(|w| w.objects.contains_key(id))
@@ -370,7 +371,7 @@ impl Gate {
                 object: id.to_string(),
                 health: t
                     .live
-                    .get(id)
+                    .get(key(id))
                     .filter(|seen| seen.is(applied))
                     .map(Seen::health),
                 overdue: now >= applied.deadline,

@@ -88,7 +88,7 @@ impl Gate {
     pub fn health_of(&self, ids: &[ObjectId]) -> Vec<Option<Health>> {
         let t = lock(&self.tracker);
         ids.iter()
-            .map(|id| t.live.get(id).map(super::Seen::health))
+            .map(|id| t.live.get(crate::desired::key(id)).map(super::Seen::health))
             .collect()
     }
 }

@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use self::feed::{Event, LiveWrite};
 use self::objects::{DONE, LIVE, Objects, RECORDED};
-use crate::desired::{Desired, Found, Id, Interner, Shaped};
+use crate::desired::{Desired, Found, Id, Interner, Shaped, key};
 use crate::{WatchState, lock, read, write};
 use fief_core::digest::{Digest, Version};
 use fief_core::inventory::AppliedVersion;
@@ -271,7 +271,7 @@ impl LiveIndex {
         version: &AppliedVersion,
     ) -> Option<(Id, Arc<str>, Option<Digest>)> {
         let objects = read(&self.maps.objects);
-        let (interned, o) = objects.by_id.get_key_value(id)?;
+        let (interned, o) = objects.by_id.get_key_value(key(id))?;
         let applied = o.version.as_ref().filter(|_| o.has(RECORDED))?;
         let live = applied
             .still(&Version::from(version))

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::desired::Id;
+use crate::desired::{Id, key};
 use fief_core::digest::{Digest, Version};
 use fief_core::objects::ObjectId;
 
@@ -137,7 +137,7 @@ impl Objects {
 
     /// The record of `id`, when it has any of `flags`.
     pub(super) fn with(&self, id: &ObjectId, flags: u8) -> Option<&Object> {
-        self.by_id.get(id).filter(|o| o.has(flags))
+        self.by_id.get(key(id)).filter(|o| o.has(flags))
     }
 
     /// Set the live hash of `id`.
@@ -148,7 +148,7 @@ impl Objects {
     /// Forget the live hash (`LIVE`) or the baseline (`RECORDED`) of `id`; a record left with
     /// nothing is removed.
     pub(super) fn forget(&mut self, id: &ObjectId, what: u8) {
-        if let Some(o) = self.by_id.get_mut(id) {
+        if let Some(o) = self.by_id.get_mut(key(id)) {
             let live = if what & LIVE != 0 { None } else { o.live() };
             let recorded = if what & RECORDED != 0 {
                 None
@@ -157,7 +157,7 @@ impl Objects {
             };
             o.set_hashes(live, recorded);
             if !o.has(LIVE | RECORDED) {
-                self.by_id.remove(id);
+                self.by_id.remove(key(id));
             }
         }
     }
@@ -167,13 +167,17 @@ impl Objects {
 mod tests {
     use super::*;
 
-    fn id(name: &str) -> Id {
-        Arc::new(ObjectId {
+    fn object(name: &str) -> ObjectId {
+        ObjectId {
             group: String::new(),
             kind: "ConfigMap".into(),
             namespace: "ns".into(),
             name: name.into(),
-        })
+        }
+    }
+
+    fn id(name: &str) -> Id {
+        crate::desired::Interner::default().intern(&object(name))
     }
 
     fn recorded(tenant: &str, live: Digest) -> super::super::Recorded {
@@ -191,19 +195,19 @@ mod tests {
         let mut objects = Objects::default();
         objects.set_live(id("x"), a);
         objects.record(id("x"), recorded("t", a));
-        let o = objects.with(&id("x"), LIVE).unwrap();
+        let o = objects.with(&object("x"), LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(a), Some(a)));
         assert!(o.moved.is_none(), "equal hashes are held once");
         objects.set_live(id("x"), b);
-        let o = objects.with(&id("x"), LIVE).unwrap();
+        let o = objects.with(&object("x"), LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(b), Some(a)));
         assert_eq!(objects.tenant_of(o).as_ref(), "t");
         assert!(o.has(DONE));
-        objects.forget(&id("x"), RECORDED);
-        let o = objects.with(&id("x"), LIVE).unwrap();
+        objects.forget(&object("x"), RECORDED);
+        let o = objects.with(&object("x"), LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(b), None));
         assert!(!o.has(DONE), "done goes with the baseline");
-        objects.forget(&id("x"), LIVE);
+        objects.forget(&object("x"), LIVE);
         assert!(objects.by_id.is_empty(), "a record of nothing is removed");
     }
 

@@ -1,0 +1,416 @@
+//! The agent's object ids, compact, and the interner that hands them out.
+//!
+//! In: full object ids ([`ObjectId`], four strings) as the renders, the inventories and the
+//! watches carry them. Out: one [`Id`] per object for the whole agent, which every per-object
+//! map keys on, and [`Key`], the borrowed form the maps are looked up by from either kind of id.
+//!
+//! An [`Id`] is one small allocation: its group and kind are a pointer into a table of the
+//! kinds (a fleet has few), its namespace a pointer into a table of the namespaces (a tenant's
+//! objects share a handful), and its name its own bytes. Both tables are the interner's and
+//! are swept with it. Ids hash, compare and order by their four strings, exactly as an
+//! [`ObjectId`] does, so a map keyed on [`Id`] finds an object from a full id (through
+//! [`key`]) and a map keyed on [`ObjectId`] finds one from an [`Id`].
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use fief_core::objects::ObjectId;
+
+/// The four strings of an object id, borrowed: what ids of either form hash, compare and order
+/// by (in [`ObjectId`]'s field order, so the same way an [`ObjectId`] does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Parts<'a> {
+    /// API group, empty for the core group.
+    pub group: &'a str,
+    /// Kind.
+    pub kind: &'a str,
+    /// Namespace, empty for cluster-scoped objects.
+    pub namespace: &'a str,
+    /// Name.
+    pub name: &'a str,
+}
+
+/// An object id of either form, as the agent's maps are looked up by it.
+pub trait Key {
+    /// Its four strings.
+    fn parts(&self) -> Parts<'_>;
+}
+
+impl Key for ObjectId {
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            group: &self.group,
+            kind: &self.kind,
+            namespace: &self.namespace,
+            name: &self.name,
+        }
+    }
+}
+
+impl Key for Id {
+    fn parts(&self) -> Parts<'_> {
+        let Inner {
+            kind,
+            namespace,
+            name,
+        } = &*self.0;
+        Parts {
+            group: &kind.group,
+            kind: &kind.kind,
+            namespace: &namespace.0,
+            name,
+        }
+    }
+}
+
+impl Hash for dyn Key + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn Key + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn Key + '_ {}
+
+impl PartialOrd for dyn Key + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn Key + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
+/// `id` as the key a map of [`Id`]s is looked up by.
+pub fn key(id: &ObjectId) -> &dyn Key {
+    id
+}
+
+impl<'a> Borrow<dyn Key + 'a> for Id {
+    fn borrow(&self) -> &(dyn Key + 'a) {
+        self
+    }
+}
+
+impl<'a> Borrow<dyn Key + 'a> for ObjectId {
+    fn borrow(&self) -> &(dyn Key + 'a) {
+        self
+    }
+}
+
+/// A group and kind, held once by the interner for every object of the kind.
+struct Kind {
+    group: Box<str>,
+    kind: Box<str>,
+}
+
+/// A namespace, held once by the interner for every object in it (a pointer wide).
+#[derive(Clone)]
+struct Namespace(Arc<Box<str>>);
+
+impl Borrow<str> for Namespace {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Hash for Namespace {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        str::hash(&self.0, state);
+    }
+}
+
+impl PartialEq for Namespace {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Namespace {}
+
+/// What an [`Id`] points to.
+struct Inner {
+    kind: Arc<Kind>,
+    namespace: Namespace,
+    name: Box<str>,
+}
+
+/// An object id as the agent holds it: one allocation per object, shared by every map that
+/// keys on it (see the module docs). Two ids of one object are equal, whichever their
+/// allocation; the [`Interner`] makes it one.
+#[derive(Clone)]
+pub struct Id(Arc<Inner>);
+
+impl Id {
+    /// API group, empty for the core group.
+    pub fn group(&self) -> &str {
+        &self.0.kind.group
+    }
+
+    /// Kind.
+    pub fn kind(&self) -> &str {
+        &self.0.kind.kind
+    }
+
+    /// Namespace, empty for cluster-scoped objects.
+    pub fn namespace(&self) -> &str {
+        &self.0.namespace.0
+    }
+
+    /// Name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The full id.
+    pub fn to_object_id(&self) -> ObjectId {
+        let p = self.parts();
+        ObjectId {
+            group: p.group.to_string(),
+            kind: p.kind.to_string(),
+            namespace: p.namespace.to_string(),
+            name: p.name.to_string(),
+        }
+    }
+
+    /// Whether `a` and `b` are the same allocation.
+    #[cfg(test)]
+    pub fn ptr_eq(a: &Id, b: &Id) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+impl Hash for Id {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.parts() == other.parts()
+    }
+}
+
+impl Eq for Id {}
+
+impl PartialEq<ObjectId> for Id {
+    fn eq(&self, other: &ObjectId) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.parts();
+        f.debug_struct("Id")
+            .field("group", &p.group)
+            .field("kind", &p.kind)
+            .field("namespace", &p.namespace)
+            .field("name", &p.name)
+            .finish()
+    }
+}
+
+/// As [`ObjectId`]'s: `Kind[.group]/[namespace/]name`.
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.parts();
+        f.write_str(p.kind)?;
+        if !p.group.is_empty() {
+            write!(f, ".{}", p.group)?;
+        }
+        if !p.namespace.is_empty() {
+            write!(f, "/{}", p.namespace)?;
+        }
+        write!(f, "/{}", p.name)
+    }
+}
+
+/// One [`Id`] per object for the whole agent. A map keeps its old key when a key equal to it
+/// is inserted, so two maps that each made their own id of an object (a watch that listed the
+/// object before its tenant was rendered or verified, say) would hold both allocations for
+/// good; ids taken from here are the same allocation everywhere. It holds the tables of kinds
+/// and namespaces the ids point into.
+#[derive(Default)]
+pub struct Interner {
+    ids: HashSet<Id>,
+    /// The kinds, by kind name (each name's groups: one, as a rule).
+    kinds: HashMap<Box<str>, Vec<Arc<Kind>>>,
+    namespaces: HashSet<Namespace>,
+    /// Ids held after the last sweep.
+    kept: usize,
+}
+
+impl Interner {
+    /// The agent's id for `id`, made on first use.
+    pub fn intern(&mut self, id: &ObjectId) -> Id {
+        if let Some(held) = self.ids.get(key(id)) {
+            return held.clone();
+        }
+        let made = Id(Arc::new(Inner {
+            kind: self.kind(&id.group, &id.kind),
+            namespace: self.namespace(&id.namespace),
+            name: id.name.as_str().into(),
+        }));
+        self.ids.insert(made.clone());
+        made
+    }
+
+    /// [`Self::intern`], taking the id.
+    pub fn intern_owned(&mut self, id: ObjectId) -> Id {
+        self.intern(&id)
+    }
+
+    /// The table's entry for `group` and `kind`, added on first use.
+    fn kind(&mut self, group: &str, kind: &str) -> Arc<Kind> {
+        if let Some(held) = self
+            .kinds
+            .get(kind)
+            .and_then(|ks| ks.iter().find(|k| &*k.group == group))
+        {
+            return held.clone();
+        }
+        let made = Arc::new(Kind {
+            group: group.into(),
+            kind: kind.into(),
+        });
+        self.kinds
+            .entry(kind.into())
+            .or_default()
+            .push(made.clone());
+        made
+    }
+
+    /// The table's entry for `namespace`, added on first use.
+    fn namespace(&mut self, namespace: &str) -> Namespace {
+        if let Some(held) = self.namespaces.get(namespace) {
+            return held.clone();
+        }
+        let made = Namespace(Arc::new(namespace.into()));
+        self.namespaces.insert(made.clone());
+        made
+    }
+
+    /// Forget ids nothing else holds any more (objects deleted or no longer desired), and the
+    /// kinds and namespaces no id points into, once the set has doubled since the last sweep:
+    /// a sweep is a pass over every id, so this keeps its cost per new id constant.
+    pub fn sweep(&mut self) {
+        if self.ids.len() <= 2 * self.kept + 1024 {
+            return;
+        }
+        self.ids.retain(|id| Arc::strong_count(&id.0) > 1);
+        self.ids.shrink_to_fit();
+        self.namespaces.retain(|n| Arc::strong_count(&n.0) > 1);
+        self.namespaces.shrink_to_fit();
+        self.kinds.retain(|_, ks| {
+            ks.retain(|k| Arc::strong_count(k) > 1);
+            !ks.is_empty()
+        });
+        self.kept = self.ids.len();
+    }
+
+    /// Ids held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Kinds and namespaces held.
+    #[cfg(test)]
+    fn tables(&self) -> (usize, usize) {
+        (
+            self.kinds.values().map(Vec::len).sum(),
+            self.namespaces.len(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, HashMap};
+    use std::hash::BuildHasher;
+
+    fn object(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectId {
+        ObjectId {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn an_id_hashes_compares_orders_and_prints_as_its_full_id() {
+        let full = [
+            object("apps", "Deployment", "a-prod", "web"),
+            object("", "Namespace", "", "a-prod"),
+            object("", "ConfigMap", "a-prod", "web"),
+        ];
+        let mut ids = Interner::default();
+        let hasher = std::collections::hash_map::RandomState::new();
+        for o in &full {
+            let id = ids.intern(o);
+            assert_eq!(hasher.hash_one(o), hasher.hash_one(&id));
+            assert_eq!(hasher.hash_one(o), hasher.hash_one(key(o)));
+            assert_eq!(id.to_string(), o.to_string());
+            assert_eq!(&id.to_object_id(), o);
+            assert!(id == *o);
+        }
+        let by_id: HashMap<Id, usize> = full.iter().map(|o| (ids.intern(o), 1)).collect();
+        let by_full: HashMap<ObjectId, usize> = full.iter().map(|o| (o.clone(), 2)).collect();
+        let ordered: BTreeMap<ObjectId, usize> = full.iter().map(|o| (o.clone(), 3)).collect();
+        for o in &full {
+            let id = ids.intern(o);
+            assert_eq!(by_id.get(key(o)), Some(&1), "found from the full id");
+            assert_eq!(by_full.get(&id as &dyn Key), Some(&2), "found from the id");
+            assert_eq!(ordered.get(&id as &dyn Key), Some(&3), "found in order");
+        }
+        let other = object("apps", "Deployment", "a-prod", "api");
+        assert!(!by_id.contains_key(key(&other)));
+        let mut sorted: Vec<Id> = full.iter().map(|o| ids.intern(o)).collect();
+        sorted.sort_by(|a, b| (a as &dyn Key).cmp(b));
+        let in_order: Vec<ObjectId> = sorted.iter().map(Id::to_object_id).collect();
+        assert_eq!(in_order, ordered.into_keys().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn kinds_and_namespaces_are_held_once_and_swept_with_the_ids() {
+        let mut ids = Interner::default();
+        let kept: Vec<Id> = ["a", "b"]
+            .iter()
+            .flat_map(|n| {
+                [
+                    object("apps", "Deployment", "a-prod", n),
+                    object("", "ConfigMap", "a-prod", n),
+                ]
+            })
+            .map(|o| ids.intern(&o))
+            .collect();
+        assert_eq!(ids.tables(), (2, 1));
+        assert_eq!(kept[0].group(), "apps");
+        assert_eq!(kept[1].kind(), "ConfigMap");
+        assert_eq!(kept[2].namespace(), "a-prod");
+        assert_eq!(kept[3].name(), "b");
+        for n in 0..3000 {
+            ids.intern(&object("batch", "Job", &format!("ns-{n}"), "j"));
+        }
+        assert_eq!(ids.tables(), (3, 3001));
+        ids.sweep();
+        assert_eq!(ids.len(), kept.len());
+        assert_eq!(ids.tables(), (2, 1), "only what the ids held point into");
+        assert!(Id::ptr_eq(&ids.intern(&kept[2].to_object_id()), &kept[2]));
+    }
+}
