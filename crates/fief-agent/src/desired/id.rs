@@ -4,10 +4,10 @@
 //! watches carry them. Out: one [`Id`] per object for the whole agent, which every per-object
 //! map keys on, and [`Key`], the borrowed form the maps are looked up by from either kind of id.
 //!
-//! An [`Id`] is one small allocation: its group and kind are a pointer into a table of the
-//! kinds (a fleet has few), its namespace a pointer into a table of the namespaces (a tenant's
-//! objects share a handful), and its name its own bytes. Both tables are the interner's and
-//! are swept with it. Ids hash, compare and order by their four strings, exactly as an
+//! An [`Id`] is one small allocation of three pointers: its group and kind point into a table
+//! of the kinds (a fleet has few), its namespace and its name into a table of strings (a
+//! tenant's objects share a handful of namespaces, and the objects of one template have the
+//! same name in every tenant). Both tables are the interner's and are swept with it. Ids hash, compare and order by their four strings, exactly as an
 //! [`ObjectId`] does, so a map keyed on [`Id`] finds an object from a full id (through
 //! [`key`]) and a map keyed on [`ObjectId`] finds one from an [`Id`].
 
@@ -61,7 +61,7 @@ impl Key for Id {
             group: &kind.group,
             kind: &kind.kind,
             namespace: &namespace.0,
-            name,
+            name: &name.0,
         }
     }
 }
@@ -115,38 +115,39 @@ struct Kind {
     kind: Box<str>,
 }
 
-/// A namespace, held once by the interner for every object in it (a pointer wide).
+/// A namespace or a name, held once by the interner for every id that has it (a pointer
+/// wide).
 #[derive(Clone)]
-struct Namespace(Arc<Box<str>>);
+struct Text(Arc<Box<str>>);
 
-impl Borrow<str> for Namespace {
+impl Borrow<str> for Text {
     fn borrow(&self) -> &str {
         &self.0
     }
 }
 
-impl Hash for Namespace {
+impl Hash for Text {
     fn hash<H: Hasher>(&self, state: &mut H) {
         str::hash(&self.0, state);
     }
 }
 
-impl PartialEq for Namespace {
+impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         self.0 == other.0
     }
 }
 
-impl Eq for Namespace {}
+impl Eq for Text {}
 
 /// What an [`Id`] points to.
 struct Inner {
     kind: Arc<Kind>,
-    namespace: Namespace,
-    name: Box<str>,
+    namespace: Text,
+    name: Text,
 }
 
-/// An object id as the agent holds it: one allocation per object, shared by every map that
+/// An object id as the agent holds it: one small allocation per object, shared by every map that
 /// keys on it (see the module docs). Two ids of one object are equal, whichever their
 /// allocation; the [`Interner`] makes it one.
 #[derive(Clone)]
@@ -170,7 +171,7 @@ impl Id {
 
     /// Name.
     pub fn name(&self) -> &str {
-        &self.0.name
+        &self.0.name.0
     }
 
     /// The full id.
@@ -242,13 +243,14 @@ impl fmt::Display for Id {
 /// is inserted, so two maps that each made their own id of an object (a watch that listed the
 /// object before its tenant was rendered or verified, say) would hold both allocations for
 /// good; ids taken from here are the same allocation everywhere. It holds the tables of kinds
-/// and namespaces the ids point into.
+/// and strings the ids point into.
 #[derive(Default)]
 pub struct Interner {
     ids: HashSet<Id>,
     /// The kinds, by kind name (each name's groups: one, as a rule).
     kinds: HashMap<Box<str>, Vec<Arc<Kind>>>,
-    namespaces: HashSet<Namespace>,
+    /// The namespaces and names.
+    texts: HashSet<Text>,
     /// Ids held after the last sweep.
     kept: usize,
 }
@@ -261,8 +263,8 @@ impl Interner {
         }
         let made = Id(Arc::new(Inner {
             kind: self.kind(&id.group, &id.kind),
-            namespace: self.namespace(&id.namespace),
-            name: id.name.as_str().into(),
+            namespace: self.text(&id.namespace),
+            name: self.text(&id.name),
         }));
         self.ids.insert(made.clone());
         made
@@ -293,18 +295,18 @@ impl Interner {
         made
     }
 
-    /// The table's entry for `namespace`, added on first use.
-    fn namespace(&mut self, namespace: &str) -> Namespace {
-        if let Some(held) = self.namespaces.get(namespace) {
+    /// The table's entry for `text`, added on first use.
+    fn text(&mut self, text: &str) -> Text {
+        if let Some(held) = self.texts.get(text) {
             return held.clone();
         }
-        let made = Namespace(Arc::new(namespace.into()));
-        self.namespaces.insert(made.clone());
+        let made = Text(Arc::new(text.into()));
+        self.texts.insert(made.clone());
         made
     }
 
     /// Forget ids nothing else holds any more (objects deleted or no longer desired), and the
-    /// kinds and namespaces no id points into, once the set has doubled since the last sweep:
+    /// kinds and strings no id points into, once the set has doubled since the last sweep:
     /// a sweep is a pass over every id, so this keeps its cost per new id constant.
     pub fn sweep(&mut self) {
         if self.ids.len() <= 2 * self.kept + 1024 {
@@ -312,8 +314,8 @@ impl Interner {
         }
         self.ids.retain(|id| Arc::strong_count(&id.0) > 1);
         self.ids.shrink_to_fit();
-        self.namespaces.retain(|n| Arc::strong_count(&n.0) > 1);
-        self.namespaces.shrink_to_fit();
+        self.texts.retain(|t| Arc::strong_count(&t.0) > 1);
+        self.texts.shrink_to_fit();
         self.kinds.retain(|_, ks| {
             ks.retain(|k| Arc::strong_count(k) > 1);
             !ks.is_empty()
@@ -327,13 +329,10 @@ impl Interner {
         self.ids.len()
     }
 
-    /// Kinds and namespaces held.
+    /// Kinds and strings held.
     #[cfg(test)]
     fn tables(&self) -> (usize, usize) {
-        (
-            self.kinds.values().map(Vec::len).sum(),
-            self.namespaces.len(),
-        )
+        (self.kinds.values().map(Vec::len).sum(), self.texts.len())
     }
 }
 
@@ -387,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn kinds_and_namespaces_are_held_once_and_swept_with_the_ids() {
+    fn kinds_namespaces_and_names_are_held_once_and_swept_with_the_ids() {
         let mut ids = Interner::default();
         let kept: Vec<Id> = ["a", "b"]
             .iter()
@@ -399,7 +398,7 @@ mod tests {
             })
             .map(|o| ids.intern(&o))
             .collect();
-        assert_eq!(ids.tables(), (2, 1));
+        assert_eq!(ids.tables(), (2, 3), "a-prod, a, b");
         assert_eq!(kept[0].group(), "apps");
         assert_eq!(kept[1].kind(), "ConfigMap");
         assert_eq!(kept[2].namespace(), "a-prod");
@@ -407,10 +406,10 @@ mod tests {
         for n in 0..3000 {
             ids.intern(&object("batch", "Job", &format!("ns-{n}"), "j"));
         }
-        assert_eq!(ids.tables(), (3, 3001));
+        assert_eq!(ids.tables(), (3, 3004));
         ids.sweep();
         assert_eq!(ids.len(), kept.len());
-        assert_eq!(ids.tables(), (2, 1), "only what the ids held point into");
+        assert_eq!(ids.tables(), (2, 3), "only what the ids held point into");
         assert!(Id::ptr_eq(&ids.intern(&kept[2].to_object_id()), &kept[2]));
     }
 }
