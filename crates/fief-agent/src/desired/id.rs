@@ -7,9 +7,12 @@
 //! An [`Id`] is one small allocation of three pointers: its group and kind point into a table
 //! of the kinds (a fleet has few), its namespace and its name into a table of strings (a
 //! tenant's objects share a handful of namespaces, and the objects of one template have the
-//! same name in every tenant). Both tables are the interner's and are swept with it. Ids hash, compare and order by their four strings, exactly as an
-//! [`ObjectId`] does, so a map keyed on [`Id`] finds an object from a full id (through
-//! [`key`]) and a map keyed on [`ObjectId`] finds one from an [`Id`].
+//! same name in every tenant). Both tables are the interner's and are swept with it.
+//!
+//! Ids hash, compare and order by their four strings, exactly as an [`ObjectId`] does, so a
+//! map keyed on [`Id`] finds an object from a full id (through [`key`]) and a map keyed on
+//! [`ObjectId`] finds one from an [`Id`]. Two ids compare first by their allocation, the one
+//! the interner made for the object.
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
@@ -147,8 +150,8 @@ struct Inner {
     name: Text,
 }
 
-/// An object id as the agent holds it: one small allocation per object, shared by every map that
-/// keys on it (see the module docs). Two ids of one object are equal, whichever their
+/// An object id as the agent holds it: one small allocation per object, shared by every map
+/// that keys on it (see the module docs). Two ids of one object are equal, whichever their
 /// allocation; the [`Interner`] makes it one.
 #[derive(Clone)]
 pub struct Id(Arc<Inner>);
