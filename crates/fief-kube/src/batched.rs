@@ -11,7 +11,8 @@
 //! batch renders; each batch then reads only the bodies of objects that moved. Rendering a
 //! batch (on a blocking thread) and reading its live state overlap with the previous batch's
 //! last syncs, and tenants flow into one pool of `concurrency` syncs with no barrier between
-//! batches; memory holds only the few batches in flight. A tenant whose inventory recorded its
+//! batches; memory holds only the batches in flight, and each tenant's render only until its
+//! sync ends. A tenant whose inventory recorded its
 //! current input hash, with a settled status and every recorded object as fief left it (by
 //! that metadata pass), is not rendered at all: a no-op pass renders nothing.
 
@@ -30,8 +31,12 @@ use fief_core::objects::{self, ObjectId};
 use fief_core::render::TenantRender;
 use fief_core::status;
 
-/// Tenants rendered and observed at a time by [`sync_batched`].
-pub const BATCH: usize = 50;
+/// Tenants rendered and observed at a time by [`sync_batched`]: as many as `fief apply`
+/// syncs at once by default. The next batch is rendered while the current one's last tenants
+/// sync, and each tenant's render is dropped when its sync ends, so a pass holds the objects
+/// of about two batches; a smaller batch holds less at the same rate, since a cold pass waits
+/// on the API server and a no-op pass renders nothing.
+pub const BATCH: usize = 16;
 
 /// The most inventories [`sync_batched`] holds at once with `concurrency` tenants syncing
 /// at once: a batch's ([`BATCH`]) while it is made and its tenants wait for their turn, and
@@ -56,6 +61,7 @@ const SELECTOR_MAX: usize = 30 * 1024;
 
 /// One rendered, observed batch; its tenants' syncs share it.
 struct Batch {
+    /// The batch's renders, until each goes to its tenant's turn.
     renders: Vec<TenantRender>,
     live: HashMap<ObjectId, String>,
     /// Tenants whose last sync stands with no render (see `core::status::stands_unrendered`).
@@ -64,9 +70,10 @@ struct Batch {
     inventories: Inventories,
 }
 
-/// One tenant's turn in the pool: a sync holds its tenant's inventory.
+/// One tenant's turn in the pool: a sync holds its tenant's render and inventory, both
+/// dropped when it ends (the batch's live state stays until its last tenant's turn ends).
 enum Turn {
-    Sync(Arc<Batch>, usize, Inventories),
+    Sync(Arc<Batch>, Box<TenantRender>, Inventories),
     Unchanged(Box<TenantReport>),
 }
 
@@ -336,9 +343,14 @@ fn turns<'a>(
             let unchanged = std::mem::take(&mut b.unchanged)
                 .into_iter()
                 .map(|r| Turn::Unchanged(Box::new(r)));
+            let renders = std::mem::take(&mut b.renders);
             let b = Arc::new(b);
-            let syncs: Vec<Turn> = (0..b.renders.len())
-                .map(|i| Turn::Sync(Arc::clone(&b), i, inventories.take(&b.renders[i].tenant)))
+            let syncs: Vec<Turn> = renders
+                .into_iter()
+                .map(|r| {
+                    let inventory = inventories.take(&r.tenant);
+                    Turn::Sync(Arc::clone(&b), Box::new(r), inventory)
+                })
                 .collect();
             stream::iter(unchanged.chain(syncs).collect::<Vec<_>>())
         })
@@ -351,9 +363,9 @@ async fn take_turn(
     now: String,
     turn: Turn,
 ) -> TenantReport {
-    let (b, i, inventory) = match turn {
+    let (b, render, inventory) = match turn {
         Turn::Unchanged(report) => return *report,
-        Turn::Sync(b, i, inventory) => (b, i, inventory),
+        Turn::Sync(b, render, inventory) => (b, render, inventory),
     };
     let ctx = Ctx {
         resources,
@@ -361,7 +373,7 @@ async fn take_turn(
         options,
         now,
     };
-    sync_one(&ctx, &b.renders[i], &inventory).await.0
+    sync_one(&ctx, &render, &inventory).await.0
 }
 
 #[cfg(test)]
