@@ -63,23 +63,13 @@ struct Waiting {
 /// once (ConfigMaps, RBAC, an unchanged Deployment) cost no status write.
 const GRACE: Duration = Duration::from_secs(1);
 
-/// An object as the watches last saw it.
+/// An object as the watches last saw it: two words (its health, when not current, is kept
+/// apart: [`Tracker::unhealthy`]).
 struct Seen {
     /// Its live hash, as [`Digest::short`] (0: not known).
     hash: u64,
     /// Its resourceVersion as a number (0: not a number).
     version: u64,
-    /// Its health: `None` for [`Health::Current`] (most objects), the reason kept only for
-    /// the others, so an entry is three words.
-    health: Option<Box<Health>>,
-}
-
-/// `health` as [`Seen`] keeps it.
-fn held(health: Health) -> Option<Box<Health>> {
-    match health {
-        Health::Current => None,
-        other => Some(Box::new(other)),
-    }
 }
 
 impl Seen {
@@ -88,11 +78,6 @@ impl Seen {
     /// though the watch could not hash an object whose tenant was not rendered yet).
     fn is(&self, applied: &Applied) -> bool {
         self.hash == applied.live.short() || (self.version != 0 && self.version == applied.version)
-    }
-
-    /// Its health.
-    fn health(&self) -> Health {
-        self.health.as_deref().cloned().unwrap_or(Health::Current)
     }
 }
 
@@ -109,6 +94,9 @@ struct Tracker {
     /// version that moved, or not rendered since the agent started): one entry per managed
     /// object, so it is kept small.
     live: HashMap<crate::desired::Id, Seen>,
+    /// The health of the objects in `live` that are not [`Health::Current`] (the few that
+    /// are converging or failed, with why); an object not here is current.
+    unhealthy: HashMap<crate::desired::Id, Health>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -125,6 +113,13 @@ struct Tracker {
     held: BTreeSet<String>,
     /// Sync counter.
     seq: u64,
+}
+
+impl Tracker {
+    /// The health the watches last saw of an object in `live`.
+    fn health(&self, id: &dyn Key) -> Health {
+        self.unhealthy.get(id).cloned().unwrap_or(Health::Current)
+    }
 }
 
 /// The health gate: the tracker, the status writer's queue, and the in-flight bound a
@@ -213,9 +208,12 @@ impl Gate {
         let seen = Seen {
             hash: hash.map_or(0, |h| h.short()),
             version: version_number(value["metadata"]["resourceVersion"].as_str()),
-            health: held(health(value)),
         };
         t.live.insert(id.clone(), seen);
+        match health(value) {
+            Health::Current => t.unhealthy.remove(id),
+            other => t.unhealthy.insert(id.clone(), other),
+        };
         if t.waiting
             .get(tenant)
             .is_some_and(|w| w.objects.contains_key(id as &dyn Key))
@@ -228,6 +226,7 @@ impl Gate {
     pub fn gone(&self, tenant: &str, id: &ObjectId) {
         let mut t = lock(&self.tracker);
         t.live.remove(key(id));
+        t.unhealthy.remove(key(id));
         if t.waiting
             .get(tenant)
             .is_some_and(|w| w.objects.contains_key(id))
@@ -341,7 +340,10 @@ impl Gate {
     pub(crate) fn drop_state(&self, part: &str) {
         let mut t = lock(&self.tracker);
         match part {
-            "objects" => drop(std::mem::take(&mut t.live)),
+            "objects" => {
+                drop(std::mem::take(&mut t.live));
+                drop(std::mem::take(&mut t.unhealthy));
+            }
             "tenants" => drop(std::mem::take(&mut *t)),
             other => panic!("no part {other}"),
         }
@@ -373,7 +375,7 @@ impl Gate {
                     .live
                     .get(key(id))
                     .filter(|seen| seen.is(applied))
-                    .map(Seen::health),
+                    .map(|_| t.health(key(id))),
                 overdue: now >= applied.deadline,
             })
             .collect();

@@ -88,7 +88,8 @@ impl Gate {
     pub fn health_of(&self, ids: &[ObjectId]) -> Vec<Option<Health>> {
         let t = lock(&self.tracker);
         ids.iter()
-            .map(|id| t.live.get(crate::desired::key(id)).map(super::Seen::health))
+            .map(crate::desired::key)
+            .map(|id| t.live.contains_key(id).then(|| t.health(id)))
             .collect()
     }
 }

@@ -11,23 +11,42 @@ fn applied(live: Digest, version: u64) -> Applied {
 }
 
 fn seen(hash: u64, version: u64) -> Seen {
-    Seen {
-        hash,
-        version,
-        health: held(health(&serde_json::json!({"kind": "ConfigMap"}))),
-    }
+    Seen { hash, version }
 }
 
 #[test]
-fn a_seen_object_keeps_its_health_current_or_with_its_reason() {
-    let current = seen(1, 1);
-    assert!(current.health.is_none(), "current: nothing held");
-    assert_eq!(current.health(), Health::Current);
-    let failing = Seen {
-        health: held(Health::Failed("crash loop".into())),
-        ..seen(1, 1)
+fn a_seen_object_keeps_its_health_apart_only_when_it_is_not_current() {
+    let gate = Gate::new(1, Duration::from_secs(60));
+    let id = |name: &str| ObjectId {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: "a-prod".into(),
+        name: name.into(),
     };
-    assert_eq!(failing.health(), Health::Failed("crash loop".into()));
+    let mut ids = crate::desired::Interner::default();
+    let converging = serde_json::json!({"kind": "Deployment", "metadata": {"generation": 2}, "status": {"observedGeneration": 1}});
+    let current = serde_json::json!({"kind": "ConfigMap"});
+    gate.observed("a", &ids.intern(&id("web")), None, &converging);
+    gate.observed("a", &ids.intern(&id("api")), None, &current);
+    let [web, api, other]: [Option<Health>; 3] = gate
+        .health_of(&[id("web"), id("api"), id("other")])
+        .try_into()
+        .expect("one answer per id");
+    assert!(matches!(web, Some(Health::InProgress(_))), "{web:?}");
+    assert_eq!(api, Some(Health::Current));
+    assert_eq!(other, None, "not seen");
+    assert_eq!(
+        lock(&gate.tracker).unhealthy.len(),
+        1,
+        "current: nothing held"
+    );
+    gate.observed("a", &ids.intern(&id("web")), None, &current);
+    assert!(lock(&gate.tracker).unhealthy.is_empty(), "healthy again");
+    gate.observed("a", &ids.intern(&id("web")), None, &converging);
+    gate.gone("a", &id("web"));
+    let t = lock(&gate.tracker);
+    assert_eq!(t.live.len(), 1, "gone: forgotten");
+    assert!(t.unhealthy.is_empty(), "gone: forgotten");
 }
 
 #[test]
