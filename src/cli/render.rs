@@ -9,9 +9,10 @@
 //! wrote in `DIR/.fief-render`. A folder that is neither new, empty, nor written by
 //! `fief render` is refused before anything is rendered. The batches are written into a
 //! staging folder inside `DIR` ([`STAGING`]), every path checked to stay inside `DIR` (no `/`,
-//! `..` or absolute part); only once every tenant rendered cleanly are the files of the last
-//! list that are no longer rendered deleted, the staged files moved into place and the list
-//! replaced, so the tree equals the current render. A path that would leave `DIR`, or any
+//! `..` or absolute part); only once every tenant rendered cleanly is the list made to name
+//! both renders' files, the files of the last list that are no longer rendered deleted, the
+//! staged files moved into place and the list replaced, so the tree equals the current render
+//! and, interrupted on the way, holds no file of fief's that its list does not name. A path that would leave `DIR`, or any
 //! tenant that fails, leaves `DIR` as it was (the staging folder is removed) and exits non-zero;
 //! files fief did not write are never touched.
 
@@ -32,6 +33,9 @@ pub const OUT_MANIFEST: &str = ".fief-render";
 /// The folder inside the out folder that a `render --out` writes into before the files are
 /// moved into place.
 pub const STAGING: &str = ".fief-render.staging";
+
+/// The list of both renders' files, in the staging folder while it is written.
+const BOTH_LISTS: &str = ".fief-render.both";
 
 /// `fief render`.
 pub fn render_cmd(args: &RenderArgs) -> Result<u8, CliError> {
@@ -182,12 +186,18 @@ impl Stage {
         Ok(())
     }
 
-    /// Put the staged render in place: the files of the last list it no longer holds
-    /// deleted, its files moved into the out folder, the list replaced.
+    /// Put the staged render in place: first the out folder's list names the files of both
+    /// renders, then the files of the last list this one no longer holds are deleted, its
+    /// files moved into the out folder, and the list replaced by its own. Interrupted at any
+    /// step, every file fief wrote in the folder is on its list, so the next `render --out`
+    /// deletes those it no longer renders.
     fn commit(mut self) -> Result<(), CliError> {
         self.list.flush().map_err(write_err(&self.staging))?;
         let (dir, staging) = (self.dir.clone(), self.staging.clone());
-        for stale in listed(&dir.join(OUT_MANIFEST))? {
+        let manifest = staging.join(OUT_MANIFEST);
+        let placed = dir.join(OUT_MANIFEST);
+        list_both(&placed, &manifest, &staging.join(BOTH_LISTS))?;
+        for stale in listed(&placed)? {
             if staging.join(&stale).exists() {
                 continue;
             }
@@ -203,7 +213,6 @@ impl Stage {
                 let _ = std::fs::remove_dir(parent);
             }
         }
-        let manifest = staging.join(OUT_MANIFEST);
         for rel in listed(&manifest)? {
             let (from, to) = (staging.join(&rel), dir.join(&rel));
             if let Some(parent) = to.parent() {
@@ -214,7 +223,6 @@ impl Stage {
                 std::fs::rename(&from, &to).map_err(write_err(&to))?;
             }
         }
-        let placed = dir.join(OUT_MANIFEST);
         std::fs::rename(&manifest, &placed).map_err(write_err(&placed))?;
         std::fs::remove_dir_all(&staging).map_err(write_err(&staging))
     }
@@ -227,6 +235,24 @@ impl Stage {
             let _ = std::fs::remove_dir(&self.dir);
         }
     }
+}
+
+/// The out folder's list made the lines of `placed` (when present) and then of `staged`: the
+/// two are written one after the other into `both` (in the staging folder), which then
+/// replaces `placed` at once.
+fn list_both(placed: &Path, staged: &Path, both: &Path) -> Result<(), CliError> {
+    let mut out = std::fs::File::create(both).map_err(write_err(both))?;
+    for list in [placed, staged] {
+        match std::fs::File::open(list) {
+            Ok(mut file) => {
+                std::io::copy(&mut file, &mut out).map_err(write_err(both))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(write_err(list)(e)),
+        }
+    }
+    out.sync_all().map_err(write_err(both))?;
+    std::fs::rename(both, placed).map_err(write_err(placed))
 }
 
 /// The paths of a `render --out` list, read a line at a time (none when it is absent); a
@@ -263,5 +289,33 @@ fn check_out_folder(dir: &Path) -> Result<(), CliError> {
             "--out {}: the folder is not empty and was not written by `fief render` (no {OUT_MANIFEST} list); use a new or empty folder",
             dir.display()
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_out_folders_list_names_both_renders_files_before_any_file_moves() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (placed, staged) = (dir.path().join("placed"), dir.path().join("staged"));
+        std::fs::write(&placed, "acme/a/configmap.x.yaml\n").expect("write");
+        std::fs::write(&staged, "beta/b/configmap.y.yaml\n").expect("write");
+        list_both(&placed, &staged, &dir.path().join("both")).expect("listed");
+        let names: Vec<PathBuf> = listed(&placed).expect("read").collect();
+        assert_eq!(
+            names,
+            [
+                PathBuf::from("acme/a/configmap.x.yaml"),
+                PathBuf::from("beta/b/configmap.y.yaml")
+            ]
+        );
+        assert!(!dir.path().join("both").exists());
+
+        // A first render has no list yet: the staged one is taken alone.
+        std::fs::remove_file(&placed).expect("remove");
+        list_both(&placed, &staged, &dir.path().join("both")).expect("listed");
+        assert_eq!(listed(&placed).expect("read").count(), 1);
     }
 }

@@ -444,10 +444,11 @@ pub struct RenderArgs {
     ///
     /// DIR must be new, empty, or written by an earlier `render --out` (its list of files,
     /// `DIR/.fief-render`). The tenants are rendered a batch at a time into
-    /// `DIR/.fief-render.staging/`; once every tenant rendered cleanly, the files of the last
-    /// list no longer rendered are deleted, the new ones moved into place and the list
-    /// replaced. A failed tenant, or an object whose path would leave DIR, leaves DIR as it
-    /// was. Files fief did not write are never touched.
+    /// `DIR/.fief-render.staging/`; once every tenant rendered cleanly, the list names both
+    /// renders' files, the files of the last list no longer rendered are deleted, the new ones
+    /// moved into place and the list replaced (so an interrupted move leaves no file the next
+    /// `render --out` does not know). A failed tenant, or an object whose path would leave DIR,
+    /// leaves DIR as it was. Files fief did not write are never touched.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print Secrets' values instead of `<redacted>` (decrypts: needs the age key).
