@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use futures::stream::{self, StreamExt};
 use tokio::sync::OnceCell;
 
-use super::meta::{KINDS_AT_ONCE, each_metadata, is_own_apply, unchanged_since_applied};
+use super::meta::{KINDS_AT_ONCE, each_metadata, is_own_apply};
 use crate::{ClusterError, FIELD_MANAGER, Resources};
+use fief_core::digest::{AppliedVersion, Version};
 use fief_core::inventory::Entry;
 use fief_core::objects::ObjectId;
 use fief_core::plan;
@@ -28,25 +29,21 @@ pub struct Prefetch {
     kinds: Mutex<HashMap<GroupKind, Listed>>,
 }
 
-/// What the metadata pass found of one kind, by object.
-type Versions = HashMap<ObjectId, LiveVersion>;
+/// What the metadata pass found of one kind: each object's [`Version`] (a few dozen bytes,
+/// no allocation), by its [`key`]. Every object of the pass's tenants is held until the pass
+/// ends, so each costs what a key and a version take, not four strings and three more.
+type Versions = HashMap<Box<str>, Version>;
+
+/// An object's key within its kind: `namespace/name` (neither holds a `/`).
+fn key(id: &ObjectId) -> String {
+    format!("{}/{}", id.namespace, id.name)
+}
 
 /// A kind by its group and name.
 type GroupKind = (String, String);
 
 /// One kind's [`Versions`], once listed.
 type Listed = Arc<OnceCell<Versions>>;
-
-/// One live object's version, as far as [`unchanged_since_applied`] compares it.
-#[derive(Debug)]
-struct LiveVersion {
-    uid: String,
-    resource_version: String,
-    /// [`plan::managed_fingerprint`], computed only when another writer has an entry in
-    /// `managedFields`: with fief's alone, a write since fief's last apply (a moved
-    /// resourceVersion) can only have been fief's, so it never stands for the recorded one.
-    managed: Option<String>,
-}
 
 impl Prefetch {
     /// A metadata pass over the objects `selector` selects; nothing listed yet.
@@ -61,11 +58,7 @@ impl Prefetch {
     /// recorded live hash stands). `false` for a kind not listed ([`Prefetch::ensure`]).
     pub fn unchanged(&self, entry: &Entry) -> bool {
         self.version(entry, |v| {
-            v.is_some_and(|v| {
-                unchanged_since_applied(entry, &v.resource_version, &v.uid, || {
-                    v.managed.clone().unwrap_or_default()
-                })
-            })
+            v.is_some_and(|live| Version::from(&entry.applied_version()).still(live))
         })
     }
 
@@ -75,13 +68,13 @@ impl Prefetch {
     }
 
     /// `f` of what the pass found of the entry's object.
-    fn version<T>(&self, entry: &Entry, f: impl FnOnce(Option<&LiveVersion>) -> T) -> T {
-        let key = (entry.id.group.clone(), entry.id.kind.clone());
-        let cell = self.kinds.lock().ok().and_then(|k| k.get(&key).cloned());
+    fn version<T>(&self, entry: &Entry, f: impl FnOnce(Option<&Version>) -> T) -> T {
+        let kind = (entry.id.group.clone(), entry.id.kind.clone());
+        let cell = self.kinds.lock().ok().and_then(|k| k.get(&kind).cloned());
         f(cell
             .as_ref()
             .and_then(|c| c.get())
-            .and_then(|v| v.get(&entry.id)))
+            .and_then(|v| v.get(key(&entry.id).as_str())))
     }
 
     /// List, once each, the kinds of these entries' objects not listed yet (a few at once):
@@ -140,16 +133,19 @@ impl Prefetch {
                 .managed_fields
                 .as_array()
                 .is_some_and(|all| all.iter().any(|f| !is_own_apply(f)));
-            let managed =
-                others.then(|| plan::managed_fingerprint(&m.managed_fields, FIELD_MANAGER));
-            out.insert(
-                id,
-                LiveVersion {
-                    uid: m.uid,
-                    resource_version: m.resource_version,
-                    managed,
-                },
-            );
+            // Without another writer's entry, a moved resourceVersion can only be fief's own
+            // write: no fingerprint is taken, so the version stands only at the recorded one.
+            let managed = if others {
+                plan::managed_fingerprint(&m.managed_fields, FIELD_MANAGER)
+            } else {
+                String::new()
+            };
+            let live = AppliedVersion {
+                uid: m.uid,
+                resource_version: m.resource_version,
+                managed,
+            };
+            out.insert(key(&id).into_boxed_str(), Version::from(&live));
         })
         .await
         .map_err(failed)?;
