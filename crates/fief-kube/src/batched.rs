@@ -31,12 +31,13 @@ use fief_core::objects::{self, ObjectId};
 use fief_core::render::TenantRender;
 use fief_core::status;
 
-/// Tenants rendered and observed at a time by [`sync_batched`]: as many as `fief apply`
-/// syncs at once by default. The next batch is rendered while the current one's last tenants
-/// sync, and each tenant's render is dropped when its sync ends, so a pass holds the objects
-/// of about two batches; a smaller batch holds less at the same rate, since a cold pass waits
-/// on the API server and a no-op pass renders nothing.
-pub const BATCH: usize = 16;
+/// Tenants rendered and observed at a time by [`sync_batched`]. The next batch is rendered
+/// while the current one's last tenants sync, and each tenant's render is dropped when its
+/// sync ends, so a pass holds the objects of the tenants syncing and of about one batch
+/// besides; a small batch holds less at the same rate, since a cold pass waits on the API
+/// server (a batch renders in a fraction of the time its tenants take to sync) and a no-op
+/// pass renders nothing.
+pub const BATCH: usize = 8;
 
 /// The most inventories [`sync_batched`] holds at once with `concurrency` tenants syncing
 /// at once: a batch's ([`BATCH`]) while it is made and its tenants wait for their turn, and
