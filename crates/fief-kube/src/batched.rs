@@ -12,9 +12,9 @@
 //! batch (on a blocking thread) and reading its live state overlap with the previous batch's
 //! last syncs, and tenants flow into one pool of `concurrency` syncs with no barrier between
 //! batches; memory holds only the batches in flight, and each tenant's render only until its
-//! sync ends. A tenant whose inventory recorded its
-//! current input hash, with a settled status and every recorded object as fief left it (by
-//! that metadata pass), is not rendered at all: a no-op pass renders nothing.
+//! sync ends. A tenant whose inventory recorded its current input hash, with a settled status
+//! and every recorded object as fief left it (by that metadata pass), is not rendered at all:
+//! a no-op pass renders nothing.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
