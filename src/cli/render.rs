@@ -12,9 +12,9 @@
 //! `..` or absolute part); only once every tenant rendered cleanly is the list made to name
 //! both renders' files, the files of the last list that are no longer rendered deleted, the
 //! staged files moved into place and the list replaced, so the tree equals the current render
-//! and, interrupted on the way, holds no file of fief's that its list does not name. A path that would leave `DIR`, or any
-//! tenant that fails, leaves `DIR` as it was (the staging folder is removed) and exits non-zero;
-//! files fief did not write are never touched.
+//! and, interrupted on the way, holds no file of fief's that its list does not name. A path
+//! that would leave `DIR`, or any tenant that fails, leaves `DIR` as it was (the staging
+//! folder is removed) and exits non-zero; files fief did not write are never touched.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
@@ -246,6 +246,8 @@ fn list_both(placed: &Path, staged: &Path, both: &Path) -> Result<(), CliError> 
         match std::fs::File::open(list) {
             Ok(mut file) => {
                 std::io::copy(&mut file, &mut out).map_err(write_err(both))?;
+                // A list whose last line has no newline would run into the next list's first.
+                out.write_all(b"\n").map_err(write_err(both))?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(write_err(list)(e)),
@@ -300,7 +302,8 @@ mod tests {
     fn the_out_folders_list_names_both_renders_files_before_any_file_moves() {
         let dir = tempfile::tempdir().expect("temp dir");
         let (placed, staged) = (dir.path().join("placed"), dir.path().join("staged"));
-        std::fs::write(&placed, "acme/a/configmap.x.yaml\n").expect("write");
+        // The old list without a final newline still ends its line before the new one's.
+        std::fs::write(&placed, "acme/a/configmap.x.yaml").expect("write");
         std::fs::write(&staged, "beta/b/configmap.y.yaml\n").expect("write");
         list_both(&placed, &staged, &dir.path().join("both")).expect("listed");
         let names: Vec<PathBuf> = listed(&placed).expect("read").collect();
