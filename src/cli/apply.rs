@@ -11,12 +11,14 @@ use std::sync::Arc;
 
 use super::{
     ApplyArgs, CliError, EXIT_EXTERNAL, EXIT_INVALID, EXIT_OK, EXIT_PRUNE_HELD, EXIT_UNHEALTHY,
-    Format, env_scope, load_and_render_envs, load_repo_with, report_errors, resources, runtime,
+    Format, env_scope, env_scope_indexed, load_and_render_envs, load_indexed_with, report_errors,
+    resources, runtime,
 };
 use crate::cli::secrets::WithoutKey;
 use crate::core::fleet::Pass;
-use crate::core::model::Repo;
+use crate::core::model::{Config, Repo};
 use crate::core::pipeline;
+use crate::core::scope::EnvScope;
 use crate::core::status::Outcome;
 use crate::kube::counter::RequestStats;
 use crate::kube::health::Unhealthy;
@@ -30,11 +32,12 @@ use output::{json_summary, print_errors, print_progress, text_summary};
 
 /// What `fief apply` syncs, read from the repo before it touches the cluster.
 struct Prepared {
-    /// The repo (the health waits of --wait read its components).
-    repo: Arc<Repo>,
-    /// The tenants in scope and where their renders come from: rendered a batch at a time as
-    /// the sync asks for them, so memory holds a few batches' objects; with --wait (which
-    /// needs every render afterwards), rendered up front.
+    /// With --wait, the repo (the health waits read its components).
+    repo: Option<Arc<Repo>>,
+    /// The tenants in scope and where their renders come from: without --wait, the repo is
+    /// indexed and each batch of tenants rendered as the sync asks for it, so memory holds
+    /// the index and a few batches' objects; with --wait (which needs every render
+    /// afterwards), the repo is loaded whole and rendered up front.
     pass: Pass,
     options: SyncOptions,
 }
@@ -66,25 +69,62 @@ pub fn apply_cmd(args: &ApplyArgs) -> Result<u8, CliError> {
     Ok(exit_code(&synced))
 }
 
-/// Load the repo (and with --wait render it), and work out the pass: the tenants in scope and
-/// how they are synced. A broken fief.yaml: every tenant's error on stderr, and
+/// Index the repo (with --wait: load and render it), and work out the pass: the tenants in
+/// scope and how they are synced. A broken fief.yaml: every tenant's error on stderr, and
 /// [`CliError::Config`].
 fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
-    let (repo, made) = if args.wait {
-        let (repo, renders) = load_and_render_envs(&args.repo, WithoutKey::Fail, &args.envs)?;
-        (repo, Some(renders))
-    } else {
-        (load_repo_with(&args.repo, WithoutKey::Fail)?, None)
-    };
-    let scope = Arc::new(env_scope(&repo, &args.repo.tenants, &args.envs)?);
-    let Ok(config) = repo.config.as_ref() else {
-        match &made {
-            Some(renders) => report_errors(renders),
-            None => report_errors(&pipeline::render_all(&repo, &args.repo.tenants)),
-        };
+    if args.wait {
+        return prepare_rendered(args);
+    }
+    let indexed = load_indexed_with(&args.repo, WithoutKey::Fail)?;
+    let scope = Arc::new(env_scope_indexed(&indexed, &args.repo.tenants, &args.envs)?);
+    let Some(config) = indexed.config() else {
+        let mut renders = Vec::new();
+        let _ = pipeline::render_indexed_batches(
+            &indexed,
+            &args.repo.tenants,
+            &EnvScope::All,
+            pipeline::BATCH,
+            |batch| {
+                renders.extend(batch);
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        report_errors(&renders);
         return Err(CliError::Config);
     };
-    let options = SyncOptions {
+    let options = sync_options(args, config);
+    let (tenants, cluster) = (&args.repo.tenants, &args.cluster_name);
+    let pass = Pass::indexed(Arc::new(indexed), tenants, scope, cluster);
+    Ok(Prepared {
+        repo: None,
+        pass,
+        options,
+    })
+}
+
+/// [`prepare`] with --wait: the repo loaded whole and every tenant in scope rendered up front.
+fn prepare_rendered(args: &ApplyArgs) -> Result<Prepared, CliError> {
+    let (repo, renders) = load_and_render_envs(&args.repo, WithoutKey::Fail, &args.envs)?;
+    let scope = Arc::new(env_scope(&repo, &args.repo.tenants, &args.envs)?);
+    let Ok(config) = repo.config.as_ref() else {
+        report_errors(&renders);
+        return Err(CliError::Config);
+    };
+    let options = sync_options(args, config);
+    let repo = Arc::new(repo);
+    let (tenants, cluster) = (&args.repo.tenants, &args.cluster_name);
+    let pass = Pass::new(Arc::clone(&repo), tenants, scope, cluster, Some(renders));
+    Ok(Prepared {
+        repo: Some(repo),
+        pass,
+        options,
+    })
+}
+
+/// How each tenant is synced, from the flags and fief.yaml.
+fn sync_options(args: &ApplyArgs, config: &Config) -> SyncOptions {
+    SyncOptions {
         agent_namespace: config.agent_namespace.clone(),
         concurrency: args.concurrency,
         object_concurrency: 8,
@@ -94,20 +134,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, CliError> {
         commit: None,
         progress: None,
         adopt: super::args::AdoptMode::sync_mode(args.adopt),
-    };
-    let repo = Arc::new(repo);
-    let pass = Pass::new(
-        Arc::clone(&repo),
-        &args.repo.tenants,
-        scope,
-        &args.cluster_name,
-        made,
-    );
-    Ok(Prepared {
-        repo,
-        pass,
-        options,
-    })
+    }
 }
 
 /// Connect and run the pass (printing each tenant's line as it is done, for text output);
@@ -134,10 +161,10 @@ async fn sync_cluster(args: &ApplyArgs, prepared: &Prepared) -> Result<Synced, C
         None => BTreeSet::new(),
     };
     let (mut reports, options) = passed?;
-    let unhealthy = if args.wait {
+    let unhealthy = if let Some(repo) = prepared.repo.as_deref() {
         let waits = wait::Waits {
             resources: &resources,
-            repo: &prepared.repo,
+            repo,
             options: &options,
             known: &prepared.pass.known,
             default: args.timeout,

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 
 pub use args::*;
 use connect::{resources, runtime};
-use repo::{env_scope, write_err};
+use repo::{env_scope, env_scope_indexed, load_indexed_with, write_err};
 pub use repo::{
     load_and_render, load_and_render_envs, load_and_render_with, load_repo_with, render_repo,
     render_streamed, report_errors,

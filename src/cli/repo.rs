@@ -131,7 +131,7 @@ pub(super) fn env_scope(
 }
 
 /// [`env_scope`] of an [`Indexed`] repo, from its cross-tenant index.
-fn env_scope_indexed(
+pub(super) fn env_scope_indexed(
     indexed: &Indexed,
     tenants: &[String],
     envs: &[String],

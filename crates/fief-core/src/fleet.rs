@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::inputs::Hashes;
-use crate::model::Repo;
+use crate::inputs::{Hashes, TenantHasher};
+use crate::model::{Indexed, Repo};
 use crate::render::TenantRender;
 use crate::scope::EnvScope;
 
@@ -77,6 +77,53 @@ impl Pass {
     }
 }
 
+impl Pass {
+    /// [`Pass::new`] over an [`Indexed`] repo (renders are never made up front there): every
+    /// tenant's file is read once more to judge whether its last render may stand, and again
+    /// when its batch renders, so the pass holds per tenant its name and, for those that may
+    /// stand, their input hash, not the fleet's tenant files.
+    pub fn indexed(
+        indexed: Arc<Indexed>,
+        tenants: &[String],
+        scope: Arc<EnvScope>,
+        cluster: &str,
+    ) -> Pass {
+        let hasher = TenantHasher::new(&indexed.base);
+        let known = indexed.names().map(str::to_string).collect();
+        let mut names: Vec<String> = if tenants.is_empty() {
+            indexed.names().map(str::to_string).collect()
+        } else {
+            tenants.to_vec()
+        };
+        names.retain(|n| indexed_in_scope(&indexed, n, &scope));
+        let reusable = crate::pipeline::indexed_reuse(&indexed, &names, cluster, &hasher);
+        Pass {
+            names,
+            known,
+            reusable,
+            renders: Arc::new(BatchRenders {
+                source: Source::Indexed {
+                    indexed,
+                    scope,
+                    hasher,
+                },
+                rendered: AtomicUsize::new(0),
+            }),
+        }
+    }
+}
+
+/// [`in_scope`] for a tenant of an [`Indexed`] repo, read from its cross-tenant claims (which
+/// a tenant has when it and fief.yaml parse).
+fn indexed_in_scope(indexed: &Indexed, name: &str, scope: &EnvScope) -> bool {
+    match indexed.base.across().claims(name) {
+        Some(claims) if indexed.config().is_some() => {
+            claims.namespaces.iter().any(|(env, _)| scope.includes(env))
+        }
+        _ => true,
+    }
+}
+
 /// Whether tenant `name` has an environment in `scope`: a tenant without one is left out of
 /// an `--env` pass (nothing of it would change). A tenant file or fief.yaml that does not
 /// parse counts as in scope, so its errors are reported.
@@ -102,6 +149,12 @@ enum Source {
         repo: Arc<Repo>,
         scope: Arc<EnvScope>,
         hashes: Arc<Hashes>,
+    },
+    /// Rendered as each batch comes, each tenant from its file read again.
+    Indexed {
+        indexed: Arc<Indexed>,
+        scope: Arc<EnvScope>,
+        hasher: TenantHasher,
     },
     /// Rendered up front: the renders and each tenant's place among them.
     Made {
@@ -152,6 +205,14 @@ impl BatchRenders {
                 crate::inputs::stamp(&mut renders, hashes);
                 renders
             }
+            Source::Indexed {
+                indexed,
+                scope,
+                hasher,
+            } => {
+                self.rendered.fetch_add(batch.len(), Ordering::Relaxed);
+                crate::pipeline::render_indexed_some(indexed, batch, scope, hasher)
+            }
             Source::Made { renders, at } => batch
                 .iter()
                 .filter_map(|t| at.get(t).map(|i| renders[*i].clone()))
@@ -163,7 +224,7 @@ impl BatchRenders {
     pub fn made(&self) -> &[TenantRender] {
         match &self.source {
             Source::Made { renders, .. } => renders,
-            Source::Repo { .. } => &[],
+            Source::Repo { .. } | Source::Indexed { .. } => &[],
         }
     }
 

@@ -10,11 +10,14 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod indexed;
 mod ordered;
+
+pub use indexed::{indexed_reuse, render_indexed_batches, render_indexed_some};
 
 use crate::diagnostic::{Diagnostic, Problem};
 
-use crate::model::{Indexed, Repo};
+use crate::model::Repo;
 use crate::render::{self, Renderer, TenantRender};
 use crate::scope::EnvScope;
 use crate::validate;
@@ -161,38 +164,6 @@ pub fn render_batches_in<E>(
         check_across(&mut out, repo);
         each(out)
     })
-}
-
-/// [`render_batches_in`] over an [`Indexed`] repo: the worker that renders a tenant reads and
-/// parses its file again ([`Indexed::tenant_repo`]) and checks it across tenants; its repo is
-/// dropped with the render, so memory holds the index and a few batches, not the fleet's
-/// tenant files. The renders equal those of the repo loaded whole.
-pub fn render_indexed_batches<E>(
-    indexed: &Indexed,
-    only: &[String],
-    scope: &EnvScope,
-    batch: usize,
-    each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
-) -> Result<(), E> {
-    let renderer = Renderer::new(indexed.base.snapshot.clone());
-    let names: Vec<&str> = if only.is_empty() {
-        indexed.names().collect()
-    } else {
-        let only: std::collections::BTreeSet<&str> = only.iter().map(String::as_str).collect();
-        indexed.names().filter(|n| only.contains(n)).collect()
-    };
-    let render = |i: usize| {
-        let name = names[i];
-        catch_unwind(AssertUnwindSafe(|| {
-            let repo = indexed.tenant_repo(name);
-            let mut out = [render_tenant_in(&renderer, &repo, name, scope)];
-            check_across(&mut out, &repo);
-            let [out] = out;
-            out
-        }))
-        .unwrap_or_else(|p| panicked_in(indexed.tenant_file(name), name, p.as_ref()))
-    };
-    ordered::render_in_order(names.len(), batch, threads(), render, each)
 }
 
 /// The keys of `map` (tenants by name): all of them, or those named in `only`, in order,

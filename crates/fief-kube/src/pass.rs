@@ -88,18 +88,23 @@ async fn release(resources: &Resources) -> PruneRelease {
     PruneRelease::All(note)
 }
 
-/// The tenants of `names` whose inventory is marked suspended, with who/when/why.
+/// The tenants of `names` whose inventory is marked suspended, with who/when/why; the other
+/// inventories' flags are dropped as they are listed.
 async fn suspended(
     resources: &Resources,
     agent_namespace: &str,
     names: &[String],
 ) -> Result<BTreeMap<String, String>, ClusterError> {
-    let flags = super::tenant_flags::load_flags(resources.client(), agent_namespace).await?;
-    Ok(flags
-        .into_iter()
-        .filter_map(|(t, f)| Some((t, f.suspended?)))
-        .filter(|(t, _)| names.contains(t))
-        .collect())
+    let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    let mut out = BTreeMap::new();
+    let client = resources.client();
+    super::tenant_flags::each_flags(client, agent_namespace, |tenant, flags| {
+        if let Some(note) = flags.suspended.filter(|_| names.contains(tenant.as_str())) {
+            out.insert(tenant, note);
+        }
+    })
+    .await?;
+    Ok(out)
 }
 
 /// Status Events in the tenants' own namespaces for the syncs that changed something or

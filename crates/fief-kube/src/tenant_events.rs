@@ -108,21 +108,30 @@ pub fn events_of(
     agent_namespace: Option<&str>,
     namespaces: &BTreeMap<String, Vec<String>>,
 ) -> Vec<(Event, ObjectReference)> {
-    let mut out = Vec::new();
-    for r in reports {
-        if let (Some(ns), Some(event)) = (agent_namespace, event_for(r, Audience::Inventory)) {
+    each_event(reports, agent_namespace, namespaces).collect()
+}
+
+/// [`events_of`], made one at a time as they are sent.
+fn each_event<'a>(
+    reports: &'a [TenantReport],
+    agent_namespace: Option<&'a str>,
+    namespaces: &'a BTreeMap<String, Vec<String>>,
+) -> impl Iterator<Item = (Event, ObjectReference)> + 'a {
+    reports.iter().flat_map(move |r| {
+        let on_inventory = agent_namespace.and_then(|ns| {
+            let event = event_for(r, Audience::Inventory)?;
             let name = fief_core::objects::inventory_name(&r.tenant);
-            out.push((event, reference("ConfigMap", &name, ns)));
-        }
+            Some((event, reference("ConfigMap", &name, ns)))
+        });
         // The Event is about the Namespace and lives in it, so `kubectl get events -n NS`
         // shows it to whoever may read Events there.
-        for ns in namespaces.get(&r.tenant).into_iter().flatten() {
-            if let Some(event) = event_for(r, Audience::Tenant) {
-                out.push((event, reference("Namespace", ns, ns)));
-            }
-        }
-    }
-    out
+        let in_namespaces = namespaces.get(&r.tenant).into_iter().flatten();
+        let in_namespaces = in_namespaces.filter_map(move |ns| {
+            let event = event_for(r, Audience::Tenant)?;
+            Some((event, reference("Namespace", ns, ns)))
+        });
+        on_inventory.into_iter().chain(in_namespaces)
+    })
 }
 
 /// A reference to the core (`v1`) object `kind` `name` in `namespace`.
@@ -139,15 +148,24 @@ fn reference(kind: &str, name: &str, namespace: &str) -> ObjectReference {
 /// Send `events` as `controller` (the Pod in `POD_NAME` its instance), [`EVENTS_IN_FLIGHT`]
 /// at a time, so a cold apply of many tenants is not held up by its Events. Failures to
 /// publish are logged at debug level and never fail a sync.
-pub async fn send(client: &kube::Client, controller: &str, events: Vec<(Event, ObjectReference)>) {
+///
+/// Each Event goes through a recorder of its own: kube-runtime's recorder keeps every Event
+/// it sent (for a few minutes, to count a repeat as a series) and scans them all on each
+/// send, which for the Events of a whole fleet would hold each one and cost the square of
+/// their number. One call sends at most one Event per object and reason, so no series is
+/// lost.
+pub async fn send(
+    client: &kube::Client,
+    controller: &str,
+    events: impl IntoIterator<Item = (Event, ObjectReference)>,
+) {
     let reporter = Reporter {
         controller: controller.to_string(),
         instance: std::env::var("POD_NAME").ok(),
     };
-    let recorder = Recorder::new(client.clone(), reporter);
     stream::iter(events)
         .for_each_concurrent(EVENTS_IN_FLIGHT, |(event, reference)| {
-            let recorder = &recorder;
+            let recorder = Recorder::new(client.clone(), reporter.clone());
             async move {
                 if let Err(e) = recorder.publish(&event, &reference).await {
                     let (kind, name) = (reference.kind, reference.name);
@@ -159,14 +177,14 @@ pub async fn send(client: &kube::Client, controller: &str, events: Vec<(Event, O
 }
 
 /// Publish each report's Event into the namespaces its tenant owns (`namespaces`: tenant →
-/// its own namespaces), as `controller`.
+/// its own namespaces), as `controller`; each Event is made as it is sent.
 pub async fn publish(
     client: &kube::Client,
     controller: &str,
     reports: &[TenantReport],
     namespaces: &BTreeMap<String, Vec<String>>,
 ) {
-    send(client, controller, events_of(reports, None, namespaces)).await;
+    send(client, controller, each_event(reports, None, namespaces)).await;
 }
 
 #[cfg(test)]

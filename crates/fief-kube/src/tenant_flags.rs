@@ -2,7 +2,7 @@
 //! tenant's inventory ConfigMap (and on the `fief-reconcile` ConfigMap for "every tenant").
 //!
 //! In: a client, the agent namespace, tenant names, annotation values. Out: the flags read
-//! from the ConfigMaps' metadata (one metadata-only LIST), JSON merge patches of single
+//! from the ConfigMaps' metadata (a paged metadata-only LIST), JSON merge patches of single
 //! annotations (field manager named by the caller, so fief's own server-side apply of the
 //! inventory never removes them), who the caller is (SelfSubjectReview), and whether a
 //! namespace holds anything of fief at all ([`presence`]), so that a request is never written
@@ -26,34 +26,58 @@ pub async fn load_flags(
     client: &kube::Client,
     namespace: &str,
 ) -> Result<BTreeMap<String, Flags>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let params = ListParams::default().labels(&format!(
-        "{LABEL_APPLYSET_ID},{}=fief",
-        objects::LABEL_MANAGED_BY
-    ));
-    let list = api.list_metadata(&params).await.map_err(|source| {
-        ClusterError::request(
-            format!("list inventory ConfigMaps in {namespace} (metadata)"),
-            source,
-        )
-    })?;
     let mut out = BTreeMap::new();
-    for cm in list.items {
-        let meta = cm.metadata;
-        let Some(tenant) = meta
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(objects::LABEL_TENANT))
-            .cloned()
-        else {
-            continue;
-        };
-        out.insert(
-            tenant,
-            Flags::from_annotations(&meta.annotations.unwrap_or_default()),
-        );
-    }
+    each_flags(client, namespace, |tenant, flags| {
+        out.insert(tenant, flags);
+    })
+    .await?;
     Ok(out)
+}
+
+/// Inventories whose metadata one page of [`each_flags`] lists. The metadata of an
+/// inventory (its labels, annotations and managed fields) is a few KB, so a page holds a
+/// few hundred KB however many tenants there are.
+const FLAGS_PAGE: u32 = 250;
+
+/// Every inventory's flags in `namespace`, handed to `each` by tenant as they are listed
+/// (metadata only, [`FLAGS_PAGE`] inventories a request): the caller keeps what it needs.
+pub async fn each_flags(
+    client: &kube::Client,
+    namespace: &str,
+    mut each: impl FnMut(String, Flags),
+) -> Result<(), ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().labels(&selector).limit(FLAGS_PAGE);
+        if let Some(t) = token.take() {
+            params = params.continue_token(&t);
+        }
+        let list = api.list_metadata(&params).await.map_err(|source| {
+            ClusterError::request(
+                format!("list inventory ConfigMaps in {namespace} (metadata)"),
+                source,
+            )
+        })?;
+        for cm in list.items {
+            let meta = cm.metadata;
+            let tenant = meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(objects::LABEL_TENANT));
+            if let Some(tenant) = tenant.cloned() {
+                each(
+                    tenant,
+                    Flags::from_annotations(&meta.annotations.unwrap_or_default()),
+                );
+            }
+        }
+        token = list.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            return Ok(());
+        }
+    }
 }
 
 /// The flags of one ConfigMap; `None` when it does not exist.

@@ -397,6 +397,31 @@ fn owners_of(changed: &BTreeSet<String>) -> Option<BTreeSet<String>> {
         .collect()
 }
 
+/// What every tenant's hash shares (fief.yaml and the baseline, each component's files), to
+/// hash tenants one at a time: [`TenantHasher::hash`] of a repo that holds the tenant (the
+/// whole repo, or one tenant of an [`crate::model::Indexed`] repo) equals the tenant's entry
+/// in [`tenant_hashes`] of the whole repo.
+pub struct TenantHasher {
+    shared: String,
+    components: BTreeMap<String, ComponentInputs>,
+}
+
+impl TenantHasher {
+    /// The shared inputs of `repo` (its tenants are not read).
+    pub fn new(repo: &Repo) -> TenantHasher {
+        let (components, _) = index_components(repo, None, &mut HashStats::default());
+        TenantHasher {
+            shared: shared_hash(&repo.snapshot),
+            components,
+        }
+    }
+
+    /// The input hash of tenant `name` of `repo`.
+    pub fn hash(&self, repo: &Repo, name: &str) -> String {
+        tenant_inputs(repo, name, &self.shared, &self.components).hash
+    }
+}
+
 /// Input hashes of every tenant of the repo, by tenant name.
 pub fn tenant_hashes(repo: &Repo) -> Hashes {
     InputIndex::update(repo, None).0.hashes()

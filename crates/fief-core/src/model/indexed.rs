@@ -254,6 +254,12 @@ impl Indexed {
         self.files.iter().map(|(name, _)| &**name)
     }
 
+    /// The tenant `name` as the index holds it (`None`: no such tenant).
+    pub fn name(&self, name: &str) -> Option<&str> {
+        let at = self.files.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;
+        Some(&self.files[at].0)
+    }
+
     /// The files of tenant `name`, sorted.
     fn paths(&self, name: &str) -> Option<&[Box<str>]> {
         let at = self.files.binary_search_by(|(n, _)| (**n).cmp(name)).ok()?;

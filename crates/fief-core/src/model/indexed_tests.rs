@@ -130,3 +130,30 @@ fn a_tenant_file_changed_after_it_was_indexed_fails_its_tenant() {
     );
     assert!(renders.iter().any(|r| r.tenant == "pinned"));
 }
+
+#[test]
+fn an_apply_pass_over_the_index_judges_renders_and_stamps_as_over_the_whole_repo() {
+    use crate::fleet::Pass;
+    let files = files();
+    let repo = Arc::new(Repo::load(Arc::new(whole(&files))));
+    let reader: Arc<dyn TenantReader> = Arc::new(whole(&files));
+    let indexed = Arc::new(indexed(&files, reader));
+    for scope in [EnvScope::All, EnvScope::of(&["prod".to_string()])] {
+        let scope = Arc::new(scope);
+        let loaded = Pass::new(repo.clone(), &[], scope.clone(), "default", None);
+        let index = Pass::indexed(indexed.clone(), &[], scope, "default");
+        assert_eq!(index.names, loaded.names);
+        assert_eq!(index.known, loaded.known);
+        assert_eq!(index.reusable, loaded.reusable);
+        assert!(index.reusable.contains_key("acme"), "{:?}", index.reusable);
+        assert!(!index.reusable.contains_key("zed"), "fails across tenants");
+        // An invalid render's input hash is never recorded: the index stamps valid ones only.
+        let mut want = loaded.renders.batch(&loaded.names);
+        for r in want.iter_mut().filter(|r| !r.is_ok()) {
+            r.inputs.clear();
+        }
+        assert!(want.iter().any(|r| r.is_ok() && !r.inputs.is_empty()));
+        assert_eq!(debug(&index.renders.batch(&index.names)), debug(&want));
+        assert_eq!(index.renders.rendered(), loaded.renders.rendered());
+    }
+}

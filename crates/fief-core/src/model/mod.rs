@@ -91,10 +91,11 @@ pub struct Repo {
     /// The tenants whose file pins a component to a git ref (kept beside `tenants` by an
     /// incremental load, so finding the pins costs the pinning tenants, not the fleet).
     pub pinning: imbl::OrdSet<String>,
-    /// Components by directory name.
-    pub components: BTreeMap<String, Parsed<Component>>,
-    /// Environments by file stem.
-    pub environments: BTreeMap<String, Parsed<Environment>>,
+    /// Components by directory name (shared by the repo's copies: an indexed repo makes one
+    /// per tenant it renders).
+    pub components: Arc<BTreeMap<String, Parsed<Component>>>,
+    /// Environments by file stem (shared as `components`).
+    pub environments: Arc<BTreeMap<String, Parsed<Environment>>>,
     /// Baseline templates: the repo's `baseline/` if it has one, else the built-in ones.
     pub baseline: Vec<String>,
     /// SOPS secret files (parsed, not decrypted) and how to unlock them.

@@ -54,7 +54,7 @@ impl Shared {
             if state.stop || state.next >= total {
                 return None;
             }
-            if state.next < state.handed + AHEAD * batch {
+            if state.next < state.handed.saturating_add(AHEAD.saturating_mul(batch)) {
                 state.next += 1;
                 return Some(state.next - 1);
             }

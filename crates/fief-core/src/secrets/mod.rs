@@ -122,7 +122,8 @@ type Loaded = Result<Arc<SopsFile>, Diagnostic>;
 /// The repo's secret files, parsed (not decrypted), and how to unlock them.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
-    files: BTreeMap<String, Loaded>,
+    /// Shared by the repo's copies (an indexed repo makes one per tenant it renders).
+    files: Arc<BTreeMap<String, Loaded>>,
     unlock: Unlock,
     shared: Arc<OnceLock<Result<Decrypted, Diagnostic>>>,
 }
@@ -185,7 +186,7 @@ impl Secrets {
             files.insert(path.clone(), loaded);
         }
         Secrets {
-            files,
+            files: Arc::new(files),
             ..Default::default()
         }
     }

@@ -116,8 +116,8 @@ impl Repo {
             tenants,
             tenant_files,
             pinning,
-            components,
-            environments,
+            components: Arc::new(components),
+            environments: Arc::new(environments),
             baseline,
             across,
         };
