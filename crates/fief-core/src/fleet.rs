@@ -1,9 +1,10 @@
 //! A pass of `fief apply` over the fleet, worked out from the loaded repo before the cluster
 //! is touched, and the renders it syncs a batch of tenants at a time.
 //!
-//! In: the loaded repo, the tenants asked for (all when none), the environments in scope,
-//! the cluster's name — and, for `fief apply --wait` (which waits on every render afterwards),
-//! the renders made up front. Out: a [`Pass`]: the tenants in scope, every tenant of the repo
+//! In: the repo, loaded whole or [`Indexed`] (`fief apply` without `--wait`: each tenant's file
+//! is read again when it is judged and when it renders), the tenants asked for (all when
+//! none), the environments in scope, the cluster's name — and, for `fief apply --wait` (which
+//! waits on every render afterwards), the renders made up front. Out: a [`Pass`]: the tenants in scope, every tenant of the repo
 //! (an inventory of none of them is orphaned), the tenants whose last render may stand in for
 //! a new one, and [`BatchRenders`]: for the tenants a batch names, their renders, each
 //! stamped with its input hash. The sync (`fief_kube::pass`) asks for each batch as it comes,
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::inputs::{Hashes, TenantHasher};
 use crate::model::{Indexed, Repo};
-use crate::render::TenantRender;
+use crate::render::{Renderer, TenantRender};
 use crate::scope::EnvScope;
 
 /// What a pass over the fleet syncs (see the module docs).
@@ -103,6 +104,7 @@ impl Pass {
             reusable,
             renders: Arc::new(BatchRenders {
                 source: Source::Indexed {
+                    renderer: Box::new(Renderer::new(indexed.base.snapshot.clone())),
                     indexed,
                     scope,
                     hasher,
@@ -155,6 +157,8 @@ enum Source {
         indexed: Arc<Indexed>,
         scope: Arc<EnvScope>,
         hasher: TenantHasher,
+        /// One for the whole pass: each batch renders with the templates compiled before.
+        renderer: Box<Renderer>,
     },
     /// Rendered up front: the renders and each tenant's place among them.
     Made {
@@ -209,9 +213,10 @@ impl BatchRenders {
                 indexed,
                 scope,
                 hasher,
+                renderer,
             } => {
                 self.rendered.fetch_add(batch.len(), Ordering::Relaxed);
-                crate::pipeline::render_indexed_some(indexed, batch, scope, hasher)
+                crate::pipeline::render_indexed_some(renderer, indexed, batch, scope, hasher)
             }
             Source::Made { renders, at } => batch
                 .iter()

@@ -34,13 +34,15 @@ pub fn render_indexed_batches<E>(
     } else {
         indexed_names(indexed, only)
     };
-    render_names(indexed, &names, scope, None, batch, each)
+    let renderer = Renderer::new(indexed.base.snapshot.clone());
+    render_names(&renderer, indexed, &names, scope, None, batch, each)
 }
 
 /// The renders of the tenants `names` (those the repo has, in tenant order, each once), each
 /// valid one stamped with its input hash by `hasher` (see [`crate::inputs::stamp`]): one
 /// batch of a pass of `fief apply`. Costs the batch, not the fleet.
 pub fn render_indexed_some(
+    renderer: &Renderer,
     indexed: &Indexed,
     names: &[String],
     scope: &EnvScope,
@@ -49,10 +51,18 @@ pub fn render_indexed_some(
     let names = indexed_names(indexed, names);
     let mut out = Vec::with_capacity(names.len());
     let one = names.len().max(1);
-    let _ = render_names(indexed, &names, scope, Some(hasher), one, |batch| {
-        out.extend(batch);
-        Ok::<(), std::convert::Infallible>(())
-    });
+    let _ = render_names(
+        renderer,
+        indexed,
+        &names,
+        scope,
+        Some(hasher),
+        one,
+        |batch| {
+            out.extend(batch);
+            Ok::<(), std::convert::Infallible>(())
+        },
+    );
     out
 }
 
@@ -64,9 +74,11 @@ fn indexed_names<'a>(indexed: &'a Indexed, only: &[String]) -> Vec<&'a str> {
     names
 }
 
-/// Render `names` on the worker threads, `batch` at a time in order, each from its own
-/// one-tenant repo, stamped by `hasher` when given.
+/// Render `names` with `renderer` (over the index's base snapshot) on the worker threads,
+/// `batch` at a time in order, each from its own one-tenant repo, stamped by `hasher` when
+/// given.
 fn render_names<E>(
+    renderer: &Renderer,
     indexed: &Indexed,
     names: &[&str],
     scope: &EnvScope,
@@ -74,12 +86,11 @@ fn render_names<E>(
     batch: usize,
     each: impl FnMut(Vec<TenantRender>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let renderer = Renderer::new(indexed.base.snapshot.clone());
     let render = |i: usize| {
         let name = names[i];
         catch_unwind(AssertUnwindSafe(|| {
             let repo = indexed.tenant_repo(name);
-            let mut out = [render_tenant_in(&renderer, &repo, name, scope)];
+            let mut out = [render_tenant_in(renderer, &repo, name, scope)];
             check_across(&mut out, &repo);
             let [mut out] = out;
             // An invalid render's hash is never recorded (see `status::record_inputs`).

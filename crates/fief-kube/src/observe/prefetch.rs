@@ -31,12 +31,19 @@ pub struct Prefetch {
 
 /// What the metadata pass found of one kind: each object's [`Version`] (a few dozen bytes,
 /// no allocation), by its [`key`]. Every object of the pass's tenants is held until the pass
-/// ends, so each costs what a key and a version take, not four strings and three more.
-type Versions = HashMap<Box<str>, Version>;
+/// ends, so each costs what a 64-bit key and a version take, with no allocation of its own.
+type Versions = HashMap<u64, Version>;
 
-/// An object's key within its kind: `namespace/name` (neither holds a `/`).
-fn key(id: &ObjectId) -> String {
-    format!("{}/{}", id.namespace, id.name)
+/// An object's key within its kind: a 64-bit hash of its namespace and name. Two objects
+/// whose keys collide share one slot, which keeps the version listed last; the other object
+/// then finds a version whose uid is not its own and is read in full, as a moved object is
+/// (and an object that is gone but collides with a listed one is read, and found gone). A
+/// collision costs a read, never a wrong answer.
+fn key(id: &ObjectId) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (&id.namespace, &id.name).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A kind by its group and name.
@@ -74,7 +81,7 @@ impl Prefetch {
         f(cell
             .as_ref()
             .and_then(|c| c.get())
-            .and_then(|v| v.get(key(&entry.id).as_str())))
+            .and_then(|v| v.get(&key(&entry.id))))
     }
 
     /// List, once each, the kinds of these entries' objects not listed yet (a few at once):
@@ -145,7 +152,7 @@ impl Prefetch {
                 resource_version: m.resource_version,
                 managed,
             };
-            out.insert(key(&id).into_boxed_str(), Version::from(&live));
+            out.insert(key(&id), Version::from(&live));
         })
         .await
         .map_err(failed)?;
