@@ -1,15 +1,16 @@
 //! A pass of `fief apply` over the fleet, worked out from the loaded repo before the cluster
 //! is touched, and the renders it syncs a batch of tenants at a time.
 //!
-//! In: the repo, loaded whole or [`Indexed`] (`fief apply` without `--wait`: each tenant's file
-//! is read again when it is judged and when it renders), the tenants asked for (all when
-//! none), the environments in scope, the cluster's name — and, for `fief apply --wait` (which
-//! waits on every render afterwards), the renders made up front. Out: a [`Pass`]: the tenants in scope, every tenant of the repo
-//! (an inventory of none of them is orphaned), the tenants whose last render may stand in for
-//! a new one, and [`BatchRenders`]: for the tenants a batch names, their renders, each
-//! stamped with its input hash. The sync (`fief_kube::pass`) asks for each batch as it comes,
-//! so memory holds a few batches' objects, and it calls the core for them itself: the command
-//! hands over this value, not a function of its own.
+//! In: the repo, loaded whole or [`Indexed`] (`fief apply` without `--wait`: each tenant's
+//! file is read again when it is judged and when it renders), the tenants asked for (all
+//! when none), the environments in scope, the cluster's name — and, for `fief apply --wait`
+//! (which waits on every render afterwards), the renders made up front. Out: a [`Pass`]: the
+//! tenants in scope, every tenant of the repo (an inventory of none of them is orphaned), the
+//! tenants whose last render may stand in for a new one, and [`BatchRenders`]: for the
+//! tenants a batch names, their renders, each stamped with its input hash. The sync
+//! (`fief_kube::pass`) asks for each batch as it comes, so memory holds a few batches'
+//! objects, and it calls the core for them itself: the command hands over this value, not a
+//! function of its own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -76,9 +77,7 @@ impl Pass {
             renders: Arc::new(BatchRenders::from_repo(repo, scope, hashes)),
         }
     }
-}
 
-impl Pass {
     /// [`Pass::new`] over an [`Indexed`] repo (renders are never made up front there): every
     /// tenant's file is read once more to judge whether its last render may stand, and again
     /// when its batch renders, so the pass holds per tenant its name and, for those that may

@@ -1,9 +1,10 @@
 //! The one entry both the CLI and the agent call: load → render → validate.
 //!
-//! In: a [`Repo`] (loaded from a snapshot), or an [`Indexed`] repo whose tenant files are
-//! read again as their tenants render (`fief render` and `validate`, a batch at a time). Out:
-//! one [`TenantRender`] per tenant, rendered and validated, with every diagnostic tagged with its tenant, scrubbed of the secret values
-//! the tenant read (each named by its key), and sorted by file and line.
+//! In: a [`Repo`] (loaded from a snapshot), or an [`crate::model::Indexed`] repo whose tenant
+//! files are read again as their tenants render (`fief render`, `validate` and `apply`, a
+//! batch at a time: `pipeline/indexed.rs`). Out: one [`TenantRender`] per tenant, rendered and
+//! validated, with every diagnostic tagged with its tenant, scrubbed of the secret values the
+//! tenant read (each named by its key), and sorted by file and line.
 //! A tenant with any diagnostic is neither applied nor pruned. A tenant whose render panics
 //! (a bug) is reported failed with the panic message; the others go on. Pure (threads, no
 //! I/O).
