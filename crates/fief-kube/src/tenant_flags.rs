@@ -34,9 +34,10 @@ pub async fn load_flags(
     Ok(out)
 }
 
-/// Inventories whose metadata one page of [`each_flags`] lists. The metadata of an
-/// inventory (its labels, annotations and managed fields) is a few KB, so a page holds a
-/// few hundred KB however many tenants there are.
+/// Inventories whose metadata one page of [`each_flags`] lists, so a read holds one page's
+/// metadata (labels, annotations and managed fields of each), however many tenants there
+/// are. The metadata pass's `each_metadata` pages the same way but lists objects of any kind
+/// across namespaces and reads no labels or annotations, so it is not used here.
 const FLAGS_PAGE: u32 = 250;
 
 /// Every inventory's flags in `namespace`, handed to `each` by tenant as they are listed
