@@ -80,8 +80,8 @@ impl Pass {
 
     /// [`Pass::new`] over an [`Indexed`] repo (renders are never made up front there): each
     /// tenant in scope has its file read once more to judge whether its last render may stand,
-    /// and again when its batch renders, so the pass holds per tenant its name and, for those that may
-    /// stand, their input hash, not the fleet's tenant files.
+    /// and again when its batch renders, so the pass holds per tenant its name and, for those
+    /// that may stand, their input hash, not the fleet's tenant files.
     pub fn indexed(
         indexed: Arc<Indexed>,
         tenants: &[String],
