@@ -173,7 +173,7 @@ impl HelperRenderer {
         if let Some(gogc) = std::env::var_os("GOGC") {
             command.env("GOGC", gogc);
         }
-        let mut child = command.spawn().map_err(|e| {
+        let mut child = spawn_when_not_busy(&mut command).map_err(|e| {
             PackageError::Unavailable(format!(
                 "cannot start {}: {e}; {}",
                 path.display(),
@@ -189,6 +189,22 @@ impl HelperRenderer {
             )));
         };
         Ok(pipe::Process::new(child, stdin, stdout))
+    }
+}
+
+/// Spawns `command`, trying again for a moment while its file is busy: a helper that was
+/// just written (or whose writer's descriptor a fork in another thread still holds until
+/// that fork execs) cannot be executed until the last writable descriptor closes.
+fn spawn_when_not_busy(command: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
     }
 }
 
