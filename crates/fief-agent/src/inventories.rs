@@ -20,6 +20,10 @@ use fief_kube::inventory_store::{each_inventory, get_inventories};
 use fief_kube::sync::{ClusterState, SyncOptions};
 use fief_kube::{ClusterError, Resources};
 
+mod walked;
+
+pub(super) use walked::BatchWalk;
+
 /// Offer the batch's inventories to `seeder`: the held ones (those taken are evicted), or
 /// (none held: at start and after a periodic resync) every inventory as it is read, none
 /// kept.
@@ -89,11 +93,20 @@ async fn tenants_with_inventories(
 }
 
 /// A chunk's evicted inventories, read ahead while the chunk before it syncs (so the read is
-/// not on the way between two chunks' applies).
+/// not on the way between two chunks' applies), or taken from the batch's walk.
 pub(super) struct Ahead {
-    /// The chunk's tenants whose inventories are read.
+    /// The chunk's tenants whose inventories are read: those absent from the answer have
+    /// none.
     tenants: Vec<String>,
-    read: tokio::task::JoinHandle<Result<Inventories, ClusterError>>,
+    read: Read,
+}
+
+/// How an [`Ahead`]'s inventories come.
+enum Read {
+    /// Read by name (or listed) on a task of their own.
+    Task(tokio::task::JoinHandle<Result<Inventories, ClusterError>>),
+    /// Taken from the batch's walk, already in hand.
+    Walked(Inventories),
 }
 
 /// Inventories by tenant, as read.
@@ -149,14 +162,16 @@ pub(super) fn read_ahead(
         namespace.to_string(),
         tenants.clone(),
     );
-    let read = tokio::spawn(read_named(client, namespace, names));
+    let read = Read::Task(tokio::spawn(read_named(client, namespace, names)));
     Some(Ahead { tenants, read })
 }
 
 impl Ahead {
     /// Stop the read (its chunk is not synced now).
     pub(super) fn abort(self) {
-        self.read.abort();
+        if let Read::Task(read) = self.read {
+            read.abort();
+        }
     }
 }
 
@@ -172,7 +187,11 @@ pub(super) async fn restore_evicted(
     ahead: Option<Ahead>,
 ) -> bool {
     if let Some(ahead) = ahead {
-        match ahead.read.await {
+        let read = match ahead.read {
+            Read::Task(task) => task.await,
+            Read::Walked(read) => Ok(Ok(read)),
+        };
+        match read {
             Ok(Ok(mut read)) => {
                 // Chunks are disjoint, so nothing synced these tenants since the read began.
                 for t in &ahead.tenants {

@@ -1,7 +1,8 @@
 //! The inventories the agent reads, holds and evicts ([`super::inventories`]), through its
 //! loop against the mock API server: none is held after a start, a synced tenant's is read
 //! back (by name, its own only) before its next sync, a read that fails leaves the tenant
-//! for a retry, and a tenant whose last sync was interrupted is applied again in full.
+//! for a retry, and a tenant whose last sync was interrupted is applied again in full. A
+//! change many tenants take reads their inventories in one walk of pages, not one by one.
 
 use http::Method;
 
@@ -125,4 +126,57 @@ async fn a_tenant_whose_last_sync_was_interrupted_is_applied_again_in_full() {
         applied.contains(&configmap_path("a-prod", "app")),
         "{applied:?}"
     );
+}
+
+/// Tenants `t000` to `t079`, each with `values`: more than a batch reads by name.
+fn many(values: &str) -> Vec<(String, String)> {
+    let tenants: Vec<_> = (0..80)
+        .map(|i| tenant(&format!("t{i:03}"), "", "", values))
+        .collect();
+    fleet("", &tenants)
+}
+
+/// A fleet of [`many`] applied, then an agent started on it (as a restarted Pod) and ready.
+async fn many_after_a_start() -> Kit {
+    let mut kit = Kit::start(&many(""), Scenario::new()).await;
+    kit.turn().await;
+    let mut kit = kit.restart().await;
+    kit.turn().await;
+    kit
+}
+
+/// Every tenant of [`many`] has its greeting `hi` after a change every tenant takes.
+async fn every_tenant_takes_hi(kit: &mut Kit) {
+    kit.server.clear_log();
+    kit.push(&many("{greeting: hi}"), &[]).await;
+    kit.until("every tenant is synced", |k| {
+        (0..80).all(|i| k.greeting(&format!("t{i:03}")) == "hi")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_change_every_tenant_takes_reads_their_inventories_in_pages_not_one_by_one() {
+    let mut kit = many_after_a_start().await;
+    every_tenant_takes_hi(&mut kit).await;
+    let (gets, lists) = inventory_reads(&kit);
+    assert!(gets.is_empty(), "none read by name: {gets:?}");
+    let pages = 80usize.div_ceil(fief_kube::inventory_store::PAGE as usize);
+    assert_eq!(
+        lists, pages,
+        "one walk of the agent namespace's inventories"
+    );
+}
+
+#[tokio::test]
+async fn a_walk_that_fails_leaves_each_tenant_to_read_its_inventory_by_name() {
+    let mut kit = many_after_a_start().await;
+    let collection = format!("/api/v1/namespaces/{AGENT_NS}/configmaps");
+    kit.server.fail(Method::GET, &collection, 500);
+    every_tenant_takes_hi(&mut kit).await;
+    let (gets, _) = inventory_reads(&kit);
+    let expected: Vec<String> = (0..80).map(|i| format!("t{i:03}")).collect();
+    let mut gets = gets;
+    gets.sort();
+    assert_eq!(gets, expected, "each read by name once");
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::super::inventories::BatchWalk;
 use super::super::{AgentOptions, LoopState, Shared, outcome};
 use super::each::{Each, sync_each};
 use super::kinds::{degrade, kinds_of, set_degraded, watch_kinds};
@@ -211,6 +212,8 @@ async fn run_chunks(b: &Batch<'_>, state: &mut LoopState, mut plan: Plan) -> Vec
     let mut cancelled: Vec<String> = Vec::new();
     let mut ahead = Ahead::default();
     let chunks = std::mem::take(&mut plan.chunks);
+    let namespace = &b.sync_options.agent_namespace;
+    let mut walk = BatchWalk::start(b.resources, state, &chunks, namespace);
     for (i, chunk) in chunks.iter().enumerate() {
         if b.stop.is_cancelled() {
             ahead.abort();
@@ -219,17 +222,24 @@ async fn run_chunks(b: &Batch<'_>, state: &mut LoopState, mut plan: Plan) -> Vec
         }
         let rendering = ahead.render.take();
         let mut renders = renders_of(b, state, &mut plan, i, chunk, rendering).await;
-        let read_ahead = ahead.inventories.take();
+        let mut read_ahead = ahead.inventories.take();
+        if let Some(w) = walk.as_mut() {
+            match w.take(state, chunk).await {
+                Ok(taken) => read_ahead = taken,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot walk the inventories; reading by name");
+                    walk = None;
+                }
+            }
+        }
         if let Some(c) = chunks.get(i + 1)
             && !b.stop.is_cancelled()
         {
             ahead.render = Some(tokio::spawn(compute(by_revision(state, c.clone()))));
-            ahead.inventories = super::super::inventories::read_ahead(
-                b.resources,
-                state,
-                c,
-                &b.sync_options.agent_namespace,
-            );
+            if walk.is_none() {
+                ahead.inventories =
+                    super::super::inventories::read_ahead(b.resources, state, c, namespace);
+            }
         }
         for r in renders.iter_mut() {
             if let Some(why) = plan.degraded.get(&r.tenant) {

@@ -144,6 +144,14 @@ impl Inventories {
         Inventories { map: one }
     }
 
+    /// The inventories as a plain map, no longer counted: for a caller that keeps them
+    /// in a bound of its own.
+    pub fn into_map(mut self) -> BTreeMap<String, Result<Inventory, InventoryError>> {
+        let map = std::mem::take(&mut self.map);
+        release(map.len());
+        map
+    }
+
     /// Hold `other`'s inventories too.
     pub fn append(&mut self, mut other: Inventories) {
         for (tenant, inv) in std::mem::take(&mut other.map) {
