@@ -13,7 +13,8 @@
 //! hash is salted with the fief build, and a successful sync records the tenant's in its
 //! inventory status ([`crate::inventory::Status::inputs`]). Pure.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -57,7 +58,7 @@ pub struct InputIndex {
     components: BTreeMap<String, ComponentInputs>,
     /// Per tenant: its hash and what it reads (a persistent map shared with the last index:
     /// a commit that changes only some tenants' own files costs those tenants).
-    tenants: imbl::OrdMap<String, std::sync::Arc<TenantInputs>>,
+    tenants: imbl::OrdMap<String, Arc<TenantInputs>>,
     /// Each tenant's hash (from `tenants`), kept beside it so [`InputIndex::hashes`] is a copy.
     hashes: Hashes,
 }
@@ -73,11 +74,54 @@ struct ComponentInputs {
 #[derive(Debug, Clone)]
 struct TenantInputs {
     hash: String,
-    /// Every path whose change (including appearing or disappearing) changes the hash,
-    /// components aside.
-    files: Vec<String>,
-    /// The components it uses, dependencies included (missing ones too).
-    components: BTreeSet<String>,
+    /// The paths whose change (including appearing or disappearing) changes the hash,
+    /// components aside, but the secret files [`TenantInputs::reads_changed`] derives from
+    /// the tenant's name: its tenant file and environment files, each held once by every
+    /// tenant of an index made in one update ([`Shares`]).
+    files: Box<[Arc<str>]>,
+    /// The components it uses, dependencies included (missing ones too): one set for the
+    /// tenants of an update that use the same ([`Shares`]).
+    components: Arc<BTreeSet<String>>,
+}
+
+impl TenantInputs {
+    /// Whether tenant `name`, as these inputs read it, read a path in `changed`.
+    fn reads_changed(&self, name: &str, changed: &BTreeSet<String>) -> bool {
+        self.files.iter().any(|f| changed.contains(&**f))
+            || crate::secrets::SHARED.iter().any(|f| changed.contains(*f))
+            || crate::secrets::tenant_paths(name)
+                .iter()
+                .any(|f| changed.contains(f))
+    }
+}
+
+/// The paths and component sets the tenants of one [`InputIndex::update`] share: most of
+/// a fleet reads the same environment files and uses the same components, so each is held
+/// once, not once per tenant.
+#[derive(Default)]
+struct Shares {
+    paths: HashMap<String, Arc<str>>,
+    sets: HashMap<BTreeSet<String>, Arc<BTreeSet<String>>>,
+}
+
+impl Shares {
+    fn path(&mut self, path: String) -> Arc<str> {
+        if let Some(p) = self.paths.get(&path) {
+            return p.clone();
+        }
+        let p: Arc<str> = Arc::from(path.as_str());
+        self.paths.insert(path, p.clone());
+        p
+    }
+
+    fn set(&mut self, set: BTreeSet<String>) -> Arc<BTreeSet<String>> {
+        if let Some(s) = self.sets.get(&set) {
+            return s.clone();
+        }
+        let s = Arc::new(set.clone());
+        self.sets.insert(set, s.clone());
+        s
+    }
 }
 
 /// What [`InputIndex::update`] computed afresh.
@@ -158,11 +202,10 @@ fn tenant_inputs(
     name: &str,
     shared: &str,
     components: &BTreeMap<String, ComponentInputs>,
+    shares: &mut Shares,
 ) -> TenantInputs {
     let snapshot = &repo.snapshot;
     let mut files: Vec<String> = repo.tenant_files.get(name).cloned().unwrap_or_default();
-    files.extend(crate::secrets::SHARED.map(str::to_string));
-    files.extend(crate::secrets::tenant_paths(name));
     let mut h = Sha256::new();
     h.update(shared.as_bytes());
     let file = repo.tenant_file(name);
@@ -218,8 +261,8 @@ fn tenant_inputs(
         } else {
             hash
         },
-        files,
-        components: seen,
+        files: files.into_iter().map(|f| shares.path(f)).collect(),
+        components: shares.set(seen),
     }
 }
 
@@ -248,9 +291,10 @@ impl InputIndex {
         };
         let shared_changed = prev.is_none_or(|(p, _)| p.shared != shared);
         let (components, dirty) = index_components(repo, prev, &mut stats);
+        let mut shares = Shares::default();
         let mut hash = |name: &str| {
             stats.tenants_hashed += 1;
-            std::sync::Arc::new(tenant_inputs(repo, name, &shared, &components))
+            Arc::new(tenant_inputs(repo, name, &shared, &components, &mut shares))
         };
         // Only tenants' own files changed: rehash exactly those tenants.
         let own = prev
@@ -322,8 +366,8 @@ fn rehash_owners(
     repo: &Repo,
     prev: &InputIndex,
     owners: BTreeSet<String>,
-    hash: &mut dyn FnMut(&str) -> std::sync::Arc<TenantInputs>,
-) -> (imbl::OrdMap<String, std::sync::Arc<TenantInputs>>, Hashes) {
+    hash: &mut dyn FnMut(&str) -> Arc<TenantInputs>,
+) -> (imbl::OrdMap<String, Arc<TenantInputs>>, Hashes) {
     let (mut tenants, mut hashes) = (prev.tenants.clone(), prev.hashes.clone());
     for name in owners {
         if repo.tenants.contains_key(&name) {
@@ -344,8 +388,8 @@ fn index_tenants(
     repo: &Repo,
     prev: Option<(&InputIndex, &BTreeSet<String>)>,
     dirty: &BTreeSet<String>,
-    hash: &mut dyn FnMut(&str) -> std::sync::Arc<TenantInputs>,
-) -> (imbl::OrdMap<String, std::sync::Arc<TenantInputs>>, Hashes) {
+    hash: &mut dyn FnMut(&str) -> Arc<TenantInputs>,
+) -> (imbl::OrdMap<String, Arc<TenantInputs>>, Hashes) {
     let mut tenants = imbl::OrdMap::new();
     // A tenant file added anywhere under `tenants/` is one of its tenant's files, though no
     // earlier hash read it.
@@ -362,7 +406,7 @@ fn index_tenants(
         let kept = prev.and_then(|(p, changed)| {
             p.tenants.get(name).filter(|old| {
                 !named.contains(name.as_str())
-                    && old.files.iter().all(|f| !changed.contains(f))
+                    && !old.reads_changed(name, changed)
                     && old.components.iter().all(|c| !dirty.contains(c))
             })
         });
@@ -418,7 +462,8 @@ impl TenantHasher {
 
     /// The input hash of tenant `name` of `repo`.
     pub fn hash(&self, repo: &Repo, name: &str) -> String {
-        tenant_inputs(repo, name, &self.shared, &self.components).hash
+        let mut shares = Shares::default();
+        tenant_inputs(repo, name, &self.shared, &self.components, &mut shares).hash
     }
 }
 
