@@ -224,13 +224,16 @@ fn agent_phases(
     // One shared change lasts seconds at 1,000 tenants, so a single one is at the mercy of
     // the machine's noise: the median of `runs`, each a different change.
     let (mut took, mut cpu, mut extra, mut drifts) = (Vec::new(), Vec::new(), 0.0, 0.0);
+    let mut sent = Vec::new();
     for round in 0..runs.max(1) {
         let drift_before = agent.metric("fief_drift_detected_total");
         let syncs_before = agent.metric("fief_tenant_syncs_total");
+        let requests_before = agent.requests();
         let (secs, agent_cpu) = phases::shared_change(&agent, &served, f.tenants, round);
         std::thread::sleep(Duration::from_secs(5));
         let more = agent.metric("fief_tenant_syncs_total") - syncs_before - f.tenants as f64;
         let drifted = agent.metric("fief_drift_detected_total") - drift_before;
+        sent.push(but_posts(&requests_before, &agent.requests()) / f.tenants as f64);
         row(
             &format!("shared change {round}, {name}"),
             format!(
@@ -244,11 +247,26 @@ fn agent_phases(
     }
     f.push("shared change, webhook to converged s", median(took), 1);
     f.push("  agent CPU s", median(cpu), 1);
+    f.push(
+        "  requests per tenant, POSTs (Events) aside",
+        median(sent),
+        2,
+    );
     f.push("  syncs beyond one per tenant (all changes)", extra, 0);
     f.push("  drifts counted (all changes)", drifts, 0);
     let peak = agent.peak_rss_mib();
     f.push("agent peak RSS, whole run, MiB", peak, 0);
     f.push("  KiB per tenant", peak * 1024.0 / f.tenants as f64, 1);
+}
+
+/// The requests the agent sent between two readings of its per-verb counts, but its POSTs:
+/// a shared change creates nothing but Events, which are sent behind the syncs.
+fn but_posts(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> f64 {
+    after
+        .iter()
+        .filter(|(verb, _)| verb.as_str() != "POST")
+        .map(|(verb, n)| n - before.get(verb).copied().unwrap_or(0.0))
+        .sum()
 }
 
 /// One Markdown table: a column per entry, then the last column's ratio to the first's.

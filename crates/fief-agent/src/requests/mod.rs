@@ -192,14 +192,16 @@ pub(super) fn suspended(shared: &Shared) -> BTreeMap<String, String> {
 /// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
 /// right, so the batch itself will report the failure).
 async fn fallback_list(shared: &Shared, namespace: &str) {
-    match fief_kube::tenant_flags::load_flags(shared.cluster.client(), namespace).await {
-        Ok(flags) => {
-            let mut inner = lock(&shared.work.requests().inner);
-            inner.suspended = flags
-                .into_iter()
-                .filter_map(|(t, f)| Some((t, f.suspended?)))
-                .collect();
+    // Only the suspended tenants are kept, a page of metadata at a time.
+    let mut suspended = BTreeMap::new();
+    let client = shared.cluster.client();
+    let read = fief_kube::tenant_flags::each_flags(client, namespace, |tenant, flags| {
+        if let Some(note) = flags.suspended {
+            suspended.insert(tenant, note);
         }
+    });
+    match read.await {
+        Ok(()) => lock(&shared.work.requests().inner).suspended = suspended,
         Err(e) => tracing::error!(
             namespace,
             error = %e,
