@@ -188,7 +188,7 @@ pub(super) fn suspended(shared: &Shared) -> BTreeMap<String, String> {
     lock(&shared.work.requests().inner).suspended.clone()
 }
 
-/// The watch has not listed: read the suspensions with one metadata LIST instead. When that
+/// The watch has not listed: read the suspensions with a metadata LIST instead. When that
 /// fails too, suspensions are unknown and the batch goes on (its inventory reads need the same
 /// right, so the batch itself will report the failure).
 async fn fallback_list(shared: &Shared, namespace: &str) {
