@@ -75,24 +75,13 @@ struct ComponentInputs {
 struct TenantInputs {
     hash: String,
     /// The paths whose change (including appearing or disappearing) changes the hash,
-    /// components aside, but the secret files [`TenantInputs::reads_changed`] derives from
-    /// the tenant's name: its tenant file and environment files, each held once by every
-    /// tenant of an index made in one update ([`Shares`]).
+    /// components aside, but the secret files (the shared ones, and the tenant's own, named
+    /// by the tenant: [`Changed`]): its tenant file and environment files, each held once by
+    /// every tenant of an index made in one update ([`Shares`]).
     files: Box<[Arc<str>]>,
     /// The components it uses, dependencies included (missing ones too): one set for the
     /// tenants of an update that use the same ([`Shares`]).
     components: Arc<BTreeSet<String>>,
-}
-
-impl TenantInputs {
-    /// Whether tenant `name`, as these inputs read it, read a path in `changed`.
-    fn reads_changed(&self, name: &str, changed: &BTreeSet<String>) -> bool {
-        self.files.iter().any(|f| changed.contains(&**f))
-            || crate::secrets::SHARED.iter().any(|f| changed.contains(*f))
-            || crate::secrets::tenant_paths(name)
-                .iter()
-                .any(|f| changed.contains(f))
-    }
 }
 
 /// The paths and component sets the tenants of one [`InputIndex::update`] share: most of
@@ -391,22 +380,12 @@ fn index_tenants(
     hash: &mut dyn FnMut(&str) -> Arc<TenantInputs>,
 ) -> (imbl::OrdMap<String, Arc<TenantInputs>>, Hashes) {
     let mut tenants = imbl::OrdMap::new();
-    // A tenant file added anywhere under `tenants/` is one of its tenant's files, though no
-    // earlier hash read it.
-    let named: BTreeSet<&str> = prev
-        .map(|(_, changed)| {
-            changed
-                .range("tenants/".to_string()..)
-                .take_while(|p| p.starts_with("tenants/"))
-                .filter_map(|p| crate::model::tenant_stem(p))
-                .collect()
-        })
-        .unwrap_or_default();
+    let changes = prev.map(|(_, changed)| Changed::of(changed));
     for name in repo.tenants.keys() {
-        let kept = prev.and_then(|(p, changed)| {
+        let kept = prev.zip(changes.as_ref()).and_then(|((p, changed), by)| {
             p.tenants.get(name).filter(|old| {
-                !named.contains(name.as_str())
-                    && !old.reads_changed(name, changed)
+                !by.touches(name)
+                    && old.files.iter().all(|f| !changed.contains(&**f))
                     && old.components.iter().all(|c| !dirty.contains(c))
             })
         });
@@ -429,16 +408,49 @@ fn owners_of(changed: &BTreeSet<String>) -> Option<BTreeSet<String>> {
     changed
         .iter()
         .map(|path| {
-            let stem = |prefix: &str, suffixes: &[&str]| {
-                let rest = path.strip_prefix(prefix)?;
-                let name = suffixes.iter().find_map(|s| rest.strip_suffix(s))?;
-                (!name.contains('/')).then(|| name.to_string())
-            };
             crate::model::tenant_stem(path)
+                .or_else(|| secret_stem(path))
                 .map(str::to_string)
-                .or_else(|| stem("secrets/tenants/", &[".sops.yaml", ".sops.json"]))
         })
         .collect()
+}
+
+/// The tenant whose own secret file `path` is, if it is one.
+fn secret_stem(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("secrets/tenants/")?;
+    let name = [".sops.yaml", ".sops.json"]
+        .iter()
+        .find_map(|s| rest.strip_suffix(s))?;
+    (!name.contains('/')).then_some(name)
+}
+
+/// What the changed paths say of every tenant at once, so a tenant's check costs no
+/// allocation: which tenants' own files (a tenant file added anywhere under `tenants/`,
+/// which no earlier hash read, or an own secret file) changed, and whether a shared secret
+/// file did.
+struct Changed<'a> {
+    owners: BTreeSet<&'a str>,
+    shared_secrets: bool,
+}
+
+impl<'a> Changed<'a> {
+    fn of(changed: &'a BTreeSet<String>) -> Changed<'a> {
+        let owners = changed
+            .iter()
+            .filter_map(|p| crate::model::tenant_stem(p).or_else(|| secret_stem(p)))
+            .collect();
+        let shared_secrets = crate::secrets::SHARED.iter().any(|f| changed.contains(*f));
+        Changed {
+            owners,
+            shared_secrets,
+        }
+    }
+
+    /// Whether tenant `name`'s own or shared secret files, or a tenant file of its name,
+    /// changed.
+    fn touches(&self, name: &str) -> bool {
+        self.shared_secrets || self.owners.contains(name)
+    }
 }
 
 /// What every tenant's hash shares (fief.yaml and the baseline, each component's files), to

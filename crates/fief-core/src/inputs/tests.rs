@@ -207,6 +207,22 @@ fn an_incremental_pass_equals_a_full_one_and_touches_only_what_changed() {
     assert_eq!(hashed.tenants_hashed, 1, "a new per-tenant secret file");
     let (_, hashed) = incremental(&[], &[("secrets/shared.sops.yaml", "x: 1\n")]);
     assert_eq!(hashed.tenants_hashed, 3);
+    // A tenant's own file beside a component's: the component's tenants and that one.
+    let own_and_db = [
+        ("components/db/templates/y.yaml", "y"),
+        ("secrets/tenants/c.sops.yaml", "x: 1\n"),
+    ];
+    let (_, hashed) = incremental(&[], &own_and_db);
+    assert_eq!(hashed.tenants_hashed, 2, "b uses db; c's own secret");
+    let shared_and_db = [
+        ("components/db/templates/y.yaml", "y"),
+        ("secrets/shared.sops.yaml", "x: 1\n"),
+    ];
+    let (_, hashed) = incremental(&[], &shared_and_db);
+    assert_eq!(
+        hashed.tenants_hashed, 3,
+        "a shared secret reaches every tenant"
+    );
     let (_, hashed) = incremental(&[], &[("fief.yaml", "baseDomain: x.example\n")]);
     assert_eq!(hashed.tenants_hashed, 3);
     let (_, hashed) = incremental(&[], &[("components/db/templates/x.yaml", "")]);
