@@ -12,7 +12,8 @@
 //! inventories up to its last tenant, those of tenants it does not sync are dropped as they
 //! are passed. What the walk holds is bounded by its pages, whatever the fleet's size. A chunk
 //! whose tenant the walk passed already (a chunk out of name order) reads that one by name, as
-//! does every chunk after a walk that failed.
+//! does every chunk after a walk that failed (a failed LIST, or a ConfigMap whose name and
+//! tenant label disagree: no tenant's inventory, which the walk refuses to take or pass).
 //!
 //! The walk reads each inventory from the API server during the batch, at most a page of
 //! tenants ahead of the chunk that syncs it, as the reads by name read a chunk ahead: what

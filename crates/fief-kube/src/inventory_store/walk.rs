@@ -188,8 +188,6 @@ pub struct Walk {
     items: VecDeque<Value>,
     /// Every page was received.
     done: bool,
-    /// The tenant of the last inventory taken.
-    last: Option<String>,
 }
 
 impl Walk {
@@ -227,7 +225,6 @@ impl Walk {
             reader,
             items: VecDeque::new(),
             done: false,
-            last: None,
         }
     }
 
@@ -246,39 +243,42 @@ impl Walk {
     /// The next inventory when its tenant's name is at most `last` (any, for `None`),
     /// parsed and counted; `None` when there is no such one (yet).
     ///
-    /// An inventory whose tenant sorts before one already taken (after a ConfigMap labelled
-    /// for a tenant other than its name says) is an error naming it: a pass that walks the
-    /// tenants in order may have passed its tenant already.
+    /// A ConfigMap whose name is not the inventory name of the tenant its label names is an
+    /// error naming it, before it is taken or passed: it is no tenant's inventory (a read by
+    /// name would not find it as its label's), and the walk's order is the names' order, so a
+    /// pass that walks its tenants in order could neither take it for its label's tenant nor
+    /// go past it.
     pub async fn next_upto(
         &mut self,
         last: Option<&str>,
     ) -> Result<Option<Inventories>, ClusterError> {
-        let Some(tenant) = self.peek().await? else {
+        let Some(tenant) = self.peek().await?.map(str::to_string) else {
             return Ok(None);
         };
-        if last.is_some_and(|l| tenant > l) {
-            return Ok(None);
-        }
-        let tenant = tenant.to_string();
-        let Some(cm) = self.items.pop_front() else {
-            return Ok(None);
-        };
-        if let Some(before) = self.last.as_deref().filter(|b| tenant.as_str() < *b) {
-            let name = cm["metadata"]["name"].as_str().unwrap_or_default();
+        let name = self
+            .items
+            .front()
+            .and_then(|cm| cm["metadata"]["name"].as_str())
+            .unwrap_or_default();
+        if name != objects::inventory_name(&tenant) {
             return Err(ClusterError::Client {
                 what: format!("read inventory ConfigMap {name}"),
                 detail: format!(
-                    "it is labelled for tenant `{tenant}` and listed after tenant `{before}`'s: \
-                     an inventory's name is {}<its tenant>; fix or delete the one whose name \
-                     and {} label disagree",
+                    "it is labelled for tenant `{tenant}`, but an inventory's name is \
+                     {}<its tenant>; fix or delete the one whose name and {} label disagree",
                     objects::inventory_name(""),
                     objects::LABEL_TENANT
                 ),
             });
         }
+        if last.is_some_and(|l| tenant.as_str() > l) {
+            return Ok(None);
+        }
+        let Some(cm) = self.items.pop_front() else {
+            return Ok(None);
+        };
         let mut one = Inventories::new();
-        one.insert(tenant.clone(), Inventory::from_configmap(&cm));
-        self.last = Some(tenant);
+        one.insert(tenant, Inventory::from_configmap(&cm));
         Ok(Some(one))
     }
 
@@ -370,9 +370,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_inventory_listed_out_of_its_tenants_order_is_an_error_naming_it() {
+    async fn an_inventory_whose_name_and_tenant_label_disagree_is_an_error_naming_it() {
         let _one = SERIAL.lock().await;
-        // ConfigMap fief-tenant-b is labelled for tenant z: c's comes after it.
+        // ConfigMap fief-tenant-b is labelled for tenant z: it is neither b's nor z's, and
+        // the walk stops at it, neither taking it nor passing it (c's comes after it).
         let tenants = ["a", "c"].map(String::from);
         let mut stray = Inventory::new("z").to_configmap(NAMESPACE);
         stray["metadata"]["name"] = objects::inventory_name("b").into();
@@ -381,16 +382,16 @@ mod tests {
         let mut walk = Walk::new(&client, NAMESPACE);
         let mut seen = Vec::new();
         let err = loop {
-            match walk.next().await {
+            match walk.next_upto(Some("c")).await {
                 Ok(Some(one)) => seen.extend(one.keys().cloned()),
                 Ok(None) => panic!("no error after {seen:?}"),
                 Err(e) => break e,
             }
         };
-        assert_eq!(seen, ["a", "z"]);
+        assert_eq!(seen, ["a"]);
         let text = err.to_string();
         assert!(
-            text.contains("fief-tenant-c") && text.contains("`z`"),
+            text.contains("fief-tenant-b") && text.contains("`z`"),
             "{text}"
         );
     }
