@@ -38,8 +38,9 @@ pub async fn load_inventories(
 }
 
 /// Read every inventory ConfigMap of the agent namespace in pages of [`PAGE`], handing each
-/// to `each` as it is parsed: the caller keeps what it needs, a page at a time. (A few
-/// tenants' inventories are read by name: [`get_inventories`].)
+/// to `each` as it is parsed: the caller keeps what it needs, a page at a time. One whose
+/// name and tenant label disagree is left out. (A few tenants' inventories are read by name:
+/// [`get_inventories`].)
 pub async fn each_inventory(
     client: &kube::Client,
     namespace: &str,
@@ -66,6 +67,11 @@ pub async fn each_inventory(
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
+                // A ConfigMap named for another tenant than its label says is no tenant's
+                // inventory, as a read by name finds it ([`get_inventories`]).
+                if cm["metadata"]["name"].as_str() != Some(&objects::inventory_name(&tenant)) {
+                    continue;
+                }
                 each(tenant, Inventory::from_configmap(cm));
             }
         };
