@@ -13,7 +13,7 @@
 //! hash is salted with the fief build, and a successful sync records the tenant's in its
 //! inventory status ([`crate::inventory::Status::inputs`]). Pure.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -21,8 +21,11 @@ use sha2::{Digest, Sha256};
 use crate::model::{BUILTIN_BASELINE, LOCK_FILE, Repo, pinned_key};
 use crate::snapshot::{CHART_ARCHIVES, Entry, Snapshot};
 
+mod kept;
 mod opaque;
 mod refs;
+
+use kept::{Changed, Shares, TenantRead, secret_stem};
 
 use opaque::OPAQUE;
 pub use opaque::{mix, reusable};
@@ -74,43 +77,14 @@ struct ComponentInputs {
 #[derive(Debug, Clone)]
 struct TenantInputs {
     hash: String,
-    /// The paths whose change (including appearing or disappearing) changes the hash,
-    /// components aside, but the secret files (the shared ones, and the tenant's own, named
-    /// by the tenant: [`Changed`]): its tenant file and environment files, each held once by
-    /// every tenant of an index made in one update ([`Shares`]).
+    /// Its tenant file and environment files: a change to one (including appearing or
+    /// disappearing) changes the hash. Secret files change it too, but are found by name
+    /// ([`Changed`]), not kept here. Each path is held once for the tenants of one update
+    /// ([`Shares`]).
     files: Box<[Arc<str>]>,
     /// The components it uses, dependencies included (missing ones too): one set for the
     /// tenants of an update that use the same ([`Shares`]).
     components: Arc<BTreeSet<String>>,
-}
-
-/// The paths and component sets the tenants of one [`InputIndex::update`] share: most of
-/// a fleet reads the same environment files and uses the same components, so each is held
-/// once, not once per tenant.
-#[derive(Default)]
-struct Shares {
-    paths: HashMap<String, Arc<str>>,
-    sets: HashMap<BTreeSet<String>, Arc<BTreeSet<String>>>,
-}
-
-impl Shares {
-    fn path(&mut self, path: String) -> Arc<str> {
-        if let Some(p) = self.paths.get(&path) {
-            return p.clone();
-        }
-        let p: Arc<str> = Arc::from(path.as_str());
-        self.paths.insert(path, p.clone());
-        p
-    }
-
-    fn set(&mut self, set: BTreeSet<String>) -> Arc<BTreeSet<String>> {
-        if let Some(s) = self.sets.get(&set) {
-            return s.clone();
-        }
-        let s = Arc::new(set.clone());
-        self.sets.insert(set, s.clone());
-        s
-    }
 }
 
 /// What [`InputIndex::update`] computed afresh.
@@ -191,8 +165,7 @@ fn tenant_inputs(
     name: &str,
     shared: &str,
     components: &BTreeMap<String, ComponentInputs>,
-    shares: &mut Shares,
-) -> TenantInputs {
+) -> TenantRead {
     let snapshot = &repo.snapshot;
     let mut files: Vec<String> = repo.tenant_files.get(name).cloned().unwrap_or_default();
     let mut h = Sha256::new();
@@ -244,14 +217,14 @@ fn tenant_inputs(
             .iter()
             .any(|c| components.get(c).is_some_and(|i| i.computed));
     let hash = hex(h);
-    TenantInputs {
+    TenantRead {
         hash: if computed {
             format!("{OPAQUE}{hash}")
         } else {
             hash
         },
-        files: files.into_iter().map(|f| shares.path(f)).collect(),
-        components: shares.set(seen),
+        files,
+        components: seen,
     }
 }
 
@@ -283,7 +256,7 @@ impl InputIndex {
         let mut shares = Shares::default();
         let mut hash = |name: &str| {
             stats.tenants_hashed += 1;
-            Arc::new(tenant_inputs(repo, name, &shared, &components, &mut shares))
+            Arc::new(shares.keep(tenant_inputs(repo, name, &shared, &components)))
         };
         // Only tenants' own files changed: rehash exactly those tenants.
         let own = prev
@@ -415,44 +388,6 @@ fn owners_of(changed: &BTreeSet<String>) -> Option<BTreeSet<String>> {
         .collect()
 }
 
-/// The tenant whose own secret file `path` is, if it is one.
-fn secret_stem(path: &str) -> Option<&str> {
-    let rest = path.strip_prefix("secrets/tenants/")?;
-    let name = [".sops.yaml", ".sops.json"]
-        .iter()
-        .find_map(|s| rest.strip_suffix(s))?;
-    (!name.contains('/')).then_some(name)
-}
-
-/// What the changed paths say of every tenant at once, so a tenant's check costs no
-/// allocation: which tenants' own files (a tenant file added anywhere under `tenants/`,
-/// which no earlier hash read, or an own secret file) changed, and whether a shared secret
-/// file did.
-struct Changed<'a> {
-    owners: BTreeSet<&'a str>,
-    shared_secrets: bool,
-}
-
-impl<'a> Changed<'a> {
-    fn of(changed: &'a BTreeSet<String>) -> Changed<'a> {
-        let owners = changed
-            .iter()
-            .filter_map(|p| crate::model::tenant_stem(p).or_else(|| secret_stem(p)))
-            .collect();
-        let shared_secrets = crate::secrets::SHARED.iter().any(|f| changed.contains(*f));
-        Changed {
-            owners,
-            shared_secrets,
-        }
-    }
-
-    /// Whether tenant `name`'s own or shared secret files, or a tenant file of its name,
-    /// changed.
-    fn touches(&self, name: &str) -> bool {
-        self.shared_secrets || self.owners.contains(name)
-    }
-}
-
 /// What every tenant's hash shares (fief.yaml and the baseline, each component's files), to
 /// hash tenants one at a time: [`TenantHasher::hash`] of a repo that holds the tenant (the
 /// whole repo, or one tenant of an [`crate::model::Indexed`] repo) equals the tenant's entry
@@ -474,8 +409,7 @@ impl TenantHasher {
 
     /// The input hash of tenant `name` of `repo`.
     pub fn hash(&self, repo: &Repo, name: &str) -> String {
-        let mut shares = Shares::default();
-        tenant_inputs(repo, name, &self.shared, &self.components, &mut shares).hash
+        tenant_inputs(repo, name, &self.shared, &self.components).hash
     }
 }
 
