@@ -3,14 +3,14 @@
 //!
 //! In: each chunk's sync results. Out: those Events, sent through kube-runtime's recorder by
 //! a task of their own behind the syncs (16 in flight; 5 per second while a batch syncs).
+//! What waits in the queue is each tenant's notes and the names of where they go
+//! ([`Queued`]); each Event is built as it is sent, so a batch that syncs a whole fleet
+//! queues a few hundred bytes a tenant, not its built Events.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::Event;
-
 use fief_kube::sync::SyncResult;
-use fief_kube::tenant_events::{events_of, owned_namespaces, send};
+use fief_kube::tenant_events::{Queued, owned_namespaces, send};
 
 /// The average rate Events are sent at while a batch syncs, per second; between batches they
 /// go out as fast as [`fief_kube::tenant_events::EVENTS_IN_FLIGHT`] allows. A change that
@@ -19,8 +19,8 @@ use fief_kube::tenant_events::{events_of, owned_namespaces, send};
 /// tenant and one per tenant namespace): they follow its last apply.
 const PER_SECOND_WHILE_SYNCING: f64 = 5.0;
 
-/// One chunk's Events, each with where it goes.
-type Job = Vec<(Event, ObjectReference)>;
+/// One chunk's Events, held compactly until they are sent.
+type Job = Queued;
 
 /// The status Events of every sync, sent in the background behind the syncs, slowed to
 /// [`PER_SECOND_WHILE_SYNCING`] while a batch syncs. Best effort: Events still queued when
@@ -53,7 +53,7 @@ impl Events {
                 let pace = job.len() as f64 / PER_SECOND_WHILE_SYNCING;
                 let pace = std::time::Duration::from_secs_f64(pace);
                 let _ = tokio::time::timeout(pace, busy.wait_for(|b| !*b)).await;
-                send(&client, "fief-agent", job).await;
+                send(&client, "fief-agent", job.events()).await;
             }
         });
         Events { tx, syncing }
@@ -69,7 +69,7 @@ impl Events {
     /// and in each synced tenant's own namespaces.
     pub(super) fn send(&self, agent_namespace: &str, result: &SyncResult) {
         let namespaces = own_namespaces(result);
-        let job = events_of(&result.reports, Some(agent_namespace), &namespaces);
+        let job = Queued::of(&result.reports, Some(agent_namespace), &namespaces);
         if job.is_empty() {
             return;
         }
@@ -108,12 +108,47 @@ mod tests {
             ("b".to_string(), vec!["b-prod".to_string()]),
             ("c".to_string(), vec!["c-prod".to_string()]),
         ]);
-        let job = events_of(
+        let job = Queued::of(
             &[changed, unchanged, failed],
             Some("fief-system"),
             &namespaces,
         );
         // a: its inventory and two namespaces; b: nothing changed; c: inventory and namespace.
         assert_eq!(job.len(), 5);
+    }
+
+    #[test]
+    fn a_queued_batch_holds_its_tenants_notes_not_their_built_events() {
+        let reports: Vec<TenantReport> = (0..500)
+            .map(|i| {
+                let mut r = TenantReport::new(&format!("tenant-{i:04}"), Outcome::Applied);
+                r.counts.configured = 1;
+                r.counts.unchanged = 25;
+                r
+            })
+            .collect();
+        let namespaces: BTreeMap<String, Vec<String>> = reports
+            .iter()
+            .map(|r| {
+                let t = &r.tenant;
+                (t.clone(), vec![format!("{t}-prod"), format!("{t}-dev")])
+            })
+            .collect();
+        let mut queued = None;
+        let held = -crate::memory::counted::freed(|| {
+            queued = Some(Queued::of(&reports, Some("fief-system"), &namespaces));
+        });
+        let queued = queued.unwrap_or_default();
+        let mut built = None;
+        let built_bytes = -crate::memory::counted::freed(|| {
+            built = Some(queued.events().collect::<Vec<_>>());
+        });
+        assert_eq!(built.map(|b| b.len()), Some(1500));
+        assert_eq!(queued.len(), 1500);
+        // Three Events a tenant, held as two notes and two names.
+        assert!(
+            held * 3 < built_bytes,
+            "queued {held} B, the same Events built {built_bytes} B"
+        );
     }
 }

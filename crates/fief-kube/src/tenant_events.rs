@@ -47,6 +47,50 @@ pub fn owned_namespaces(inv: &Inventory) -> Vec<String> {
 
 /// The Event a report deserves for `audience`, if any.
 pub fn event_for(r: &TenantReport, audience: Audience) -> Option<Event> {
+    note_for(r, audience).map(|n| n.event())
+}
+
+/// What differs from one of fief's Events to the next: its type, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Note {
+    warning: bool,
+    reason: &'static str,
+    text: Box<str>,
+}
+
+impl Note {
+    fn new(type_: EventType, reason: &'static str, text: String) -> Note {
+        let text = match text.char_indices().nth(NOTE_CHARS) {
+            Some((end, _)) => text[..end].into(),
+            None => text.into(),
+        };
+        Note {
+            warning: matches!(type_, EventType::Warning),
+            reason,
+            text,
+        }
+    }
+
+    fn event(&self) -> Event {
+        Event {
+            type_: if self.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: self.reason.to_string(),
+            note: Some(self.text.to_string()),
+            action: "Sync".to_string(),
+            secondary: None,
+        }
+    }
+}
+
+/// Longest message an Event carries, in characters.
+const NOTE_CHARS: usize = 1000;
+
+/// [`event_for`]'s parts, without building the Event.
+fn note_for(r: &TenantReport, audience: Audience) -> Option<Note> {
     let c = &r.counts;
     let changed = c.created + c.configured + c.pruned > 0;
     let counts = || {
@@ -92,46 +136,93 @@ pub fn event_for(r: &TenantReport, audience: Audience) -> Option<Event> {
             _ => return None,
         }
     };
-    Some(Event {
-        type_,
-        reason: reason.to_string(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Sync".to_string(),
-        secondary: None,
-    })
+    Some(Note::new(type_, reason, note))
 }
 
-/// The Events of `reports` and where each goes: on each inventory in `agent_namespace` (when
-/// given) and in each tenant's own namespaces (`namespaces`: tenant → its own namespaces).
-pub fn events_of(
-    reports: &[TenantReport],
-    agent_namespace: Option<&str>,
-    namespaces: &BTreeMap<String, Vec<String>>,
-) -> Vec<(Event, ObjectReference)> {
-    each_event(reports, agent_namespace, namespaces).collect()
+/// One tenant's Events, as their notes and the names of where they go.
+#[derive(Debug)]
+struct TenantEvents {
+    tenant: Box<str>,
+    inventory: Option<Note>,
+    namespaces: Option<(Note, Box<[Box<str>]>)>,
 }
 
-/// [`events_of`], made one at a time as they are sent.
-fn each_event<'a>(
-    reports: &'a [TenantReport],
-    agent_namespace: Option<&'a str>,
-    namespaces: &'a BTreeMap<String, Vec<String>>,
-) -> impl Iterator<Item = (Event, ObjectReference)> + 'a {
-    reports.iter().flat_map(move |r| {
-        let on_inventory = agent_namespace.and_then(|ns| {
-            let event = event_for(r, Audience::Inventory)?;
-            let name = fief_core::objects::inventory_name(&r.tenant);
-            Some((event, reference("ConfigMap", &name, ns)))
-        });
-        // The Event is about the Namespace and lives in it, so `kubectl get events -n NS`
-        // shows it to whoever may read Events there.
-        let in_namespaces = namespaces.get(&r.tenant).into_iter().flatten();
-        let in_namespaces = in_namespaces.filter_map(move |ns| {
-            let event = event_for(r, Audience::Tenant)?;
-            Some((event, reference("Namespace", ns, ns)))
-        });
-        on_inventory.into_iter().chain(in_namespaces)
-    })
+/// Reports' Events, held until they are sent: per tenant that gets any, its notes and the
+/// namespaces they go to, and each Event and its reference made only as it is sent. The agent
+/// queues the Events of a whole batch behind its syncs, so what waits is kept this small.
+#[derive(Debug, Default)]
+pub struct Queued {
+    agent_namespace: Option<Box<str>>,
+    tenants: Vec<TenantEvents>,
+    count: usize,
+}
+
+impl Queued {
+    /// The Events of `reports`: on each inventory in `agent_namespace` (when given) and in
+    /// each tenant's own namespaces (`namespaces`: tenant → its own namespaces).
+    pub fn of(
+        reports: &[TenantReport],
+        agent_namespace: Option<&str>,
+        namespaces: &BTreeMap<String, Vec<String>>,
+    ) -> Queued {
+        let mut queued = Queued {
+            agent_namespace: agent_namespace.map(Into::into),
+            ..Queued::default()
+        };
+        for r in reports {
+            let inventory = agent_namespace.and(note_for(r, Audience::Inventory));
+            let own = namespaces.get(&r.tenant).filter(|n| !n.is_empty());
+            let in_namespaces = own.and_then(|own| {
+                let note = note_for(r, Audience::Tenant)?;
+                Some((note, own.iter().map(|n| n.as_str().into()).collect()))
+            });
+            let count = usize::from(inventory.is_some())
+                + in_namespaces
+                    .as_ref()
+                    .map_or(0, |(_, n): &(_, Box<[_]>)| n.len());
+            if count > 0 {
+                queued.count += count;
+                queued.tenants.push(TenantEvents {
+                    tenant: r.tenant.as_str().into(),
+                    inventory,
+                    namespaces: in_namespaces,
+                });
+            }
+        }
+        queued.tenants.shrink_to_fit();
+        queued
+    }
+
+    /// How many Events are held.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no Event is held.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Each Event and where it goes, made as it is asked for.
+    pub fn events(&self) -> impl Iterator<Item = (Event, ObjectReference)> + '_ {
+        self.tenants.iter().flat_map(move |t| {
+            let on_inventory = self.agent_namespace.as_deref().and_then(|ns| {
+                let name = fief_core::objects::inventory_name(&t.tenant);
+                Some((
+                    t.inventory.as_ref()?.event(),
+                    reference("ConfigMap", &name, ns),
+                ))
+            });
+            // The Event is about the Namespace and lives in it, so `kubectl get events -n NS`
+            // shows it to whoever may read Events there.
+            let in_namespaces = t.namespaces.iter().flat_map(|(note, names)| {
+                names
+                    .iter()
+                    .map(move |ns| (note.event(), reference("Namespace", ns, ns)))
+            });
+            on_inventory.into_iter().chain(in_namespaces)
+        })
+    }
 }
 
 /// A reference to the core (`v1`) object `kind` `name` in `namespace`.
@@ -184,13 +275,25 @@ pub async fn publish(
     reports: &[TenantReport],
     namespaces: &BTreeMap<String, Vec<String>>,
 ) {
-    send(client, controller, each_event(reports, None, namespaces)).await;
+    let queued = Queued::of(reports, None, namespaces);
+    send(client, controller, queued.events()).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use fief_core::plan::PruneHold;
+
+    fn events_of(
+        reports: &[TenantReport],
+        agent_namespace: Option<&str>,
+        namespaces: &BTreeMap<String, Vec<String>>,
+    ) -> Vec<(Event, ObjectReference)> {
+        let queued = Queued::of(reports, agent_namespace, namespaces);
+        let events: Vec<_> = queued.events().collect();
+        assert_eq!(queued.len(), events.len(), "the count is what is sent");
+        events
+    }
 
     fn note(e: &Option<Event>) -> Option<(&str, &str)> {
         e.as_ref()
