@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
@@ -55,28 +55,46 @@ async fn status(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, St
     }
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, String) {
+/// `/metrics`: the text exposition, encoded on a blocking thread and sent in chunks as it is
+/// written ([`crate::metrics::streamed`]), so a scrape holds a chunk, not the whole text.
+async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, Body) {
     let mut headers = HeaderMap::new();
     if let Ok(v) = "application/openmetrics-text; version=1.0.0; charset=utf-8".parse() {
         headers.insert(axum::http::header::CONTENT_TYPE, v);
     }
-    let depth = shared.work.queue_len();
-    let text = shared
-        .cluster
-        .metrics()
-        .encode(shared.cluster.counter().stats(), |m| {
-            m.queue_depth.set(crate::metrics::gauge_value(depth));
-            m.leader.set(i64::from(shared.report.leading()));
-            if let Some(own) = &shared.shards {
-                m.shards_held
-                    .set(crate::metrics::gauge_value(own.held().len()));
-                m.shards_ready
-                    .set(crate::metrics::gauge_value(own.ready().len()));
-            }
-            shared.gate.export(m);
-            shared.rollout.read(|r| super::rollout::export(m, r));
-        });
-    (StatusCode::OK, headers, text)
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let mut out = crate::metrics::streamed::Chunks::new(tx, handle);
+        let depth = shared.work.queue_len();
+        let written = shared.cluster.metrics().encode_to(
+            shared.cluster.counter().stats(),
+            |m| refresh(&shared, m, depth),
+            &mut out,
+        );
+        if written.and_then(|()| out.flush()).is_err() {
+            tracing::debug!("a /metrics scrape ended before its text was sent");
+        }
+    });
+    let chunks = futures::stream::unfold(rx, |mut rx| async move {
+        let chunk = rx.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(chunk), rx))
+    });
+    (StatusCode::OK, headers, Body::from_stream(chunks))
+}
+
+/// The gauges read at scrape time, set from the agent's state.
+fn refresh(shared: &Shared, m: &crate::metrics::Metrics, depth: usize) {
+    m.queue_depth.set(crate::metrics::gauge_value(depth));
+    m.leader.set(i64::from(shared.report.leading()));
+    if let Some(own) = &shared.shards {
+        m.shards_held
+            .set(crate::metrics::gauge_value(own.held().len()));
+        m.shards_ready
+            .set(crate::metrics::gauge_value(own.ready().len()));
+    }
+    shared.gate.export(m);
+    shared.rollout.read(|r| super::rollout::export(m, r));
 }
 
 async fn hook(

@@ -6,7 +6,7 @@
 //! and the metrics reference page built from the same registry ([`reference_markdown`]).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -19,6 +19,7 @@ use fief_kube::counter::RequestStats;
 
 mod held;
 mod reference;
+pub(crate) mod streamed;
 
 pub use held::{HoldReason, ReasonLabel};
 pub use reference::reference_markdown;
@@ -86,8 +87,6 @@ pub struct Metrics {
     registry: Registry,
     /// Held for a scrape: the gauges set at scrape time are filled and encoded together.
     scrape: Mutex<()>,
-    /// The length of the last scrape's text, to size the next one's buffer.
-    last_size: AtomicUsize,
     /// Tenant syncs by result.
     pub syncs: Family<ResultLabel, Counter>,
     /// Objects applied (created or configured).
@@ -171,7 +170,6 @@ impl Metrics {
         let mut metrics = Metrics {
             registry: Registry::default(),
             scrape: Mutex::new(()),
-            last_size: AtomicUsize::new(0),
             syncs: Family::default(),
             applied: Counter::default(),
             pruned: Counter::default(),
@@ -437,9 +435,25 @@ impl Metrics {
             .inc();
     }
 
-    /// The text exposition. `refresh` sets the gauges read at scrape time first; one scrape
-    /// runs at a time, so a family cleared and refilled by `refresh` is encoded whole.
+    /// The text exposition, whole. `refresh` sets the gauges read at scrape time first (see
+    /// [`Metrics::encode_to`]).
     pub fn encode(&self, requests: RequestStats, refresh: impl FnOnce(&Metrics)) -> String {
+        let mut out = String::new();
+        if self.encode_to(requests, refresh, &mut out).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Write the text exposition into `out` as it is encoded (`/metrics` sends it in chunks:
+    /// [`streamed`]). `refresh` sets the gauges read at scrape time first; one scrape runs at
+    /// a time, so a family cleared and refilled by `refresh` is encoded whole.
+    pub fn encode_to(
+        &self,
+        requests: RequestStats,
+        refresh: impl FnOnce(&Metrics),
+        out: &mut impl std::fmt::Write,
+    ) -> std::fmt::Result {
         let _one = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         refresh(self);
         self.holds.export(&self.prune_held);
@@ -458,19 +472,7 @@ impl Metrics {
             let seen = counter.get();
             counter.inc_by(n.saturating_sub(seen));
         }
-        // Written once into a buffer sized by the last scrape plus an eighth: at thousands
-        // of tenants the text is megabytes (a histogram per tenant). A String grown by
-        // doubling would hold its old and new buffers at once, and sizing each scrape by a
-        // counting pass would encode it twice. Series only grow by the tenants added since
-        // the last scrape, so the eighth covers them (past it, the buffer grows once); the
-        // first scrape grows its buffer as it writes.
-        let last = self.last_size.load(Ordering::Relaxed);
-        let mut out = String::with_capacity(last + last / 8);
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        self.last_size.store(out.len(), Ordering::Relaxed);
-        out
+        prometheus_client::encoding::text::encode(out, &self.registry)
     }
 }
 

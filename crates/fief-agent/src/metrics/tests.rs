@@ -1,11 +1,11 @@
-//! The registry's exposition: written once into a buffer sized by the last scrape, and the
-//! rollout's figures with their help.
+//! The registry's exposition: sent in chunks of a bound, and the rollout's figures with their
+//! help.
 
 use super::*;
 
-#[test]
-fn the_exposition_is_written_once_into_a_buffer_sized_by_the_last_scrape() {
-    let metrics = Metrics::default();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exposition_is_sent_in_chunks_of_a_bound_whatever_the_fleet() {
+    let metrics = std::sync::Arc::new(Metrics::default());
     for n in 0..200 {
         let tenant = format!("tenant-{n:04}");
         metrics.observe_tenant(&tenant, 0.02 * f64::from(n));
@@ -16,13 +16,31 @@ fn the_exposition_is_written_once_into_a_buffer_sized_by_the_last_scrape() {
     assert!(text.contains("fief_tenant_reconcile_duration_seconds_bucket{"));
     assert!(text.contains("fief_tenant_ready{tenant=\"tenant-0003\"} 0"));
     assert!(text.ends_with("# EOF\n"));
-    metrics.observe_tenant("tenant-new", 0.5);
-    let next = metrics.encode(RequestStats::default(), |_| {});
-    assert!(next.len() > text.len(), "the new tenant's series are in");
-    assert_eq!(
-        next.capacity(),
-        text.len() + text.len() / 8,
-        "the last scrape's size plus an eighth, never grown while written"
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let handle = tokio::runtime::Handle::current();
+    let sent = metrics.clone();
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut out = streamed::Chunks::new(tx, handle);
+        sent.encode_to(RequestStats::default(), |_| {}, &mut out)?;
+        out.flush()?;
+        Ok::<usize, std::fmt::Error>(out.largest)
+    });
+    let mut chunks = 0;
+    let mut got = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        chunks += 1;
+        got.extend_from_slice(&chunk);
+    }
+    let largest = writer.await.ok().and_then(Result::ok).unwrap_or(usize::MAX);
+    assert_eq!(String::from_utf8(got).ok(), Some(text.clone()));
+    assert!(
+        chunks >= text.len() / streamed::CHUNK_BYTES,
+        "{chunks} chunks"
+    );
+    assert!(
+        largest < streamed::CHUNK_BYTES + 1024,
+        "a chunk held {largest} bytes of {}",
+        text.len()
     );
 }
 
