@@ -101,11 +101,45 @@ pub fn http_response(
     req.push_str("\r\n");
     req.push_str(body);
     s.write_all(req.as_bytes()).ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((out.as_str(), ""));
-    Some((code, head.to_string(), body.to_string()))
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n");
+    let (head, body) = match split {
+        Some(at) => (&out[..at], &out[at + 4..]),
+        None => (&out[..], &[][..]),
+    };
+    let head = String::from_utf8_lossy(head).into_owned();
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
+    Some((code, head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// A body sent with `Transfer-Encoding: chunked`, its chunks joined (what any HTTP/1.1 client
+/// hands on); a body cut short keeps the chunks that arrived whole.
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let size = line.split(';').next().unwrap_or("").trim();
+        let Ok(size) = usize::from_str_radix(size, 16) else {
+            break;
+        };
+        let data = &rest[eol + 2..];
+        if size == 0 || data.len() < size {
+            break;
+        }
+        out.extend_from_slice(&data[..size]);
+        rest = data[size..].strip_prefix(b"\r\n").unwrap_or(&data[size..]);
+    }
+    out
 }
 
 /// Run `cmd` with `stdin` piped in when given (else no stdin); its output.
