@@ -92,11 +92,16 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
         .collect()
 }
 
-/// Desired objects by id: tenant and interned shape.
+/// Desired objects by id: tenant and interned shape. A record is small: the tenant is an index
+/// into a table of the tenants' names (each held once, a row per tenant ever rendered).
 #[derive(Default)]
 pub struct Desired {
-    objects: HashMap<Id, (Arc<str>, Arc<Value>)>,
-    by_tenant: HashMap<Arc<str>, Vec<Id>>,
+    /// Per object: its tenant (an index into `tenants`) and its shape.
+    objects: HashMap<Id, (u32, Arc<Value>)>,
+    /// Per tenant, at the index its objects hold: its name and its objects' ids.
+    tenants: Vec<(Arc<str>, Vec<Id>)>,
+    /// The index of each tenant's name in `tenants`.
+    tenant_index: HashMap<Arc<str>, u32>,
     shapes: HashMap<String, Arc<Value>>,
 }
 
@@ -114,30 +119,53 @@ impl Desired {
     /// Replace the objects of `tenant` by `objects` (id, shape, shape's JSON); each id is
     /// taken from `ids`, so it is the allocation the agent's other maps hold.
     pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>, ids: &mut Interner) {
-        if let Some(old) = self.by_tenant.remove(tenant) {
-            for id in old {
-                self.objects.remove(&id);
-            }
+        let t = self.tenant(tenant);
+        let Some((_, held)) = self.tenants.get_mut(t as usize) else {
+            return;
+        };
+        for id in std::mem::take(held) {
+            self.objects.remove(&id);
         }
-        let tenant: Arc<str> = tenant.into();
-        let mut held = Vec::with_capacity(objects.len());
+        let mut now = Vec::with_capacity(objects.len());
         for (id, key) in objects {
-            let shape = match self.shapes.get(&key) {
-                Some(shape) => shape.clone(),
-                None => {
-                    // The key is the shape's own JSON, so it reads back as the shape.
-                    let shape = Arc::new(serde_json::from_str(&key).unwrap_or(Value::Null));
-                    self.shapes.insert(key, shape.clone());
-                    shape
-                }
-            };
+            let shape = self.shape(key);
             let id = ids.intern_owned(id);
-            held.push(id.clone());
-            self.objects.insert(id, (tenant.clone(), shape));
+            now.push(id.clone());
+            self.objects.insert(id, (t, shape));
         }
-        if !held.is_empty() {
-            self.by_tenant.insert(tenant, held);
+        if let Some((_, held)) = self.tenants.get_mut(t as usize) {
+            *held = now;
         }
+    }
+
+    /// The interned shape whose JSON is `key`.
+    fn shape(&mut self, key: String) -> Arc<Value> {
+        if let Some(shape) = self.shapes.get(&key) {
+            return shape.clone();
+        }
+        // The key is the shape's own JSON, so it reads back as the shape.
+        let shape = Arc::new(serde_json::from_str(&key).unwrap_or(Value::Null));
+        self.shapes.insert(key, shape.clone());
+        shape
+    }
+
+    /// The index of `tenant`'s row, added on first use.
+    fn tenant(&mut self, tenant: &str) -> u32 {
+        if let Some(i) = self.tenant_index.get(tenant) {
+            return *i;
+        }
+        let i = u32::try_from(self.tenants.len()).unwrap_or(u32::MAX);
+        let name: Arc<str> = tenant.into();
+        self.tenants.push((name.clone(), Vec::new()));
+        self.tenant_index.insert(name, i);
+        i
+    }
+
+    /// The name of the tenant at index `t`.
+    fn name(&self, t: u32) -> Arc<str> {
+        self.tenants
+            .get(t as usize)
+            .map_or_else(|| Arc::from(""), |(name, _)| name.clone())
     }
 
     /// Forget shapes no object uses any more.
@@ -149,7 +177,7 @@ impl Desired {
     pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
         self.objects
             .get(key(id))
-            .map(|(t, s)| (t.clone(), s.clone()))
+            .map(|(t, s)| (self.name(*t), s.clone()))
     }
 
     /// A desired object's interned id, tenant and shape.
@@ -158,7 +186,7 @@ impl Desired {
             .get_key_value(key(id))
             .map(|(id, (tenant, shape))| Found {
                 id: id.clone(),
-                tenant: tenant.clone(),
+                tenant: self.name(*tenant),
                 shape: shape.clone(),
             })
     }
