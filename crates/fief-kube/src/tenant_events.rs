@@ -13,7 +13,9 @@
 //! ([`fief_core::status::Failure::event_reason`]: `RenderFailed`, `SyncFailed`) with its
 //! first error. In the tenant's namespaces: `Synced`, `SyncFailed` (with the error count and
 //! the first error) or `Stalled` (a prune held). An unchanged tenant gets none (steady state
-//! writes nothing). Messages are the reports' own, which never carry secret values.
+//! writes nothing). Messages are the reports' own, which never carry secret values. Until
+//! they are sent, a batch's Events are held as [`Queued`]: each tenant's messages and the
+//! names of where they go, each Event built as it is sent.
 
 use std::collections::BTreeMap;
 
