@@ -65,7 +65,8 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> (StatusCode, HeaderMap, B
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
-        let mut out = crate::metrics::streamed::Chunks::new(tx, handle);
+        let wait = crate::metrics::streamed::SCRAPE_WAIT;
+        let mut out = crate::metrics::streamed::Chunks::new(tx, handle, wait);
         let depth = shared.work.queue_len();
         let written = shared.cluster.metrics().encode_to(
             shared.cluster.counter().stats(),

@@ -4,9 +4,11 @@
 //! most about [`CHUNK_BYTES`] each, sent through a channel of one to the response body. At
 //! thousands of tenants the text is megabytes (a histogram per tenant); written whole into
 //! one buffer, every scrape would hold all of it at once. Here a scrape holds the chunk being
-//! written and the one waiting to be sent, whatever the fleet's size. A client that takes no
-//! chunk for [`SEND_WAIT`] ends the scrape: the text stops before its `# EOF` line, which an
-//! OpenMetrics client reads as a failed scrape, and the registry's locks are let go.
+//! written and the one waiting to be sent, whatever the fleet's size. The registry's locks are
+//! held while the text is written, so a scrape has [`SCRAPE_WAIT`] for its client to take the
+//! whole text: past it, the text stops before its `# EOF` line, which an OpenMetrics client
+//! reads as a failed scrape, and the locks are let go (a slow client never holds up the syncs,
+//! which add a tenant's series under them, for longer than that).
 
 use std::fmt;
 use std::time::Duration;
@@ -17,8 +19,9 @@ use tokio::sync::mpsc::Sender;
 /// Bytes written before a chunk is sent.
 pub(crate) const CHUNK_BYTES: usize = 64 * 1024;
 
-/// How long a chunk waits for the client before the scrape is given up.
-const SEND_WAIT: Duration = Duration::from_secs(10);
+/// How long a scrape's client has to take the whole text (Prometheus's own default scrape
+/// timeout).
+pub(crate) const SCRAPE_WAIT: Duration = Duration::from_secs(10);
 
 /// A [`fmt::Write`] that sends what it is given in chunks (see the module docs). Used on a
 /// blocking thread: a full chunk waits there for the channel.
@@ -26,24 +29,27 @@ pub(crate) struct Chunks {
     buf: String,
     tx: Sender<Bytes>,
     handle: tokio::runtime::Handle,
+    /// When the client must have taken the whole text.
+    deadline: tokio::time::Instant,
     /// The largest the buffer grew (what one chunk held), for the tests.
     #[cfg(test)]
     pub(crate) largest: usize,
 }
 
 impl Chunks {
-    /// Chunks sent to `tx`, waited for on `handle`'s runtime.
-    pub(crate) fn new(tx: Sender<Bytes>, handle: tokio::runtime::Handle) -> Chunks {
+    /// Chunks sent to `tx`, waited for on `handle`'s runtime, all taken within `wait`.
+    pub(crate) fn new(tx: Sender<Bytes>, handle: tokio::runtime::Handle, wait: Duration) -> Chunks {
         Chunks {
             buf: String::with_capacity(CHUNK_BYTES),
             tx,
             handle,
+            deadline: tokio::time::Instant::now() + wait,
             #[cfg(test)]
             largest: 0,
         }
     }
 
-    /// Send what is buffered; an error when the client is gone or took nothing in time.
+    /// Send what is buffered; an error when the client is gone or past the deadline.
     pub(crate) fn flush(&mut self) -> fmt::Result {
         if self.buf.is_empty() {
             return Ok(());
@@ -56,7 +62,7 @@ impl Chunks {
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, next));
         let sent = self
             .handle
-            .block_on(tokio::time::timeout(SEND_WAIT, self.tx.send(chunk)));
+            .block_on(tokio::time::timeout_at(self.deadline, self.tx.send(chunk)));
         match sent {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) | Err(_) => Err(fmt::Error),
@@ -85,7 +91,7 @@ mod tests {
         let handle = tokio::runtime::Handle::current();
         let line = "fief_tenant_sync_duration_seconds_bucket{tenant=\"t-0001\",le=\"0.5\"} 3\n";
         let writer = tokio::task::spawn_blocking(move || {
-            let mut out = Chunks::new(tx, handle);
+            let mut out = Chunks::new(tx, handle, SCRAPE_WAIT);
             for _ in 0..20_000 {
                 out.write_str(line)?;
             }
@@ -111,10 +117,30 @@ mod tests {
         drop(rx);
         let handle = tokio::runtime::Handle::current();
         let written = tokio::task::spawn_blocking(move || {
-            let mut out = Chunks::new(tx, handle);
+            let mut out = Chunks::new(tx, handle, SCRAPE_WAIT);
             out.write_str(&"x".repeat(CHUNK_BYTES))
         })
         .await;
         assert!(matches!(written, Ok(Err(fmt::Error))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_does_not_take_the_text_in_time_ends_the_writing_at_the_deadline() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+        let handle = tokio::runtime::Handle::current();
+        let started = std::time::Instant::now();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut out = Chunks::new(tx, handle, Duration::from_millis(300));
+            // The first chunk fills the channel; the second waits for a client that never reads.
+            (0..3).try_for_each(|_| out.write_str(&"x".repeat(CHUNK_BYTES)))
+        })
+        .await;
+        assert!(matches!(written, Ok(Err(fmt::Error))));
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+            "ended after {took:?}, not at its deadline"
+        );
+        drop(rx);
     }
 }

@@ -20,7 +20,7 @@ async fn the_exposition_is_sent_in_chunks_of_a_bound_whatever_the_fleet() {
     let handle = tokio::runtime::Handle::current();
     let sent = metrics.clone();
     let writer = tokio::task::spawn_blocking(move || {
-        let mut out = streamed::Chunks::new(tx, handle);
+        let mut out = streamed::Chunks::new(tx, handle, streamed::SCRAPE_WAIT);
         sent.encode_to(RequestStats::default(), |_| {}, &mut out)?;
         out.flush()?;
         Ok::<usize, std::fmt::Error>(out.largest)
