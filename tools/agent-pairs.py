@@ -8,7 +8,7 @@ is removed). Then run builds A and B alternately:
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
 env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 1000 as fief's own), CONC (--concurrency, default 8),
      CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
-     "heaptrack -o /tmp/ht": the figures are then the wrapper's; kill the agent after), PERF=1|apiserver (perf record the shared change), PERF=pprof (the API server's
+     "heaptrack -o /tmp/ht": the figures are then the wrapper's; the agent is stopped with it), PERF=1|apiserver (perf record the shared change), PERF=pprof (the API server's
      own CPU profile of the shared change's first PPROF_SECONDS, default 30, into
      /tmp/pprof-apiserver-TAG.pb.gz; needs FIEF_CP_PROFILING=1) or PERF=changes
      (perf record the agent over the one-tenant changes).
@@ -163,11 +163,23 @@ p = subprocess.Popen(os.environ.get("WRAP", "").split() + [binary, "agent", "--r
                       "--cache-dir", cache, "--listen", f"127.0.0.1:{port}",
                       "--webhook-secret-file", "/tmp/bench-secret"],
                      env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
-                     stdout=subprocess.DEVNULL, stderr=open(f"/tmp/agentrun-{tag}.log", "w"))
+                     stdout=subprocess.DEVNULL, stderr=open(f"/tmp/agentrun-{tag}.log", "w"),
+                     start_new_session=True)
 # The agent never outlives this script (an agent left running would sync beside the next
-# one and spoil its figures): not on an exception, not when stdout is a closed pipe.
+# one and spoil its figures): not on an exception, not when stdout is a closed pipe, not
+# under a WRAP command (a signal to the wrapper alone may not reach the agent): every signal
+# goes to the agent's whole process group.
 import atexit, signal
-atexit.register(lambda: p.poll() is None and p.kill())
+
+
+def stop(sig):
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+atexit.register(lambda: stop(signal.SIGKILL))
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 sample_rss(p.pid)
 while get(port, "/readyz")[0] != 200:
@@ -216,7 +228,7 @@ print(f"{tag}: one-tenant change: p50 {walls[len(walls)//2]*1000:.0f} ms, CPU/ch
       f"(raw {(c1-c0)/changes*1000:.1f}, idle {(c2-c1)/changes*1000:.1f}), requests/change {reqs}")
 
 if os.environ.get("SHARED") == "0":
-    p.terminate(); p.wait(); sys.exit(0)
+    stop(signal.SIGTERM); p.wait(); sys.exit(0)
 # Shared change
 varz = f"{repo}/components/worker/varz.yaml"
 open(varz, "w").write(f"image: registry.example/worker\nqueues: [default, mail, {tag}{time.time_ns()}]\n")
@@ -286,8 +298,8 @@ for _ in range(max(1, after // 3)):
         later = {k: v - api1.get(k, 0) for k, v in api2.items() if v - api1.get(k, 0) >= 5}
         print(f"{tag}: API server requests since converged: {dict(sorted(later.items(), key=lambda kv: -kv[1]))}")
 print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB (peak anonymous {PEAKS['anon']:.0f}, peak file-backed {PEAKS['file']:.0f})")
-p.terminate()
+stop(signal.SIGTERM)
 try:
     p.wait(timeout=20)
 except subprocess.TimeoutExpired:
-    p.kill()
+    stop(signal.SIGKILL)
