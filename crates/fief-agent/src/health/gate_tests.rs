@@ -229,3 +229,41 @@ async fn after_a_restart_a_fix_that_leaves_a_deployment_as_it_was_is_ready() {
     .await;
     assert_eq!(verdict(&kit, "acme"), Some(HealthState::Ready));
 }
+
+/// Whether `tenant`'s inventory says `Ready=True`.
+fn written_ready(kit: &Kit, tenant: &str) -> bool {
+    kit.inventory(tenant).is_some_and(|i| {
+        i.status
+            .condition(fief_core::condition::ConditionType::Ready)
+            .is_some_and(|c| c.is_true())
+    })
+}
+
+/// A verdict the writer is still writing when its tenant turns healthy (a `Reconciling` that
+/// lands after the `Ready` was judged) is followed by the `Ready`: the inventory does not stay
+/// behind the verdict.
+#[tokio::test]
+async fn a_ready_judged_while_a_waiting_verdict_is_being_written_is_written_after_it() {
+    let mut kit = Kit::start(&deployed(&[("acme", "")]), Scenario::new()).await;
+    kit.turn().await;
+    let held = kit
+        .server
+        .hold(http::Method::PATCH, &crate::kit::inventory_path("acme"));
+    kit.wait("the writer writes acme's Reconciling", |_| {
+        held.waiting() > 0
+    })
+    .await;
+    kit.available("acme");
+    kit.wait("acme is healthy", |k| {
+        state(k, "acme") == TenantState::Healthy
+    })
+    .await;
+    held.release();
+    settle().await;
+    kit.wait("the inventory says Ready again", |k| {
+        written_ready(k, "acme")
+    })
+    .await;
+    settle().await;
+    assert!(written_ready(&kit, "acme"), "a later write took it back");
+}

@@ -111,8 +111,17 @@ struct Tracker {
     /// Tenants whose last sync set something aside to apply once what it waits for is
     /// healthy (`dependsOn`, an ordered phase): not done for a rollout until it is applied.
     held: BTreeSet<String>,
+    /// The tenant whose verdict the writer is writing now, if any.
+    writing: Option<Writing>,
     /// Sync counter.
     seq: u64,
+}
+
+/// The verdict write in flight: its tenant, and whether a sync of it ended meanwhile (what
+/// the writer then recorded as written may no longer be what the inventory holds).
+struct Writing {
+    tenant: String,
+    synced: bool,
 }
 
 impl Tracker {
@@ -256,6 +265,9 @@ impl Gate {
             .any(|r| r.tenant == tenant && r.holds_back());
         let mut t = lock(&self.tracker);
         t.syncing.remove(tenant);
+        if let Some(w) = t.writing.as_mut().filter(|w| w.tenant == tenant) {
+            w.synced = true;
+        }
         if held {
             t.held.insert(tenant.to_string());
         } else {
@@ -422,53 +434,70 @@ impl Gate {
                     t = rx.recv() => match t { Some(t) => t, None => return },
                     _ = stop.cancelled() => return,
                 };
-                let due = {
-                    let t = lock(&gate.tracker);
-                    let young = t
-                        .waiting
-                        .get(&tenant)
-                        .map(|w| w.since + GRACE)
-                        .filter(|at| *at > Instant::now());
-                    match t.verdicts.get(&tenant) {
-                        Some(Verdict::Reconciling(_)) if young.is_some() => {
-                            if let Some(at) = young {
-                                gate.resend_at(&tenant, at);
-                            }
-                            None
-                        }
-                        Some(v)
-                            if !t.syncing.contains(&tenant)
-                                && t.written.get(&tenant) != Some(v) =>
-                        {
-                            Some(v.clone())
-                        }
-                        _ => None,
-                    }
-                };
-                let Some(v) = due else { continue };
+                let Some(v) = gate.due(&tenant) else { continue };
                 let ns = gate
                     .namespace
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone();
                 let now = fief_kube::sync::now_rfc3339();
-                match fief_kube::health::write_verdict(&client, &ns, &tenant, &v, &now).await {
-                    Ok(_) => {
-                        let mut t = lock(&gate.tracker);
-                        if v == Verdict::Ready {
-                            t.dirty.remove(&tenant);
-                        } else {
-                            t.dirty.insert(tenant.clone());
-                        }
-                        t.written.insert(tenant, v);
-                    }
-                    Err(e) => {
-                        tracing::warn!(tenant, error = %e, "cannot write the health status; retrying");
-                        gate.resend_at(&tenant, Instant::now() + Duration::from_millis(500));
-                    }
+                let wrote = fief_kube::health::write_verdict(&client, &ns, &tenant, &v, &now).await;
+                if let Err(e) = &wrote {
+                    tracing::warn!(tenant, error = %e, "cannot write the health status; retrying");
                 }
+                gate.wrote(tenant, v, wrote.is_ok());
             }
         });
+    }
+
+    /// The verdict to write for `tenant` now, if any: none while it syncs or while its
+    /// `Reconciling` is younger than [`GRACE`] (queued again for then), nor when it is already
+    /// written. A verdict other than `Ready` marks the tenant dirty before it is written, so a
+    /// `Ready` judged while the write is in flight is written after it, not taken as quiet.
+    fn due(self: &Arc<Self>, tenant: &str) -> Option<Verdict> {
+        let mut t = lock(&self.tracker);
+        let young = t
+            .waiting
+            .get(tenant)
+            .map(|w| w.since + GRACE)
+            .filter(|at| *at > Instant::now());
+        let v = match t.verdicts.get(tenant) {
+            Some(Verdict::Reconciling(_)) if young.is_some() => {
+                if let Some(at) = young {
+                    self.resend_at(tenant, at);
+                }
+                return None;
+            }
+            Some(v) if !t.syncing.contains(tenant) && t.written.get(tenant) != Some(v) => v.clone(),
+            _ => return None,
+        };
+        if v != Verdict::Ready {
+            t.dirty.insert(tenant.to_string());
+        }
+        t.writing = Some(Writing {
+            tenant: tenant.to_string(),
+            synced: false,
+        });
+        Some(v)
+    }
+
+    /// The writer wrote `v` for `tenant` (`ok`) or failed to (queued again shortly). When a
+    /// sync of the tenant ended during the write, which of the two the inventory holds is not
+    /// known: nothing is recorded as written and the tenant is queued again, to be compared
+    /// afresh (an inventory that already holds the verdict takes no write).
+    fn wrote(self: &Arc<Self>, tenant: String, v: Verdict, ok: bool) {
+        let mut t = lock(&self.tracker);
+        let synced = t.writing.take().is_some_and(|w| w.synced);
+        if !ok {
+            self.resend_at(&tenant, Instant::now() + Duration::from_millis(500));
+        } else if synced {
+            let _ = self.writes.send(tenant);
+        } else {
+            if v == Verdict::Ready {
+                t.dirty.remove(&tenant);
+            }
+            t.written.insert(tenant, v);
+        }
     }
 
     /// Queue `tenant` for the writer again at `at`.
