@@ -1,4 +1,5 @@
-//! The heap harness: the agent's state at ready, measured per structure, in bytes per tenant.
+//! The heap harness: the agent's state at ready, and after a change every tenant takes,
+//! measured per structure, in bytes per tenant.
 //!
 //! In: a size list (`FIEF_AGENT_HEAP`, tenant counts separated by commas; unset: one small
 //! fleet, as a test that every per-object structure is measured). For each size, the synthetic
@@ -6,7 +7,10 @@
 //! claim, StatefulSet and Ingress made kinds the mock serves, [`served`]) is applied by
 //! one agent of the test kit over the mock API server, then a second agent is started on the
 //! applied cluster (as a restarted Pod) and turned until it is ready: every tenant taken from
-//! the queue, every watch listed, the index task idle. Out: per structure, the bytes its drop
+//! the queue, every watch listed, the index task idle. Then the same again, with a change
+//! to the component every tenant runs (the worker's values) synced by the started agent
+//! before it is measured: every tenant rendered since the start, as after a shared change in
+//! the scale benchmark. Out: per structure, the bytes its drop
 //! frees on the test's thread (the unit tests' allocator counts each thread's live bytes:
 //! [`crate::memory::counted`]), divided by the tenants; a table on stdout. The per-object maps
 //! are dropped before the interner, so each counts its own table and values and the interner
@@ -155,8 +159,25 @@ async fn until_ready(kit: &mut Kit, what: &str) {
     }
 }
 
-/// Apply a fleet of `tenants`, start a second agent on it, and measure that agent at ready.
-async fn measure(tenants: usize) -> Measured {
+/// Commit a change to the worker component every one of the `tenants` runs and turn `kit`
+/// until every tenant has synced it.
+async fn shared_change(kit: &mut Kit, tenants: usize) {
+    let change = "image: registry.example/worker\nqueues: [default, mail, shared]\n";
+    kit.push(
+        &[("components/worker/varz.yaml".into(), change.into())],
+        &[],
+    )
+    .await;
+    until_ready(kit, "the change every tenant takes").await;
+    // The Events and health verdicts the syncs left are sent, the watches' events taken in
+    // (a second, and two milliseconds a tenant).
+    tokio::time::sleep(Duration::from_millis(1000 + 2 * tenants as u64)).await;
+    kit.shared.index.settled().await;
+}
+
+/// Apply a fleet of `tenants`, start a second agent on it, and measure that agent at ready,
+/// or (`changed`) after a change every tenant takes.
+async fn measure(tenants: usize, changed: bool) -> Measured {
     let files = served(synth::repo_files(tenants));
     let started = Instant::now();
     let mut kit = Kit::start(&files, Scenario::new()).await;
@@ -169,6 +190,9 @@ async fn measure(tenants: usize) -> Measured {
         "{tenants} tenants: applied in {applied:.1?}, the second agent ready in {:.1?}",
         started.elapsed()
     );
+    if changed {
+        shared_change(&mut kit, tenants).await;
+    }
     let (objects, _) = kit.shared.index.sizes();
     let shared = kit.shared.clone();
     let (index, gate, work) = (&shared.index, &shared.gate, &shared.work);
@@ -256,9 +280,18 @@ async fn the_agents_state_at_ready_is_measured_per_structure() {
         .unwrap_or_else(|| vec![20]);
     let mut measured = Vec::new();
     for n in sizes {
-        measured.push(measure(n).await);
+        measured.push(measure(n, false).await);
     }
     println!("bytes per tenant, the agent at ready\n{}", table(&measured));
+    let mut changed = Vec::new();
+    for n in measured.iter().map(|m| m.tenants) {
+        changed.push(measure(n, true).await);
+    }
+    println!(
+        "bytes per tenant, after a change every tenant takes\n{}",
+        table(&changed)
+    );
+    measured.extend(changed);
     for m in &measured {
         assert!(m.objects >= 20 * m.tenants, "the fleet is applied");
         for (name, bytes) in m.rows.iter().filter(|(n, _)| PER_OBJECT.contains(n)) {
