@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::common;
 use crate::common::agent::*;
@@ -67,6 +68,40 @@ pub fn all_greet(names: &[String], greeting: &str) -> bool {
     names
         .iter()
         .all(|t| now.get(&format!("{t}-prod")).map(String::as_str) == Some(greeting))
+}
+
+/// Wait until every one of `names` greets `greeting`; past `timeout`, fail naming how many
+/// do not yet (the first few of them) and each replica's last log lines.
+pub fn wait_all_greet(names: &[String], greeting: &str, timeout: Duration, replicas: &[Agent]) {
+    let start = std::time::Instant::now();
+    loop {
+        let now = greetings();
+        let behind: Vec<&String> = names
+            .iter()
+            .filter(|t| now.get(&format!("{t}-prod")).map(String::as_str) != Some(greeting))
+            .collect();
+        if behind.is_empty() {
+            return;
+        }
+        if start.elapsed() > timeout {
+            let tails: Vec<String> = replicas
+                .iter()
+                .map(|r| {
+                    let log = r.log();
+                    let lines: Vec<&str> = log.lines().collect();
+                    lines[lines.len().saturating_sub(15)..].join("\n")
+                })
+                .collect();
+            panic!(
+                "timed out after {timeout:?}: {} of {} tenants do not greet {greeting:?} (first: {:?})\nreplicas' log tails:\n{}",
+                behind.len(),
+                names.len(),
+                &behind[..behind.len().min(5)],
+                tails.join("\n---\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// The replica that sent a write, by its User-Agent (`fief-agent/<version> (<name>)`).
@@ -159,7 +194,7 @@ pub fn ringed(name: &str, ring: &str, values: &str) -> (String, String) {
 }
 
 /// Wait until the replicas hold `want` shards each (in the replicas' name order).
-pub fn wait_split(agent_ns: &str, want: &[usize], timeout: std::time::Duration) {
+pub fn wait_split(agent_ns: &str, want: &[usize], timeout: Duration) {
     crate::common::util::wait_until(&format!("the shards split {want:?}"), timeout, || {
         per_replica(&holders(agent_ns))
             .values()
@@ -178,11 +213,9 @@ pub fn two_replicas(
 ) -> (Agent, Agent) {
     let a = replica(server, agent_ns, names[0]);
     let b = replica(server, agent_ns, names[1]);
-    crate::common::util::wait_until(
-        "every tenant applied",
-        std::time::Duration::from_secs(120),
-        || all_greet(tenants, "one"),
-    );
+    crate::common::util::wait_until("every tenant applied", Duration::from_secs(120), || {
+        all_greet(tenants, "one")
+    });
     wait_split(agent_ns, &[6, 6], std::time::Duration::from_secs(60));
     (a, b)
 }
