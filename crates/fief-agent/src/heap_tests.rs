@@ -273,7 +273,7 @@ fn table(sizes: &[Measured]) -> String {
 }
 
 #[tokio::test]
-async fn the_agents_state_at_ready_is_measured_per_structure() {
+async fn the_agents_state_at_ready_and_after_a_shared_change_is_measured_per_structure() {
     let sizes: Vec<usize> = std::env::var("FIEF_AGENT_HEAP")
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -291,6 +291,13 @@ async fn the_agents_state_at_ready_is_measured_per_structure() {
         "bytes per tenant, after a change every tenant takes\n{}",
         table(&changed)
     );
+    for m in &changed {
+        let shapes = m.rows.iter().find(|(n, _)| *n == MAPS[0].0).map(|r| r.1);
+        assert!(
+            shapes.is_some_and(|b| b > 0),
+            "every tenant was rendered by the change: its desired shapes are held"
+        );
+    }
     measured.extend(changed);
     for m in &measured {
         assert!(m.objects >= 20 * m.tenants, "the fleet is applied");
