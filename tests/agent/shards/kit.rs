@@ -64,10 +64,16 @@ pub fn greetings() -> BTreeMap<String, String> {
 }
 
 pub fn all_greet(names: &[String], greeting: &str) -> bool {
+    not_greeting(names, greeting).is_empty()
+}
+
+/// The tenants of `names` whose `app-config` does not greet `greeting` now.
+fn not_greeting<'a>(names: &'a [String], greeting: &str) -> Vec<&'a String> {
     let now = greetings();
     names
         .iter()
-        .all(|t| now.get(&format!("{t}-prod")).map(String::as_str) == Some(greeting))
+        .filter(|t| now.get(&format!("{t}-prod")).map(String::as_str) != Some(greeting))
+        .collect()
 }
 
 /// Wait until every one of `names` greets `greeting`; past `timeout`, fail naming how many
@@ -75,23 +81,12 @@ pub fn all_greet(names: &[String], greeting: &str) -> bool {
 pub fn wait_all_greet(names: &[String], greeting: &str, timeout: Duration, replicas: &[Agent]) {
     let start = std::time::Instant::now();
     loop {
-        let now = greetings();
-        let behind: Vec<&String> = names
-            .iter()
-            .filter(|t| now.get(&format!("{t}-prod")).map(String::as_str) != Some(greeting))
-            .collect();
+        let behind = not_greeting(names, greeting);
         if behind.is_empty() {
             return;
         }
         if start.elapsed() > timeout {
-            let tails: Vec<String> = replicas
-                .iter()
-                .map(|r| {
-                    let log = r.log();
-                    let lines: Vec<&str> = log.lines().collect();
-                    lines[lines.len().saturating_sub(15)..].join("\n")
-                })
-                .collect();
+            let tails: Vec<String> = replicas.iter().map(|r| r.log_tail(15)).collect();
             panic!(
                 "timed out after {timeout:?}: {} of {} tenants do not greet {greeting:?} (first: {:?})\nreplicas' log tails:\n{}",
                 behind.len(),
