@@ -464,7 +464,10 @@ impl Bench {
     fn agent_only(&self) {
         let (tenants, kubeconfig) = (self.tenants, &self.kubeconfig);
         let big = self.work.path().join("big0");
-        synth::write_files(&big, &synth::repo_files_named(tenants, "big0")).unwrap();
+        // The tenant files in folders of 100, as the scale benchmark and the docs have them
+        // for thousands of tenants.
+        let files = synth::in_folders(synth::repo_files_named(tenants, "big0"), 100);
+        synth::write_files(&big, &files).unwrap();
         let (secs, objects, _) = fief_apply(&big, kubeconfig);
         row(
             &format!("2. cold apply, {tenants} tenants (fief apply)"),

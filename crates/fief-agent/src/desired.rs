@@ -9,9 +9,11 @@
 //! Object ids are interned too: every per-object map of the agent (desired shapes, live
 //! hashes, the drift baseline, health, the watches' known sets) keys on the one [`Id`] the
 //! agent's [`Interner`] hands out for an object, whichever of them met the object first: a
-//! compact id ([`id`]) that finds the object from a full [`ObjectId`] too.
+//! compact id ([`id`]) that finds the object from a full [`ObjectId`] too, and whose slot
+//! indexes the per-object tables ([`Slots`]).
 
 mod id;
+mod slots;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +22,8 @@ use serde_json::Value;
 
 use fief_core::objects::ObjectId;
 
-pub use id::{Id, Interner, Key, key};
+pub use id::{Id, Ids, Interner, Key, key};
+pub use slots::Slots;
 
 /// `value` with every scalar replaced by null (objects and arrays kept).
 #[cfg(test)]
@@ -97,7 +100,7 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
 #[derive(Default)]
 pub struct Desired {
     /// Per object: its tenant (an index into `tenants`) and its shape.
-    objects: HashMap<Id, (u32, Arc<Value>)>,
+    objects: Slots<(u32, Arc<Value>)>,
     /// Per tenant, at the index its objects hold: its name and its objects' ids.
     tenants: Vec<(Arc<str>, Vec<Id>)>,
     /// The index of each tenant's name in `tenants`.
@@ -174,29 +177,21 @@ impl Desired {
     }
 
     /// The tenant and shape of a desired object.
-    pub fn get(&self, id: &ObjectId) -> Option<(Arc<str>, Arc<Value>)> {
+    pub fn get(&self, id: &Id) -> Option<(Arc<str>, Arc<Value>)> {
         self.objects
-            .get(key(id))
+            .get(id)
             .map(|(t, s)| (self.name(*t), s.clone()))
     }
 
     /// A desired object's interned id, tenant and shape.
-    pub fn find(&self, id: &ObjectId) -> Option<Found> {
+    pub fn find(&self, id: &Id) -> Option<Found> {
         self.objects
-            .get_key_value(key(id))
+            .get_key_value(id)
             .map(|(id, (tenant, shape))| Found {
                 id: id.clone(),
                 tenant: self.name(*tenant),
                 shape: shape.clone(),
             })
-    }
-
-    /// The interned id of a desired object.
-    #[cfg(test)]
-    fn intern(&self, id: &ObjectId) -> Option<Id> {
-        self.objects
-            .get_key_value(key(id))
-            .map(|(id, _)| id.clone())
     }
 
     /// Distinct shapes held.
@@ -256,14 +251,12 @@ mod tests {
         let mut ids = Interner::default();
         d.replace("a", entry("a", "1"), &mut ids);
         d.replace("b", entry("b", "2"), &mut ids);
+        let (a, b) = (ids.intern(&id("a")), ids.intern(&id("b")));
         assert_eq!(d.shapes(), 1);
-        assert!(Arc::ptr_eq(
-            &d.get(&id("a")).unwrap().1,
-            &d.get(&id("b")).unwrap().1
-        ));
+        assert!(Arc::ptr_eq(&d.get(&a).unwrap().1, &d.get(&b).unwrap().1));
         d.replace("a", Vec::new(), &mut ids);
-        assert!(d.get(&id("a")).is_none());
-        assert_eq!(d.get(&id("b")).unwrap().0.as_ref(), "b");
+        assert!(d.get(&a).is_none());
+        assert_eq!(d.get(&b).unwrap().0.as_ref(), "b");
         d.replace("b", Vec::new(), &mut ids);
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
@@ -281,17 +274,15 @@ mod tests {
         let mut d = Desired::default();
         let mut ids = Interner::default();
         d.replace("a", vec![(id.clone(), key.clone())], &mut ids);
-        let found = d.find(&id).unwrap();
+        let interned = ids.find(&id).unwrap();
+        let found = d.find(&interned).unwrap();
         assert_eq!(found.tenant.as_ref(), "a");
-        assert!(Id::ptr_eq(&found.id, &d.intern(&id).unwrap()));
-        assert!(Id::ptr_eq(&found.id, &d.find(&id).unwrap().id));
-        assert!(
-            d.intern(&ObjectId {
-                name: "other".into(),
-                ..id
-            })
-            .is_none()
-        );
+        assert!(Id::ptr_eq(&found.id, &interned));
+        let other = ids.intern(&ObjectId {
+            name: "other".into(),
+            ..id
+        });
+        assert!(d.find(&other).is_none());
     }
 
     #[test]
@@ -308,7 +299,7 @@ mod tests {
         let key = shape_key(&json!({"data": {"k": "v"}}));
         let mut d = Desired::default();
         d.replace("a", vec![(id.clone(), key)], &mut ids);
-        assert!(Id::ptr_eq(&d.intern(&id).unwrap(), &held));
+        assert!(Id::ptr_eq(&d.find(&held).unwrap().id, &held));
         assert!(Id::ptr_eq(&ids.intern_owned(id), &held));
         assert_eq!(ids.len(), 1);
     }

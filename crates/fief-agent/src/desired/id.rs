@@ -4,10 +4,13 @@
 //! watches carry them. Out: one [`Id`] per object for the whole agent, which every per-object
 //! map keys on, and [`Key`], the borrowed form the maps are looked up by from either kind of id.
 //!
-//! An [`Id`] is one small allocation of three pointers: its group and kind point into a table
-//! of the kinds (a fleet has few), its namespace and its name into a table of strings (a
-//! tenant's objects share a handful of namespaces, and the objects of one template have the
-//! same name in every tenant). Both tables are the interner's and are swept with it.
+//! An [`Id`] is one small allocation of three pointers and a slot: its group and kind point
+//! into a table of the kinds (a fleet has few), its namespace and its name into a table of
+//! strings (a tenant's objects share a handful of namespaces, and the objects of one template
+//! have the same name in every tenant). Both tables are the interner's and are swept with it.
+//! The slot is a small number no other live id has (a swept id's slot is handed out again):
+//! the per-object tables ([`super::Slots`]) are vectors indexed by it, with no hash and no
+//! empty half of a hash table.
 //!
 //! Ids hash, compare and order by their four strings, exactly as an [`ObjectId`] does, so a
 //! map keyed on [`Id`] finds an object from a full id (through [`key`]) and a map keyed on
@@ -18,7 +21,7 @@ use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use fief_core::objects::ObjectId;
 
@@ -59,6 +62,7 @@ impl Key for Id {
             kind,
             namespace,
             name,
+            ..
         } = &*self.0;
         Parts {
             group: &kind.group,
@@ -148,6 +152,8 @@ struct Inner {
     kind: Arc<Kind>,
     namespace: Text,
     name: Text,
+    /// Its index in the per-object tables, unique among live ids.
+    slot: u32,
 }
 
 /// An object id as the agent holds it: one small allocation per object, shared by every map
@@ -177,6 +183,11 @@ impl Id {
         &self.0.name.0
     }
 
+    /// Its index in the per-object tables ([`super::Slots`]): no other live id has it.
+    pub fn slot(&self) -> usize {
+        self.0.slot as usize
+    }
+
     /// The full id.
     pub fn to_object_id(&self) -> ObjectId {
         let p = self.parts();
@@ -188,8 +199,7 @@ impl Id {
         }
     }
 
-    /// Whether `a` and `b` are the same allocation.
-    #[cfg(test)]
+    /// Whether `a` and `b` are the same allocation (ids from one interner: the same object).
     pub fn ptr_eq(a: &Id, b: &Id) -> bool {
         Arc::ptr_eq(&a.0, &b.0)
     }
@@ -242,14 +252,40 @@ impl fmt::Display for Id {
     }
 }
 
+/// The agent's one [`Interner`], shared by whoever keys a table on ids (the index and the
+/// health gate). Its lock is a leaf: nothing is locked while it is held.
+#[derive(Clone, Default)]
+pub struct Ids(Arc<Mutex<Interner>>);
+
+impl Ids {
+    /// The interner, locked.
+    pub fn lock(&self) -> MutexGuard<'_, Interner> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The agent's id for `id`, made on first use.
+    pub fn intern(&self, id: &ObjectId) -> Id {
+        self.lock().intern(id)
+    }
+
+    /// The agent's id for `id`, if it has one (a table holds only ids it has).
+    pub fn find(&self, id: &ObjectId) -> Option<Id> {
+        self.lock().find(id)
+    }
+}
+
 /// One [`Id`] per object for the whole agent. A map keeps its old key when a key equal to it
 /// is inserted, so two maps that each made their own id of an object (a watch that listed the
 /// object before its tenant was rendered or verified, say) would hold both allocations for
-/// good; ids taken from here are the same allocation everywhere. It holds the tables of kinds
-/// and strings the ids point into.
+/// good; ids taken from here are the same allocation everywhere, and each has a slot no other
+/// live id has. It holds the tables of kinds and strings the ids point into.
 #[derive(Default)]
 pub struct Interner {
     ids: HashSet<Id>,
+    /// Slots of swept ids, handed out again first.
+    free: Vec<u32>,
+    /// The next slot never handed out.
+    next: u32,
     /// The kinds, by kind name (each name's groups: one, as a rule).
     kinds: HashMap<Box<str>, Vec<Arc<Kind>>>,
     /// The namespaces and names.
@@ -264,13 +300,23 @@ impl Interner {
         if let Some(held) = self.ids.get(key(id)) {
             return held.clone();
         }
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.next = self.next.saturating_add(1);
+            self.next - 1
+        });
         let made = Id(Arc::new(Inner {
             kind: self.kind(&id.group, &id.kind),
             namespace: self.text(&id.namespace),
             name: self.text(&id.name),
+            slot,
         }));
         self.ids.insert(made.clone());
         made
+    }
+
+    /// The agent's id for `id`, if it has one (nothing is made).
+    pub fn find(&self, id: &ObjectId) -> Option<Id> {
+        self.ids.get(key(id)).cloned()
     }
 
     /// [`Self::intern`], taking the id.
@@ -315,7 +361,14 @@ impl Interner {
         if self.ids.len() <= 2 * self.kept + 1024 {
             return;
         }
-        self.ids.retain(|id| Arc::strong_count(&id.0) > 1);
+        let free = &mut self.free;
+        self.ids.retain(|id| {
+            let held = Arc::strong_count(&id.0) > 1;
+            if !held {
+                free.push(id.0.slot);
+            }
+            held
+        });
         self.ids.shrink_to_fit();
         self.texts.retain(|t| Arc::strong_count(&t.0) > 1);
         self.texts.shrink_to_fit();

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::desired::{Key, key};
+use crate::desired::{Ids, Key, Slots, key};
 use fief_core::digest::Digest;
 use fief_core::health::{Health, Verdict, Waited, health, verdict};
 use fief_core::model::Repo;
@@ -88,12 +88,12 @@ fn version_number(resource_version: Option<&str>) -> u64 {
 
 #[derive(Default)]
 struct Tracker {
-    /// Health of desired objects as the watches last saw them, with their live hash (keyed
-    /// on the agent's interned ids: no copy of each id here).
+    /// Health of desired objects as the watches last saw them, with their live hash (at the
+    /// slots of the agent's interned ids: no copy of each id here, no hash table).
     /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
     /// version that moved, or not rendered since the agent started): one entry per managed
     /// object, so it is kept small.
-    live: HashMap<crate::desired::Id, Seen>,
+    live: Slots<Seen>,
     /// The health of the objects in `live` that are not [`Health::Current`] (the few that
     /// are converging or failed, with why); an object not here is current.
     unhealthy: HashMap<crate::desired::Id, Health>,
@@ -140,6 +140,9 @@ pub struct Gate {
     namespace: Mutex<String>,
     /// Told every change of a tenant's verdict (the notifications), set once at start.
     listener: std::sync::OnceLock<Listener>,
+    /// The agent's interner, whose ids `Tracker::live` is indexed by (a leaf lock, taken
+    /// under the tracker's).
+    ids: Ids,
 }
 
 /// What is told a tenant's new verdict.
@@ -151,8 +154,9 @@ fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
 
 impl Gate {
     /// A gate whose rollouts keep at most `max` tenants applied-but-unsettled at once;
-    /// components without a `health.timeout` wait `default_timeout`.
-    pub fn new(max: usize, default_timeout: Duration) -> Gate {
+    /// components without a `health.timeout` wait `default_timeout`; objects are known by
+    /// the ids of `ids`.
+    pub fn new(max: usize, default_timeout: Duration, ids: Ids) -> Gate {
         let max = max.max(1);
         let (writes, receiver) = mpsc::unbounded_channel();
         Gate {
@@ -165,6 +169,7 @@ impl Gate {
             receiver: Mutex::new(Some(receiver)),
             namespace: Mutex::new(String::new()),
             listener: std::sync::OnceLock::new(),
+            ids,
         }
     }
 
@@ -227,7 +232,9 @@ impl Gate {
     /// A desired object was deleted.
     pub fn gone(&self, tenant: &str, id: &ObjectId) {
         let mut t = lock(&self.tracker);
-        t.live.remove(key(id));
+        if let Some(id) = self.ids.find(id) {
+            t.live.remove(&id);
+        }
         t.unhealthy.remove(key(id));
         if t.waiting
             .get(tenant)
@@ -371,19 +378,21 @@ impl Gate {
         let Some(w) = t.waiting.get(tenant) else {
             return;
         };
-        let objects: Vec<Waited> = w
-            .objects
-            .iter()
-            .map(|(id, applied)| Waited {
-                object: id.to_string(),
-                health: t
-                    .live
-                    .get(key(id))
-                    .filter(|seen| seen.is(applied))
-                    .map(|_| t.health(key(id))),
-                overdue: now >= applied.deadline,
-            })
-            .collect();
+        let objects: Vec<Waited> = {
+            let ids = self.ids.lock();
+            w.objects
+                .iter()
+                .map(|(id, applied)| Waited {
+                    object: id.to_string(),
+                    health: ids
+                        .find(id)
+                        .and_then(|interned| t.live.get(&interned))
+                        .filter(|seen| seen.is(applied))
+                        .map(|_| t.health(key(id))),
+                    overdue: now >= applied.deadline,
+                })
+                .collect()
+        };
         let v = verdict(&objects);
         if v == Verdict::Ready {
             t.waiting.remove(tenant);

@@ -87,9 +87,12 @@ impl Gate {
     /// The health the watches last saw of each of `ids` (`None`: not seen).
     pub fn health_of(&self, ids: &[ObjectId]) -> Vec<Option<Health>> {
         let t = lock(&self.tracker);
+        let interner = self.ids.lock();
         ids.iter()
-            .map(crate::desired::key)
-            .map(|id| t.live.contains_key(id).then(|| t.health(id)))
+            .map(|id| {
+                let seen = interner.find(id).is_some_and(|i| t.live.contains(&i));
+                seen.then(|| t.health(crate::desired::key(id)))
+            })
             .collect()
     }
 }

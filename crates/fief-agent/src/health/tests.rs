@@ -16,14 +16,14 @@ fn seen(hash: u64, version: u64) -> Seen {
 
 #[test]
 fn a_seen_object_keeps_its_health_apart_only_when_it_is_not_current() {
-    let gate = Gate::new(1, Duration::from_secs(60));
+    let ids = crate::desired::Ids::default();
+    let gate = Gate::new(1, Duration::from_secs(60), ids.clone());
     let id = |name: &str| ObjectId {
         group: "apps".into(),
         kind: "Deployment".into(),
         namespace: "a-prod".into(),
         name: name.into(),
     };
-    let mut ids = crate::desired::Interner::default();
     let converging = serde_json::json!({"kind": "Deployment", "metadata": {"generation": 2}, "status": {"observedGeneration": 1}});
     let current = serde_json::json!({"kind": "ConfigMap"});
     gate.observed("a", &ids.intern(&id("web")), None, &converging);
@@ -74,7 +74,7 @@ fn resource_versions_that_are_not_numbers_are_unknown() {
 
 #[test]
 fn the_gate_figures_are_exposed_and_a_tenant_no_longer_judged_leaves_them() {
-    let gate = Gate::new(3, Duration::from_secs(60));
+    let gate = Gate::new(3, Duration::from_secs(60), crate::desired::Ids::default());
     let metrics = crate::metrics::Metrics::default();
     {
         let mut t = lock(&gate.tracker);

@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use self::feed::{Event, LiveWrite};
 use self::objects::{DONE, LIVE, Objects, RECORDED};
-use crate::desired::{Desired, Found, Id, Interner, Shaped, key};
+use crate::desired::{Desired, Found, Id, Ids, Shaped};
 use crate::{WatchState, lock, read, write};
 use fief_core::digest::{Digest, Version};
 use fief_core::inventory::AppliedVersion;
@@ -79,8 +79,9 @@ pub(crate) struct Recorded {
 struct Maps {
     /// Desired objects of the last render: tenant and interned shape.
     desired: RwLock<Desired>,
-    /// Every object id the agent holds, allocated once (a leaf lock).
-    ids: Mutex<Interner>,
+    /// Every object id the agent holds, allocated once (a leaf lock; the health gate shares
+    /// it).
+    ids: Ids,
     /// Per object its live hash and drift baseline.
     objects: RwLock<Objects>,
     /// One watch per kind: its state.
@@ -106,13 +107,13 @@ pub(crate) struct Keeper {
 /// The drift baseline, write-locked while inventories are taken in.
 pub(crate) struct Baseline<'a> {
     objects: RwLockWriteGuard<'a, Objects>,
-    ids: &'a Mutex<Interner>,
+    ids: &'a Ids,
 }
 
 impl Baseline<'_> {
     /// The agent's one allocation of `id`.
     pub(crate) fn intern(&self, id: &ObjectId) -> Id {
-        lock(self.ids).intern(id)
+        self.ids.intern(id)
     }
 
     /// Record what fief applied for `id`.
@@ -122,6 +123,10 @@ impl Baseline<'_> {
 
     /// Forget what was recorded for `id` if `stale` says so of its tenant.
     pub(crate) fn forget_if(&mut self, id: &ObjectId, stale: impl FnOnce(&str) -> bool) {
+        let Some(id) = self.ids.find(id) else {
+            return;
+        };
+        let id = &id;
         let objects = &mut self.objects;
         let is_stale = objects
             .with(id, RECORDED)
@@ -132,12 +137,19 @@ impl Baseline<'_> {
     }
 }
 
+impl Maps {
+    /// The agent's id of `id`, if it has one (no map holds an object it has none for).
+    fn find(&self, id: &ObjectId) -> Option<Id> {
+        self.ids.find(id)
+    }
+}
+
 impl LiveIndex {
     /// An empty index, and the [`Keeper`] the index task runs with.
     pub(crate) fn new() -> (LiveIndex, Keeper) {
         let maps = Arc::new(Maps {
             desired: RwLock::default(),
-            ids: Mutex::default(),
+            ids: Ids::default(),
             objects: RwLock::default(),
             watches: Mutex::default(),
             relist: tokio::sync::watch::Sender::new(0),
@@ -148,6 +160,11 @@ impl LiveIndex {
             events,
         };
         (LiveIndex { maps, feed }, keeper)
+    }
+
+    /// The agent's interner, for the other tables keyed on its ids (the health gate's).
+    pub(crate) fn ids(&self) -> Ids {
+        self.maps.ids.clone()
     }
 
     /// Send `event` to the index task, waiting while the feed is full (dropped once the
@@ -204,7 +221,7 @@ impl LiveIndex {
 
     /// Forget the ids nothing holds any more (see [`Interner::sweep`]).
     pub(crate) fn sweep_ids(&self) {
-        lock(&self.maps.ids).sweep();
+        self.maps.ids.lock().sweep();
     }
 
     /// Replace the desired objects of each tenant given by its render's shapes, and forget
@@ -214,7 +231,7 @@ impl LiveIndex {
         tenants: impl IntoIterator<Item = (String, Vec<Shaped>)>,
     ) -> usize {
         let mut desired = write(&self.maps.desired);
-        let mut ids = lock(&self.maps.ids);
+        let mut ids = self.maps.ids.lock();
         for (tenant, objects) in tenants {
             desired.replace(&tenant, objects, &mut ids);
         }
@@ -234,12 +251,14 @@ impl LiveIndex {
 
     /// A desired object's interned id, tenant and shape.
     pub(crate) fn find_desired(&self, id: &ObjectId) -> Option<Found> {
-        read(&self.maps.desired).find(id)
+        let id = self.maps.find(id)?;
+        read(&self.maps.desired).find(&id)
     }
 
     /// The tenant of a desired object, or of an object judged by its version (its tenant
     /// not rendered since it was verified).
     pub(crate) fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
+        let id = &self.maps.find(id)?;
         if let Some((t, _)) = read(&self.maps.desired).get(id) {
             return Some(t);
         }
@@ -252,14 +271,17 @@ impl LiveIndex {
 
     /// The live hash recorded for `id` when fief last applied it.
     pub(crate) fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
+        let id = self.maps.find(id)?;
         read(&self.maps.objects)
-            .with(id, RECORDED)
+            .with(&id, RECORDED)
             .and_then(|o| o.recorded())
     }
 
     /// Whether `id` is recorded done by its delete policy.
     pub(crate) fn is_done(&self, id: &ObjectId) -> bool {
-        read(&self.maps.objects).with(id, DONE).is_some()
+        self.maps
+            .find(id)
+            .is_some_and(|id| read(&self.maps.objects).with(&id, DONE).is_some())
     }
 
     /// Whether a live object whose tenant has not been rendered since it was verified is
@@ -270,8 +292,9 @@ impl LiveIndex {
         id: &ObjectId,
         version: &AppliedVersion,
     ) -> Option<(Id, Arc<str>, Option<Digest>)> {
+        let id = self.maps.find(id)?;
         let objects = read(&self.maps.objects);
-        let (interned, o) = objects.by_id.get_key_value(key(id))?;
+        let (interned, o) = objects.by_id.get_key_value(&id)?;
         let applied = o.version.as_ref().filter(|_| o.has(RECORDED))?;
         let live = applied
             .still(&Version::from(version))
@@ -285,13 +308,20 @@ impl LiveIndex {
         &self,
         ids: impl IntoIterator<Item = &'a ObjectId>,
     ) -> HashMap<ObjectId, String> {
+        let found: Vec<(&ObjectId, Id)> = {
+            let interner = self.maps.ids.lock();
+            ids.into_iter()
+                .filter_map(|id| Some((id, interner.find(id)?)))
+                .collect()
+        };
         let objects = read(&self.maps.objects);
-        ids.into_iter()
-            .filter_map(|id| {
+        found
+            .into_iter()
+            .filter_map(|(full, id)| {
                 objects
-                    .with(id, LIVE)
+                    .with(&id, LIVE)
                     .and_then(|o| o.live())
-                    .map(|h| (id.clone(), h.to_hex()))
+                    .map(|h| (full.clone(), h.to_hex()))
             })
             .collect()
     }
@@ -332,7 +362,7 @@ impl LiveIndex {
         match map {
             "desired" => drop(std::mem::take(&mut *write(&self.maps.desired))),
             "objects" => drop(std::mem::take(&mut *write(&self.maps.objects))),
-            "ids" => drop(std::mem::take(&mut *lock(&self.maps.ids))),
+            "ids" => drop(std::mem::take(&mut *self.maps.ids.lock())),
             "watches" => drop(std::mem::take(&mut *lock(&self.maps.watches))),
             other => panic!("no map {other}"),
         }
@@ -348,7 +378,7 @@ impl LiveIndex {
     #[cfg(test)]
     pub(crate) fn sizes(&self) -> (usize, usize) {
         let objects = read(&self.maps.objects);
-        let count = |flag| objects.by_id.values().filter(|o| o.has(flag)).count();
+        let count = |flag| objects.by_id.iter().filter(|(_, o)| o.has(flag)).count();
         (count(LIVE), count(RECORDED))
     }
 }
@@ -361,7 +391,7 @@ impl Keeper {
 
     /// The agent's one allocation of `id` (see [`Interner`]).
     pub(crate) fn intern(&self, id: &ObjectId) -> Id {
-        lock(&self.maps.ids).intern(id)
+        self.maps.ids.intern(id)
     }
 
     /// Set the live hash of `id`, as a watch saw it.
@@ -371,7 +401,9 @@ impl Keeper {
 
     /// Forget the live hash of `id` (gone, or its hash unknown).
     pub(crate) fn forget_live(&self, id: &ObjectId) {
-        write(&self.maps.objects).forget(id, LIVE);
+        if let Some(id) = self.maps.find(id) {
+            write(&self.maps.objects).forget(&id, LIVE);
+        }
     }
 
     /// Take in the live hashes a sync recorded: each one it wrote, and the others where no
@@ -379,7 +411,7 @@ impl Keeper {
     pub(crate) fn take_written(&self, writes: Vec<LiveWrite>) {
         let mut objects = write(&self.maps.objects);
         for w in writes {
-            let o = objects.by_id.entry(w.id).or_default();
+            let o = objects.by_id.get_or_default(w.id);
             if w.wrote || !o.has(LIVE) {
                 o.set_live(Some(w.hash));
             }

@@ -9,14 +9,14 @@
 //! names (each held once), and the two hashes are kept as one [`Digest`] while they are equal
 //! (an object as fief applied it, which is most of them at rest), the live one apart only
 //! when it moved. A record with neither a live hash nor a baseline is removed; a tenant's name
-//! stays in the table once added (one string per tenant ever recorded).
+//! stays in the table once added (one string per tenant ever recorded). The records are
+//! held at their ids' slots ([`Slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::desired::{Id, key};
+use crate::desired::{Id, Slots};
 use fief_core::digest::{Digest, Version};
-use fief_core::objects::ObjectId;
 
 /// [`Object::flags`]: the live hash is known.
 pub(super) const LIVE: u8 = 1;
@@ -91,8 +91,8 @@ impl Object {
 /// The records of the objects, and the names of their tenants.
 #[derive(Default)]
 pub(super) struct Objects {
-    /// One record per object, keyed on its interned id.
-    pub(super) by_id: HashMap<Id, Object>,
+    /// One record per object, at its interned id's slot.
+    pub(super) by_id: Slots<Object>,
     /// The tenants' names, each held once ([`Object::tenant`] is an index here).
     tenants: Vec<Arc<str>>,
     /// The index of each name in `tenants`.
@@ -104,7 +104,7 @@ impl Objects {
     /// live hash is kept).
     pub(super) fn record(&mut self, id: Id, recorded: super::Recorded) {
         let tenant = self.tenant(&recorded.tenant);
-        let o = self.by_id.entry(id).or_default();
+        let o = self.by_id.get_or_default(id);
         let live = o.live();
         o.set_hashes(live, Some(recorded.live));
         o.version = recorded.version;
@@ -136,19 +136,19 @@ impl Objects {
     }
 
     /// The record of `id`, when it has any of `flags`.
-    pub(super) fn with(&self, id: &ObjectId, flags: u8) -> Option<&Object> {
-        self.by_id.get(key(id)).filter(|o| o.has(flags))
+    pub(super) fn with(&self, id: &Id, flags: u8) -> Option<&Object> {
+        self.by_id.get(id).filter(|o| o.has(flags))
     }
 
     /// Set the live hash of `id`.
     pub(super) fn set_live(&mut self, id: Id, hash: Digest) {
-        self.by_id.entry(id).or_default().set_live(Some(hash));
+        self.by_id.get_or_default(id).set_live(Some(hash));
     }
 
     /// Forget the live hash (`LIVE`) or the baseline (`RECORDED`) of `id`; a record left with
     /// nothing is removed.
-    pub(super) fn forget(&mut self, id: &ObjectId, what: u8) {
-        if let Some(o) = self.by_id.get_mut(key(id)) {
+    pub(super) fn forget(&mut self, id: &Id, what: u8) {
+        if let Some(o) = self.by_id.get_mut(id) {
             let live = if what & LIVE != 0 { None } else { o.live() };
             let recorded = if what & RECORDED != 0 {
                 None
@@ -157,7 +157,7 @@ impl Objects {
             };
             o.set_hashes(live, recorded);
             if !o.has(LIVE | RECORDED) {
-                self.by_id.remove(key(id));
+                self.by_id.remove(id);
             }
         }
     }
@@ -166,6 +166,8 @@ impl Objects {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::desired::Interner;
+    use fief_core::objects::ObjectId;
 
     fn object(name: &str) -> ObjectId {
         ObjectId {
@@ -174,10 +176,6 @@ mod tests {
             namespace: "ns".into(),
             name: name.into(),
         }
-    }
-
-    fn id(name: &str) -> Id {
-        crate::desired::Interner::default().intern(&object(name))
     }
 
     fn recorded(tenant: &str, live: Digest) -> super::super::Recorded {
@@ -192,30 +190,35 @@ mod tests {
     #[test]
     fn a_record_keeps_its_live_and_recorded_hashes_apart_only_when_they_differ() {
         let (a, b) = (Digest::of(b"a"), Digest::of(b"b"));
+        let x = Interner::default().intern(&object("x"));
         let mut objects = Objects::default();
-        objects.set_live(id("x"), a);
-        objects.record(id("x"), recorded("t", a));
-        let o = objects.with(&object("x"), LIVE).unwrap();
+        objects.set_live(x.clone(), a);
+        objects.record(x.clone(), recorded("t", a));
+        let o = objects.with(&x, LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(a), Some(a)));
         assert!(o.moved.is_none(), "equal hashes are held once");
-        objects.set_live(id("x"), b);
-        let o = objects.with(&object("x"), LIVE).unwrap();
+        objects.set_live(x.clone(), b);
+        let o = objects.with(&x, LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(b), Some(a)));
         assert_eq!(objects.tenant_of(o).as_ref(), "t");
         assert!(o.has(DONE));
-        objects.forget(&object("x"), RECORDED);
-        let o = objects.with(&object("x"), LIVE).unwrap();
+        objects.forget(&x, RECORDED);
+        let o = objects.with(&x, LIVE).unwrap();
         assert_eq!((o.live(), o.recorded()), (Some(b), None));
         assert!(!o.has(DONE), "done goes with the baseline");
-        objects.forget(&object("x"), LIVE);
+        objects.forget(&x, LIVE);
         assert!(objects.by_id.is_empty(), "a record of nothing is removed");
     }
 
     #[test]
     fn tenant_names_are_held_once() {
+        let mut ids = Interner::default();
         let mut objects = Objects::default();
         for n in ["x", "y"] {
-            objects.record(id(n), recorded("t", Digest::of(n.as_bytes())));
+            objects.record(
+                ids.intern(&object(n)),
+                recorded("t", Digest::of(n.as_bytes())),
+            );
         }
         assert_eq!(objects.tenants.len(), 1);
     }
