@@ -18,7 +18,7 @@ clock tick) and requests; the shared change's wall, agent CPU, API server / etcd
 and VmHWM. A build whose inventories' input hashes differ from the cluster's (another build)
 renders everything at start: run each build twice in a row for start figures.
 """
-import hashlib, hmac, json, os, re, socket, subprocess, sys, time, urllib.request
+import glob, hashlib, hmac, json, os, re, socket, subprocess, sys, time, urllib.request
 
 env = dict(l.split("=", 1) for l in open("/tmp/hold.env").read().split())
 binary, tag = sys.argv[1], sys.argv[2]
@@ -189,8 +189,8 @@ srv_ready = {k: round(v - srv_start[k], 1) for k, v in server_cpu().items()}
 print(f"{tag}: ready {ready:.2f} s, agent CPU {cpu(p.pid):.1f} s, server CPU {srv_ready}, hwm {hwm(p.pid):.0f} MiB, load {open('/proc/loadavg').read().split()[:3]}")
 
 # One-tenant changes: tenant file of the first tenant.
-tenants = sorted(os.listdir(f"{repo}/tenants"))
-tfile = f"{repo}/tenants/{tenants[0]}"
+# (flat, or in folders: tenants/g000/...)
+tfile = sorted(glob.glob(f"{repo}/tenants/**/*.yaml", recursive=True))[0]
 original = re.sub(r"      values: \{queues: \[[^\]]*\]\}\n", "", open(tfile).read())
 time.sleep(float(os.environ.get("SETTLE", "2")))
 c0 = cpu(p.pid)
@@ -209,7 +209,7 @@ for i in range(int(os.environ.get("CHANGES", changes))):
     time.sleep(0.3)
     s = time.time()
     push(port)
-    ns = tenants[0][:-len(".yaml")] + "-prod"
+    ns = os.path.basename(tfile)[:-len(".yaml")] + "-prod"
     while cm_value(ns, "worker", "QUEUES") != value:
         time.sleep(0.005)
     walls.append(time.time() - s)

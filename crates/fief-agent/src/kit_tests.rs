@@ -166,6 +166,11 @@ impl Kit {
         commit
     }
 
+    /// The last revision the source task published.
+    pub(crate) fn head(&self) -> Option<Arc<Revision>> {
+        self.revisions.borrow().clone()
+    }
+
     /// Wait until the source task has published `commit`.
     async fn read(&mut self, commit: &str) {
         let mut revisions = self.revisions.clone();

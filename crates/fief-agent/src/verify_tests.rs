@@ -128,3 +128,22 @@ async fn a_change_to_fields_fief_does_not_set_leaves_a_tenant_verified() {
     assert_eq!((verified(&kit), rendered(&kit)), (2, 0));
     assert!(kit.server.writes().is_empty());
 }
+
+#[tokio::test]
+async fn a_commit_after_a_restart_updates_the_cross_tenant_index_instead_of_building_it_whole() {
+    let mut kit = restarted().await;
+    assert_eq!(kit.turn().await, ["a", "b"]);
+    assert_eq!(
+        rendered(&kit),
+        0,
+        "nothing rendered: no check read the index"
+    );
+    kit.push(&two("{greeting: hi}"), &[]).await;
+    let head = kit.head().expect("a revision");
+    assert!(
+        head.repo.across_built(),
+        "the commit's repo carries the index the start's read built"
+    );
+    assert_eq!(kit.turn().await, ["a"]);
+    assert_eq!(rendered(&kit), 1);
+}

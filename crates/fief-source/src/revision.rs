@@ -67,6 +67,10 @@ pub fn read_commit(
         }
         None => {
             let repo = Repo::load(snapshot);
+            // The cross-tenant index, built now: every later read against this one carries it
+            // and updates the changed tenants' entries. Built lazily instead, it would be built
+            // whole by the first commit after a start that renders anything.
+            repo.across();
             let loaded = LoadStats {
                 tenants_parsed: repo.tenants.len(),
                 components_parsed: repo.components.len(),

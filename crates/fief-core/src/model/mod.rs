@@ -121,6 +121,12 @@ impl Repo {
         self.across
             .get_or_init(|| Arc::new(Across::build(&self.config, &self.tenants)))
     }
+
+    /// Whether [`Repo::across`] is built already: carried from the load this one reused
+    /// ([`Repo::load_reusing`] updates the changed tenants' entries of it), or built by a call.
+    pub fn across_built(&self) -> bool {
+        self.across.get().is_some()
+    }
 }
 
 /// The built-in baseline templates, keyed by the name they are rendered under.
