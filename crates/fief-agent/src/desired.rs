@@ -25,6 +25,17 @@ use fief_core::objects::ObjectId;
 pub use id::{Id, Ids, Interner, Key, key};
 pub use slots::Slots;
 
+/// The ConfigMap `name` of namespace `ns`: an object id for the per-object tables' tests.
+#[cfg(test)]
+pub fn configmap(name: &str) -> ObjectId {
+    ObjectId {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: "ns".into(),
+        name: name.into(),
+    }
+}
+
 /// `value` with every scalar replaced by null (objects and arrays kept).
 #[cfg(test)]
 pub fn shape(value: &Value) -> Value {

@@ -113,17 +113,7 @@ impl<T> Slots<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desired::Interner;
-    use fief_core::objects::ObjectId;
-
-    fn object(name: &str) -> ObjectId {
-        ObjectId {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: "ns".into(),
-            name: name.into(),
-        }
-    }
+    use crate::desired::{Interner, configmap as object};
 
     #[test]
     fn a_value_is_found_by_its_id_and_a_swept_ids_slot_serves_a_new_object() {

@@ -166,17 +166,7 @@ impl Objects {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desired::Interner;
-    use fief_core::objects::ObjectId;
-
-    fn object(name: &str) -> ObjectId {
-        ObjectId {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: "ns".into(),
-            name: name.into(),
-        }
-    }
+    use crate::desired::{Interner, configmap as object};
 
     fn recorded(tenant: &str, live: Digest) -> super::super::Recorded {
         super::super::Recorded {
