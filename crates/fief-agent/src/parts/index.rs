@@ -137,13 +137,6 @@ impl Baseline<'_> {
     }
 }
 
-impl Maps {
-    /// The agent's id of `id`, if it has one (no map holds an object it has none for).
-    fn find(&self, id: &ObjectId) -> Option<Id> {
-        self.ids.find(id)
-    }
-}
-
 impl LiveIndex {
     /// An empty index, and the [`Keeper`] the index task runs with.
     pub(crate) fn new() -> (LiveIndex, Keeper) {
@@ -251,14 +244,14 @@ impl LiveIndex {
 
     /// A desired object's interned id, tenant and shape.
     pub(crate) fn find_desired(&self, id: &ObjectId) -> Option<Found> {
-        let id = self.maps.find(id)?;
+        let id = self.maps.ids.find(id)?;
         read(&self.maps.desired).find(&id)
     }
 
     /// The tenant of a desired object, or of an object judged by its version (its tenant
     /// not rendered since it was verified).
     pub(crate) fn tenant_of(&self, id: &ObjectId) -> Option<Arc<str>> {
-        let id = &self.maps.find(id)?;
+        let id = &self.maps.ids.find(id)?;
         if let Some((t, _)) = read(&self.maps.desired).get(id) {
             return Some(t);
         }
@@ -271,7 +264,7 @@ impl LiveIndex {
 
     /// The live hash recorded for `id` when fief last applied it.
     pub(crate) fn recorded_live(&self, id: &ObjectId) -> Option<Digest> {
-        let id = self.maps.find(id)?;
+        let id = self.maps.ids.find(id)?;
         read(&self.maps.objects)
             .with(&id, RECORDED)
             .and_then(|o| o.recorded())
@@ -280,6 +273,7 @@ impl LiveIndex {
     /// Whether `id` is recorded done by its delete policy.
     pub(crate) fn is_done(&self, id: &ObjectId) -> bool {
         self.maps
+            .ids
             .find(id)
             .is_some_and(|id| read(&self.maps.objects).with(&id, DONE).is_some())
     }
@@ -292,7 +286,7 @@ impl LiveIndex {
         id: &ObjectId,
         version: &AppliedVersion,
     ) -> Option<(Id, Arc<str>, Option<Digest>)> {
-        let id = self.maps.find(id)?;
+        let id = self.maps.ids.find(id)?;
         let objects = read(&self.maps.objects);
         let (interned, o) = objects.by_id.get_key_value(&id)?;
         let applied = o.version.as_ref().filter(|_| o.has(RECORDED))?;
@@ -401,7 +395,7 @@ impl Keeper {
 
     /// Forget the live hash of `id` (gone, or its hash unknown).
     pub(crate) fn forget_live(&self, id: &ObjectId) {
-        if let Some(id) = self.maps.find(id) {
+        if let Some(id) = self.maps.ids.find(id) {
             write(&self.maps.objects).forget(&id, LIVE);
         }
     }
