@@ -6,7 +6,7 @@ cargo bench --bench cluster -- 1000 (writes /tmp/hold.env; the cluster stays up 
 is removed). Then run builds A and B alternately:
 
 usage: tools/agent-pairs.py BINARY TAG [CHANGES]
-env: WHICH=BIG|SMALL (repo), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 1000 as fief's own), CONC (--concurrency, default 8),
+env: WHICH=BIG|SMALL (repo), SMAPS=1 (resident memory by mapping at ready and at the end), SETTLE (seconds idle after ready, default 2), SHARED=0 (no shared change), QPS (--api-qps, default 1000 as fief's own), CONC (--concurrency, default 8),
      CHANGES (one-tenant changes), WRAP (a command to run the agent under, e.g.
      "heaptrack -o /tmp/ht": the figures are then the wrapper's; the agent is stopped with it), PERF=1|apiserver (perf record the shared change), PERF=pprof (the API server's
      own CPU profile of the shared change's first PPROF_SECONDS, default 30, into
@@ -101,6 +101,23 @@ def sample_rss(pid):
     threading.Thread(target=run, daemon=True).start()
 
 
+def smaps(pid, when):
+    """With SMAPS=1: the agent's resident memory by mapping (the binary, libraries, files it
+    maps, anonymous memory), the eight largest, in MiB."""
+    if os.environ.get("SMAPS") != "1":
+        return
+    by = {}
+    name = None
+    for l in open(f"/proc/{pid}/smaps"):
+        head = l.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", l):
+            name = head[5] if len(head) > 5 else "[anonymous]"
+        elif head and head[0] == "Rss:":
+            by[name] = by.get(name, 0) + int(head[1]) / 1024.0
+    top = sorted(by.items(), key=lambda kv: -kv[1])[:8]
+    print(f"{tag}: resident by mapping, {when}: " + ", ".join(f"{k} {v:.1f}" for k, v in top))
+
+
 def hwm(pid):
     for l in open(f"/proc/{pid}/status"):
         if l.startswith("VmHWM:"):
@@ -188,6 +205,7 @@ ready = time.time() - t0
 srv_ready = {k: round(v - srv_start[k], 1) for k, v in server_cpu().items()}
 print(f"{tag}: ready {ready:.2f} s, agent CPU {cpu(p.pid):.1f} s, server CPU {srv_ready}, hwm {hwm(p.pid):.0f} MiB, load {open('/proc/loadavg').read().split()[:3]}")
 
+smaps(p.pid, "at ready")
 # One-tenant changes: tenant file of the first tenant.
 # (flat, or in folders: tenants/g000/...)
 tfile = sorted(glob.glob(f"{repo}/tenants/**/*.yaml", recursive=True))[0]
@@ -297,6 +315,7 @@ for _ in range(max(1, after // 3)):
         api2 = apiserver_requests()
         later = {k: v - api1.get(k, 0) for k, v in api2.items() if v - api1.get(k, 0) >= 5}
         print(f"{tag}: API server requests since converged: {dict(sorted(later.items(), key=lambda kv: -kv[1]))}")
+smaps(p.pid, "after the shared change")
 print(f"{tag}: final hwm {hwm(p.pid):.0f} MiB (peak anonymous {PEAKS['anon']:.0f}, peak file-backed {PEAKS['file']:.0f})")
 stop(signal.SIGTERM)
 try:

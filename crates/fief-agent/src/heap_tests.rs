@@ -235,6 +235,14 @@ async fn measure(tenants: usize, changed: bool) -> Measured {
             "index: object ids (interner)",
             freed(|| index.drop_map("ids")),
         ),
+        (
+            "metrics: per-tenant series",
+            freed(|| {
+                let metrics = shared.cluster.metrics();
+                metrics.tenant_seconds.clear();
+                metrics.tenant_ready.clear();
+            }),
+        ),
     ]);
     let server = kit.server.clone();
     let before = live();
@@ -304,5 +312,45 @@ async fn the_agents_state_at_ready_and_after_a_shared_change_is_measured_per_str
         for (name, bytes) in m.rows.iter().filter(|(n, _)| PER_OBJECT.contains(n)) {
             assert!(*bytes > 0, "{name} holds the objects: {bytes}");
         }
+    }
+}
+
+/// The repo as the agent holds it between commits, part by part, in bytes per tenant: the
+/// files' text, the parsed repo (of which the parsed tenants), the cross-tenant index and the
+/// input index, as the start's full read builds them ([`fief_source::revision`]). The
+/// fleet is the size `FIEF_AGENT_HEAP` names last (unset: a small one).
+#[test]
+fn the_repo_the_agent_holds_is_measured_per_part() {
+    use fief_core::inputs::InputIndex;
+    use fief_core::model::Repo;
+    use fief_core::snapshot::Snapshot;
+    let n: usize = std::env::var("FIEF_AGENT_HEAP")
+        .ok()
+        .and_then(|v| v.split(',').next_back()?.trim().parse().ok())
+        .unwrap_or(20);
+    let at_start = live();
+    let snapshot = Snapshot::from_files(served(synth::repo_files(n)));
+    let read = live();
+    let mut repo = Repo::load(std::sync::Arc::new(snapshot));
+    let loaded = live();
+    repo.across();
+    let across = live();
+    let (index, _) = InputIndex::update(&repo, None);
+    let rows = [
+        ("the snapshot: every file's path and text", read - at_start),
+        ("the parsed repo", loaded - read),
+        ("— of which the parsed tenants", {
+            let tenants = std::mem::take(&mut repo.tenants);
+            freed(|| drop(tenants))
+        }),
+        ("the cross-tenant index", across - loaded),
+        ("the input index", freed(|| drop(index))),
+    ];
+    println!(
+        "bytes per tenant, the repo the agent holds, {n} tenants\n| part | bytes |\n|---|---:|"
+    );
+    for (name, bytes) in rows {
+        println!("| {name} | {} |", bytes / n as isize);
+        assert!(bytes > 0, "{name} holds something per tenant");
     }
 }

@@ -15,6 +15,7 @@ mod kustomize;
 mod load;
 mod notifications;
 mod overrides;
+mod packed;
 mod reference;
 mod rollout;
 mod spares;
@@ -48,6 +49,7 @@ pub use load::{LoadStats, line_of_key, tenant_stem};
 pub use notifications::{
     Channel, Notifications, ProviderType, SecretKeyRef, SecretRef, UrlError, UrlSource, resolve_url,
 };
+pub use packed::Packed;
 pub use reference::repo_format_markdown;
 pub use rollout::{RolloutConfig, WaveSpec};
 pub use spares::{Allocation, AllocationError, ID_LEN, Spares, allocate, tenant_yaml};

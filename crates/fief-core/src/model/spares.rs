@@ -141,12 +141,12 @@ pub fn allocate(spare: &Tenant, allocation: &Allocation) -> Result<Tenant, Alloc
                 runs: runs.join(", "),
             });
         };
-        let mut merged = match c.values.take() {
+        let mut merged = match c.values.take().map(|v| v.value()) {
             Some(Value::Object(m)) => m,
             _ => serde_json::Map::new(),
         };
         merged.extend(values.clone());
-        c.values = Some(Value::Object(merged));
+        c.values = Some(Value::Object(merged).into());
     }
     Ok(tenant)
 }

@@ -63,7 +63,7 @@ fn allocating_keeps_name_and_components_and_sets_owner_labels_and_values() {
     assert_eq!(t.spec.owner.organization, "Acme");
     let web = &t.spec.components[0];
     assert_eq!(
-        web.values,
+        web.values.as_ref().map(|v| v.value()),
         Some(serde_json::json!({"greeting": "hello acme", "replicas": 1}))
     );
     let yaml = tenant_yaml(&t).unwrap();

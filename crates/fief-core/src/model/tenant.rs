@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use super::Packed;
 
 /// Lifecycle state of a tenant.
 #[derive(
@@ -204,7 +205,7 @@ pub struct ComponentOverride {
     pub git_ref: Option<String>,
     /// Values over the tenant's own for this environment, merged key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub values: Option<Value>,
+    pub values: Option<Packed>,
 }
 
 /// Access lists of one environment; a list left out keeps the tenant's.
@@ -237,7 +238,7 @@ pub struct ComponentRef {
     pub git_ref: Option<String>,
     /// Per-tenant overrides of the component's values.
     #[serde(default)]
-    pub values: Option<Value>,
+    pub values: Option<Packed>,
 }
 
 impl ComponentRef {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::order::component_order;
 use super::pinned::env_override;
-use super::tenant::{LayerSources, value_layers};
+use super::tenant::{LayerSources, OwnValues, value_layers};
 use super::{environments, values};
 use crate::diagnostic::Diagnostic;
 use crate::model::Repo;
@@ -72,7 +72,8 @@ pub fn trace(repo: &Repo, tenant_name: &str) -> Result<Vec<ValuesTrace>, Vec<Dia
                 tenant_file: &file,
                 env,
             };
-            let layers = value_layers(&sources, component, env_file, cref, over);
+            let own = OwnValues::of(cref, over);
+            let layers = value_layers(&sources, component, env_file, &own);
             out.push(ValuesTrace {
                 component: component.name.clone(),
                 env: env.clone(),

@@ -166,6 +166,28 @@ pub(super) struct LayerSources<'a> {
     pub(super) env: &'a str,
 }
 
+/// The tenant file's own values of one component in one environment, parsed from the
+/// tenant as it is held ([`crate::model::Packed`]) for the time of a render.
+pub(super) struct OwnValues {
+    /// `spec.components[<c>].values`.
+    tenant: Option<Value>,
+    /// `spec.overrides.<env>.components.<c>.values`.
+    over: Option<Value>,
+}
+
+impl OwnValues {
+    /// The values of the component entry `cref` and its environment's override `over`.
+    pub(super) fn of(
+        cref: Option<&crate::model::ComponentRef>,
+        over: Option<&crate::model::ComponentOverride>,
+    ) -> OwnValues {
+        OwnValues {
+            tenant: cref.and_then(|c| c.values.as_ref()).map(|v| v.value()),
+            over: over.and_then(|o| o.values.as_ref()).map(|v| v.value()),
+        }
+    }
+}
+
 /// A component's value layers in precedence order, each with the file (and place in it)
 /// that holds it: `varz.yaml`, the environment's `values`, its `components.<c>`, the tenant's
 /// `values`, the tenant's `overrides.<env>.components.<c>.values`.
@@ -173,8 +195,7 @@ pub(super) fn value_layers<'a>(
     at: &LayerSources<'a>,
     parsed: &'a crate::model::Component,
     env_file: Option<&'a Environment>,
-    cref: Option<&'a crate::model::ComponentRef>,
-    over: Option<&'a crate::model::ComponentOverride>,
+    own: &'a OwnValues,
 ) -> [Layer<'a>; 5] {
     let (dir, component, env) = (at.dir, at.component, at.env);
     let env_path = format!("environments/{env}.yaml");
@@ -196,7 +217,7 @@ pub(super) fn value_layers<'a>(
             anchor: vec![Step::Key("components"), Step::Key(component)],
         },
         Layer {
-            value: cref.and_then(|c| c.values.as_ref()),
+            value: own.tenant.as_ref(),
             file: tenant_path.clone(),
             anchor: vec![
                 Step::Key("spec"),
@@ -206,7 +227,7 @@ pub(super) fn value_layers<'a>(
             ],
         },
         Layer {
-            value: over.and_then(|o| o.values.as_ref()),
+            value: own.over.as_ref(),
             file: tenant_path,
             anchor: vec![
                 Step::Key("spec"),
@@ -331,7 +352,8 @@ impl Emitter<'_, '_> {
             tenant_file: &tenant_file,
             env,
         };
-        let layers = value_layers(&sources, component, env_file, cref, over);
+        let own = OwnValues::of(cref, over);
+        let layers = value_layers(&sources, component, env_file, &own);
         let vals = values::layered(layers.iter().map(|l| l.value));
         let schemas = &self.renderer.values_schemas;
         let snapshot = &self.repo.snapshot;
