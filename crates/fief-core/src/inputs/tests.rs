@@ -161,8 +161,13 @@ fn incremental(
     let (repo, loaded) = Repo::load_reusing(new.clone(), &prev, &changed);
     // The cross-tenant index carried over (changed tenants replaced) equals one built afresh.
     let sorted = |a: &crate::model::Across| {
-        let owners: BTreeMap<_, _> = a.owners.clone().into_iter().collect();
-        format!("{:?} {owners:?}", a.tenants)
+        let claimed: Vec<_> = a.claimed().collect();
+        let owners: BTreeMap<_, _> = claimed
+            .iter()
+            .flat_map(|(_, c)| &c.namespaces)
+            .map(|(_, ns)| (ns.clone(), a.owners(ns)))
+            .collect();
+        format!("{claimed:?} {owners:?}")
     };
     let fresh = crate::model::Across::build(&repo.config, &repo.tenants);
     match repo.across.get() {

@@ -8,10 +8,12 @@
 //! ([`crate::validate::check_namespace_collisions`],
 //! [`crate::validate::tenancy::check_host_suffixes`]) then cost the renders they judge, not a
 //! pass over every tenant file per call: the agent checks a chunk of renders at a time, and a
-//! commit that changes one tenant file updates that tenant's entries only: the index is made
-//! of persistent maps, so the previous index (under the same fief.yaml) is copied for nothing
-//! and the changed tenants replaced in it. The [`Repo`] it indexes keeps it
-//! ([`Repo::across`]), so it is part of the model, read by the checks.
+//! commit that changes one tenant file updates that tenant's entries only. The index is a
+//! base in sorted vectors, built from every tenant at once (compact: a few words per claim),
+//! and the tenants changed since in persistent maps, so the previous index (under the same
+//! fief.yaml) is copied for nothing and the changed tenants replaced in it (see [`Across`]).
+//! The [`Repo`] it indexes keeps it ([`Repo::across`]), so it is part of the model, read by
+//! the checks.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -20,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use super::{Config, Parsed, Repo, Tenant, Tenants, namespaces};
 
 /// What one tenant file claims.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Claims {
     /// Its (environment, namespace) pairs, sorted by environment (a vector: most tenants
     /// have one or two, which a map's node would hold in many times the bytes).
@@ -31,7 +33,7 @@ pub struct Claims {
 }
 
 /// One host suffix a tenant claims.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suffix {
     /// The suffix, expanded and lower-cased.
     pub suffix: String,
@@ -43,25 +45,35 @@ pub struct Suffix {
 mod frozen;
 
 /// The index of one repo (see the module docs). Cloning is O(1). The checks read it through
-/// [`Across::claims`], [`Across::owners`] and [`Across::overlapping`]; an index built once for
-/// good ([`Across::frozen`]) keeps its entries in sorted vectors instead of the maps.
+/// [`Across::claims`], [`Across::owners`] and [`Across::overlapping`].
+///
+/// Two parts: a base built once from every tenant, in sorted vectors ([`Across::frozen`], a
+/// few words per claim), and the tenants changed since, in persistent maps (a commit copies
+/// them for nothing and replaces its changed tenants). A changed tenant of the base is
+/// *shadowed*: its base entries no longer count, and the maps hold what it claims now (if its
+/// file still parses). When the changed tenants outnumber an eighth of the base, the next
+/// update builds a new base from both parts, so the maps stay small and an update costs its
+/// changed tenants (and, once in that many updates, the fleet).
 #[derive(Debug, Default, Clone)]
 pub struct Across {
-    /// Per tenant whose file parses: what it claims (empty when fief.yaml does not parse).
-    pub tenants: imbl::OrdMap<String, Arc<Claims>>,
-    /// Per namespace: the tenants that would own it, in tenant order (a B-tree: its nodes
-    /// stay full, where a hash trie's grow sparse with the fleet).
-    pub owners: imbl::OrdMap<String, Vec<String>>,
-    /// Per host suffix, keyed by [`label_key`]: its claims as (tenant, index in that tenant's
-    /// [`Claims::suffixes`]), in that order.
-    pub suffixes: imbl::OrdMap<String, Vec<(String, usize)>>,
-    /// The whole index, when built once for good (the maps above are then empty).
+    /// Per tenant changed since the base was built (every tenant, without a base), whose
+    /// file parses: what it claims.
+    tenants: imbl::OrdMap<String, Arc<Claims>>,
+    /// Per namespace: the tenants of `tenants` that would own it, in tenant order.
+    owners: imbl::OrdMap<String, Vec<String>>,
+    /// Per host suffix, keyed by [`label_key`]: its claims among `tenants` as (tenant, index
+    /// in that tenant's [`Claims::suffixes`]), in that order.
+    suffixes: imbl::OrdMap<String, Vec<(String, usize)>>,
+    /// The tenants of the base whose base entries no longer count (changed since it was
+    /// built).
+    shadowed: imbl::OrdSet<String>,
+    /// The base: every tenant's claims when it was built.
     frozen: Option<Arc<frozen::Frozen>>,
 }
 
 impl Across {
-    /// The index of the claims of every tenant (name, claims; sorted by name), built once
-    /// for good: compact, never updated ([`Across::reusing`] builds a new one from `tenants`).
+    /// The index of the claims of every tenant (name, claims; sorted by name), as a base
+    /// with no changed tenants.
     pub fn frozen(tenants: Vec<(String, Claims)>) -> Across {
         Across {
             frozen: Some(Arc::new(frozen::Frozen::new(tenants))),
@@ -69,32 +81,47 @@ impl Across {
         }
     }
 
+    /// Whether the base's entries of `tenant` count (it has not changed since).
+    fn in_base(&self, tenant: &str) -> bool {
+        !self.shadowed.contains(tenant)
+    }
+
     /// What `tenant` claims (`None`: its file or fief.yaml does not parse).
     pub fn claims(&self, tenant: &str) -> Option<&Claims> {
-        match &self.frozen {
-            Some(f) => f.claims(tenant),
-            None => self.tenants.get(tenant).map(|c| &**c),
+        if let Some(c) = self.tenants.get(tenant) {
+            return Some(c);
         }
+        let frozen = self.frozen.as_ref().filter(|_| self.in_base(tenant))?;
+        frozen.claims(tenant)
     }
 
     /// The tenants that would own namespace `ns`, in tenant order.
     pub fn owners(&self, ns: &str) -> Vec<&str> {
-        match &self.frozen {
-            Some(f) => f.owners(ns),
-            None => self
-                .owners
-                .get(ns)
-                .map(|o| o.iter().map(String::as_str).collect())
-                .unwrap_or_default(),
+        let mut out: Vec<&str> = match &self.frozen {
+            Some(f) => f
+                .owners(ns)
+                .into_iter()
+                .filter(|t| self.in_base(t))
+                .collect(),
+            None => Vec::new(),
+        };
+        if let Some(o) = self.owners.get(ns) {
+            out.extend(o.iter().map(String::as_str));
+            out.sort_unstable();
         }
+        out
     }
 
     /// Every tenant with claims and its claims, in tenant order.
     pub fn claimed(&self) -> Box<dyn Iterator<Item = (&str, &Claims)> + '_> {
-        match &self.frozen {
-            Some(f) => Box::new(f.tenants()),
-            None => Box::new(self.tenants.iter().map(|(t, c)| (t.as_str(), &**c))),
-        }
+        let changed = self.tenants.iter().map(|(t, c)| (t.as_str(), &**c));
+        let Some(f) = &self.frozen else {
+            return Box::new(changed);
+        };
+        let mut all: Vec<(&str, &Claims)> = f.tenants().filter(|(t, _)| self.in_base(t)).collect();
+        all.extend(changed);
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        Box::new(all.into_iter())
     }
 
     /// The index of `tenants` under `config`.
@@ -104,7 +131,8 @@ impl Across {
 
     /// The index of `tenants` under `config`: with `prev`, the index of the previous repo
     /// (under the same fief.yaml) with the entries of the tenants named `changed` (their files
-    /// changed) replaced; the cost is the changed tenants', not the fleet's.
+    /// changed) replaced; the cost is the changed tenants', not the fleet's (but for the
+    /// update that builds a new base, see [`Across`]).
     pub fn reusing(
         config: &Parsed<Config>,
         tenants: &Tenants,
@@ -113,26 +141,46 @@ impl Across {
         let Ok(config) = config else {
             return Across::default();
         };
-        let prev = prev.filter(|(p, changed)| p.frozen.is_none() || changed.is_empty());
         let Some((prev, changed)) = prev else {
-            let mut out = Across::default();
-            for (name, tenant) in tenants {
-                if let Ok(tenant) = tenant {
-                    out.add(name, Arc::new(claims(config, name, tenant)));
-                }
-            }
-            return out;
+            let all = tenants
+                .iter()
+                .filter_map(|(name, t)| {
+                    Some((name.clone(), claims(config, name, t.as_ref().ok()?)))
+                })
+                .collect();
+            return Across::frozen(all);
         };
         let mut out = prev.clone();
         for name in changed {
             out.remove(name);
+            if out
+                .frozen
+                .as_ref()
+                .is_some_and(|f| f.claims(name).is_some())
+            {
+                out.shadowed.insert(name.clone());
+            }
             if let Some(Ok(tenant)) = tenants.get(name) {
                 out.add(name, Arc::new(claims(config, name, tenant)));
             }
         }
+        let base = out.frozen.as_ref().map_or(0, |f| f.len());
+        if out.tenants.len() + out.shadowed.len() > base / 8 + 64 {
+            return out.rebased();
+        }
         out
     }
 
+    /// The same index as one base ([`Across::frozen`]).
+    fn rebased(&self) -> Across {
+        let all = self
+            .claimed()
+            .map(|(t, c)| (t.to_string(), c.clone()))
+            .collect();
+        Across::frozen(all)
+    }
+
+    /// Add `name`'s claims to the changed tenants (not in the index before).
     pub(super) fn add(&mut self, name: &str, claims: Arc<Claims>) {
         for (_, ns) in &claims.namespaces {
             let owners = self.owners.entry(ns.clone()).or_default();
@@ -150,6 +198,7 @@ impl Across {
         self.tenants.insert(name.to_string(), claims);
     }
 
+    /// Remove `name`'s claims from the changed tenants.
     fn remove(&mut self, name: &str) {
         let Some(old) = self.tenants.remove(name) else {
             return;
@@ -178,8 +227,16 @@ impl Across {
     /// `example.com` both overlap `a.example.com`; `ba.example.com` does not). Sorted by
     /// tenant then index; the tenant's own claims included.
     pub fn overlapping(&self, suffix: &str) -> Vec<(&str, usize)> {
-        if let Some(f) = &self.frozen {
-            return f.overlapping(suffix);
+        let mut out: Vec<(&str, usize)> = match &self.frozen {
+            Some(f) => f
+                .overlapping(suffix)
+                .into_iter()
+                .filter(|(t, _)| self.in_base(t))
+                .collect(),
+            None => Vec::new(),
+        };
+        if self.suffixes.is_empty() {
+            return out;
         }
         let key = label_key(suffix);
         // Above it (its parents) and equal: each prefix of the reversed key ending at a label.
@@ -195,11 +252,7 @@ impl Across {
             .range::<_, str>(range)
             .take_while(|(k, _)| k.starts_with(&below))
             .map(|(_, claims)| claims);
-        let mut out: Vec<(&str, usize)> = above
-            .chain(under)
-            .flatten()
-            .map(|(t, i)| (t.as_str(), *i))
-            .collect();
+        out.extend(above.chain(under).flatten().map(|(t, i)| (t.as_str(), *i)));
         out.sort_unstable();
         out
     }
@@ -312,18 +365,31 @@ mod tests {
             &second.tenants,
             Some((&first_index, &["b".to_string()].into_iter().collect())),
         );
-        assert!(Arc::ptr_eq(&index.tenants["a"], &first_index.tenants["a"]));
-        assert!(!Arc::ptr_eq(&index.tenants["b"], &first_index.tenants["b"]));
-        assert_eq!(index.tenants["b"].namespaces.len(), 2);
-        assert_eq!(index.owners["a-prod"], vec!["a".to_string()]);
-        assert_eq!(index.owners["b-dev"], vec!["b".to_string()]);
+        let same = |x: &Across, y: &Across, t: &str| match (x.claims(t), y.claims(t)) {
+            (Some(x), Some(y)) => std::ptr::eq(x, y),
+            _ => false,
+        };
+        assert!(
+            same(&index, &first_index, "a"),
+            "a is read from the same base"
+        );
+        assert!(!same(&index, &first_index, "b"));
+        assert_eq!(index.claims("b").map(|c| c.namespaces.len()), Some(2));
+        assert_eq!(index.owners("a-prod"), ["a"]);
+        assert_eq!(index.owners("b-dev"), ["b"]);
+        assert_eq!(
+            index.owners("b-prod"),
+            ["b"],
+            "b's base entry no longer counts"
+        );
+        assert_eq!((index.tenants.len(), index.shadowed.len()), (1, 1));
         // Through the loader: a repo read from one that built its index starts with one.
         let (third, _) = Repo::load_reusing(second.snapshot.clone(), &first, &changed_paths);
         assert!(third.across.get().is_none(), "first built no index yet");
         let built = first.across();
         let (fourth, _) = Repo::load_reusing(second.snapshot.clone(), &first, &changed_paths);
         let carried = fourth.across.get().expect("carried over");
-        assert!(Arc::ptr_eq(&carried.tenants["a"], &built.tenants["a"]));
+        assert!(same(carried, built, "a"));
     }
 
     /// Claims of `suffixes`, all explicit.
@@ -410,3 +476,7 @@ mod tests {
         assert_eq!(label_key("shop.a.io"), "io.a.shop");
     }
 }
+
+#[cfg(test)]
+#[path = "across_tests.rs"]
+mod updates;

@@ -1,5 +1,6 @@
-//! The cross-tenant index of a repo that is built once and never updated (an
-//! [`crate::model::Indexed`] repo): sorted vectors instead of persistent maps, a few words per
+//! The base of the cross-tenant index, built from every tenant at once and never updated (an
+//! [`crate::model::Indexed`] repo's whole index; the agent's until the tenants changed since
+//! outgrow it, [`super::Across`]): sorted vectors instead of persistent maps, a few words per
 //! claim, so a fleet of 100,000 tenants holds it in a fraction of the bytes.
 //!
 //! In: every tenant's claims, in tenant order. Out: the same answers as the persistent index
@@ -101,6 +102,11 @@ impl Frozen {
             .collect();
         out.sort_unstable();
         out
+    }
+
+    /// How many tenants have claims.
+    pub(super) fn len(&self) -> usize {
+        self.names.len()
     }
 
     /// Every tenant with claims, in order.

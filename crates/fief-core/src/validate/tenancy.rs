@@ -196,13 +196,13 @@ mod tests {
         };
         let across = repo.across();
         for render in renders.iter_mut() {
-            let Some(mine) = across.tenants.get(&render.tenant) else {
+            let Some(mine) = across.claims(&render.tenant) else {
                 continue;
             };
             let file = format!("tenants/{}.yaml", render.tenant);
             let text = tenant_text(repo, &file);
             for mine in &mine.suffixes {
-                let others = across.tenants.iter().filter(|(t, _)| **t != render.tenant);
+                let others = across.claimed().filter(|(t, _)| *t != render.tenant);
                 for (other, claims) in others {
                     for theirs in &claims.suffixes {
                         let loses = mine.explicit || !theirs.explicit;
@@ -219,7 +219,7 @@ mod tests {
                                     Problem::HostSuffixTaken {
                                         suffix: mine.suffix.clone(),
                                         theirs: theirs.suffix.clone(),
-                                        other: other.clone(),
+                                        other: other.to_string(),
                                     },
                                 )
                                 .for_tenant(&render.tenant),
