@@ -52,8 +52,8 @@ mod frozen;
 /// them for nothing and replaces its changed tenants). A changed tenant of the base is
 /// *shadowed*: its base entries no longer count, and the maps hold what it claims now (if its
 /// file still parses). When the changed tenants outnumber an eighth of the base and 64
-/// more, the next update builds a new base from both parts, so the maps stay small and an update costs its
-/// changed tenants (and, once in that many updates, the fleet).
+/// more, the next update builds a new base from both parts, so the maps stay small and an
+/// update costs its changed tenants (and, once in that many updates, the fleet).
 #[derive(Debug, Default, Clone)]
 pub struct Across {
     /// Per tenant changed since the base was built (every tenant, without a base), whose
