@@ -107,11 +107,15 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
 }
 
 /// Desired objects by id: tenant and interned shape. A record is small: the tenant is an index
-/// into a table of the tenants' names (each held once, a row per tenant ever rendered).
+/// into a table of the tenants' names (each held once, a row per tenant ever rendered). The
+/// agent holds the shapes of the tenants being synced and of those whose last sync did not
+/// complete (a completed tenant is judged by its versions: `crate::outcome`), a few of the
+/// fleet, so the objects are in a hash table sized to them, not in [`Slots`] (a place per
+/// interned id of the fleet).
 #[derive(Default)]
 pub struct Desired {
     /// Per object: its tenant (an index into `tenants`) and its shape.
-    objects: Slots<(u32, Arc<Value>)>,
+    objects: HashMap<Id, (u32, Arc<Value>)>,
     /// Per tenant, at the index its objects hold: its name and its objects' ids.
     tenants: Vec<(Arc<str>, Vec<Id>)>,
     /// The index of each tenant's name in `tenants`.
@@ -149,6 +153,10 @@ impl Desired {
         }
         if let Some((_, held)) = self.tenants.get_mut(t as usize) {
             *held = now;
+        }
+        // Emptied after a change every tenant took: give the room back.
+        if self.objects.capacity() > 4 * self.objects.len() + 1024 {
+            self.objects.shrink_to_fit();
         }
     }
 

@@ -86,8 +86,8 @@ async fn fiefs_own_writes_are_never_counted_as_drift() {
     assert!(!kit.queued("acme"), "its own apply does not queue it again");
 }
 
-/// The object at `path` (of kind `kind` in `api_version`) as a watch hands it on, changed by
-/// `edit`: its id, body and version.
+/// The object at `path` (of kind `kind` in `api_version`) as a watch hands it on after
+/// someone else changed it by `edit`: its id, body and version.
 async fn seen_as(
     kit: &Kit,
     (api_version, kind): (&str, &str),
@@ -99,8 +99,7 @@ async fn seen_as(
         .resolve(api_version, kind)
         .await
         .expect("the kind is known");
-    let mut value = kit.server.object(path).expect("the object exists");
-    edit(&mut value);
+    let value = kit.server.edited(path, edit).expect("the object exists");
     let live: LiveObject = serde_json::from_value(value).expect("a live object");
     let (value, version) = live.into_parts();
     Observed {
@@ -184,6 +183,23 @@ async fn an_event_of_a_tenant_being_synced_is_its_own_write() {
     assert!(!kit.queued("acme"));
 }
 
+/// Hold `tenant`'s desired shapes, as a render before its sync does: a completed sync drops
+/// them (the watches then judge its objects by their versions), a sync in flight has them.
+fn rendering(kit: &Kit, tenant: &str) {
+    let rev = kit.head().expect("a head revision");
+    let batch = fief_core::fleet::BatchRenders::from_repo(
+        rev.repo.clone(),
+        std::sync::Arc::new(fief_core::scope::EnvScope::All),
+        std::sync::Arc::new(rev.hashes.clone()),
+    );
+    let renders = batch.batch(&[tenant.to_string()]);
+    kit.shared.index.replace_desired(
+        renders
+            .iter()
+            .map(|r| (r.tenant.clone(), crate::desired::shapes_of(r))),
+    );
+}
+
 /// The live hash the planner reads for `object`.
 fn live_hash(kit: &Kit, object: &Observed) -> Option<String> {
     kit.shared
@@ -207,6 +223,7 @@ async fn interleaved_kinds_are_taken_in_order_each_relist_diffing_only_its_own_k
     files.extend(web());
     let mut kit = Kit::start(&files, Scenario::new()).await;
     assert_eq!(kit.turn().await, ["acme"]);
+    rendering(&kit, "acme");
     let deployment = ("apps/v1", "Deployment");
     let path = "/apis/apps/v1/namespaces/acme-prod/deployments/web";
     let seen_web = || seen_as(&kit, deployment, path, |_| {});
@@ -246,6 +263,7 @@ async fn interleaved_kinds_are_taken_in_order_each_relist_diffing_only_its_own_k
 #[tokio::test]
 async fn a_syncs_live_hashes_replace_the_watches_only_for_the_objects_it_wrote() {
     let kit = synced().await;
+    rendering(&kit, "acme");
     let edited = listed(&kit, "edited").await;
     let seen = hash_of(&kit, &edited);
     let id = kit

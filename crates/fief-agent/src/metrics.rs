@@ -17,10 +17,12 @@ use prometheus_client::registry::Registry;
 
 use fief_kube::counter::RequestStats;
 
+mod durations;
 mod held;
 mod reference;
 pub(crate) mod streamed;
 
+pub use durations::Durations;
 pub use held::{HoldReason, ReasonLabel};
 pub use reference::reference_markdown;
 
@@ -108,7 +110,7 @@ pub struct Metrics {
     /// How tenant sync durations are kept.
     durations: SyncDurations,
     /// Per-tenant sync duration ([`SyncDurations::PerTenant`]).
-    pub tenant_seconds: Family<TenantLabel, Histogram>,
+    pub tenant_seconds: Family<TenantLabel, Durations>,
     /// Every tenant's sync duration in one histogram ([`SyncDurations::Fleet`]).
     pub fleet_seconds: Histogram,
     /// 1 when the tenant's last sync succeeded, else 0.
@@ -180,8 +182,8 @@ impl Metrics {
             fetch_last: Gauge::default(),
             api_requests: Family::default(),
             durations,
-            tenant_seconds: Family::new_with_constructor(tenant_histogram as fn() -> Histogram),
-            fleet_seconds: tenant_histogram(),
+            tenant_seconds: Family::default(),
+            fleet_seconds: Histogram::new(durations::bounds()),
             tenant_ready: Family::default(),
             leader: Gauge::default(),
             shards_held: Gauge::default(),
@@ -369,10 +371,6 @@ impl Metrics {
 /// A count as a gauge value.
 pub fn gauge_value(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn tenant_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.005, 2.0, 12))
 }
 
 /// Seconds since the Unix epoch.

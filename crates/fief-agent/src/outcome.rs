@@ -62,31 +62,39 @@ pub(super) async fn record(
 /// touch (its render failed, its sync stopped before it, it was held) keeps the hash the
 /// watches reported, so a hand edit made meanwhile is applied over by the next sync instead
 /// of being skipped as unchanged. The objects of a tenant whose render failed have no desired
-/// shape to hash them by: they are recorded with the version fief applied, and the watches
-/// judge them by it ([`super::drift`]). The baseline is the sync path's to write; the live
-/// hashes are the index task's, handed to it and taken in before this returns (the tenants
-/// are still in flight meanwhile, so the watches' events of this sync's writes, sent before,
-/// are never drift).
+/// shape to hash them by, and a tenant whose sync completed needs none: both are recorded with
+/// the version fief applied, and the watches judge them by it ([`super::drift`]), as they
+/// judge a tenant verified at the start. So the completed tenants' desired shapes are dropped:
+/// the agent holds shapes only for the tenants being synced and those whose last sync did not
+/// complete, and a change every tenant takes leaves it holding what it held at the start.
+/// The baseline is the sync path's to write; the live hashes are the index task's, handed to
+/// it and taken in before this returns (the tenants are still in flight meanwhile, so the
+/// watches' events of this sync's writes, sent before, are never drift).
 async fn rebaseline(shared: &Shared, result: &SyncResult, before: &BTreeMap<String, Inventory>) {
     let reports: BTreeMap<&str, &TenantReport> = result
         .reports
         .iter()
         .map(|r| (r.tenant.as_str(), r))
         .collect();
-    let writes = shared
+    let (writes, completed) = shared
         .index
         .baseline(|recorded| take_in(recorded, result, &reports, before));
     shared.index.written(writes).await;
+    shared
+        .index
+        .replace_desired(completed.into_iter().map(|t| (t, Vec::new())));
 }
 
-/// [`rebaseline`] under the lock of the drift baseline; returns the live hashes to hand on.
+/// [`rebaseline`] under the lock of the drift baseline; returns the live hashes to hand on and
+/// the tenants whose sync completed (judged by their versions from now on).
 fn take_in(
     recorded: &mut Baseline<'_>,
     result: &SyncResult,
     reports: &BTreeMap<&str, &TenantReport>,
     before: &BTreeMap<String, Inventory>,
-) -> Vec<LiveWrite> {
+) -> (Vec<LiveWrite>, Vec<String>) {
     let mut writes = Vec::new();
+    let mut completed = Vec::new();
     for id in before.values().flat_map(|i| i.entries.keys()) {
         recorded.forget_if(id, |tenant| result.inventories.contains_key(tenant));
     }
@@ -97,14 +105,17 @@ fn take_in(
         // Every object it renders was applied or found as recorded.
         let complete =
             report.is_some_and(|r| r.outcome == Outcome::Applied && r.is_ok() && !r.holds_back());
+        if complete {
+            completed.push(tenant.clone());
+        }
+        let by_version = unrendered || complete;
         let old = before.get(tenant);
         let name: std::sync::Arc<str> = tenant.as_str().into();
         for (id, entry) in &inv.entries {
             let id = recorded.intern(id);
             let digest = Digest::from_hex(&entry.live);
             let done = entry.done.is_some();
-            let version =
-                (unrendered && !done).then(|| Box::new(Version::from(&entry.applied_version())));
+            let version = (by_version && !done).then(|| Version::from(&entry.applied_version()));
             recorded.record(
                 id.clone(),
                 Recorded {
@@ -131,7 +142,7 @@ fn take_in(
             }
         }
     }
-    writes
+    (writes, completed)
 }
 
 /// Whether a sync wrote the object it records as `now`, recorded as `old` before it: a new

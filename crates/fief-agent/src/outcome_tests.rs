@@ -212,3 +212,48 @@ async fn a_hand_edit_made_while_the_render_fails_is_repaired_by_the_fixs_sync() 
     .await;
     assert_eq!(kit.greeting("acme"), "hello", "the hand edit is repaired");
 }
+
+#[tokio::test]
+async fn a_completed_sync_leaves_its_tenant_judged_by_versions_and_a_failed_one_keeps_its_shapes() {
+    let mut kit = Kit::start(&acme(""), Scenario::new()).await;
+    assert_eq!(kit.turn().await, ["acme"]);
+    let app = configmap_path("acme-prod", "app");
+    let id = kit
+        .shared
+        .index
+        .recorded_of("acme")
+        .into_iter()
+        .find(|id| id.kind() == "ConfigMap" && id.name() == "app")
+        .expect("app is recorded")
+        .to_object_id();
+    // Completed: no shape held; the live object is judged by the version fief applied.
+    assert!(kit.shared.index.find_desired(&id).is_none());
+    let live: fief_kube::live::LiveObject =
+        serde_json::from_value(kit.server.object(&app).expect("applied")).expect("an object");
+    let (_, version) = live.into_parts();
+    let judged = kit.shared.index.by_version(&id, &version);
+    let recorded = kit.shared.index.recorded_live(&id);
+    assert!(
+        judged.is_some_and(|(_, tenant, hash)| tenant.as_ref() == "acme"
+            && hash.is_some()
+            && hash == recorded),
+        "its recorded live hash stands while the version does"
+    );
+    // A sync that fails keeps the shapes of its render: its objects are judged by them.
+    kit.server.fail(Method::PATCH, &app, 500);
+    kit.push(&acme("{greeting: hi}"), &[]).await;
+    assert_eq!(kit.turn().await, ["acme"]);
+    assert_eq!(
+        kit.attempt("acme").map(|a| a.outcome),
+        Some(Outcome::Failed)
+    );
+    assert!(kit.shared.index.find_desired(&id).is_some());
+    // The retry completes: judged by versions again.
+    kit.server.heal(&Method::PATCH, &app);
+    kit.until("the retry syncs it", |k| {
+        k.attempt("acme")
+            .is_some_and(|a| a.outcome == Outcome::Applied)
+    })
+    .await;
+    assert!(kit.shared.index.find_desired(&id).is_none());
+}

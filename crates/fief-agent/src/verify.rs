@@ -109,7 +109,7 @@ impl Seeder {
                     Recorded {
                         tenant: name.clone(),
                         live: Digest::from_hex(&e.live),
-                        version: Some(Box::new(Version::from(&e.applied_version()))),
+                        version: Some(Version::from(&e.applied_version())),
                         done: false,
                     },
                 );

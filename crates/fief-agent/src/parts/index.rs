@@ -67,9 +67,9 @@ pub(crate) struct Recorded {
     /// The live hash recorded after it was applied.
     pub(crate) live: Digest,
     /// The version it was applied at, while its tenant has no desired shape for it: not
-    /// rendered since it was verified, or its render failed (the watches then judge it by
-    /// this).
-    pub(crate) version: Option<Box<Version>>,
+    /// rendered since it was verified, its render failed, or its last sync completed (the
+    /// watches then judge it by this).
+    pub(crate) version: Option<Version>,
     /// A pre or post object done by its delete policy ([`fief_core::inventory::Entry::done`]):
     /// it may be gone, and neither its absence nor a change of it is drift.
     pub(crate) done: bool,
@@ -258,7 +258,7 @@ impl LiveIndex {
         let objects = read(&self.maps.objects);
         objects
             .with(id, RECORDED)
-            .filter(|o| o.version.is_some())
+            .filter(|o| o.version().is_some())
             .map(|o| objects.tenant_of(o))
     }
 
@@ -289,7 +289,7 @@ impl LiveIndex {
         let id = self.maps.ids.find(id)?;
         let objects = read(&self.maps.objects);
         let (interned, o) = objects.by_id.get_key_value(&id)?;
-        let applied = o.version.as_ref().filter(|_| o.has(RECORDED))?;
+        let applied = o.version()?;
         let live = applied
             .still(&Version::from(version))
             .then(|| o.recorded())

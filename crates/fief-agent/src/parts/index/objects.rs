@@ -8,7 +8,9 @@
 //! A record is small and fixed in size: the tenant is an index into a table of the tenants'
 //! names (each held once), and the two hashes are kept as one [`Digest`] while they are equal
 //! (an object as fief applied it, which is most of them at rest), the live one apart only
-//! when it moved. A record with neither a live hash nor a baseline is removed; a tenant's name
+//! when it moved; the version it is judged by is held in the record, not apart (most records
+//! have one: every object of a tenant not rendering, which is most of them at rest). A record
+//! with neither a live hash nor a baseline is removed; a tenant's name
 //! stays in the table once added (one string per tenant ever recorded). The records are
 //! held at their ids' slots ([`Slots`]).
 
@@ -24,6 +26,8 @@ pub(super) const LIVE: u8 = 1;
 pub(super) const RECORDED: u8 = 2;
 /// [`Object::flags`]: recorded done by its delete policy ([`super::Recorded::done`]).
 pub(super) const DONE: u8 = 4;
+/// [`Object::flags`]: judged by its version ([`Object::version`]).
+pub(super) const VERSIONED: u8 = 8;
 
 /// One object's record: its live hash and its drift baseline.
 #[derive(Default)]
@@ -32,12 +36,12 @@ pub(super) struct Object {
     hash: Digest,
     /// The live hash when both are known and it is not the recorded one.
     moved: Option<Box<Digest>>,
-    /// The version it was applied at, while it is judged by it
-    /// ([`super::Recorded::version`]).
-    pub(super) version: Option<Box<Version>>,
+    /// The version it was applied at, while it is judged by it ([`VERSIONED`],
+    /// [`super::Recorded::version`]).
+    version: Version,
     /// Its tenant, as an index into [`Objects::tenants`] (when [`RECORDED`]).
     tenant: u32,
-    /// [`LIVE`], [`RECORDED`], [`DONE`].
+    /// [`LIVE`], [`RECORDED`], [`DONE`], [`VERSIONED`].
     flags: u8,
 }
 
@@ -55,6 +59,11 @@ impl Object {
         Some(self.moved.as_deref().copied().unwrap_or(self.hash))
     }
 
+    /// The version it is judged by, when it is (and recorded).
+    pub(super) fn version(&self) -> Option<&Version> {
+        (self.flags & (VERSIONED | RECORDED) == VERSIONED | RECORDED).then_some(&self.version)
+    }
+
     /// The live hash recorded after fief applied it, when recorded.
     pub(super) fn recorded(&self) -> Option<Digest> {
         self.has(RECORDED).then_some(self.hash)
@@ -63,15 +72,15 @@ impl Object {
     /// Set both hashes (`None`: not known, not recorded); without a baseline, its version
     /// and done flag go too.
     fn set_hashes(&mut self, live: Option<Digest>, recorded: Option<Digest>) {
-        let mut flags = self.flags & DONE;
+        let mut flags = self.flags & (DONE | VERSIONED);
         if live.is_some() {
             flags |= LIVE;
         }
         if recorded.is_some() {
             flags |= RECORDED;
         } else {
-            flags &= !DONE;
-            self.version = None;
+            flags &= !(DONE | VERSIONED);
+            self.version = Version::default();
         }
         self.flags = flags;
         (self.hash, self.moved) = match (live, recorded) {
@@ -107,12 +116,16 @@ impl Objects {
         let o = self.by_id.get_or_default(id);
         let live = o.live();
         o.set_hashes(live, Some(recorded.live));
-        o.version = recorded.version;
+        o.flags &= !(DONE | VERSIONED);
+        if let Some(version) = recorded.version {
+            o.version = version;
+            o.flags |= VERSIONED;
+        } else {
+            o.version = Version::default();
+        }
         o.tenant = tenant;
         if recorded.done {
             o.flags |= DONE;
-        } else {
-            o.flags &= !DONE;
         }
     }
 
