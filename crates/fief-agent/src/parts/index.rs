@@ -311,12 +311,7 @@ impl LiveIndex {
         let objects = read(&self.maps.objects);
         found
             .into_iter()
-            .filter_map(|(full, id)| {
-                objects
-                    .with(&id, LIVE)
-                    .and_then(|o| o.live())
-                    .map(|h| (full.clone(), h.to_hex()))
-            })
+            .filter_map(|(full, id)| objects.live(&id).map(|h| (full.clone(), h.to_hex())))
             .collect()
     }
 
@@ -324,12 +319,7 @@ impl LiveIndex {
     /// under one lock for the whole of `f`.
     pub(crate) fn as_recorded<R>(&self, f: impl FnOnce(&dyn Fn(&Id) -> bool) -> R) -> R {
         let objects = read(&self.maps.objects);
-        f(&|id| {
-            objects
-                .by_id
-                .get(id)
-                .is_some_and(|o| o.live().is_some_and(|h| o.recorded() == Some(h)))
-        })
+        f(&|id| objects.as_recorded(id))
     }
 
     /// Run `f` on every watch's state, under one lock.
@@ -390,7 +380,7 @@ impl Keeper {
 
     /// Set the live hash of `id`, as a watch saw it.
     pub(crate) fn set_live(&self, id: Id, hash: Digest) {
-        write(&self.maps.objects).set_live(id, hash);
+        write(&self.maps.objects).set_live(id, hash, true);
     }
 
     /// Forget the live hash of `id` (gone, or its hash unknown).
@@ -405,10 +395,7 @@ impl Keeper {
     pub(crate) fn take_written(&self, writes: Vec<LiveWrite>) {
         let mut objects = write(&self.maps.objects);
         for w in writes {
-            let o = objects.by_id.get_or_default(w.id);
-            if w.wrote || !o.has(LIVE) {
-                o.set_live(Some(w.hash));
-            }
+            objects.set_live(w.id, w.hash, w.wrote);
         }
     }
 

@@ -6,13 +6,12 @@
 //! its tenant, the version it is judged by and whether its delete policy is done with it.
 //!
 //! A record is small and fixed in size: the tenant is an index into a table of the tenants'
-//! names (each held once), and the two hashes are kept as one [`Digest`] while they are equal
-//! (an object as fief applied it, which is most of them at rest), the live one apart only
-//! when it moved; the version it is judged by is held in the record, not apart (most records
-//! have one: every object of a tenant not rendering, which is most of them at rest). A record
-//! with neither a live hash nor a baseline is removed; a tenant's name
-//! stays in the table once added (one string per tenant ever recorded). The records are
-//! held at their ids' slots ([`Slots`]).
+//! names (each held once; one string per tenant ever recorded), and the two hashes are kept as
+//! one [`Digest`] while they are equal (an object as fief applied it, which is most of them at
+//! rest), the live one apart, in a table of the few that moved, only when it moved. The
+//! version it is judged by is held in the record itself: most records have one (every object
+//! of a tenant not being synced). A record with neither a live hash nor a baseline is
+//! removed. The records are held at their ids' slots ([`Slots`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,19 +28,21 @@ pub(super) const DONE: u8 = 4;
 /// [`Object::flags`]: judged by its version ([`Object::version`]).
 pub(super) const VERSIONED: u8 = 8;
 
+/// [`Object::flags`]: the live hash is known and is not the recorded one; it is kept apart
+/// ([`Objects::moved`]).
+pub(super) const MOVED: u8 = 16;
+
 /// One object's record: its live hash and its drift baseline.
 #[derive(Default)]
 pub(super) struct Object {
     /// The recorded live hash when [`RECORDED`], else the live hash (when [`LIVE`]).
     hash: Digest,
-    /// The live hash when both are known and it is not the recorded one.
-    moved: Option<Box<Digest>>,
     /// The version it was applied at, while it is judged by it ([`VERSIONED`],
     /// [`super::Recorded::version`]).
     version: Version,
     /// Its tenant, as an index into [`Objects::tenants`] (when [`RECORDED`]).
     tenant: u32,
-    /// [`LIVE`], [`RECORDED`], [`DONE`], [`VERSIONED`].
+    /// [`LIVE`], [`RECORDED`], [`DONE`], [`VERSIONED`], [`MOVED`].
     flags: u8,
 }
 
@@ -49,14 +50,6 @@ impl Object {
     /// Whether any of `flags` is set.
     pub(super) fn has(&self, flags: u8) -> bool {
         self.flags & flags != 0
-    }
-
-    /// The live hash, when known.
-    pub(super) fn live(&self) -> Option<Digest> {
-        if !self.has(LIVE) {
-            return None;
-        }
-        Some(self.moved.as_deref().copied().unwrap_or(self.hash))
     }
 
     /// The version it is judged by, when it is (and recorded).
@@ -68,33 +61,41 @@ impl Object {
     pub(super) fn recorded(&self) -> Option<Digest> {
         self.has(RECORDED).then_some(self.hash)
     }
+}
 
-    /// Set both hashes (`None`: not known, not recorded); without a baseline, its version
-    /// and done flag go too.
-    fn set_hashes(&mut self, live: Option<Digest>, recorded: Option<Digest>) {
-        let mut flags = self.flags & (DONE | VERSIONED);
-        if live.is_some() {
-            flags |= LIVE;
-        }
-        if recorded.is_some() {
-            flags |= RECORDED;
-        } else {
-            flags &= !(DONE | VERSIONED);
-            self.version = Version::default();
-        }
-        self.flags = flags;
-        (self.hash, self.moved) = match (live, recorded) {
-            (Some(l), Some(r)) => (r, (l != r).then(|| Box::new(l))),
-            (Some(h), None) | (None, Some(h)) => (h, None),
-            (None, None) => (Digest::default(), None),
-        };
+/// Set both hashes of `o`, the record of `id` (`None`: not known, not recorded); a live hash
+/// that is not the recorded one goes to `moved`. Without a baseline, its version and done flag
+/// go too.
+fn set_hashes(
+    o: &mut Object,
+    moved: &mut HashMap<Id, Digest>,
+    id: &Id,
+    live: Option<Digest>,
+    recorded: Option<Digest>,
+) {
+    let mut flags = o.flags & (DONE | VERSIONED);
+    if live.is_some() {
+        flags |= LIVE;
     }
-
-    /// Set the live hash (`None`: forget it).
-    pub(super) fn set_live(&mut self, live: Option<Digest>) {
-        let recorded = self.recorded();
-        self.set_hashes(live, recorded);
+    if recorded.is_some() {
+        flags |= RECORDED;
+    } else {
+        flags &= !(DONE | VERSIONED);
+        o.version = Version::default();
     }
+    o.hash = match (live, recorded) {
+        (Some(l), Some(r)) if l != r => {
+            flags |= MOVED;
+            moved.insert(id.clone(), l);
+            r
+        }
+        (_, Some(h)) | (Some(h), None) => h,
+        (None, None) => Digest::default(),
+    };
+    if flags & MOVED == 0 && o.has(MOVED) {
+        moved.remove(id);
+    }
+    o.flags = flags;
 }
 
 /// The records of the objects, and the names of their tenants.
@@ -102,6 +103,10 @@ impl Object {
 pub(super) struct Objects {
     /// One record per object, at its interned id's slot.
     pub(super) by_id: Slots<Object>,
+    /// The live hash of each object whose live hash is known and is not the recorded one
+    /// ([`MOVED`]): the few objects changed since fief applied them, not a word in every
+    /// record.
+    moved: HashMap<Id, Digest>,
     /// The tenants' names, each held once ([`Object::tenant`] is an index here).
     tenants: Vec<Arc<str>>,
     /// The index of each name in `tenants`.
@@ -113,9 +118,9 @@ impl Objects {
     /// live hash is kept).
     pub(super) fn record(&mut self, id: Id, recorded: super::Recorded) {
         let tenant = self.tenant(&recorded.tenant);
-        let o = self.by_id.get_or_default(id);
-        let live = o.live();
-        o.set_hashes(live, Some(recorded.live));
+        let live = self.live(&id);
+        let o = self.by_id.get_or_default(id.clone());
+        set_hashes(o, &mut self.moved, &id, live, Some(recorded.live));
         o.flags &= !(DONE | VERSIONED);
         if let Some(version) = recorded.version {
             o.version = version;
@@ -153,22 +158,47 @@ impl Objects {
         self.by_id.get(id).filter(|o| o.has(flags))
     }
 
-    /// Set the live hash of `id`.
-    pub(super) fn set_live(&mut self, id: Id, hash: Digest) {
-        self.by_id.get_or_default(id).set_live(Some(hash));
+    /// The live hash of `id`, when known.
+    pub(super) fn live(&self, id: &Id) -> Option<Digest> {
+        let o = self.by_id.get(id).filter(|o| o.has(LIVE))?;
+        if o.has(MOVED) {
+            self.moved.get(id).copied()
+        } else {
+            Some(o.hash)
+        }
+    }
+
+    /// Whether the live hash of `id` is known and is the recorded one.
+    pub(super) fn as_recorded(&self, id: &Id) -> bool {
+        self.by_id
+            .get(id)
+            .is_some_and(|o| o.flags & (LIVE | RECORDED | MOVED) == LIVE | RECORDED)
+    }
+
+    /// Set the live hash of `id`, or (`replace` false) only when none is known.
+    pub(super) fn set_live(&mut self, id: Id, hash: Digest, replace: bool) {
+        let o = self.by_id.get_or_default(id.clone());
+        if replace || !o.has(LIVE) {
+            let recorded = o.recorded();
+            set_hashes(o, &mut self.moved, &id, Some(hash), recorded);
+        }
     }
 
     /// Forget the live hash (`LIVE`) or the baseline (`RECORDED`) of `id`; a record left with
     /// nothing is removed.
     pub(super) fn forget(&mut self, id: &Id, what: u8) {
+        let live = if what & LIVE != 0 {
+            None
+        } else {
+            self.live(id)
+        };
         if let Some(o) = self.by_id.get_mut(id) {
-            let live = if what & LIVE != 0 { None } else { o.live() };
             let recorded = if what & RECORDED != 0 {
                 None
             } else {
                 o.recorded()
             };
-            o.set_hashes(live, recorded);
+            set_hashes(o, &mut self.moved, id, live, recorded);
             if !o.has(LIVE | RECORDED) {
                 self.by_id.remove(id);
             }
@@ -195,22 +225,37 @@ mod tests {
         let (a, b) = (Digest::of(b"a"), Digest::of(b"b"));
         let x = Interner::default().intern(&object("x"));
         let mut objects = Objects::default();
-        objects.set_live(x.clone(), a);
+        objects.set_live(x.clone(), a, true);
         objects.record(x.clone(), recorded("t", a));
         let o = objects.with(&x, LIVE).unwrap();
-        assert_eq!((o.live(), o.recorded()), (Some(a), Some(a)));
-        assert!(o.moved.is_none(), "equal hashes are held once");
-        objects.set_live(x.clone(), b);
+        assert_eq!((objects.live(&x), o.recorded()), (Some(a), Some(a)));
+        assert!(objects.moved.is_empty(), "equal hashes are held once");
+        assert!(objects.as_recorded(&x));
+        objects.set_live(x.clone(), b, false);
+        assert_eq!(
+            objects.live(&x),
+            Some(a),
+            "a known live hash is not replaced"
+        );
+        objects.set_live(x.clone(), b, true);
         let o = objects.with(&x, LIVE).unwrap();
-        assert_eq!((o.live(), o.recorded()), (Some(b), Some(a)));
+        assert_eq!((objects.live(&x), o.recorded()), (Some(b), Some(a)));
+        assert_eq!(
+            objects.moved.len(),
+            1,
+            "a live hash that moved is kept apart"
+        );
+        assert!(!objects.as_recorded(&x));
         assert_eq!(objects.tenant_of(o).as_ref(), "t");
         assert!(o.has(DONE));
         objects.forget(&x, RECORDED);
         let o = objects.with(&x, LIVE).unwrap();
-        assert_eq!((o.live(), o.recorded()), (Some(b), None));
+        assert_eq!((objects.live(&x), o.recorded()), (Some(b), None));
+        assert!(objects.moved.is_empty(), "one hash is held in the record");
         assert!(!o.has(DONE), "done goes with the baseline");
         objects.forget(&x, LIVE);
         assert!(objects.by_id.is_empty(), "a record of nothing is removed");
+        assert!(objects.moved.is_empty());
     }
 
     #[test]
