@@ -227,7 +227,7 @@ impl Shared {
 struct LoopState {
     rev: Option<Arc<Revision>>,
     /// Input hash each tenant was last synced (or found invalid) at.
-    synced: BTreeMap<String, String>,
+    synced: BTreeMap<String, fief_core::inputs::InputHash>,
     /// Tenant files removed since the last orphan report.
     check_orphans: bool,
     /// The agent namespace exists.
@@ -255,10 +255,15 @@ impl LoopState {
     /// Record `tenant` as synced (or found invalid) at input hash `hash` of revision `rev`.
     /// At the head's hash it is settled: its revision is the head's from then on (older
     /// revisions are freed). Otherwise (a rollout holds it at `rev`) it stays unsettled.
-    fn record_synced(&mut self, tenant: &str, hash: &str, rev: Arc<Revision>) {
-        self.synced.insert(tenant.to_string(), hash.to_string());
+    fn record_synced(
+        &mut self,
+        tenant: &str,
+        hash: fief_core::inputs::InputHash,
+        rev: Arc<Revision>,
+    ) {
+        self.synced.insert(tenant.to_string(), hash);
         let head = self.rev.as_ref().and_then(|r| r.hashes.get(tenant));
-        if head.is_some_and(|h| h == hash) {
+        if head == Some(&hash) {
             self.synced_rev.remove(tenant);
             self.unsettled.remove(tenant);
         } else {

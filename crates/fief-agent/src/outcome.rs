@@ -216,9 +216,9 @@ fn account(
                     q.recheck(&report.tenant, now);
                 }
                 if let Some(rev) = rev
-                    && let Some(h) = rev.hashes.get(&report.tenant).cloned()
+                    && let Some(h) = rev.hashes.get(&report.tenant).copied()
                 {
-                    state.record_synced(&report.tenant, &h, rev);
+                    state.record_synced(&report.tenant, h, rev);
                 }
             }
             Outcome::Orphaned => {}

@@ -5,6 +5,11 @@ use super::*;
 use fief_core::model::Repo;
 use fief_core::snapshot::Snapshot;
 
+/// The input hash named `label` (hex digits), for a test's revisions.
+fn hash(label: &str) -> fief_core::inputs::InputHash {
+    fief_core::inputs::InputHash::parse(&format!("{label:0>64}")).expect("hex digits")
+}
+
 fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {
     Arc::new(Revision {
         commit: commit.to_string(),
@@ -15,7 +20,7 @@ fn revision(commit: &str, hashes: &[(&str, &str)]) -> Arc<Revision> {
         ))))),
         hashes: hashes
             .iter()
-            .map(|(t, h)| (t.to_string(), h.to_string()))
+            .map(|(t, h)| (t.to_string(), hash(h)))
             .collect(),
         pins: Default::default(),
         charts_missing: false,
@@ -32,7 +37,7 @@ fn a_new_head_looks_at_the_tenants_it_changed_and_the_unsettled_only() {
     assert!(removed.is_empty());
     state.rev = Some(old.clone());
     for t in ["a", "b", "e"] {
-        state.record_synced(t, "1", old.clone());
+        state.record_synced(t, hash("1"), old.clone());
     }
     state.unsettled.insert("c".into()); // queued, not synced yet
     assert!(
@@ -58,13 +63,13 @@ fn a_tenant_synced_at_a_held_revision_stays_unsettled_until_synced_at_the_head()
         rev: Some(head.clone()),
         ..Default::default()
     };
-    state.record_synced("a", "1", old.clone());
+    state.record_synced("a", hash("1"), old.clone());
     assert!(state.unsettled.contains("a"));
     assert_eq!(
         state.synced_rev.get("a").map(|r| r.commit.as_str()),
         Some("1")
     );
-    state.record_synced("a", "2", head);
+    state.record_synced("a", hash("2"), head);
     assert!(!state.unsettled.contains("a"));
     assert!(state.synced_rev.is_empty());
 }

@@ -39,7 +39,7 @@ pub(super) type Kinds = BTreeMap<(String, String), BTreeSet<String>>;
 /// before the tenant is next synced ([`LoopState::evicted`]).
 pub(super) struct Seeder {
     /// Due tenants queued by a commit: their current input hash.
-    wanted: HashMap<String, String>,
+    wanted: HashMap<String, fief_core::inputs::InputHash>,
     /// Each candidate's recorded objects.
     pub(super) candidates: BTreeMap<String, Vec<Id>>,
     /// The kinds the candidates' inventories record.
@@ -58,7 +58,7 @@ impl Seeder {
             .filter(|t| triggers.get(*t).copied().unwrap_or("commit") == "commit")
             .filter_map(|t| {
                 let rev = super::rollout::revision_for(state, t)?;
-                Some((t.clone(), rev.hashes.get(t)?.clone()))
+                Some((t.clone(), *rev.hashes.get(t)?))
             })
             .collect();
         Seeder {
@@ -80,7 +80,7 @@ impl Seeder {
         let Some(hash) = self.wanted.get(tenant) else {
             return false;
         };
-        if !inv.stands_for(hash) {
+        if !inv.stands_for(&hash.to_string()) {
             return false;
         }
         let name: Arc<str> = tenant.into();
@@ -172,10 +172,10 @@ pub(super) fn account(shared: &Shared, state: &mut LoopState, verified: &[String
             q.succeeded(t);
             shared.cluster.metrics().tenant_ready(t, true);
             if let Some(rev) = super::rollout::revision_for(state, t)
-                && let Some(h) = rev.hashes.get(t).cloned()
+                && let Some(h) = rev.hashes.get(t).copied()
             {
                 super::web::verified(shared, t, &rev.commit);
-                state.record_synced(t, &h, rev);
+                state.record_synced(t, h, rev);
             }
         }
     });

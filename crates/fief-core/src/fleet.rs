@@ -66,7 +66,7 @@ impl Pass {
         let reusable = crate::pipeline::reuse_candidates(&repo, &names, cluster)
             .into_iter()
             .filter_map(|t| {
-                let hash = hashes.get(&t)?.clone();
+                let hash = hashes.get(&t)?.to_string();
                 Some((t, hash))
             })
             .collect();
@@ -271,7 +271,10 @@ mod tests {
         assert_eq!(batch.len(), 1);
         assert_eq!(batch[0].tenant, "b");
         assert!(batch[0].is_ok(), "{:?}", batch[0].errors);
-        assert_eq!(Some(&batch[0].inputs), hashes.get("b"));
+        assert_eq!(
+            Some(batch[0].inputs.clone()),
+            hashes.get("b").map(|h| h.to_string())
+        );
         assert_eq!(renders.rendered(), 1);
     }
 

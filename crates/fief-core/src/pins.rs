@@ -90,7 +90,7 @@ pub fn hashes_with(repo: &Repo, mut hashes: Hashes, resolved: &Resolved) -> Hash
             continue;
         }
         if let Some(h) = hashes.get_mut(name) {
-            *h = crate::inputs::mix(h, &mix);
+            *h = h.mix(&mix);
         }
     }
     hashes

@@ -50,7 +50,7 @@ impl Shares {
 
 /// What hashing one tenant found: its hash, and what [`TenantInputs`] keeps of what it read.
 pub(super) struct TenantRead {
-    pub(super) hash: String,
+    pub(super) hash: super::InputHash,
     pub(super) files: Vec<String>,
     pub(super) components: BTreeSet<String>,
 }

@@ -21,14 +21,16 @@ use sha2::{Digest, Sha256};
 use crate::model::{BUILTIN_BASELINE, LOCK_FILE, Repo, pinned_key};
 use crate::snapshot::{CHART_ARCHIVES, Entry, Snapshot};
 
+mod hash;
 mod kept;
 mod opaque;
 mod refs;
 
 use kept::{Changed, Shares, TenantRead, secret_stem};
 
+pub use hash::InputHash;
 use opaque::OPAQUE;
-pub use opaque::{mix, reusable};
+pub use opaque::reusable;
 
 fn hash_entry(h: &mut Sha256, path: &str, entry: Option<&Entry>) {
     h.update(path.as_bytes());
@@ -49,7 +51,7 @@ fn hex(h: Sha256) -> String {
 
 /// Input hash of each tenant, by tenant name (a persistent map: O(1) to copy, and a commit's
 /// map shares the unchanged tenants' entries with the last one's).
-pub type Hashes = imbl::OrdMap<String, String>;
+pub type Hashes = imbl::OrdMap<String, InputHash>;
 
 /// What each hash was computed from, so the next commit recomputes only the hashes whose
 /// inputs changed. Build it with [`InputIndex::update`].
@@ -76,7 +78,7 @@ struct ComponentInputs {
 
 #[derive(Debug, Clone)]
 struct TenantInputs {
-    hash: String,
+    hash: InputHash,
     /// Its tenant file and environment files: a change to one (including appearing or
     /// disappearing) changes the hash. Secret files change it too, but are found by name
     /// ([`Changed`]), not kept here. Each path is held once for the tenants of one update
@@ -216,13 +218,8 @@ fn tenant_inputs(
         || seen
             .iter()
             .any(|c| components.get(c).is_some_and(|i| i.computed));
-    let hash = hex(h);
     TenantRead {
-        hash: if computed {
-            format!("{OPAQUE}{hash}")
-        } else {
-            hash
-        },
+        hash: InputHash::finish(h, computed),
         files,
         components: seen,
     }
@@ -334,7 +331,7 @@ fn rehash_owners(
     for name in owners {
         if repo.tenants.contains_key(&name) {
             let inputs = hash(&name);
-            hashes.insert(name.clone(), inputs.hash.clone());
+            hashes.insert(name.clone(), inputs.hash);
             tenants.insert(name, inputs);
         } else {
             tenants.remove(&name);
@@ -368,10 +365,7 @@ fn index_tenants(
         };
         tenants.insert(name.clone(), inputs);
     }
-    let hashes = tenants
-        .iter()
-        .map(|(n, t)| (n.clone(), t.hash.clone()))
-        .collect();
+    let hashes = tenants.iter().map(|(n, t)| (n.clone(), t.hash)).collect();
     (tenants, hashes)
 }
 
@@ -408,7 +402,7 @@ impl TenantHasher {
     }
 
     /// The input hash of tenant `name` of `repo`.
-    pub fn hash(&self, repo: &Repo, name: &str) -> String {
+    pub fn hash(&self, repo: &Repo, name: &str) -> InputHash {
         tenant_inputs(repo, name, &self.shared, &self.components).hash
     }
 }
@@ -422,8 +416,8 @@ pub fn tenant_hashes(repo: &Repo) -> Hashes {
 /// not name, or whose hash is not [`reusable`], keep an empty one: unknown).
 pub fn stamp(renders: &mut [crate::render::TenantRender], hashes: &Hashes) {
     for r in renders {
-        if let Some(h) = hashes.get(&r.tenant).filter(|h| reusable(h)) {
-            r.inputs.clone_from(h);
+        if let Some(h) = hashes.get(&r.tenant).filter(|h| h.is_reusable()) {
+            r.inputs = h.to_string();
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Opaque input hashes: the mark on a tenant hash whose render may read a template named
 //! while rendering, so a render is never skipped on its strength.
 //!
-//! In: an input hash (and, to [`mix`], what to mix into it). Out: whether a render at that
-//! hash may be skipped while it stands ([`reusable`]), and the hash with something mixed in,
-//! still opaque if it was. What the inventory's status asks of a recorded hash, apart from
-//! how the hashes are computed. Pure.
+//! In: an input hash as an inventory's status records it (text). Out: whether a render at that
+//! hash may be skipped while it stands ([`reusable`]). What the inventory's status asks of a
+//! recorded hash, apart from how the hashes are computed ([`super::InputHash`] writes the
+//! mark). Pure.
 
 /// How a tenant hash starts when the render it stands for may read a template whose name is
 /// computed while rendering: the hash still changes with every file it knows of (so the agent
@@ -16,14 +16,4 @@ pub(super) const OPAQUE: &str = "opaque:";
 /// [`OPAQUE`]).
 pub fn reusable(hash: &str) -> bool {
     !hash.is_empty() && !hash.starts_with(OPAQUE)
-}
-
-/// `hash` with `extra` mixed in (e.g. a pinned ref's tree id), still opaque if it was.
-pub fn mix(hash: &str, extra: &str) -> String {
-    let mixed = crate::objects::sha256_hex(format!("{hash};{extra}").as_bytes());
-    if reusable(hash) {
-        mixed
-    } else {
-        format!("{OPAQUE}{mixed}")
-    }
 }

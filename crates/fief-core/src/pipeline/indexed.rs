@@ -96,8 +96,8 @@ fn render_names<E>(
             // An invalid render's hash is never recorded (see `status::record_inputs`).
             if let Some(hasher) = hasher.filter(|_| out.is_ok()) {
                 let hash = hasher.hash(&repo, name);
-                if crate::inputs::reusable(&hash) {
-                    out.inputs = hash;
+                if hash.is_reusable() {
+                    out.inputs = hash.to_string();
                 }
             }
             out
@@ -122,7 +122,7 @@ pub fn indexed_reuse(
     let judge = |name: &String| {
         let repo = indexed.tenant_repo(name);
         let candidate = !reuse_candidates(&repo, std::slice::from_ref(name), cluster).is_empty();
-        candidate.then(|| (name.clone(), hasher.hash(&repo, name)))
+        candidate.then(|| (name.clone(), hasher.hash(&repo, name).to_string()))
     };
     let part = names.len().div_ceil(threads()).max(1);
     std::thread::scope(|s| {
