@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::parts::index::feed::LiveWrite;
 use super::parts::index::{Baseline, Recorded};
 use super::{LoopState, Shared};
-use fief_core::digest::{Digest, Version};
+use fief_core::digest::Digest;
 use fief_core::inventory::{Entry, Inventory};
 use fief_core::status::{Failure, Outcome};
 use fief_kube::sync::{ClusterState, SyncResult, TenantReport};
@@ -115,7 +115,7 @@ fn take_in(
             let id = recorded.intern(id);
             let digest = Digest::from_hex(&entry.live);
             let done = entry.done.is_some();
-            let version = (by_version && !done).then(|| Version::from(&entry.applied_version()));
+            let version = (by_version && !done).then(|| entry.version());
             recorded.record(
                 id.clone(),
                 Recorded {

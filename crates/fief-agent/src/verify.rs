@@ -27,7 +27,7 @@ use std::sync::Arc;
 use super::desired::Id;
 use super::parts::index::Recorded;
 use super::{LoopState, Shared};
-use fief_core::digest::{Digest, Version};
+use fief_core::digest::Digest;
 use fief_core::inventory::{Inventory, InventoryError};
 
 /// Kinds (apiVersion, kind) with the tenants using each.
@@ -109,7 +109,7 @@ impl Seeder {
                     Recorded {
                         tenant: name.clone(),
                         live: Digest::from_hex(&e.live),
-                        version: Some(Version::from(&e.applied_version())),
+                        version: Some(e.version()),
                         done: false,
                     },
                 );

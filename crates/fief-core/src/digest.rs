@@ -126,32 +126,35 @@ impl Version {
 
 impl From<&AppliedVersion> for Version {
     fn from(v: &AppliedVersion) -> Version {
-        let uid = if v.uid.is_empty() {
+        Version::of(&v.uid, &v.resource_version, &v.managed)
+    }
+}
+
+impl Version {
+    /// The version of an object whose `metadata.uid` is `uid`, whose `resourceVersion` is
+    /// `resource_version`, and whose fief `managedFields` fingerprint is `managed` (each empty
+    /// when unknown).
+    pub fn of(uid: &str, resource_version: &str, managed: &str) -> Version {
+        let uid = if uid.is_empty() {
             0
         } else {
-            let digits: Vec<u8> = v.uid.bytes().filter(|c| *c != b'-').collect();
-            let mut b = [0u8; 16];
-            if hex::decode_to_slice(&digits, &mut b).is_ok() {
-                u128::from_be_bytes(b)
-            } else {
-                hashed128(&v.uid)
-            }
+            uid_bits(uid).unwrap_or_else(|| hashed128(uid))
         };
-        let managed = if v.managed.is_empty() {
+        let managed = if managed.is_empty() {
             0
         } else {
             let mut b = [0u8; 16];
-            if hex::decode_to_slice(&v.managed, &mut b).is_ok() && b != [0; 16] {
+            if hex::decode_to_slice(managed, &mut b).is_ok() && b != [0; 16] {
                 u128::from_be_bytes(b)
             } else {
-                hashed128(&v.managed)
+                hashed128(managed)
             }
         };
-        let resource_version = match v.resource_version.parse::<u64>() {
-            _ if v.resource_version.is_empty() => 0,
+        let resource_version = match resource_version.parse::<u64>() {
+            _ if resource_version.is_empty() => 0,
             Ok(n) if n < 1 << 63 && n != 0 => n,
             // Opaque (not a number): its hash, never zero and never a small number.
-            _ => (hashed128(&v.resource_version) >> 64) as u64,
+            _ => (hashed128(resource_version) >> 64) as u64,
         };
         Version {
             uid: fold(uid),
@@ -159,6 +162,19 @@ impl From<&AppliedVersion> for Version {
             resource_version,
         }
     }
+}
+
+/// A uid's 128 bits when it is 32 hex digits with dashes (as the API server writes them).
+fn uid_bits(uid: &str) -> Option<u128> {
+    let mut digits = [0u8; 32];
+    let mut n = 0;
+    for c in uid.bytes().filter(|c| *c != b'-') {
+        *digits.get_mut(n)? = c;
+        n += 1;
+    }
+    let mut b = [0u8; 16];
+    hex::decode_to_slice(digits.get(..n)?, &mut b).ok()?;
+    Some(u128::from_be_bytes(b))
 }
 
 /// `x` in 64 bits, its halves XORed, never zero unless `x` is (zero stands for an empty field).

@@ -102,6 +102,12 @@ impl std::fmt::Display for Done {
 }
 
 impl Entry {
+    /// [`Entry::applied_version`] as the compact [`crate::digest::Version`], read without
+    /// copying its fields.
+    pub fn version(&self) -> crate::digest::Version {
+        crate::digest::Version::of(&self.uid, &self.resource_version, &self.managed)
+    }
+
     /// The version of the live object fief last applied, as recorded here.
     pub fn applied_version(&self) -> AppliedVersion {
         AppliedVersion {

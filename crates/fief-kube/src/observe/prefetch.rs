@@ -64,9 +64,7 @@ impl Prefetch {
     /// Whether the object of a recorded entry is live exactly as fief left it (so its
     /// recorded live hash stands). `false` for a kind not listed ([`Prefetch::ensure`]).
     pub fn unchanged(&self, entry: &Entry) -> bool {
-        self.version(entry, |v| {
-            v.is_some_and(|live| Version::from(&entry.applied_version()).still(live))
-        })
+        self.version(entry, |v| v.is_some_and(|live| entry.version().still(live)))
     }
 
     /// Whether the object of a recorded entry exists (listed by the metadata pass).
