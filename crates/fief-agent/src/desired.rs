@@ -107,7 +107,8 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
 }
 
 /// Desired objects by id: tenant and interned shape. A record is small: the tenant is an index
-/// into a table of the tenants' names (each held once, a row per tenant ever rendered). The
+/// into a table of the tenants' names (each held once, a row per tenant whose shapes are held;
+/// a row a tenant's last shapes leave is handed to the next tenant). The
 /// agent holds the shapes of the tenants being synced and of those whose last sync did not
 /// complete (a completed tenant is judged by its versions: `crate::outcome`), a few of the
 /// fleet, so the objects are in a hash table sized to them, not in [`Slots`] (a place per
@@ -116,8 +117,11 @@ pub fn shapes_of(render: &fief_core::render::TenantRender) -> Vec<Shaped> {
 pub struct Desired {
     /// Per object: its tenant (an index into `tenants`) and its shape.
     objects: HashMap<Id, (u32, Arc<Value>)>,
-    /// Per tenant, at the index its objects hold: its name and its objects' ids.
-    tenants: Vec<(Arc<str>, Vec<Id>)>,
+    /// Per tenant, at the index its objects hold: its name and its objects' ids (`None`: a
+    /// free row).
+    tenants: Vec<Option<(Arc<str>, Vec<Id>)>>,
+    /// The free rows of `tenants`, handed out again first.
+    free: Vec<u32>,
     /// The index of each tenant's name in `tenants`.
     tenant_index: HashMap<Arc<str>, u32>,
     shapes: HashMap<String, Arc<Value>>,
@@ -138,11 +142,10 @@ impl Desired {
     /// taken from `ids`, so it is the allocation the agent's other maps hold.
     pub fn replace(&mut self, tenant: &str, objects: Vec<Shaped>, ids: &mut Interner) {
         let t = self.tenant(tenant);
-        let Some((_, held)) = self.tenants.get_mut(t as usize) else {
-            return;
-        };
-        for id in std::mem::take(held) {
-            self.objects.remove(&id);
+        if let Some(Some((_, held))) = self.tenants.get_mut(t as usize) {
+            for id in std::mem::take(held) {
+                self.objects.remove(&id);
+            }
         }
         let mut now = Vec::with_capacity(objects.len());
         for (id, key) in objects {
@@ -151,12 +154,24 @@ impl Desired {
             now.push(id.clone());
             self.objects.insert(id, (t, shape));
         }
-        if let Some((_, held)) = self.tenants.get_mut(t as usize) {
+        if now.is_empty() {
+            self.release(t);
+        } else if let Some(Some((_, held))) = self.tenants.get_mut(t as usize) {
             *held = now;
         }
         // Emptied after a change every tenant took: give the room back.
         if self.objects.capacity() > 4 * self.objects.len() + 1024 {
             self.objects.shrink_to_fit();
+        }
+    }
+
+    /// Free the row at `t` (its tenant holds no shapes).
+    fn release(&mut self, t: u32) {
+        if let Some(row) = self.tenants.get_mut(t as usize)
+            && let Some((name, _)) = row.take()
+        {
+            self.tenant_index.remove(&name);
+            self.free.push(t);
         }
     }
 
@@ -171,23 +186,35 @@ impl Desired {
         shape
     }
 
-    /// The index of `tenant`'s row, added on first use.
+    /// The index of `tenant`'s row, taken (a free one first) on first use.
     fn tenant(&mut self, tenant: &str) -> u32 {
         if let Some(i) = self.tenant_index.get(tenant) {
             return *i;
         }
-        let i = u32::try_from(self.tenants.len()).unwrap_or(u32::MAX);
         let name: Arc<str> = tenant.into();
-        self.tenants.push((name.clone(), Vec::new()));
+        let row = Some((name.clone(), Vec::new()));
+        let i = match self.free.pop() {
+            Some(i) => {
+                if let Some(free) = self.tenants.get_mut(i as usize) {
+                    *free = row;
+                }
+                i
+            }
+            None => {
+                self.tenants.push(row);
+                u32::try_from(self.tenants.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
         self.tenant_index.insert(name, i);
         i
     }
 
     /// The name of the tenant at index `t`.
     fn name(&self, t: u32) -> Arc<str> {
-        self.tenants
-            .get(t as usize)
-            .map_or_else(|| Arc::from(""), |(name, _)| name.clone())
+        match self.tenants.get(t as usize) {
+            Some(Some((name, _))) => name.clone(),
+            _ => Arc::from(""),
+        }
     }
 
     /// Forget shapes no object uses any more.
@@ -279,6 +306,32 @@ mod tests {
         d.replace("b", Vec::new(), &mut ids);
         d.drop_unused_shapes();
         assert_eq!(d.shapes(), 0);
+    }
+
+    #[test]
+    fn a_tenant_without_shapes_holds_no_row_and_its_row_is_handed_on() {
+        let id = |t: &str| ObjectId {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: format!("{t}-prod"),
+            name: "app".into(),
+        };
+        let entry = |t: &str| vec![(id(t), shape_key(&json!({"data": {"k": t}})))];
+        let mut d = Desired::default();
+        let mut ids = Interner::default();
+        d.replace("a", entry("a"), &mut ids);
+        d.replace("b", entry("b"), &mut ids);
+        d.replace("a", Vec::new(), &mut ids);
+        assert!(!d.tenant_index.contains_key("a"), "a's name is not held");
+        d.replace("c", entry("c"), &mut ids);
+        assert_eq!(d.tenants.len(), 2, "c took a's row");
+        let (b, c) = (ids.intern(&id("b")), ids.intern(&id("c")));
+        assert_eq!(d.get(&b).unwrap().0.as_ref(), "b");
+        assert_eq!(d.get(&c).unwrap().0.as_ref(), "c");
+        for t in ["b", "c"] {
+            d.replace(t, Vec::new(), &mut ids);
+        }
+        assert!(d.tenant_index.is_empty() && d.tenants.iter().all(Option::is_none));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! through.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::events::Events;
 use crate::lock;
@@ -36,7 +36,60 @@ struct Standing {
     /// Tenants not synced because a kind they use cannot be watched: tenant → reason.
     degraded: BTreeMap<String, String>,
     /// Each tenant's last sync attempt.
-    attempts: BTreeMap<String, Attempt>,
+    attempts: BTreeMap<String, Held>,
+    /// The commits the attempts name, each held once (the latest few, newest first).
+    commits: Vec<Arc<str>>,
+}
+
+/// A tenant's last sync attempt as the report holds it: an [`Attempt`] whose commit is shared
+/// by every tenant attempted at it, not a copy per tenant.
+#[derive(Debug)]
+struct Held {
+    commit: Arc<str>,
+    outcome: fief_core::status::Outcome,
+    at: i64,
+    error: Option<Box<str>>,
+}
+
+impl Held {
+    /// `attempt` as held, its commit the shared copy of `standing`'s.
+    fn new(standing: &mut Standing, attempt: Attempt) -> Held {
+        Held {
+            commit: standing.commit(&attempt.commit),
+            outcome: attempt.outcome,
+            at: attempt.at,
+            error: attempt.error.map(String::into_boxed_str),
+        }
+    }
+
+    /// The attempt it holds.
+    fn attempt(&self) -> Attempt {
+        Attempt {
+            commit: self.commit.to_string(),
+            outcome: self.outcome,
+            at: self.at,
+            error: self.error.as_deref().map(str::to_string),
+        }
+    }
+}
+
+/// Commits [`Standing::commits`] keeps: the head and the revisions a rollout holds tenants
+/// at, as a rule.
+const COMMITS: usize = 4;
+
+impl Standing {
+    /// The shared copy of `commit`.
+    fn commit(&mut self, commit: &str) -> Arc<str> {
+        if let Some(i) = self.commits.iter().position(|c| c.as_ref() == commit) {
+            let held = self.commits.remove(i);
+            self.commits.insert(0, held.clone());
+            return held;
+        }
+        let held: Arc<str> = commit.into();
+        self.commits.insert(0, held.clone());
+        self.commits.truncate(COMMITS);
+        held
+    }
 }
 
 /// What the agent reports (see the module docs).
@@ -82,6 +135,7 @@ impl Report {
     pub(crate) fn drop_tenants(&self) {
         let mut s = lock(&self.standing);
         drop(std::mem::take(&mut s.attempts));
+        drop(std::mem::take(&mut s.commits));
         drop(std::mem::take(&mut s.degraded));
     }
 
@@ -165,14 +219,19 @@ impl Report {
 
     /// Record `tenant`'s last sync attempt.
     pub(crate) fn attempted(&self, tenant: &str, attempt: Attempt) {
-        lock(&self.standing)
-            .attempts
-            .insert(tenant.to_string(), attempt);
+        let mut s = lock(&self.standing);
+        let held = Held::new(&mut s, attempt);
+        match s.attempts.get_mut(tenant) {
+            Some(last) => *last = held,
+            None => {
+                s.attempts.insert(tenant.to_string(), held);
+            }
+        }
     }
 
     /// `tenant`'s last sync attempt.
     pub(crate) fn attempt(&self, tenant: &str) -> Option<Attempt> {
-        lock(&self.standing).attempts.get(tenant).cloned()
+        lock(&self.standing).attempts.get(tenant).map(Held::attempt)
     }
 
     /// The agent's part of `/status` it knows of itself: leading, the last fetch and each
@@ -183,7 +242,11 @@ impl Report {
             leading: s.leading,
             fetched_commit: s.last_commit.clone(),
             fetch_error: s.last_fetch_error.clone(),
-            tenants: s.attempts.clone(),
+            tenants: s
+                .attempts
+                .iter()
+                .map(|(t, held)| (t.clone(), held.attempt()))
+                .collect(),
             ..AgentStatus::default()
         }
     }
@@ -225,5 +288,32 @@ impl Report {
             None => String::new(),
         };
         (true, format!("ready ({role}){fetch}{degraded}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fief_core::status::Outcome;
+
+    #[test]
+    fn attempts_at_one_commit_share_it_and_read_back_as_recorded() {
+        let mut s = Standing::default();
+        let a = s.commit("c1");
+        let b = s.commit("c1");
+        assert!(Arc::ptr_eq(&a, &b), "one copy of a commit");
+        for i in 0..COMMITS + 2 {
+            s.commit(&format!("other{i}"));
+        }
+        assert_eq!(s.commits.len(), COMMITS, "the latest few are kept");
+        let attempt = Attempt {
+            commit: "c2".into(),
+            outcome: Outcome::Failed,
+            at: 7,
+            error: Some("boom".into()),
+        };
+        let held = Held::new(&mut s, attempt.clone());
+        assert_eq!(held.attempt(), attempt);
+        assert!(Arc::ptr_eq(&held.commit, &s.commit("c2")));
     }
 }
