@@ -130,7 +130,7 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
         .as_ref()
         .map(|w| web::Web::new(w, &options.cluster, clients.lease_client.clone()));
     let (index, keeper) = LiveIndex::new();
-    let ids = index.ids();
+    let (ids, watched) = (index.ids(), index.watched());
     let shared = Arc::new(Shared {
         cluster: Cluster::new(client.clone(), clients.counter.clone(), metrics),
         source: Source::new(
@@ -144,6 +144,7 @@ pub(crate) fn shared_state(options: &AgentOptions, clients: &Clients) -> Arc<Sha
             options.max_in_flight,
             options.health_timeout,
             ids,
+            watched,
         )),
         rollout: RolloutState::default(),
         report: Report::new(events::Events::start(client), notifier.clone(), web),

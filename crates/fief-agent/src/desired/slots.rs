@@ -47,11 +47,13 @@ impl<T> Slots<T> {
     }
 
     /// Whether `id` has a value.
+    #[cfg(test)]
     pub fn contains(&self, id: &Id) -> bool {
         self.get(id).is_some()
     }
 
     /// Set the value of `id`; returns the one it replaces.
+    #[cfg(test)]
     pub fn insert(&mut self, id: Id, value: T) -> Option<T> {
         self.place(id.slot()).replace((id, value)).map(|(_, v)| v)
     }

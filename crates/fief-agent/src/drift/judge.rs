@@ -83,8 +83,9 @@ pub(crate) fn observe(
     };
     let hash = plan::live_digest(&shape, value);
     let recorded = shared.index.recorded_live(id);
-    keeper.set_live(interned.clone(), hash);
-    shared.gate.observed(&tenant, &interned, Some(hash), value);
+    shared.gate.observed(&tenant, &interned, true, value, || {
+        keeper.set_live(interned.clone(), hash)
+    });
     if recorded.is_some_and(|r| r != hash)
         && may_drift(shared, &tenant, seen)
         && !shared.index.is_done(id)
@@ -102,7 +103,7 @@ fn unknown(shared: &Shared, keeper: &Keeper, id: &ObjectId, value: &Value) {
     if let Some(tenant) = value["metadata"]["labels"][objects::LABEL_TENANT].as_str() {
         shared
             .gate
-            .observed(tenant, &keeper.intern(id), None, value);
+            .observed(tenant, &keeper.intern(id), false, value, || ());
     }
 }
 
@@ -121,11 +122,12 @@ fn observe_version(
         unknown(shared, keeper, id, value);
         return None;
     };
-    match &hash {
-        Some(h) => keeper.set_live(interned.clone(), *h),
-        None => keeper.forget_live(id),
-    }
-    shared.gate.observed(&tenant, &interned, hash, value);
+    shared
+        .gate
+        .observed(&tenant, &interned, hash.is_some(), value, || match &hash {
+            Some(h) => keeper.set_live(interned.clone(), *h),
+            None => keeper.forget_live(id),
+        });
     if hash.is_none() && may_drift(shared, &tenant, seen) {
         drifted(
             shared,

@@ -12,9 +12,10 @@
 //! `Stalled` naming the unhealthy objects when one failed or its component's `health.timeout`
 //! passed — written onto its inventory status by one writer task, each tenant's state for the
 //! rollout, and the figures for `/metrics` and `/status`. An object counts only once the
-//! watch has seen it at the version the sync applied (its live hash equals the one recorded
-//! after apply, or its resourceVersion is the one the apply returned), so a status from
-//! before the apply is never taken for the new version's. A stalled tenant is still watched:
+//! watch has seen it at the version the sync applied (the live hash the watches computed last,
+//! which the index holds, is the one recorded after apply; or, for an object they could not
+//! hash, its resourceVersion is the one the apply returned), so a status from before the
+//! apply is never taken for the new version's. A stalled tenant is still watched:
 //! it turns `Ready` when its objects become healthy.
 
 mod report;
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::desired::{Ids, Key, Slots, key};
+use crate::desired::{Id, Ids, Key, key};
 use fief_core::digest::Digest;
 use fief_core::health::{Health, Verdict, Waited, health, verdict};
 use fief_core::model::Repo;
@@ -63,23 +64,23 @@ struct Waiting {
 /// once (ConfigMaps, RBAC, an unchanged Deployment) cost no status write.
 const GRACE: Duration = Duration::from_secs(1);
 
-/// An object as the watches last saw it: two words (its health, when not current, is kept
-/// apart: [`Tracker::unhealthy`]).
-struct Seen {
-    /// Its live hash, as [`Digest::short`] (0: not known).
-    hash: u64,
-    /// Its resourceVersion as a number (0: not a number).
-    version: u64,
-}
-
-impl Seen {
-    /// Whether this is the version a sync applied: the same live hash, or the same
-    /// resourceVersion (an apply that changed nothing returns the version the watch saw,
-    /// though the watch could not hash an object whose tenant was not rendered yet).
-    fn is(&self, applied: &Applied) -> bool {
-        self.hash == applied.live.short() || (self.version != 0 && self.version == applied.version)
+/// Whether the watches saw an object at the version a sync applied (so its health as they
+/// last saw it is the applied version's): by the live hash the watches computed last
+/// (`watched`, from the index's record), or, for an object they last saw without a hash
+/// (its tenant not rendered since the agent started, or fief's fields changed since it was
+/// applied), by its resourceVersion (`unhashed`: the low half), which an apply that changed
+/// nothing returns as the watch saw it. Resource versions that differ by a multiple of 2^32
+/// are never both live at once.
+fn seen_at(unhashed: Option<u32>, watched: Option<Digest>, applied: &Applied) -> bool {
+    match unhashed {
+        Some(version) => version != 0 && version == applied.version as u32,
+        None => watched == Some(applied.live),
     }
 }
+
+/// A lookup of the live hash the watches computed last for an object (none while a sync's
+/// write is not reported yet): [`crate::parts::index::LiveIndex::watched`].
+pub type Watched = Box<dyn Fn(&Id) -> Option<Digest> + Send + Sync>;
 
 /// A resourceVersion as a number (0: absent or not a number; the API server's are).
 fn version_number(resource_version: Option<&str>) -> u64 {
@@ -88,15 +89,14 @@ fn version_number(resource_version: Option<&str>) -> u64 {
 
 #[derive(Default)]
 struct Tracker {
-    /// Health of desired objects as the watches last saw them, with their live hash (at the
-    /// slots of the agent's interned ids: no copy of each id here, no hash table).
-    /// The live hash is kept as [`Digest::short`] (0: not known, an object judged by a
-    /// version that moved, or not rendered since the agent started): one entry per managed
-    /// object, so it is kept small.
-    live: Slots<Seen>,
-    /// The health of the objects in `live` that are not [`Health::Current`] (the few that
-    /// are converging or failed, with why); an object not here is current.
-    unhealthy: HashMap<crate::desired::Id, Health>,
+    /// The objects the watches last saw without a live hash, with the low half of their
+    /// resourceVersion (see [`seen_at`]): the few of tenants not rendered since the agent
+    /// started, or changed since fief applied them. The others' live hashes are the index's
+    /// ([`Gate::watched`]): nothing is kept here per object.
+    unhashed: HashMap<Id, u32>,
+    /// The health of the objects seen that are not [`Health::Current`] (the few that are
+    /// converging or failed, with why); an object not here is current.
+    unhealthy: HashMap<Id, Health>,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -140,9 +140,11 @@ pub struct Gate {
     namespace: Mutex<String>,
     /// Told every change of a tenant's verdict (the notifications), set once at start.
     listener: std::sync::OnceLock<Listener>,
-    /// The agent's interner, whose ids `Tracker::live` is indexed by (a leaf lock, taken
-    /// under the tracker's).
+    /// The agent's interner (a leaf lock, taken under the tracker's).
     ids: Ids,
+    /// The live hash the watches computed last for an object (takes the index's records
+    /// lock under the tracker's; never under the interner's).
+    watched: Watched,
 }
 
 /// What is told a tenant's new verdict.
@@ -155,8 +157,8 @@ fn lock(m: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
 impl Gate {
     /// A gate whose rollouts keep at most `max` tenants applied-but-unsettled at once;
     /// components without a `health.timeout` wait `default_timeout`; objects are known by
-    /// the ids of `ids`.
-    pub fn new(max: usize, default_timeout: Duration, ids: Ids) -> Gate {
+    /// the ids of `ids`, their live hashes as the watches computed them by `watched`.
+    pub fn new(max: usize, default_timeout: Duration, ids: Ids, watched: Watched) -> Gate {
         let max = max.max(1);
         let (writes, receiver) = mpsc::unbounded_channel();
         Gate {
@@ -170,6 +172,7 @@ impl Gate {
             namespace: Mutex::new(String::new()),
             listener: std::sync::OnceLock::new(),
             ids,
+            watched,
         }
     }
 
@@ -203,20 +206,27 @@ impl Gate {
         Permit(())
     }
 
-    /// A watch saw a desired object of `tenant` (its live hash against the desired object).
+    /// A watch saw a desired object of `tenant`: `hashed` when it took its live hash,
+    /// otherwise its resourceVersion is kept. `index` records what the watch took in the
+    /// index (its live hash, or that none is known), under the gate's lock: no judgement sees
+    /// the new live hash with the health of the version before it.
     pub fn observed(
         &self,
         tenant: &str,
-        id: &super::desired::Id,
-        hash: Option<Digest>,
+        id: &Id,
+        hashed: bool,
         value: &Value,
+        index: impl FnOnce(),
     ) {
         let mut t = lock(&self.tracker);
-        let seen = Seen {
-            hash: hash.map_or(0, |h| h.short()),
-            version: version_number(value["metadata"]["resourceVersion"].as_str()),
+        index();
+        match hashed {
+            true => t.unhashed.remove(id),
+            false => {
+                let version = version_number(value["metadata"]["resourceVersion"].as_str());
+                t.unhashed.insert(id.clone(), version as u32)
+            }
         };
-        t.live.insert(id.clone(), seen);
         match health(value) {
             Health::Current => t.unhealthy.remove(id),
             other => t.unhealthy.insert(id.clone(), other),
@@ -233,7 +243,7 @@ impl Gate {
     pub fn gone(&self, tenant: &str, id: &ObjectId) {
         let mut t = lock(&self.tracker);
         if let Some(id) = self.ids.find(id) {
-            t.live.remove(&id);
+            t.unhashed.remove(&id);
         }
         t.unhealthy.remove(key(id));
         if t.waiting
@@ -353,7 +363,7 @@ impl Gate {
         let mut t = lock(&self.tracker);
         match part {
             "objects" => {
-                drop(std::mem::take(&mut t.live));
+                drop(std::mem::take(&mut t.unhashed));
                 drop(std::mem::take(&mut t.unhealthy));
             }
             "tenants" => drop(std::mem::take(&mut *t)),
@@ -378,21 +388,23 @@ impl Gate {
         let Some(w) = t.waiting.get(tenant) else {
             return;
         };
-        let objects: Vec<Waited> = {
+        // The interned ids first: the index's lock is never taken under the interner's.
+        let interned: Vec<Option<Id>> = {
             let ids = self.ids.lock();
-            w.objects
-                .iter()
-                .map(|(id, applied)| Waited {
-                    object: id.to_string(),
-                    health: ids
-                        .find(id)
-                        .and_then(|interned| t.live.get(&interned))
-                        .filter(|seen| seen.is(applied))
-                        .map(|_| t.health(key(id))),
-                    overdue: now >= applied.deadline,
-                })
-                .collect()
+            w.objects.keys().map(|id| ids.find(id)).collect()
         };
+        let objects: Vec<Waited> = w
+            .objects
+            .iter()
+            .zip(interned)
+            .map(|((id, applied), interned)| Waited {
+                object: id.to_string(),
+                health: interned
+                    .filter(|i| seen_at(t.unhashed.get(i).copied(), (self.watched)(i), applied))
+                    .map(|_| t.health(key(id))),
+                overdue: now >= applied.deadline,
+            })
+            .collect();
         let v = verdict(&objects);
         if v == Verdict::Ready {
             t.waiting.remove(tenant);

@@ -87,10 +87,15 @@ impl Gate {
     /// The health the watches last saw of each of `ids` (`None`: not seen).
     pub fn health_of(&self, ids: &[ObjectId]) -> Vec<Option<Health>> {
         let t = lock(&self.tracker);
-        let interner = self.ids.lock();
+        let interned: Vec<_> = {
+            let interner = self.ids.lock();
+            ids.iter().map(|id| interner.find(id)).collect()
+        };
         ids.iter()
-            .map(|id| {
-                let seen = interner.find(id).is_some_and(|i| t.live.contains(&i));
+            .zip(interned)
+            .map(|(id, interned)| {
+                let seen = interned
+                    .is_some_and(|i| t.unhashed.contains_key(&i) || (self.watched)(&i).is_some());
                 seen.then(|| t.health(crate::desired::key(id)))
             })
             .collect()

@@ -10,14 +10,15 @@ fn applied(live: Digest, version: u64) -> Applied {
     }
 }
 
-fn seen(hash: u64, version: u64) -> Seen {
-    Seen { hash, version }
+/// A gate whose watched live hashes are none (tests that judge no tenant).
+fn gate(max: usize, ids: crate::desired::Ids) -> Gate {
+    Gate::new(max, Duration::from_secs(60), ids, Box::new(|_| None))
 }
 
 #[test]
 fn a_seen_object_keeps_its_health_apart_only_when_it_is_not_current() {
     let ids = crate::desired::Ids::default();
-    let gate = Gate::new(1, Duration::from_secs(60), ids.clone());
+    let gate = gate(1, ids.clone());
     let id = |name: &str| ObjectId {
         group: "apps".into(),
         kind: "Deployment".into(),
@@ -26,8 +27,8 @@ fn a_seen_object_keeps_its_health_apart_only_when_it_is_not_current() {
     };
     let converging = serde_json::json!({"kind": "Deployment", "metadata": {"generation": 2}, "status": {"observedGeneration": 1}});
     let current = serde_json::json!({"kind": "ConfigMap"});
-    gate.observed("a", &ids.intern(&id("web")), None, &converging);
-    gate.observed("a", &ids.intern(&id("api")), None, &current);
+    gate.observed("a", &ids.intern(&id("web")), false, &converging, || ());
+    gate.observed("a", &ids.intern(&id("api")), false, &current, || ());
     let [web, api, other]: [Option<Health>; 3] = gate
         .health_of(&[id("web"), id("api"), id("other")])
         .try_into()
@@ -40,29 +41,37 @@ fn a_seen_object_keeps_its_health_apart_only_when_it_is_not_current() {
         1,
         "current: nothing held"
     );
-    gate.observed("a", &ids.intern(&id("web")), None, &current);
+    gate.observed("a", &ids.intern(&id("web")), false, &current, || ());
     assert!(lock(&gate.tracker).unhealthy.is_empty(), "healthy again");
-    gate.observed("a", &ids.intern(&id("web")), None, &converging);
+    gate.observed("a", &ids.intern(&id("web")), false, &converging, || ());
     gate.gone("a", &id("web"));
     let t = lock(&gate.tracker);
-    assert_eq!(t.live.len(), 1, "gone: forgotten");
+    assert_eq!(t.unhashed.len(), 1, "gone: forgotten");
     assert!(t.unhealthy.is_empty(), "gone: forgotten");
 }
 
 #[test]
-fn an_object_is_current_at_the_applied_hash_or_at_the_applied_resource_version() {
+fn an_object_is_current_at_the_watched_hash_or_unhashed_at_the_applied_resource_version() {
     let live = Digest::from_hex(&"ab".repeat(32));
     let other = Digest::from_hex(&"cd".repeat(32));
-    assert!(seen(live.short(), 0).is(&applied(live, 7)), "same hash");
+    assert!(seen_at(None, Some(live), &applied(live, 7)), "same hash");
     assert!(
-        seen(0, 7).is(&applied(live, 7)),
+        !seen_at(None, Some(other), &applied(live, 7)),
+        "an older hash, or a write no watch reported yet"
+    );
+    assert!(!seen_at(None, None, &applied(live, 7)), "not seen");
+    assert!(
+        seen_at(Some(7), None, &applied(live, 7)),
         "not hashed (its tenant not rendered when seen), same version"
     );
-    assert!(!seen(other.short(), 6).is(&applied(live, 7)), "older");
+    assert!(!seen_at(Some(6), Some(live), &applied(live, 7)), "older");
     assert!(
-        !seen(0, 0).is(&applied(live, 0)),
+        !seen_at(Some(0), None, &applied(live, 0)),
         "unknown versions never match"
     );
+    let past = (1u64 << 32) + 7;
+    assert!(seen_at(Some(past as u32), None, &applied(live, past)));
+    assert!(!seen_at(Some(past as u32), None, &applied(live, past + 1)));
 }
 
 #[test]
@@ -74,7 +83,7 @@ fn resource_versions_that_are_not_numbers_are_unknown() {
 
 #[test]
 fn the_gate_figures_are_exposed_and_a_tenant_no_longer_judged_leaves_them() {
-    let gate = Gate::new(3, Duration::from_secs(60), crate::desired::Ids::default());
+    let gate = gate(3, crate::desired::Ids::default());
     let metrics = crate::metrics::Metrics::default();
     {
         let mut t = lock(&gate.tracker);

@@ -34,7 +34,8 @@
 //! kind is listed, listing or failing; the relist epoch each watch subscribes to.
 //!
 //! Lock order: `desired`, then `objects`; `ids` is a leaf (nothing is locked while it is
-//! held). Each method takes what it reads or writes under one lock (or, for
+//! held). The health gate's lock comes before `objects`: the gate reads the live hashes the
+//! watches computed under it, and the index task sets them under it ([`crate::health`]). Each method takes what it reads or writes under one lock (or, for
 //! [`LiveIndex::baseline`], its handle holds the lock until it returns), so no caller splits
 //! one of these steps in two.
 
@@ -47,7 +48,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use self::feed::{Event, LiveWrite};
-use self::objects::{DONE, LIVE, Objects, RECORDED};
+use self::objects::{DONE, LIVE, LiveFrom, Objects, RECORDED};
 use crate::desired::{Desired, Found, Id, Ids, Shaped};
 use crate::{WatchState, lock, read, write};
 use fief_core::digest::{Digest, Version};
@@ -270,6 +271,15 @@ impl LiveIndex {
             .and_then(|o| o.recorded())
     }
 
+    /// A lookup of the live hash the watches computed last for an object, when that is the
+    /// one known (not a sync's write no watch has reported yet): what the health gate judges
+    /// whether a watch saw the version a sync applied by. It takes the records' lock: never
+    /// call it with the interner's held.
+    pub(crate) fn watched(&self) -> crate::health::Watched {
+        let maps = self.maps.clone();
+        Box::new(move |id| read(&maps.objects).watched(id))
+    }
+
     /// Whether `id` is recorded done by its delete policy.
     pub(crate) fn is_done(&self, id: &ObjectId) -> bool {
         self.maps
@@ -380,7 +390,7 @@ impl Keeper {
 
     /// Set the live hash of `id`, as a watch saw it.
     pub(crate) fn set_live(&self, id: Id, hash: Digest) {
-        write(&self.maps.objects).set_live(id, hash, true);
+        write(&self.maps.objects).set_live(id, hash, LiveFrom::Watch);
     }
 
     /// Forget the live hash of `id` (gone, or its hash unknown).
@@ -395,7 +405,12 @@ impl Keeper {
     pub(crate) fn take_written(&self, writes: Vec<LiveWrite>) {
         let mut objects = write(&self.maps.objects);
         for w in writes {
-            objects.set_live(w.id, w.hash, w.wrote);
+            let from = if w.wrote {
+                LiveFrom::Wrote
+            } else {
+                LiveFrom::Recorded
+            };
+            objects.set_live(w.id, w.hash, from);
         }
     }
 

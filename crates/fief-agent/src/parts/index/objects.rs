@@ -32,6 +32,22 @@ pub(super) const VERSIONED: u8 = 8;
 /// ([`Objects::moved`]).
 pub(super) const MOVED: u8 = 16;
 
+/// [`Object::flags`]: the live hash known is the one a watch computed last (not one a sync
+/// wrote that no watch has reported yet): what the health gate judges an object's version by.
+pub(super) const WATCHED: u8 = 32;
+
+/// Who tells an object's live hash ([`Objects::set_live`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LiveFrom {
+    /// A watch computed it from the object it saw: it replaces the one known.
+    Watch,
+    /// A sync wrote the object and recorded this hash: it replaces the one known, and counts
+    /// as seen by the watch only when the watch had reported this very hash already.
+    Wrote,
+    /// A sync recorded it without writing the object: taken only where none is known.
+    Recorded,
+}
+
 /// One object's record: its live hash and its drift baseline.
 #[derive(Default)]
 pub(super) struct Object {
@@ -42,7 +58,7 @@ pub(super) struct Object {
     version: Version,
     /// Its tenant, as an index into [`Objects::tenants`] (when [`RECORDED`]).
     tenant: u32,
-    /// [`LIVE`], [`RECORDED`], [`DONE`], [`VERSIONED`], [`MOVED`].
+    /// [`LIVE`], [`RECORDED`], [`DONE`], [`VERSIONED`], [`MOVED`], [`WATCHED`].
     flags: u8,
 }
 
@@ -73,9 +89,11 @@ fn set_hashes(
     live: Option<Digest>,
     recorded: Option<Digest>,
 ) {
-    let mut flags = o.flags & (DONE | VERSIONED);
+    let mut flags = o.flags & (DONE | VERSIONED | WATCHED);
     if live.is_some() {
         flags |= LIVE;
+    } else {
+        flags &= !WATCHED;
     }
     if recorded.is_some() {
         flags |= RECORDED;
@@ -175,12 +193,29 @@ impl Objects {
             .is_some_and(|o| o.flags & (LIVE | RECORDED | MOVED) == LIVE | RECORDED)
     }
 
-    /// Set the live hash of `id`, or (`replace` false) only when none is known.
-    pub(super) fn set_live(&mut self, id: Id, hash: Digest, replace: bool) {
+    /// The live hash of `id` as a watch computed it last, when that is the one known.
+    pub(super) fn watched(&self, id: &Id) -> Option<Digest> {
+        self.with(id, WATCHED).and_then(|_| self.live(id))
+    }
+
+    /// Set the live hash of `id` as `from` tells it (see [`LiveFrom`]).
+    pub(super) fn set_live(&mut self, id: Id, hash: Digest, from: LiveFrom) {
+        let known = self.live(&id);
+        if from == LiveFrom::Recorded && known.is_some() {
+            return;
+        }
+        let watched = match from {
+            LiveFrom::Watch => true,
+            LiveFrom::Wrote => known == Some(hash) && self.with(&id, WATCHED).is_some(),
+            LiveFrom::Recorded => false,
+        };
         let o = self.by_id.get_or_default(id.clone());
-        if replace || !o.has(LIVE) {
-            let recorded = o.recorded();
-            set_hashes(o, &mut self.moved, &id, Some(hash), recorded);
+        let recorded = o.recorded();
+        set_hashes(o, &mut self.moved, &id, Some(hash), recorded);
+        if watched {
+            o.flags |= WATCHED;
+        } else {
+            o.flags &= !WATCHED;
         }
     }
 
@@ -225,19 +260,19 @@ mod tests {
         let (a, b) = (Digest::of(b"a"), Digest::of(b"b"));
         let x = Interner::default().intern(&object("x"));
         let mut objects = Objects::default();
-        objects.set_live(x.clone(), a, true);
+        objects.set_live(x.clone(), a, LiveFrom::Watch);
         objects.record(x.clone(), recorded("t", a));
         let o = objects.with(&x, LIVE).unwrap();
         assert_eq!((objects.live(&x), o.recorded()), (Some(a), Some(a)));
         assert!(objects.moved.is_empty(), "equal hashes are held once");
         assert!(objects.as_recorded(&x));
-        objects.set_live(x.clone(), b, false);
+        objects.set_live(x.clone(), b, LiveFrom::Recorded);
         assert_eq!(
             objects.live(&x),
             Some(a),
             "a known live hash is not replaced"
         );
-        objects.set_live(x.clone(), b, true);
+        objects.set_live(x.clone(), b, LiveFrom::Watch);
         let o = objects.with(&x, LIVE).unwrap();
         assert_eq!((objects.live(&x), o.recorded()), (Some(b), Some(a)));
         assert_eq!(
@@ -256,6 +291,32 @@ mod tests {
         objects.forget(&x, LIVE);
         assert!(objects.by_id.is_empty(), "a record of nothing is removed");
         assert!(objects.moved.is_empty());
+    }
+
+    #[test]
+    fn a_live_hash_counts_as_watched_until_a_write_the_watch_has_not_reported_replaces_it() {
+        let (a, b) = (Digest::of(b"a"), Digest::of(b"b"));
+        let x = Interner::default().intern(&object("x"));
+        let mut objects = Objects::default();
+        objects.set_live(x.clone(), a, LiveFrom::Recorded);
+        assert_eq!(objects.watched(&x), None, "recorded by a sync, not seen");
+        objects.set_live(x.clone(), a, LiveFrom::Watch);
+        assert_eq!(objects.watched(&x), Some(a));
+        objects.set_live(x.clone(), a, LiveFrom::Wrote);
+        assert_eq!(
+            objects.watched(&x),
+            Some(a),
+            "the watch reported it already"
+        );
+        objects.record(x.clone(), recorded("t", a));
+        assert_eq!(objects.watched(&x), Some(a), "a baseline leaves it");
+        objects.set_live(x.clone(), b, LiveFrom::Wrote);
+        assert_eq!(objects.watched(&x), None, "a write no watch reported yet");
+        assert_eq!(objects.live(&x), Some(b));
+        objects.set_live(x.clone(), b, LiveFrom::Watch);
+        assert_eq!(objects.watched(&x), Some(b));
+        objects.forget(&x, LIVE);
+        assert_eq!(objects.watched(&x), None, "forgotten with the live hash");
     }
 
     #[test]
