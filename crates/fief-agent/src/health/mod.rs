@@ -208,8 +208,11 @@ impl Gate {
 
     /// A watch saw a desired object of `tenant`: `hashed` when it took its live hash,
     /// otherwise its resourceVersion is kept. `index` records what the watch took in the
-    /// index (its live hash, or that none is known), under the gate's lock: no judgement sees
-    /// the new live hash with the health of the version before it.
+    /// index (its live hash, or that none is known); it runs after the health is taken in and
+    /// before the tenant is judged, outside the gate's lock. So a judgement in between sees the
+    /// new health with the version before it, never the other way round: with the old live
+    /// hash an object counts only if that hash is the applied version's, and then the new
+    /// health (a status update of that version) is the one to take.
     pub fn observed(
         &self,
         tenant: &str,
@@ -218,24 +221,26 @@ impl Gate {
         value: &Value,
         index: impl FnOnce(),
     ) {
-        let mut t = lock(&self.tracker);
+        let waited = {
+            let mut t = lock(&self.tracker);
+            match hashed {
+                true => t.unhashed.remove(id),
+                false => {
+                    let version = version_number(value["metadata"]["resourceVersion"].as_str());
+                    t.unhashed.insert(id.clone(), version as u32)
+                }
+            };
+            match health(value) {
+                Health::Current => t.unhealthy.remove(id),
+                other => t.unhealthy.insert(id.clone(), other),
+            };
+            t.waiting
+                .get(tenant)
+                .is_some_and(|w| w.objects.contains_key(id as &dyn Key))
+        };
         index();
-        match hashed {
-            true => t.unhashed.remove(id),
-            false => {
-                let version = version_number(value["metadata"]["resourceVersion"].as_str());
-                t.unhashed.insert(id.clone(), version as u32)
-            }
-        };
-        match health(value) {
-            Health::Current => t.unhealthy.remove(id),
-            other => t.unhealthy.insert(id.clone(), other),
-        };
-        if t.waiting
-            .get(tenant)
-            .is_some_and(|w| w.objects.contains_key(id as &dyn Key))
-        {
-            self.judge(&mut t, tenant);
+        if waited {
+            self.judge(&mut lock(&self.tracker), tenant);
         }
     }
 

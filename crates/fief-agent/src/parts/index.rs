@@ -35,7 +35,7 @@
 //!
 //! Lock order: `desired`, then `objects`; `ids` is a leaf (nothing is locked while it is
 //! held). The health gate's lock comes before `objects`: the gate reads the live hashes the
-//! watches computed under it, and the index task sets them under it ([`crate::health`]). Each method takes what it reads or writes under one lock (or, for
+//! watches computed under it ([`crate::health`]). Each method takes what it reads or writes under one lock (or, for
 //! [`LiveIndex::baseline`], its handle holds the lock until it returns), so no caller splits
 //! one of these steps in two.
 
