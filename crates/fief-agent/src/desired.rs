@@ -283,14 +283,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shapes_are_shared_between_tenants_and_replaced_per_tenant() {
-        let id = |t: &str| ObjectId {
+    /// The ConfigMap `app` of tenant `t`.
+    fn app_of(t: &str) -> ObjectId {
+        ObjectId {
             group: String::new(),
             kind: "ConfigMap".into(),
             namespace: format!("{t}-prod"),
             name: "app".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn shapes_are_shared_between_tenants_and_replaced_per_tenant() {
+        let id = app_of;
         let object = |v: &str| json!({"data": {"k": v}});
         let entry = |t: &str, v: &str| vec![(id(t), shape_key(&object(v)))];
         let mut d = Desired::default();
@@ -310,12 +315,7 @@ mod tests {
 
     #[test]
     fn a_tenant_without_shapes_holds_no_row_and_its_row_is_handed_on() {
-        let id = |t: &str| ObjectId {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: format!("{t}-prod"),
-            name: "app".into(),
-        };
+        let id = app_of;
         let entry = |t: &str| vec![(id(t), shape_key(&json!({"data": {"k": t}})))];
         let mut d = Desired::default();
         let mut ids = Interner::default();
