@@ -223,13 +223,12 @@ impl Gate {
     ) {
         let waited = {
             let mut t = lock(&self.tracker);
-            match hashed {
-                true => t.unhashed.remove(id),
-                false => {
-                    let version = version_number(value["metadata"]["resourceVersion"].as_str());
-                    t.unhashed.insert(id.clone(), version as u32)
-                }
-            };
+            if hashed {
+                t.unhashed.remove(id);
+            } else {
+                let version = version_number(value["metadata"]["resourceVersion"].as_str());
+                t.unhashed.insert(id.clone(), version as u32);
+            }
             match health(value) {
                 Health::Current => t.unhealthy.remove(id),
                 other => t.unhealthy.insert(id.clone(), other),

@@ -35,9 +35,9 @@
 //!
 //! Lock order: `desired`, then `objects`; `ids` is a leaf (nothing is locked while it is
 //! held). The health gate's lock comes before `objects`: the gate reads the live hashes the
-//! watches computed under it ([`crate::health`]). Each method takes what it reads or writes under one lock (or, for
-//! [`LiveIndex::baseline`], its handle holds the lock until it returns), so no caller splits
-//! one of these steps in two.
+//! watches computed under it ([`crate::health`]). Each method takes what it reads or writes
+//! under one lock (or, for [`LiveIndex::baseline`], its handle holds the lock until it
+//! returns), so no caller splits one of these steps in two.
 
 pub(crate) mod feed;
 mod objects;
