@@ -7,6 +7,7 @@
 //! does not understand is refused, never corrupted. Pure.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::model::Tenant;
 use crate::objects::sha256_hex;
@@ -178,7 +179,7 @@ pub fn set_field(
     let mut expected = before.clone();
     for c in &mut expected.spec.components {
         if c.name == component {
-            field.set(c, version);
+            field.set(Arc::make_mut(c), version);
         }
     }
     if after != expected {

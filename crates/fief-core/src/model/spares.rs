@@ -9,6 +9,7 @@
 //! to objects that already run, not a cold start.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,7 +66,7 @@ impl Spares {
         let mut spec = TenantSpec {
             spare: true,
             environments: self.environments.clone(),
-            components: self.components.clone(),
+            components: self.components.iter().cloned().map(Arc::new).collect(),
             ..TenantSpec::default()
         };
         if let Some(cluster) = &self.cluster {
@@ -141,6 +142,7 @@ pub fn allocate(spare: &Tenant, allocation: &Allocation) -> Result<Tenant, Alloc
                 runs: runs.join(", "),
             });
         };
+        let c = Arc::make_mut(c);
         let mut merged = match c.values.take().map(|v| v.value()) {
             Some(Value::Object(m)) => m,
             _ => serde_json::Map::new(),

@@ -4,6 +4,7 @@
 //! ([`EnvOverride`]) among them; how an override applies is `overrides.rs`'s. Pure.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -81,9 +82,11 @@ pub struct TenantSpec {
     /// Who may do what in the tenant's namespaces.
     #[serde(default)]
     pub access: Access,
-    /// Components the tenant runs.
+    /// Components the tenant runs. Each entry is shared: a load hands the tenants that
+    /// declare an entry alike (name, version, ref and values) one allocation of it
+    /// ([`ComponentRef`]s repeat across a fleet, and the agent keeps every tenant parsed).
     #[serde(default)]
-    pub components: Vec<ComponentRef>,
+    pub components: Vec<Arc<ComponentRef>>,
     /// Extra Ingress host suffixes this tenant may use (e.g. its own domain).
     #[serde(default)]
     pub host_suffixes: Vec<String>,
@@ -224,7 +227,7 @@ pub struct AccessOverride {
 }
 
 /// A component enabled for a tenant.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentRef {
     /// Name of a directory under `components/`.

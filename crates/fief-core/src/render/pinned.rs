@@ -68,7 +68,8 @@ pub(super) fn tenant_entry<'t>(
         .spec
         .components
         .iter()
-        .find(|c| c.name == component.name && c.git_ref == component.pinned);
+        .find(|c| c.name == component.name && c.git_ref == component.pinned)
+        .map(|c| &**c);
     let dir = match &component.pinned {
         Some(r) => pinned_key(&component.name, r),
         None => component.name.clone(),

@@ -5,14 +5,15 @@
 //! Out: the [`Tenants`] map, each tenant parsed and checked or its diagnostics; the
 //! [`TenantFiles`] each was read from; the stems parsed again (for an incremental load); the
 //! names of the tenants that pin a component to a git ref. An incremental load parses only
-//! the tenants one of whose files changed.
+//! the tenants one of whose files changed. The component entries alike among the tenants a
+//! load parses are held once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use super::{LoadStats, Reuse, is_dns_label, line_of_key};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{API_VERSION, Parsed, Tenant, TenantFiles, Tenants};
+use crate::model::{API_VERSION, ComponentRef, Parsed, Tenant, TenantFiles, Tenants};
 use crate::snapshot::{Entry, Snapshot};
 use crate::yaml;
 
@@ -56,9 +57,10 @@ fn load_all(snapshot: &Snapshot, stats: &mut LoadStats) -> (Tenants, TenantFiles
                 .push(path.clone());
         }
     }
-    let mut tenants = Tenants::new();
+    let (mut tenants, mut entries) = (Tenants::new(), Entries::new());
     for (stem, paths) in &by_stem {
-        tenants.insert(stem.clone(), load_stem(snapshot, stem, paths, stats));
+        let tenant = load_stem(snapshot, stem, paths, stats, &mut entries);
+        tenants.insert(stem.clone(), tenant);
     }
     (tenants, by_stem.into_iter().collect())
 }
@@ -85,6 +87,7 @@ fn reload_changed(
         }
     }
     let (mut tenants, mut files) = (prev.tenants.clone(), prev.tenant_files.clone());
+    let mut entries = Entries::new();
     for (stem, changed_paths) in &touched {
         let mut paths: Vec<String> = files.get(stem).cloned().unwrap_or_default();
         paths.extend(changed_paths.iter().cloned());
@@ -95,20 +98,26 @@ fn reload_changed(
             tenants.remove(stem);
             files.remove(stem);
         } else {
-            tenants.insert(stem.clone(), load_stem(snapshot, stem, &paths, stats));
+            let tenant = load_stem(snapshot, stem, &paths, stats, &mut entries);
+            tenants.insert(stem.clone(), tenant);
             files.insert(stem.clone(), paths);
         }
     }
     (tenants, files, touched.into_keys().collect())
 }
 
+/// The component entries of one load's tenants, each held once.
+type Entries = HashSet<Arc<ComponentRef>>;
+
 /// One tenant from its files (sorted): the last of those in one directory (of `x.yaml` and
 /// `x.yml`, `x.yml`); files in two directories declare the tenant twice, an error at each.
+/// Its component entries are those of `entries` where one is alike, added there otherwise.
 fn load_stem(
     snapshot: &Snapshot,
     stem: &str,
     paths: &[String],
     stats: &mut LoadStats,
+    entries: &mut Entries,
 ) -> Parsed<Arc<Tenant>> {
     if let Some(twice) = declared_twice(stem, paths) {
         return Err(twice);
@@ -117,7 +126,16 @@ fn load_stem(
         return Err(Vec::new());
     };
     stats.tenants_parsed += 1;
-    load_tenant(path, snapshot.get(path), stem).map(Arc::new)
+    let mut tenant = load_tenant(path, snapshot.get(path), stem)?;
+    for c in &mut tenant.spec.components {
+        match entries.get(&**c) {
+            Some(held) => *c = held.clone(),
+            None => {
+                entries.insert(c.clone());
+            }
+        }
+    }
+    Ok(Arc::new(tenant))
 }
 
 /// A tenant whose files (sorted) are in two directories: an error at each file.
