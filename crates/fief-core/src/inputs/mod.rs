@@ -185,7 +185,7 @@ fn tenant_inputs(
                 .map(|c| c.default_environments.clone())
                 .unwrap_or_default()
         } else {
-            tenant.spec.environments.clone()
+            tenant.spec.environments.to_vec()
         };
         for env in envs {
             let path = format!("environments/{env}.yaml");

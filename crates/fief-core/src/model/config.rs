@@ -322,7 +322,7 @@ pub fn environments(config: &Config, tenant: &Tenant) -> Vec<String> {
     if tenant.spec.environments.is_empty() {
         config.default_environments.clone()
     } else {
-        tenant.spec.environments.clone()
+        tenant.spec.environments.to_vec()
     }
 }
 

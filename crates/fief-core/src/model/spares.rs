@@ -65,7 +65,7 @@ impl Spares {
     pub fn tenant(&self, name: &str) -> Tenant {
         let mut spec = TenantSpec {
             spare: true,
-            environments: self.environments.clone(),
+            environments: self.environments.clone().into(),
             components: self.components.iter().cloned().map(Arc::new).collect(),
             ..TenantSpec::default()
         };

@@ -73,12 +73,14 @@ pub struct TenantSpec {
     /// Who owns the tenant.
     #[serde(default)]
     pub owner: Owner,
-    /// Environments; one namespace each. Empty means fief.yaml's default.
+    /// Environments; one namespace each. Empty means fief.yaml's default. Shared, as
+    /// `components`' entries, by the tenants of a load that list the same.
     #[serde(default)]
-    pub environments: Vec<String>,
-    /// Resource quota per namespace.
+    pub environments: Arc<[String]>,
+    /// Resource quota per namespace. Shared, as `components`' entries, by the tenants of a
+    /// load that set the same.
     #[serde(default)]
-    pub quota: Quota,
+    pub quota: Arc<Quota>,
     /// Who may do what in the tenant's namespaces.
     #[serde(default)]
     pub access: Access,
@@ -114,8 +116,8 @@ impl Default for TenantSpec {
             state: TenantState::default(),
             cluster: default_cluster(),
             owner: Owner::default(),
-            environments: Vec::new(),
-            quota: Quota::default(),
+            environments: Arc::from([]),
+            quota: Arc::default(),
             access: Access::default(),
             components: Vec::new(),
             host_suffixes: Vec::new(),

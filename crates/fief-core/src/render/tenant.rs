@@ -437,7 +437,7 @@ fn tenant_context(
 ) -> Value {
     let quota = match over.and_then(|o| o.quota.as_ref()) {
         Some(q) => tenant.spec.quota.overlay(q),
-        None => tenant.spec.quota.clone(),
+        None => (*tenant.spec.quota).clone(),
     };
     let access = match over.and_then(|o| o.access.as_ref()) {
         Some(a) => tenant.spec.access.overlay(a),

@@ -5,15 +5,15 @@
 //! Out: the [`Tenants`] map, each tenant parsed and checked or its diagnostics; the
 //! [`TenantFiles`] each was read from; the stems parsed again (for an incremental load); the
 //! names of the tenants that pin a component to a git ref. An incremental load parses only
-//! the tenants one of whose files changed. The component entries alike among the tenants a
-//! load parses are held once.
+//! the tenants one of whose files changed. The component entries, environment lists and
+//! quotas alike among the tenants a load parses are held once.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{LoadStats, Reuse, is_dns_label, line_of_key};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{API_VERSION, ComponentRef, Parsed, Tenant, TenantFiles, Tenants};
+use crate::model::{API_VERSION, ComponentRef, Parsed, Quota, Tenant, TenantFiles, Tenants};
 use crate::snapshot::{Entry, Snapshot};
 use crate::yaml;
 
@@ -57,7 +57,7 @@ fn load_all(snapshot: &Snapshot, stats: &mut LoadStats) -> (Tenants, TenantFiles
                 .push(path.clone());
         }
     }
-    let (mut tenants, mut entries) = (Tenants::new(), Entries::new());
+    let (mut tenants, mut entries) = (Tenants::new(), Entries::default());
     for (stem, paths) in &by_stem {
         let tenant = load_stem(snapshot, stem, paths, stats, &mut entries);
         tenants.insert(stem.clone(), tenant);
@@ -87,7 +87,7 @@ fn reload_changed(
         }
     }
     let (mut tenants, mut files) = (prev.tenants.clone(), prev.tenant_files.clone());
-    let mut entries = Entries::new();
+    let mut entries = Entries::default();
     for (stem, changed_paths) in &touched {
         let mut paths: Vec<String> = files.get(stem).cloned().unwrap_or_default();
         paths.extend(changed_paths.iter().cloned());
@@ -106,12 +106,47 @@ fn reload_changed(
     (tenants, files, touched.into_keys().collect())
 }
 
-/// The component entries of one load's tenants, each held once.
-type Entries = HashSet<Arc<ComponentRef>>;
+/// The parts of one load's tenants that repeat across a fleet, each held once: component
+/// entries, environment lists and quotas (by their JSON: a quantity may be a float).
+#[derive(Default)]
+struct Entries {
+    components: HashSet<Arc<ComponentRef>>,
+    environments: HashSet<Arc<[String]>>,
+    quotas: HashMap<String, Arc<Quota>>,
+}
+
+impl Entries {
+    /// `tenant` with each of its repeating parts replaced by the one held, when alike.
+    fn share(&mut self, tenant: &mut Tenant) {
+        for c in &mut tenant.spec.components {
+            match self.components.get(&**c) {
+                Some(held) => *c = held.clone(),
+                None => {
+                    self.components.insert(c.clone());
+                }
+            }
+        }
+        let envs = &mut tenant.spec.environments;
+        match self.environments.get(&**envs) {
+            Some(held) => *envs = held.clone(),
+            None => {
+                self.environments.insert(envs.clone());
+            }
+        }
+        // A quota always serializes (its fields are strings and numbers).
+        if let Ok(key) = serde_json::to_string(&*tenant.spec.quota) {
+            let held = self
+                .quotas
+                .entry(key)
+                .or_insert_with(|| tenant.spec.quota.clone());
+            tenant.spec.quota = held.clone();
+        }
+    }
+}
 
 /// One tenant from its files (sorted): the last of those in one directory (of `x.yaml` and
 /// `x.yml`, `x.yml`); files in two directories declare the tenant twice, an error at each.
-/// Its component entries are those of `entries` where one is alike, added there otherwise.
+/// Its repeating parts are those of `entries` where one is alike, added there otherwise.
 fn load_stem(
     snapshot: &Snapshot,
     stem: &str,
@@ -127,14 +162,7 @@ fn load_stem(
     };
     stats.tenants_parsed += 1;
     let mut tenant = load_tenant(path, snapshot.get(path), stem)?;
-    for c in &mut tenant.spec.components {
-        match entries.get(&**c) {
-            Some(held) => *c = held.clone(),
-            None => {
-                entries.insert(c.clone());
-            }
-        }
-    }
+    entries.share(&mut tenant);
     Ok(Arc::new(tenant))
 }
 
@@ -282,7 +310,7 @@ fn field_errors(tenant: &Tenant, path: &str, text: &str) -> Vec<Diagnostic> {
         );
     }
     let mut seen_envs = Vec::new();
-    for env in &tenant.spec.environments {
+    for env in tenant.spec.environments.iter() {
         if !is_dns_label(env) {
             invalid(
                 "environments",

@@ -155,3 +155,44 @@ fn removing_a_tenant_file_in_a_directory_removes_the_tenant() {
     assert!(!r.tenants.contains_key("acme"));
     assert!(!r.tenant_files.contains_key("acme"));
 }
+
+#[test]
+fn tenants_of_one_load_share_their_alike_entries_environments_and_quotas() {
+    let tenant = |name: &str, replicas: u32, cpu: &str| {
+        format!(
+            "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  environments: [dev, prod]\n  quota: {{cpu: \"{cpu}\"}}\n  components:\n    - name: db\n    - name: web\n      values: {{replicas: {replicas}}}\n"
+        )
+    };
+    let (a, b, c) = (
+        tenant("a", 1, "2"),
+        tenant("b", 1, "2"),
+        tenant("c", 2, "4"),
+    );
+    let r = repo(&[
+        ("tenants/a.yaml", &a),
+        ("tenants/b.yaml", &b),
+        ("tenants/c.yaml", &c),
+    ]);
+    let spec = |n: &str| &r.tenants[n].as_ref().unwrap().spec;
+    let (a, b, c) = (spec("a"), spec("b"), spec("c"));
+    assert!(Arc::ptr_eq(&a.components[0], &c.components[0]), "db alike");
+    assert!(Arc::ptr_eq(&a.components[1], &b.components[1]), "web alike");
+    assert!(
+        !Arc::ptr_eq(&a.components[1], &c.components[1]),
+        "web's values differ"
+    );
+    assert_eq!(
+        c.components[1].values.as_ref().unwrap().text(),
+        r#"{"replicas":2}"#
+    );
+    assert!(Arc::ptr_eq(&a.environments, &c.environments));
+    assert!(Arc::ptr_eq(&a.quota, &b.quota));
+    assert!(!Arc::ptr_eq(&a.quota, &c.quota), "the cpu differs");
+    assert_eq!(
+        *a.quota,
+        Quota {
+            cpu: Some(Quantity::Text("2".into())),
+            ..Quota::default()
+        }
+    );
+}
