@@ -19,6 +19,7 @@
 //! it turns `Ready` when its objects become healthy.
 
 mod report;
+mod unhealthy;
 mod waited;
 mod writer;
 
@@ -96,7 +97,7 @@ struct Tracker {
     unhashed: HashMap<Id, u32>,
     /// The health of the objects seen that are not [`Health::Current`] (the few that are
     /// converging or failed, with why); an object not here is current.
-    unhealthy: HashMap<Id, Health>,
+    unhealthy: unhealthy::Unhealthy,
     /// Tenants waiting for health (and stalled ones, still watched).
     waiting: BTreeMap<String, Waiting>,
     /// Each judged tenant's current verdict.
@@ -120,7 +121,7 @@ struct Tracker {
 impl Tracker {
     /// The health the watches last saw of an object in `live`.
     fn health(&self, id: &dyn Key) -> Health {
-        self.unhealthy.get(id).cloned().unwrap_or(Health::Current)
+        self.unhealthy.get(id)
     }
 }
 
@@ -229,10 +230,7 @@ impl Gate {
                 let version = version_number(value["metadata"]["resourceVersion"].as_str());
                 t.unhashed.insert(id.clone(), version as u32);
             }
-            match health(value) {
-                Health::Current => t.unhealthy.remove(id),
-                other => t.unhealthy.insert(id.clone(), other),
-            };
+            t.unhealthy.set(id, health(value));
             t.waiting
                 .get(tenant)
                 .is_some_and(|w| w.objects.contains_key(id as &dyn Key))
