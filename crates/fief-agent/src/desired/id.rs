@@ -4,7 +4,9 @@
 //! watches carry them. Out: one [`Id`] per object for the whole agent, which every per-object
 //! map keys on, and [`Key`], the borrowed form the maps are looked up by from either kind of id.
 //!
-//! An [`Id`] is one small allocation of three pointers and a slot: its group and kind point
+//! An [`Id`] is one small allocation of three pointers and a slot, counted by `triomphe`'s
+//! `Arc` (a reference count and no weak count: a word less per object than the standard
+//! library's, for an id that is never held weakly): its group and kind point
 //! into a table of the kinds (a fleet has few), its namespace and its name into a table of
 //! strings (a tenant's objects share a handful of namespaces, and the objects of one template
 //! have the same name in every tenant). Both tables are the interner's and are swept with it.
@@ -22,6 +24,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use triomphe::Arc as Counted;
 
 use fief_core::objects::ObjectId;
 
@@ -125,7 +129,7 @@ struct Kind {
 /// A namespace or a name, held once by the interner for every id that has it (a pointer
 /// wide).
 #[derive(Clone)]
-struct Text(Arc<Box<str>>);
+struct Text(Counted<Box<str>>);
 
 impl Borrow<str> for Text {
     fn borrow(&self) -> &str {
@@ -149,7 +153,7 @@ impl Eq for Text {}
 
 /// What an [`Id`] points to.
 struct Inner {
-    kind: Arc<Kind>,
+    kind: Counted<Kind>,
     namespace: Text,
     name: Text,
     /// Its index in the per-object tables, unique among live ids.
@@ -160,7 +164,7 @@ struct Inner {
 /// that keys on it (see the module docs). Two ids of one object are equal, whichever their
 /// allocation; the [`Interner`] makes it one.
 #[derive(Clone)]
-pub struct Id(Arc<Inner>);
+pub struct Id(Counted<Inner>);
 
 impl Id {
     /// API group, empty for the core group.
@@ -201,7 +205,7 @@ impl Id {
 
     /// Whether `a` and `b` are the same allocation (ids from one interner: the same object).
     pub fn ptr_eq(a: &Id, b: &Id) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        Counted::ptr_eq(&a.0, &b.0)
     }
 }
 
@@ -213,7 +217,7 @@ impl Hash for Id {
 
 impl PartialEq for Id {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.parts() == other.parts()
+        Counted::ptr_eq(&self.0, &other.0) || self.parts() == other.parts()
     }
 }
 
@@ -287,7 +291,7 @@ pub struct Interner {
     /// The next slot never handed out.
     next: u32,
     /// The kinds, by kind name (each name's groups: one, as a rule).
-    kinds: HashMap<Box<str>, Vec<Arc<Kind>>>,
+    kinds: HashMap<Box<str>, Vec<Counted<Kind>>>,
     /// The namespaces and names.
     texts: HashSet<Text>,
     /// Ids held after the last sweep.
@@ -304,7 +308,7 @@ impl Interner {
             self.next = self.next.saturating_add(1);
             self.next - 1
         });
-        let made = Id(Arc::new(Inner {
+        let made = Id(Counted::new(Inner {
             kind: self.kind(&id.group, &id.kind),
             namespace: self.text(&id.namespace),
             name: self.text(&id.name),
@@ -325,7 +329,7 @@ impl Interner {
     }
 
     /// The table's entry for `group` and `kind`, added on first use.
-    fn kind(&mut self, group: &str, kind: &str) -> Arc<Kind> {
+    fn kind(&mut self, group: &str, kind: &str) -> Counted<Kind> {
         if let Some(held) = self
             .kinds
             .get(kind)
@@ -333,7 +337,7 @@ impl Interner {
         {
             return held.clone();
         }
-        let made = Arc::new(Kind {
+        let made = Counted::new(Kind {
             group: group.into(),
             kind: kind.into(),
         });
@@ -349,7 +353,7 @@ impl Interner {
         if let Some(held) = self.texts.get(text) {
             return held.clone();
         }
-        let made = Text(Arc::new(text.into()));
+        let made = Text(Counted::new(text.into()));
         self.texts.insert(made.clone());
         made
     }
@@ -363,17 +367,17 @@ impl Interner {
         }
         let free = &mut self.free;
         self.ids.retain(|id| {
-            let held = Arc::strong_count(&id.0) > 1;
+            let held = Counted::strong_count(&id.0) > 1;
             if !held {
                 free.push(id.0.slot);
             }
             held
         });
         self.ids.shrink_to_fit();
-        self.texts.retain(|t| Arc::strong_count(&t.0) > 1);
+        self.texts.retain(|t| Counted::strong_count(&t.0) > 1);
         self.texts.shrink_to_fit();
         self.kinds.retain(|_, ks| {
-            ks.retain(|k| Arc::strong_count(k) > 1);
+            ks.retain(|k| Counted::strong_count(k) > 1);
             !ks.is_empty()
         });
         self.kept = self.ids.len();
