@@ -122,7 +122,7 @@ pub fn allocate(spare: &Tenant, allocation: &Allocation) -> Result<Tenant, Alloc
     }
     let mut tenant = spare.clone();
     tenant.spec.spare = false;
-    tenant.spec.owner = allocation.owner.clone();
+    tenant.spec.owner = Arc::new(allocation.owner.clone());
     tenant.metadata.labels.extend(allocation.labels.clone());
     for (component, values) in &allocation.values {
         let Some(c) = tenant

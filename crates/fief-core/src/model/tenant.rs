@@ -70,9 +70,10 @@ pub struct TenantSpec {
     /// Which cluster's agent owns this tenant.
     #[serde(default = "default_cluster")]
     pub cluster: String,
-    /// Who owns the tenant.
+    /// Who owns the tenant. Shared, as `components`' entries, by the tenants of a load that
+    /// name the same (most name none).
     #[serde(default)]
-    pub owner: Owner,
+    pub owner: Arc<Owner>,
     /// Environments; one namespace each. Empty means fief.yaml's default. Shared, as
     /// `components`' entries, by the tenants of a load that list the same.
     #[serde(default)]
@@ -115,7 +116,7 @@ impl Default for TenantSpec {
         TenantSpec {
             state: TenantState::default(),
             cluster: default_cluster(),
-            owner: Owner::default(),
+            owner: Arc::default(),
             environments: Arc::from([]),
             quota: Arc::default(),
             access: Access::default(),
@@ -129,7 +130,9 @@ impl Default for TenantSpec {
 }
 
 /// Owner of a tenant.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, Hash, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Owner {
     /// Contact e-mail.

@@ -5,15 +5,16 @@
 //! Out: the [`Tenants`] map, each tenant parsed and checked or its diagnostics; the
 //! [`TenantFiles`] each was read from; the stems parsed again (for an incremental load); the
 //! names of the tenants that pin a component to a git ref. An incremental load parses only
-//! the tenants one of whose files changed. The component entries, environment lists and
-//! quotas alike among the tenants a load parses are held once.
+//! the tenants one of whose files changed. The component entries, environment lists, owners
+//! and quotas alike among the tenants a load parses are held once.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use super::{LoadStats, Reuse, is_dns_label, line_of_key};
 use crate::diagnostic::{Diagnostic, Problem};
-use crate::model::{API_VERSION, ComponentRef, Parsed, Quota, Tenant, TenantFiles, Tenants};
+use crate::model::{API_VERSION, ComponentRef, Owner, Parsed, Quota, Tenant, TenantFiles, Tenants};
 use crate::snapshot::{Entry, Snapshot};
 use crate::yaml;
 
@@ -107,11 +108,12 @@ fn reload_changed(
 }
 
 /// The parts of one load's tenants that repeat across a fleet, each held once: component
-/// entries, environment lists and quotas (by their JSON: a quantity may be a float).
+/// entries, environment lists, owners and quotas (by their JSON: a quantity may be a float).
 #[derive(Default)]
 struct Entries {
     components: HashSet<Arc<ComponentRef>>,
     environments: HashSet<Arc<[String]>>,
+    owners: HashSet<Arc<Owner>>,
     quotas: HashMap<String, Arc<Quota>>,
 }
 
@@ -119,20 +121,10 @@ impl Entries {
     /// `tenant` with each of its repeating parts replaced by the one held, when alike.
     fn share(&mut self, tenant: &mut Tenant) {
         for c in &mut tenant.spec.components {
-            match self.components.get(&**c) {
-                Some(held) => *c = held.clone(),
-                None => {
-                    self.components.insert(c.clone());
-                }
-            }
+            share_in(&mut self.components, c);
         }
-        let envs = &mut tenant.spec.environments;
-        match self.environments.get(&**envs) {
-            Some(held) => *envs = held.clone(),
-            None => {
-                self.environments.insert(envs.clone());
-            }
-        }
+        share_in(&mut self.environments, &mut tenant.spec.environments);
+        share_in(&mut self.owners, &mut tenant.spec.owner);
         // A quota always serializes (its fields are strings and numbers).
         if let Ok(key) = serde_json::to_string(&*tenant.spec.quota) {
             let held = self
@@ -140,6 +132,16 @@ impl Entries {
                 .entry(key)
                 .or_insert_with(|| tenant.spec.quota.clone());
             tenant.spec.quota = held.clone();
+        }
+    }
+}
+
+/// `part` made the one `held` holds when one is alike, added there otherwise.
+fn share_in<T: ?Sized + Eq + Hash>(held: &mut HashSet<Arc<T>>, part: &mut Arc<T>) {
+    match held.get(&**part) {
+        Some(alike) => *part = alike.clone(),
+        None => {
+            held.insert(part.clone());
         }
     }
 }

@@ -157,7 +157,7 @@ fn removing_a_tenant_file_in_a_directory_removes_the_tenant() {
 }
 
 #[test]
-fn tenants_of_one_load_share_their_alike_entries_environments_and_quotas() {
+fn tenants_of_one_load_share_their_alike_entries_environments_owners_and_quotas() {
     let tenant = |name: &str, replicas: u32, cpu: &str| {
         format!(
             "apiVersion: fief.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: {name}\nspec:\n  environments: [dev, prod]\n  quota: {{cpu: \"{cpu}\"}}\n  components:\n    - name: db\n    - name: web\n      values: {{replicas: {replicas}}}\n"
@@ -186,6 +186,7 @@ fn tenants_of_one_load_share_their_alike_entries_environments_and_quotas() {
         r#"{"replicas":2}"#
     );
     assert!(Arc::ptr_eq(&a.environments, &c.environments));
+    assert!(Arc::ptr_eq(&a.owner, &c.owner), "no owner named, alike");
     assert!(Arc::ptr_eq(&a.quota, &b.quota));
     assert!(!Arc::ptr_eq(&a.quota, &c.quota), "the cpu differs");
     assert_eq!(
