@@ -70,24 +70,22 @@ pub struct TenantSpec {
     /// Which cluster's agent owns this tenant.
     #[serde(default = "default_cluster")]
     pub cluster: String,
-    /// Who owns the tenant. Shared, as `components`' entries, by the tenants of a load that
-    /// name the same (most name none).
+    /// Who owns the tenant.
     #[serde(default)]
     pub owner: Arc<Owner>,
-    /// Environments; one namespace each. Empty means fief.yaml's default. Shared, as
-    /// `components`' entries, by the tenants of a load that list the same.
+    /// Environments; one namespace each. Empty means fief.yaml's default.
     #[serde(default)]
     pub environments: Arc<[String]>,
-    /// Resource quota per namespace. Shared, as `components`' entries, by the tenants of a
-    /// load that set the same.
+    /// Resource quota per namespace.
     #[serde(default)]
     pub quota: Arc<Quota>,
     /// Who may do what in the tenant's namespaces.
     #[serde(default)]
     pub access: Access,
-    /// Components the tenant runs. Each entry is shared: a load hands the tenants that
-    /// declare an entry alike (name, version, ref and values) one allocation of it
-    /// ([`ComponentRef`]s repeat across a fleet, and the agent keeps every tenant parsed).
+    /// Components the tenant runs.
+    // Each entry, as the environments, owner and quota, is shared by the tenants of one load
+    // that declare it alike (`load/tenants.rs`): they repeat across a fleet, and the agent
+    // keeps every tenant parsed. (A plain comment: doc comments are the JSON Schema's text.)
     #[serde(default)]
     pub components: Vec<Arc<ComponentRef>>,
     /// Extra Ingress host suffixes this tenant may use (e.g. its own domain).
