@@ -125,13 +125,17 @@ impl Entries {
         }
         share_in(&mut self.environments, &mut tenant.spec.environments);
         share_in(&mut self.owners, &mut tenant.spec.owner);
-        // A quota always serializes (its fields are strings and numbers).
+        // Keyed by its JSON (a float has no hash), and taken only when equal: the parser
+        // refuses non-finite floats, the one kind of number two unequal quotas could write
+        // alike (as null).
         if let Ok(key) = serde_json::to_string(&*tenant.spec.quota) {
             let held = self
                 .quotas
                 .entry(key)
                 .or_insert_with(|| tenant.spec.quota.clone());
-            tenant.spec.quota = held.clone();
+            if **held == *tenant.spec.quota {
+                tenant.spec.quota = held.clone();
+            }
         }
     }
 }
