@@ -58,9 +58,9 @@ fn load_all(snapshot: &Snapshot, stats: &mut LoadStats) -> (Tenants, TenantFiles
                 .push(path.clone());
         }
     }
-    let (mut tenants, mut entries) = (Tenants::new(), Entries::default());
+    let (mut tenants, mut repeated) = (Tenants::new(), Repeated::default());
     for (stem, paths) in &by_stem {
-        let tenant = load_stem(snapshot, stem, paths, stats, &mut entries);
+        let tenant = load_stem(snapshot, stem, paths, stats, &mut repeated);
         tenants.insert(stem.clone(), tenant);
     }
     (tenants, by_stem.into_iter().collect())
@@ -88,7 +88,7 @@ fn reload_changed(
         }
     }
     let (mut tenants, mut files) = (prev.tenants.clone(), prev.tenant_files.clone());
-    let mut entries = Entries::default();
+    let mut repeated = Repeated::default();
     for (stem, changed_paths) in &touched {
         let mut paths: Vec<String> = files.get(stem).cloned().unwrap_or_default();
         paths.extend(changed_paths.iter().cloned());
@@ -99,7 +99,7 @@ fn reload_changed(
             tenants.remove(stem);
             files.remove(stem);
         } else {
-            let tenant = load_stem(snapshot, stem, &paths, stats, &mut entries);
+            let tenant = load_stem(snapshot, stem, &paths, stats, &mut repeated);
             tenants.insert(stem.clone(), tenant);
             files.insert(stem.clone(), paths);
         }
@@ -110,14 +110,14 @@ fn reload_changed(
 /// The parts of one load's tenants that repeat across a fleet, each held once: component
 /// entries, environment lists, owners and quotas (by their JSON: a quantity may be a float).
 #[derive(Default)]
-struct Entries {
+struct Repeated {
     components: HashSet<Arc<ComponentRef>>,
     environments: HashSet<Arc<[String]>>,
     owners: HashSet<Arc<Owner>>,
     quotas: HashMap<String, Arc<Quota>>,
 }
 
-impl Entries {
+impl Repeated {
     /// `tenant` with each of its repeating parts replaced by the one held, when alike.
     fn share(&mut self, tenant: &mut Tenant) {
         for c in &mut tenant.spec.components {
@@ -152,13 +152,13 @@ fn share_in<T: ?Sized + Eq + Hash>(held: &mut HashSet<Arc<T>>, part: &mut Arc<T>
 
 /// One tenant from its files (sorted): the last of those in one directory (of `x.yaml` and
 /// `x.yml`, `x.yml`); files in two directories declare the tenant twice, an error at each.
-/// Its repeating parts are those of `entries` where one is alike, added there otherwise.
+/// Its repeating parts are those of `repeated` where one is alike, added there otherwise.
 fn load_stem(
     snapshot: &Snapshot,
     stem: &str,
     paths: &[String],
     stats: &mut LoadStats,
-    entries: &mut Entries,
+    repeated: &mut Repeated,
 ) -> Parsed<Arc<Tenant>> {
     if let Some(twice) = declared_twice(stem, paths) {
         return Err(twice);
@@ -168,7 +168,7 @@ fn load_stem(
     };
     stats.tenants_parsed += 1;
     let mut tenant = load_tenant(path, snapshot.get(path), stem)?;
-    entries.share(&mut tenant);
+    repeated.share(&mut tenant);
     Ok(Arc::new(tenant))
 }
 
