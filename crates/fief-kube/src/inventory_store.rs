@@ -17,10 +17,11 @@ use super::{ClusterError, FIELD_MANAGER};
 use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use fief_core::objects;
 
+mod pages;
 mod walk;
 
-use walk::list_page;
-pub use walk::{Inventories, PAGE, Walk, held, peak_held};
+pub use pages::PAGE;
+pub use walk::{Inventories, Walk, held, peak_held};
 
 /// Every inventory ConfigMap in the agent namespace, by tenant (read in pages of [`PAGE`]),
 /// all held at once: for the few callers that need them together. A pass over every tenant
@@ -46,41 +47,23 @@ pub async fn each_inventory(
     namespace: &str,
     mut each: impl FnMut(String, Result<Inventory, InventoryError>),
 ) -> Result<(), ClusterError> {
-    let mut current = list_page(client, namespace, None).await?;
-    loop {
-        let token = current["metadata"]["continue"]
+    // The ConfigMaps are parsed on the reader's side while each one taken becomes an
+    // inventory here; dropping the receiver (an error) stops the reader.
+    let (mut configmaps, _reader) = pages::spawn(client, namespace);
+    while let Some(cm) = configmaps.recv().await {
+        let cm = cm?;
+        let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
             .as_str()
-            .filter(|t| !t.is_empty())
-            .map(str::to_string);
-        let items = current["items"].take();
-        // The next page is asked for before this one is parsed: the API server encodes it
-        // while the inventories of this one are decoded.
-        let next = async {
-            match token {
-                Some(t) => list_page(client, namespace, Some(&t)).await.map(Some),
-                None => Ok(None),
-            }
-        };
-        let parse = async {
-            for cm in items.as_array().into_iter().flatten() {
-                let tenant = cm["metadata"]["labels"][objects::LABEL_TENANT]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                // A ConfigMap named for another tenant than its label says is no tenant's
-                // inventory, as a read by name finds it ([`get_inventories`]).
-                if cm["metadata"]["name"].as_str() != Some(&objects::inventory_name(&tenant)) {
-                    continue;
-                }
-                each(tenant, Inventory::from_configmap(cm));
-            }
-        };
-        let (next, ()) = futures::join!(next, parse);
-        match next? {
-            Some(page) => current = page,
-            None => return Ok(()),
+            .unwrap_or_default()
+            .to_string();
+        // A ConfigMap named for another tenant than its label says is no tenant's
+        // inventory, as a read by name finds it ([`get_inventories`]).
+        if cm["metadata"]["name"].as_str() != Some(&objects::inventory_name(&tenant)) {
+            continue;
         }
+        each(tenant, Inventory::from_configmap(&cm));
     }
+    Ok(())
 }
 
 /// The inventories of `tenants`, each read by name, a few at once (absent ones are left out,

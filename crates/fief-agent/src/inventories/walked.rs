@@ -15,9 +15,12 @@
 //! does every chunk after a walk that failed (a failed LIST, or a ConfigMap whose name and
 //! tenant label disagree: no tenant's inventory, which the walk refuses to take or pass).
 //!
-//! The walk reads each inventory from the API server during the batch, at most a page of
-//! tenants ahead of the chunk that syncs it, as the reads by name read a chunk ahead: what
-//! the agent knows of other writers is what it knew with those.
+//! The walk reads the inventories during the batch, a few ConfigMaps ahead of the chunk that
+//! syncs them. A LIST in pages answers every page as of its first one's resourceVersion, so
+//! an inventory is as the batch's start left it, where a read by name a chunk ahead sees it
+//! a little later. Either read tells the agent of another writer's change to an inventory
+//! that was made before the read; a change made after it is overwritten by the sync's write,
+//! with both reads alike (the write is a patch without a resourceVersion).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,10 +3,10 @@
 //!
 //! In: the agent namespace. Out: each inventory parsed as it is taken ([`Walk::next_upto`]),
 //! inside an [`Inventories`] that counts it while it lives. The ConfigMaps are listed in pages
-//! of [`PAGE`] on a task of their own, a page ahead of the one being taken; a page waits as
-//! received text and is parsed an inventory at a time, so what a pass holds parsed is what it
-//! took and has not dropped. A LIST with pages comes back in the order of the ConfigMaps'
-//! names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass that walks its
+//! on a task of their own ([`super::pages`]), each parsed as it arrives and a few ahead of the
+//! one being taken, and each becomes an inventory when it is taken, so what a pass holds parsed
+//! is what it took and has not dropped. A LIST with pages comes back in the order of the
+//! ConfigMaps' names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass that walks its
 //! tenants sorted by name takes each one's inventory as it reaches it, and every inventory of
 //! a tenant it skips (orphaned, out of scope) on the way.
 //!
@@ -15,48 +15,17 @@
 //! to that file each time it rises: the tests read how many inventories a command held at
 //! once from there. A release build has no such hook.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
-
+use super::pages::{self, Sent};
 use crate::ClusterError;
-use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
+use fief_core::inventory::{Inventory, InventoryError};
 use fief_core::objects;
-
-/// Inventory ConfigMaps per page of a LIST (a [`Walk`], and the inventory store's
-/// `each_inventory`): a page is parsed while the next one is read, and dropped after, so at
-/// thousands of tenants the read holds two or three pages' text, not the whole namespace's. An inventory of 26 objects is about 24 KB of
-/// JSON, and a page is held as received, as one body and as parsed JSON at once: 25 a page is
-/// about 2 MiB of it. (The agent reads a chunk's inventories by name.)
-pub const PAGE: u32 = 25;
-
-/// One page of the inventory ConfigMaps of `namespace` (from `token`, else the first), as
-/// JSON: `items` and `metadata.continue`.
-pub(super) async fn list_page(
-    client: &kube::Client,
-    namespace: &str,
-    token: Option<&str>,
-) -> Result<Value, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let failed =
-        |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
-    let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
-    let mut params = ListParams::default().labels(&selector).limit(PAGE);
-    if let Some(t) = token {
-        params = params.continue_token(t);
-    }
-    let request = kube::core::Request::new(api.resource_url())
-        .list(&params)
-        .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
-    // Read straight into JSON values (one decode; no typed detour).
-    client.request::<Value>(request).await.map_err(failed)
-}
 
 /// Inventories alive in an [`Inventories`] now.
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -176,68 +145,39 @@ impl Drop for Inventories {
     }
 }
 
-/// Pages read ahead of the one being taken.
-const PAGES_AHEAD: usize = 1;
-
 /// The inventories of the agent namespace, taken one at a time in the order of their tenants'
 /// names (see the module docs). Dropping it stops the reading.
 pub struct Walk {
-    pages: mpsc::Receiver<Result<Vec<Value>, ClusterError>>,
+    configmaps: mpsc::Receiver<Sent>,
     reader: tokio::task::JoinHandle<()>,
-    /// The page being taken, as received.
-    items: VecDeque<Value>,
-    /// Every page was received.
+    /// The ConfigMap to be taken next, as received.
+    front: Option<Value>,
+    /// Every ConfigMap was received.
     done: bool,
 }
 
 impl Walk {
     /// Start listing the inventory ConfigMaps of `namespace` (on a task of their own).
     pub fn new(client: &kube::Client, namespace: &str) -> Walk {
-        let (tx, pages) = mpsc::channel(PAGES_AHEAD);
-        let (client, namespace) = (client.clone(), namespace.to_string());
-        let reader = tokio::spawn(async move {
-            let mut token: Option<String> = None;
-            loop {
-                let page = list_page(&client, &namespace, token.as_deref()).await;
-                let mut page = match page {
-                    Ok(p) => p,
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                };
-                token = page["metadata"]["continue"]
-                    .as_str()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_string);
-                let items = match page["items"].take() {
-                    Value::Array(items) => items,
-                    _ => Vec::new(),
-                };
-                // The one taking them stopped: so does the reading.
-                if tx.send(Ok(items)).await.is_err() || token.is_none() {
-                    return;
-                }
-            }
-        });
+        let (configmaps, reader) = pages::spawn(client, namespace);
         Walk {
-            pages,
+            configmaps,
             reader,
-            items: VecDeque::new(),
+            front: None,
             done: false,
         }
     }
 
-    /// The tenant of the next inventory, receiving the next page when this one is taken;
-    /// `None` past the last one.
+    /// The tenant of the next inventory, receiving it when the last one was taken; `None`
+    /// past the last one.
     pub async fn peek(&mut self) -> Result<Option<&str>, ClusterError> {
-        while self.items.is_empty() && !self.done {
-            match self.pages.recv().await {
-                Some(page) => self.items.extend(page?),
+        if self.front.is_none() && !self.done {
+            match self.configmaps.recv().await {
+                Some(cm) => self.front = Some(cm?),
                 None => self.done = true,
             }
         }
-        Ok(self.items.front().map(tenant_of))
+        Ok(self.front.as_ref().map(tenant_of))
     }
 
     /// The next inventory when its tenant's name is at most `last` (any, for `None`),
@@ -256,8 +196,8 @@ impl Walk {
             return Ok(None);
         };
         let name = self
-            .items
-            .front()
+            .front
+            .as_ref()
             .and_then(|cm| cm["metadata"]["name"].as_str())
             .unwrap_or_default();
         if name != objects::inventory_name(&tenant) {
@@ -274,7 +214,7 @@ impl Walk {
         if last.is_some_and(|l| tenant.as_str() > l) {
             return Ok(None);
         }
-        let Some(cm) = self.items.pop_front() else {
+        let Some(cm) = self.front.take() else {
             return Ok(None);
         };
         let mut one = Inventories::new();
@@ -305,6 +245,7 @@ fn tenant_of(cm: &Value) -> &str {
 mod tests {
     use super::*;
     use crate::fixtures::{Scenario, mock_api_server};
+    use crate::inventory_store::PAGE;
 
     const NAMESPACE: &str = "fief-system";
 
@@ -347,16 +288,21 @@ mod tests {
     #[tokio::test]
     async fn a_walk_takes_every_inventory_in_name_order_across_pages_up_to_a_name() {
         let _one = SERIAL.lock().await;
-        let tenants: Vec<String> = (0..60).map(|i| format!("t-{i:03}")).collect();
+        let count = 2 * PAGE as usize + 10;
+        let tenants: Vec<String> = (0..count).map(|i| format!("t-{i:04}")).collect();
         let (client, server) = mock_api_server(holding(&tenants));
         let mut walk = Walk::new(&client, NAMESPACE);
         let mut taken = Vec::new();
-        while let Some(one) = walk.next_upto(Some("t-029")).await.expect("listed") {
+        let half = &tenants[count / 2 - 1];
+        while let Some(one) = walk.next_upto(Some(half)).await.expect("listed") {
             assert_eq!(one.len(), 1);
             taken.extend(one.keys().cloned());
         }
-        assert_eq!(taken, tenants[..30]);
-        assert_eq!(walk.peek().await.expect("listed"), Some("t-030"));
+        assert_eq!(taken, tenants[..count / 2]);
+        assert_eq!(
+            walk.peek().await.expect("listed"),
+            Some(tenants[count / 2].as_str())
+        );
         while let Some(one) = walk.next().await.expect("listed") {
             taken.extend(one.keys().cloned());
         }

@@ -1,0 +1,205 @@
+//! Tests of the paged reading: pages answered by the test (whole, cut, or not a list), the
+//! ConfigMaps that reach the taker, and how the reading ends.
+
+use std::collections::BTreeMap;
+use std::io::{Cursor, Read};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{Body, read_pages};
+
+/// A reader that gives the first `at` bytes of `text`, then fails as a dropped connection.
+struct Cut {
+    text: Cursor<Vec<u8>>,
+    at: u64,
+}
+
+impl Read for Cut {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.at.saturating_sub(self.text.position());
+        if left == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "connection reset",
+            ));
+        }
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        self.text.read(&mut buf[..n])
+    }
+}
+
+/// The text of a page of ConfigMaps `names`, continued by `next`.
+fn page(names: &[&str], next: Option<&str>) -> String {
+    let items: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"metadata": {"name": n}, "data": {"inventory": "x".repeat(500)}}))
+        .collect();
+    json!({
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "7", "continue": next.unwrap_or_default()},
+        "items": items,
+    })
+    .to_string()
+}
+
+/// The server of the test: pages by token, and for each token the byte at which its answer
+/// is cut, once per entry (then whole).
+#[derive(Clone, Default)]
+struct Server {
+    pages: BTreeMap<String, String>,
+    cuts: Arc<Mutex<BTreeMap<String, Vec<u64>>>>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn open(&self, token: Option<String>) -> Body {
+        let token = token.unwrap_or_default();
+        self.asked.lock().unwrap().push(token.clone());
+        let text = self.pages[&token].clone().into_bytes();
+        let cut = self
+            .cuts
+            .lock()
+            .unwrap()
+            .get_mut(&token)
+            .and_then(|c| c.pop());
+        match cut {
+            Some(at) => Box::new(Cut {
+                text: Cursor::new(text),
+                at,
+            }),
+            None => Box::new(Cursor::new(text)),
+        }
+    }
+}
+
+/// Two pages: a, b, c then d, e.
+fn two_pages() -> Server {
+    let mut pages = BTreeMap::new();
+    pages.insert(String::new(), page(&["a", "b", "c"], Some("t2")));
+    pages.insert("t2".to_string(), page(&["d", "e"], None));
+    Server {
+        pages,
+        ..Server::default()
+    }
+}
+
+/// A byte inside the ConfigMap `name` of the first page (in its data, which comes before
+/// its name).
+fn inside(server: &Server, name: &str) -> u64 {
+    let first = &server.pages[""];
+    first.find(&format!("\"{name}\"")).unwrap() as u64 - 100
+}
+
+/// Read every page of `server`: the names that reached the taker, and the error last sent.
+async fn read(server: &Server) -> (Vec<String>, Option<String>) {
+    let (tx, mut rx) = mpsc::channel(2);
+    let s = server.clone();
+    let open = move |t| {
+        let opened = s.open(t);
+        Box::pin(async move { Ok(opened) }) as futures::future::BoxFuture<'static, _>
+    };
+    let reader = tokio::spawn(read_pages(open, "list".to_string(), tx));
+    let (mut names, mut error) = (Vec::new(), None);
+    while let Some(sent) = rx.recv().await {
+        match sent {
+            Ok(cm) => names.push(cm["metadata"]["name"].as_str().unwrap().to_string()),
+            Err(e) => error = Some(e.to_string()),
+        }
+    }
+    reader.await.unwrap();
+    (names, error)
+}
+
+#[tokio::test]
+async fn every_configmap_of_every_page_is_sent_once_in_order() {
+    let server = two_pages();
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a", "b", "c", "d", "e"]);
+    assert_eq!(error, None);
+    assert_eq!(*server.asked.lock().unwrap(), ["", "t2"]);
+}
+
+#[tokio::test]
+async fn a_page_cut_midway_is_read_again_from_its_token_and_sends_nothing_twice() {
+    let server = two_pages();
+    // The first page is cut inside its second ConfigMap, then inside its third.
+    let (in_b, in_c) = (inside(&server, "b"), inside(&server, "c"));
+    server
+        .cuts
+        .lock()
+        .unwrap()
+        .insert(String::new(), vec![in_c, in_b]);
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a", "b", "c", "d", "e"]);
+    assert_eq!(error, None);
+    assert_eq!(*server.asked.lock().unwrap(), ["", "", "", "t2"]);
+}
+
+#[tokio::test]
+async fn a_page_cut_again_and_again_at_one_place_ends_the_reading_with_an_error() {
+    let server = two_pages();
+    let at = inside(&server, "b");
+    server
+        .cuts
+        .lock()
+        .unwrap()
+        .insert(String::new(), vec![at; 10]);
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a"], "what came before the cut is sent once");
+    let error = error.expect("an error");
+    assert!(error.contains("cut off 4 times in a row"), "{error}");
+    assert_eq!(server.asked.lock().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_list_ends_the_reading_with_an_error() {
+    let mut server = two_pages();
+    server
+        .pages
+        .insert("t2".to_string(), r#"{"items": 3}"#.to_string());
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a", "b", "c"]);
+    assert!(error.expect("an error").contains("not a list"));
+}
+
+#[tokio::test]
+async fn a_list_whose_metadata_follows_its_items_or_whose_items_are_null_is_read() {
+    let mut server = Server::default();
+    server.pages.insert(
+        String::new(),
+        r#"{"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "n"}}"#.to_string(),
+    );
+    server.pages.insert(
+        "n".to_string(),
+        r#"{"metadata": {}, "items": null}"#.to_string(),
+    );
+    let (names, error) = read(&server).await;
+    assert_eq!((names, error), (vec!["a".to_string()], None));
+}
+
+#[tokio::test]
+async fn a_taker_that_stops_stops_the_reading() {
+    let mut server = two_pages();
+    let many: Vec<String> = (0..100).map(|i| format!("n{i:03}")).collect();
+    let names: Vec<&str> = many.iter().map(String::as_str).collect();
+    server.pages.insert(String::new(), page(&names, Some("t2")));
+    let (tx, mut rx) = mpsc::channel(2);
+    let s = server.clone();
+    let open = move |t| {
+        let opened = s.open(t);
+        Box::pin(async move { Ok(opened) }) as futures::future::BoxFuture<'static, _>
+    };
+    let reader = tokio::spawn(read_pages(open, "list".to_string(), tx));
+    let first = rx.recv().await.expect("one").expect("a ConfigMap");
+    assert_eq!(first["metadata"]["name"], "n000");
+    drop(rx);
+    reader.await.unwrap();
+    assert_eq!(
+        *server.asked.lock().unwrap(),
+        [""],
+        "no page after the stop"
+    );
+}
