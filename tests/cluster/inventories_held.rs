@@ -2,7 +2,9 @@
 //! `fief apply` (batched and `--wait`), `fief diff` and `fief status` against the real test
 //! control plane, with a fleet of more than twice the bound. The library counts the
 //! inventories alive at once; a debug build writes the highest count to the file
-//! `FIEF_TEST_INVENTORIES_HELD` names, and the test reads it from there.
+//! `FIEF_TEST_INVENTORIES_HELD` names, and the test reads it from there. The inventories are
+//! listed in pages of [`PAGE`] tenants (`FIEF_TEST_INVENTORY_PAGE`, debug builds only), so each
+//! pass reads several pages of the real API server, every page streamed.
 
 use std::process::{Command, Output, Stdio};
 
@@ -14,6 +16,8 @@ use fief::kube::batched::inventories_held_max;
 
 /// Tenants in the fleet: several batches' worth.
 const TENANTS: usize = 160;
+/// Inventories per LIST page.
+const PAGE: usize = 50;
 /// Tenants synced at once (`--concurrency`).
 const CONCURRENCY: usize = 4;
 
@@ -27,6 +31,7 @@ fn run_counted(args: &[&str]) -> (Output, usize) {
         .arg("--kubeconfig")
         .arg(common::control_plane().admin_kubeconfig())
         .env("FIEF_TEST_INVENTORIES_HELD", &file)
+        .env("FIEF_TEST_INVENTORY_PAGE", PAGE.to_string())
         .stdin(Stdio::null())
         .output()
         .expect("run fief");
@@ -40,6 +45,7 @@ fn run_counted(args: &[&str]) -> (Output, usize) {
 fn apply_diff_and_status_never_hold_more_inventories_than_the_bound() {
     let bound = inventories_held_max(CONCURRENCY);
     assert!(TENANTS > 2 * bound, "the fleet must outgrow the bound");
+    assert!(TENANTS > 2 * PAGE, "the fleet must span several pages");
     let repo = TestRepo::new("");
     let prefix = common::unique("held");
     let names: Vec<String> = (0..TENANTS).map(|i| format!("{prefix}-{i:03}")).collect();

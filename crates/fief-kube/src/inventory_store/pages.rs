@@ -36,6 +36,20 @@ use fief_core::objects;
 /// read; a page cut by it is read again from its token.
 pub const PAGE: u32 = 500;
 
+/// [`PAGE`]; in debug builds (the integration tests), `FIEF_TEST_INVENTORY_PAGE=<n>` asks for
+/// pages of `n`, so that a test fleet of a few hundred tenants spans several pages of the
+/// real API server. A release build has no such hook.
+fn page_size() -> u32 {
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("FIEF_TEST_INVENTORY_PAGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    PAGE
+}
+
 /// ConfigMaps parsed and waiting to be taken.
 pub(super) const AHEAD: usize = 16;
 
@@ -74,7 +88,7 @@ async fn open_page(
     let failed =
         |source| ClusterError::request(format!("list inventory ConfigMaps in {namespace}"), source);
     let selector = format!("{LABEL_APPLYSET_ID},{}=fief", objects::LABEL_MANAGED_BY);
-    let mut params = ListParams::default().labels(&selector).limit(PAGE);
+    let mut params = ListParams::default().labels(&selector).limit(page_size());
     if let Some(t) = token {
         params = params.continue_token(t);
     }
