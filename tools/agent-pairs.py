@@ -153,7 +153,8 @@ def apiserver_requests():
         if l.startswith("apiserver_request_total{"):
             verb = re.search(r'verb="([^"]*)"', l).group(1)
             res = re.search(r'resource="([^"]*)"', l)
-            key = f"{verb} {res.group(1) if res else ''}"
+            code = re.search(r'code="([^"]*)"', l)
+            key = f"{verb} {res.group(1) if res else ''} {code.group(1) if code else ''}"
             out[key] = out.get(key, 0) + float(l.rsplit(" ", 1)[1])
     return out
 
