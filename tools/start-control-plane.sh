@@ -40,6 +40,8 @@
 #   FIEF_CP_START_TIMEOUT   seconds to wait for readiness (default: 180)
 #   FIEF_CP_PROFILING       1: kube-apiserver serves /debug/pprof (for profiling
 #                           the API server by hand; default 0)
+#   FIEF_CP_REQUEST_TIMEOUT kube-apiserver --request-timeout (default: its own, 1m0s;
+#                           a test makes it short to see long answers cut)
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -81,6 +83,8 @@ for group in "${user_groups[@]}"; do
 done
 profiling=false
 if [[ "${FIEF_CP_PROFILING:-0}" == 1 ]]; then profiling=true; fi
+request_timeout="${FIEF_CP_REQUEST_TIMEOUT:-1m0s}"
+[[ "${request_timeout}" =~ ^[0-9a-z]+$ ]] || die "bad FIEF_CP_REQUEST_TIMEOUT"
 controllers="${FIEF_CP_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,clusterrole-aggregation-controller,resourcequota-controller,root-ca-certificate-publisher-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller}"
 if [[ -n "${FIEF_CP_EXTRA_CONTROLLERS:-}" ]]; then
   [[ "${FIEF_CP_EXTRA_CONTROLLERS}" =~ ^[a-z,-]+$ ]] || die "bad FIEF_CP_EXTRA_CONTROLLERS"
@@ -420,6 +424,7 @@ POLICY
     --endpoint-reconciler-type=none \
     --enable-priority-and-fairness=true \
     --profiling="${profiling}" \
+    --request-timeout="${request_timeout}" \
     --cert-dir="${components}/kube-apiserver" \
     --audit-policy-file="${components}/audit-policy.yaml" \
     --audit-log-path="${logs}/audit.log" \

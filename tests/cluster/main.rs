@@ -20,6 +20,7 @@ mod import;
 mod import_adopt;
 mod install;
 mod inventories_held;
+mod inventory_pages;
 mod isolation;
 mod move_cluster;
 mod packages;

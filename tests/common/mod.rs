@@ -97,7 +97,13 @@ pub fn second_control_plane() -> &'static ControlPlane {
 /// A control plane of the caller's own, shared with nothing else in this process; stopped by
 /// [`ControlPlane::stop`] (or when this process exits).
 pub fn own_control_plane() -> ControlPlane {
-    ControlPlane::start(&[])
+    own_control_plane_with(&[])
+}
+
+/// [`own_control_plane`] started with `env` for its start script (`FIEF_CP_*` settings, see
+/// `tools/start-control-plane.sh`).
+pub fn own_control_plane_with(env: &[(&str, &str)]) -> ControlPlane {
+    ControlPlane::start(env)
         .unwrap_or_else(|reason| panic!("a test control plane is unavailable: {reason}"))
 }
 
