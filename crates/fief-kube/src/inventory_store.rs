@@ -18,6 +18,7 @@ use fief_core::inventory::{Inventory, InventoryError, LABEL_APPLYSET_ID};
 use fief_core::objects;
 
 mod pages;
+mod split;
 mod walk;
 
 pub use pages::PAGE;

@@ -3,10 +3,11 @@
 //!
 //! In: a client and a namespace. Out: each ConfigMap as JSON, in the order of their names,
 //! over a channel that holds [`AHEAD`] of them. The reader waits while the channel is full,
-//! so what is held parsed is the channel's few ConfigMaps, whatever the page's size; a page
-//! is parsed on a blocking thread (`serde_json` reads a [`Read`]) straight from the answer's
-//! body, so its text is never held whole either. Large pages cost a fleet few LISTs: at
-//! thousands of tenants, a walk of the namespace is a small share of a pass's requests.
+//! so what is held parsed is the channel's few ConfigMaps, whatever the page's size; the
+//! answer's body is cut into one text per ConfigMap as it arrives ([`super::split`]), each
+//! parsed once complete, so a page's text is never held whole either. Large pages cost a
+//! fleet few LISTs: at thousands of tenants, a walk of the namespace is a small share of a
+//! pass's requests.
 //!
 //! A page whose answer is cut (the connection dropped, or the API server ended a long answer
 //! while the taker was slow: its request timeout covers the whole answer) is asked for again
@@ -14,19 +15,18 @@
 //! in the order of names). The pages of one LIST are one snapshot: every page after the first
 //! is served at the first one's resourceVersion.
 
-use std::io::{BufReader, Read};
+use std::pin::Pin;
 
 use futures::future::BoxFuture;
+use futures::io::{AsyncBufRead, AsyncBufReadExt};
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
-use tokio_util::io::SyncIoBridge;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 
+use super::split::{Piece, Splitter};
 use crate::ClusterError;
 use fief_core::inventory::LABEL_APPLYSET_ID;
 use fief_core::objects;
@@ -59,8 +59,8 @@ const CUTS: usize = 3;
 /// What the channel carries: a ConfigMap, or the error that ended the reading.
 pub(super) type Sent = Result<Value, ClusterError>;
 
-/// A page's answer, readable from a blocking thread.
-pub(super) type Body = Box<dyn Read + Send>;
+/// A page's answer, as it arrives.
+pub(super) type Body = Pin<Box<dyn AsyncBufRead + Send>>;
 
 /// Start reading the inventory ConfigMaps of `namespace` on a task of its own. Dropping the
 /// receiver stops it (at the next ConfigMap it would send).
@@ -96,7 +96,7 @@ async fn open_page(
         .list(&params)
         .map_err(|e| failed(kube::Error::BuildRequest(e)))?;
     let body = client.request_stream(request).await.map_err(failed)?;
-    Ok(Box::new(SyncIoBridge::new(Box::pin(body).compat())))
+    Ok(Box::pin(body))
 }
 
 /// Read every page `open` gives, sending each ConfigMap over `tx` (see the module docs); an
@@ -116,11 +116,7 @@ where
                 return;
             }
         };
-        let (to, after) = (tx.clone(), sent.clone());
-        let parsed = tokio::task::spawn_blocking(move || parse_page(body, after, &to)).await;
-        let Ok(page) = parsed else {
-            return;
-        };
+        let page = read_page(body, sent.as_deref(), &tx).await;
         if page.last.is_some() {
             sent = page.last;
             cuts = 0;
@@ -139,9 +135,7 @@ where
                 return;
             }
             End::Bad(e) => {
-                let _ = tx
-                    .send(Err(failed(format!("the answer is not a list: {e}"))))
-                    .await;
+                let _ = tx.send(Err(failed(e))).await;
                 return;
             }
         }
@@ -163,41 +157,9 @@ enum End {
     /// The taker dropped the channel.
     Stopped,
     /// The answer ended early (the connection dropped or the server ended it).
-    Cut(serde_json::Error),
+    Cut(String),
     /// The answer is not a list of objects.
-    Bad(serde_json::Error),
-}
-
-/// Parse one page from `body`, sending each ConfigMap named after `after` (all, for `None`).
-fn parse_page(body: Body, after: Option<String>, tx: &mpsc::Sender<Sent>) -> Page {
-    let mut list = List {
-        tx,
-        after,
-        last: None,
-        token: None,
-        stopped: false,
-    };
-    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, body));
-    let read = de::Deserializer::deserialize_map(&mut de, &mut list).and_then(|()| de.end());
-    let end = match read {
-        Ok(()) => End::Next(list.token.filter(|t| !t.is_empty())),
-        Err(_) if list.stopped => End::Stopped,
-        Err(e) if e.is_io() || e.is_eof() => End::Cut(e),
-        Err(e) => End::Bad(e),
-    };
-    Page {
-        last: list.last,
-        end,
-    }
-}
-
-/// The list being parsed: where its ConfigMaps go, and what was seen of it.
-struct List<'a> {
-    tx: &'a mpsc::Sender<Sent>,
-    after: Option<String>,
-    last: Option<String>,
-    token: Option<String>,
-    stopped: bool,
+    Bad(String),
 }
 
 /// The list's metadata: only its continue token is read.
@@ -207,65 +169,60 @@ struct ListMeta {
     token: Option<String>,
 }
 
-impl<'de> Visitor<'de> for &mut List<'_> {
-    type Value = ();
+/// Read one page from `body`, sending each ConfigMap named after `after` (all, for `None`).
+async fn read_page(mut body: Body, after: Option<&str>, tx: &mpsc::Sender<Sent>) -> Page {
+    let mut split = Splitter::default();
+    let (mut last, mut token) = (None, None);
+    let end = loop {
+        let chunk = match body.fill_buf().await {
+            Ok([]) if split.ended() => break End::Next(token.filter(|t: &String| !t.is_empty())),
+            Ok([]) => break End::Cut("the answer ended before the list did".into()),
+            Ok(chunk) => chunk,
+            Err(e) => break End::Cut(e.to_string()),
+        };
+        split.push(chunk);
+        let n = chunk.len();
+        body.as_mut().consume(n);
+        match take_pieces(&mut split, after, tx, &mut last, &mut token).await {
+            Ok(()) => {}
+            Err(end) => break end,
+        }
+    };
+    Page { last, end }
+}
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of ConfigMaps")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "metadata" => self.token = map.next_value::<ListMeta>()?.token,
-                "items" => map.next_value_seed(Items(&mut *self))?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
+/// Send every ConfigMap complete in `split` (those named after `after`), noting the last one
+/// sent and the list's continue token; `Err`: how the page ends early.
+async fn take_pieces(
+    split: &mut Splitter,
+    after: Option<&str>,
+    tx: &mpsc::Sender<Sent>,
+    last: &mut Option<String>,
+    token: &mut Option<String>,
+) -> Result<(), End> {
+    let bad = |e: &dyn std::fmt::Display| End::Bad(format!("the answer is not a list: {e}"));
+    while let Some(piece) = split.next_piece().map_err(|e| bad(&e))? {
+        match piece {
+            Piece::Meta(r) => {
+                let meta: ListMeta =
+                    serde_json::from_slice(&split.text()[r]).map_err(|e| bad(&e))?;
+                *token = meta.token;
+            }
+            Piece::Item(r) => {
+                let cm: Value = serde_json::from_slice(&split.text()[r]).map_err(|e| bad(&e))?;
+                let name = cm["metadata"]["name"].as_str().unwrap_or_default();
+                if after.is_some_and(|a| name <= a) {
+                    continue;
                 }
+                let name = name.to_string();
+                if tx.send(Ok(cm)).await.is_err() {
+                    return Err(End::Stopped);
+                }
+                *last = Some(name);
             }
         }
-        Ok(())
     }
-}
-
-/// The list's `items`, each sent as it is parsed.
-struct Items<'l, 'a>(&'l mut List<'a>);
-
-impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Items<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an array of ConfigMaps")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let list = self.0;
-        while let Some(cm) = seq.next_element::<Value>()? {
-            let name = cm["metadata"]["name"].as_str().unwrap_or_default();
-            if list.after.as_deref().is_some_and(|a| name <= a) {
-                continue;
-            }
-            let name = name.to_string();
-            if list.tx.blocking_send(Ok(cm)).is_err() {
-                list.stopped = true;
-                return Err(de::Error::custom("the reading was stopped"));
-            }
-            list.last = Some(name);
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]

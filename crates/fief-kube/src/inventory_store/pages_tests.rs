@@ -2,8 +2,12 @@
 //! ConfigMaps that reach the taker, and how the reading ends.
 
 use std::collections::BTreeMap;
-use std::io::{Cursor, Read};
+use std::io::Read;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::io::{AllowStdIo, AsyncRead, BufReader};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -12,21 +16,25 @@ use super::{Body, read_pages};
 
 /// A reader that gives the first `at` bytes of `text`, then fails as a dropped connection.
 struct Cut {
-    text: Cursor<Vec<u8>>,
+    text: std::io::Cursor<Vec<u8>>,
     at: u64,
 }
 
-impl Read for Cut {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl AsyncRead for Cut {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
         let left = self.at.saturating_sub(self.text.position());
         if left == 0 {
-            return Err(std::io::Error::new(
+            return Poll::Ready(Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionReset,
                 "connection reset",
-            ));
+            )));
         }
         let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        self.text.read(&mut buf[..n])
+        Poll::Ready(self.text.read(&mut buf[..n]))
     }
 }
 
@@ -65,12 +73,19 @@ impl Server {
             .unwrap()
             .get_mut(&token)
             .and_then(|c| c.pop());
+        // Read in small chunks, as an answer arrives.
         match cut {
-            Some(at) => Box::new(Cut {
-                text: Cursor::new(text),
-                at,
-            }),
-            None => Box::new(Cursor::new(text)),
+            Some(at) => Box::pin(BufReader::with_capacity(
+                700,
+                Cut {
+                    text: std::io::Cursor::new(text),
+                    at,
+                },
+            )),
+            None => Box::pin(BufReader::with_capacity(
+                700,
+                AllowStdIo::new(std::io::Cursor::new(text)),
+            )),
         }
     }
 }
