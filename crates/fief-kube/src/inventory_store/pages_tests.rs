@@ -108,15 +108,20 @@ fn inside(server: &Server, name: &str) -> u64 {
     first.find(&format!("\"{name}\"")).unwrap() as u64 - 100
 }
 
-/// Read every page of `server`: the names that reached the taker, and the error last sent.
-async fn read(server: &Server) -> (Vec<String>, Option<String>) {
-    let (tx, mut rx) = mpsc::channel(2);
+/// Start reading the pages of `server`: what reaches the taker, and the reading's task.
+fn start(server: &Server) -> (mpsc::Receiver<super::Sent>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(2);
     let s = server.clone();
     let open = move |t| {
         let opened = s.open(t);
         Box::pin(async move { Ok(opened) }) as futures::future::BoxFuture<'static, _>
     };
-    let reader = tokio::spawn(read_pages(open, "list".to_string(), tx));
+    (rx, tokio::spawn(read_pages(open, "list".to_string(), tx)))
+}
+
+/// Read every page of `server`: the names that reached the taker, and the error last sent.
+async fn read(server: &Server) -> (Vec<String>, Option<String>) {
+    let (mut rx, reader) = start(server);
     let (mut names, mut error) = (Vec::new(), None);
     while let Some(sent) = rx.recv().await {
         match sent {
@@ -201,13 +206,7 @@ async fn a_taker_that_stops_stops_the_reading() {
     let many: Vec<String> = (0..100).map(|i| format!("n{i:03}")).collect();
     let names: Vec<&str> = many.iter().map(String::as_str).collect();
     server.pages.insert(String::new(), page(&names, Some("t2")));
-    let (tx, mut rx) = mpsc::channel(2);
-    let s = server.clone();
-    let open = move |t| {
-        let opened = s.open(t);
-        Box::pin(async move { Ok(opened) }) as futures::future::BoxFuture<'static, _>
-    };
-    let reader = tokio::spawn(read_pages(open, "list".to_string(), tx));
+    let (mut rx, reader) = start(&server);
     let first = rx.recv().await.expect("one").expect("a ConfigMap");
     assert_eq!(first["metadata"]["name"], "n000");
     drop(rx);
