@@ -3,12 +3,12 @@
 //!
 //! In: the agent namespace. Out: each inventory parsed as it is taken ([`Walk::next_upto`]),
 //! inside an [`Inventories`] that counts it while it lives. The ConfigMaps are listed in pages
-//! on a task of their own ([`super::pages`]), each parsed as it arrives and a few ahead of the
-//! one being taken, and each becomes an inventory when it is taken, so what a pass holds parsed
-//! is what it took and has not dropped. A LIST with pages comes back in the order of the
-//! ConfigMaps' names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass that walks its
-//! tenants sorted by name takes each one's inventory as it reaches it, and every inventory of
-//! a tenant it skips (orphaned, out of scope) on the way.
+//! on a task of their own ([`super::pages`]), each parsed as it arrives and a few ahead of
+//! the one being taken, and each becomes an inventory when it is taken, so what a pass holds
+//! parsed is what it took and has not dropped. A LIST with pages comes back in the order of
+//! the ConfigMaps' names (`fief-tenant-<tenant>`), so in the order of the tenants: a pass
+//! that walks its tenants sorted by name takes each one's inventory as it reaches it, and
+//! every inventory of a tenant it skips (orphaned, out of scope) on the way.
 //!
 //! The count ([`held`], [`peak_held`]) is of every [`Inventories`] alive in the process. In
 //! debug builds (the integration tests), `FIEF_TEST_INVENTORIES_HELD=<file>` writes the peak
