@@ -37,7 +37,7 @@ async fn namespaced_configmap_lists(client: &kube::Client) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_walk_slower_than_the_api_servers_request_timeout_takes_every_inventory_once_in_order() {
-    let cp = common::own_control_plane_with(&[("FIEF_CP_REQUEST_TIMEOUT", "2s")]);
+    let cp = common::own_control_plane_with(&[("FIEF_CP_REQUEST_TIMEOUT", "3s")]);
     let namespace = "fief-system";
     common::kubectl::Kubectl::kubeconfig(cp.admin_kubeconfig()).ok(&[
         "create",
@@ -66,7 +66,7 @@ async fn a_walk_slower_than_the_api_servers_request_timeout_takes_every_inventor
     while let Some(one) = walk.next().await.expect("every inventory walked") {
         taken.extend(one.keys().cloned());
         // The taker is slow: a page takes it several times the API server's timeout.
-        tokio::time::sleep(Duration::from_millis(15)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let lists = namespaced_configmap_lists(&client).await - lists_before;
     cp.stop();

@@ -16,9 +16,9 @@
 //! tenant label disagree: no tenant's inventory, which the walk refuses to take or pass).
 //!
 //! The walk reads the inventories during the batch, a few ConfigMaps ahead of the chunk that
-//! syncs them. A LIST in pages answers every page as of its first one's resourceVersion, so
-//! an inventory is as the batch's start left it, where a read by name a chunk ahead sees it
-//! a little later. Either read tells the agent of another writer's change to an inventory
+//! syncs them. A LIST in pages answers every page as of its first one's resourceVersion (a
+//! list whose snapshot expired starts again, at a newer one), so an inventory is as the
+//! batch's start left it, where a read by name a chunk ahead sees it a little later. Either read tells the agent of another writer's change to an inventory
 //! that was made before the read; a change made after it is overwritten by the sync's write,
 //! with both reads alike (the write is a patch without a resourceVersion).
 

@@ -13,7 +13,9 @@
 //! while the taker was slow: its request timeout covers the whole answer) is asked for again
 //! from the same token, and the ConfigMaps sent already are skipped by name (a LIST answers
 //! in the order of names). The pages of one LIST are one snapshot: every page after the first
-//! is served at the first one's resourceVersion.
+//! is served at the first one's resourceVersion. When the API server no longer holds that
+//! snapshot (its continue token expired: `410 Gone`, after its compaction interval, a few
+//! minutes), the list starts again from the first page, the ConfigMaps sent already skipped.
 
 use std::pin::Pin;
 
@@ -111,6 +113,14 @@ where
     loop {
         let body = match open(token.clone()).await {
             Ok(body) => body,
+            // The token expired (the API server no longer holds the snapshot it names): the
+            // list starts again from its first page, a newer snapshot, and the ConfigMaps
+            // sent already are skipped by name.
+            Err(e) if e.status_code() == Some(410) && token.is_some() && cuts < CUTS => {
+                token = None;
+                cuts += 1;
+                continue;
+            }
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
                 return;
@@ -130,7 +140,11 @@ where
             End::Next(None) | End::Stopped => return,
             End::Cut(_) if cuts < CUTS => cuts += 1,
             End::Cut(e) => {
-                let detail = format!("the answer was cut off {} times in a row: {e}", CUTS + 1);
+                let detail = format!(
+                    "the answer was cut off {} times in a row ({e}); check the API server's \
+                     load and its --request-timeout, then run again",
+                    CUTS + 1
+                );
                 let _ = tx.send(Err(failed(detail))).await;
                 return;
             }

@@ -59,6 +59,8 @@ fn page(names: &[&str], next: Option<&str>) -> String {
 struct Server {
     pages: BTreeMap<String, String>,
     cuts: Arc<Mutex<BTreeMap<String, Vec<u64>>>>,
+    /// Tokens answered once with `410 Gone` (expired).
+    gone: Arc<Mutex<Vec<String>>>,
     asked: Arc<Mutex<Vec<String>>>,
 }
 
@@ -112,9 +114,26 @@ fn inside(server: &Server, name: &str) -> u64 {
 fn start(server: &Server) -> (mpsc::Receiver<super::Sent>, tokio::task::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(2);
     let s = server.clone();
-    let open = move |t| {
-        let opened = s.open(t);
-        Box::pin(async move { Ok(opened) }) as futures::future::BoxFuture<'static, _>
+    let open = move |t: Option<String>| {
+        let mut gone = s.gone.lock().unwrap();
+        let expired = t.as_ref().and_then(|t| gone.iter().position(|g| g == t));
+        let opened = match expired {
+            Some(i) => {
+                gone.remove(i);
+                s.asked
+                    .lock()
+                    .unwrap()
+                    .push(format!("{} (gone)", t.unwrap_or_default()));
+                Err(crate::ClusterError::Api {
+                    what: "list".into(),
+                    code: 410,
+                    reason: "Expired".into(),
+                    message: "the continue token expired".into(),
+                })
+            }
+            None => Ok(s.open(t)),
+        };
+        Box::pin(async move { opened }) as futures::future::BoxFuture<'static, _>
     };
     (rx, tokio::spawn(read_pages(open, "list".to_string(), tx)))
 }
@@ -156,6 +175,29 @@ async fn a_page_cut_midway_is_read_again_from_its_token_and_sends_nothing_twice(
     assert_eq!(names, ["a", "b", "c", "d", "e"]);
     assert_eq!(error, None);
     assert_eq!(*server.asked.lock().unwrap(), ["", "", "", "t2"]);
+}
+
+#[tokio::test]
+async fn an_expired_token_starts_the_list_again_and_sends_nothing_twice() {
+    let server = two_pages();
+    server.gone.lock().unwrap().push("t2".to_string());
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a", "b", "c", "d", "e"]);
+    assert_eq!(error, None);
+    assert_eq!(*server.asked.lock().unwrap(), ["", "t2 (gone)", "", "t2"]);
+}
+
+#[tokio::test]
+async fn a_token_that_keeps_expiring_ends_the_reading_with_its_error() {
+    let server = two_pages();
+    server
+        .gone
+        .lock()
+        .unwrap()
+        .extend(vec!["t2".to_string(); 10]);
+    let (names, error) = read(&server).await;
+    assert_eq!(names, ["a", "b", "c"]);
+    assert!(error.expect("an error").contains("410"));
 }
 
 #[tokio::test]
