@@ -49,12 +49,33 @@ pub fn free_port() -> u16 {
     free_port_on("127.0.0.1")
 }
 
-/// A port free on `ip` now (bound, then let go).
+/// The ports handed out for test listeners: below the kernel's ephemeral range (32768 and up
+/// by default), so an outgoing connection of a parallel test never takes a port between the
+/// moment it is picked and the moment its listener binds it, and above the control plane's
+/// own ports (20000–29999, `tools/start-control-plane.sh`).
+const TEST_PORTS: std::ops::Range<u16> = 30000..32768;
+
+/// A port free on `ip` now (bound, then let go), from [`TEST_PORTS`]; each is handed out once
+/// a test process, starting at an offset drawn from the process id so test binaries run one
+/// after another do not walk the same ports.
 pub fn free_port_on(ip: &str) -> u16 {
-    std::net::TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("cannot bind a port on {ip}: {e}"))
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..span {
+        let step = NEXT.fetch_add(1, Ordering::SeqCst) % span;
+        let port = TEST_PORTS.start + u16::try_from(step).unwrap_or(0);
+        if std::net::TcpListener::bind((ip, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free on {ip} in {TEST_PORTS:?}");
 }
 
 /// Poll `check` every 50 ms until it holds; returns how long it took, panics after `timeout`.

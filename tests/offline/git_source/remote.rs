@@ -11,11 +11,7 @@ struct Daemon {
 
 impl Daemon {
     fn start(base: &Path) -> Daemon {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::common::util::free_port();
         // The `git-daemon` program itself, not the `git daemon` wrapper: killing the wrapper
         // would leave the daemon running.
         let exec_path = git(base, &["--exec-path"]);
