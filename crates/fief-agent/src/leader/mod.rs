@@ -240,8 +240,10 @@ async fn renew(mut elector: Elector, lost: CancellationToken, fence: Fence) -> E
         lost.cancel();
     };
     loop {
+        // Counted from when the last renewal was sent, as the fence's term is: a slow renewal
+        // does not push the next one past the term.
         tokio::select! {
-            _ = tokio::time::sleep(RENEW_EVERY) => {}
+            _ = tokio::time::sleep_until(renewed + RENEW_EVERY) => {}
             _ = lost.cancelled() => return elector,
         }
         loop {

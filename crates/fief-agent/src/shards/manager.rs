@@ -72,7 +72,9 @@ impl Manager {
             }
             let renew = Instant::now() >= next_renewal || self.commit_changed();
             match self.tick(renew).await {
-                Ok(()) if renew => next_renewal = Instant::now() + RENEW_EVERY,
+                // Counted from when the round was sent, as the fence's term is: a slow round
+                // does not push the next one past the term.
+                Ok(()) if renew => next_renewal = self.renewed + RENEW_EVERY,
                 Ok(()) => {}
                 Err(why) => {
                     if self.renewed.elapsed() >= RENEW_DEADLINE || why.fatal {
@@ -147,8 +149,9 @@ impl Manager {
         self.act(&target, &holders, shard_leases).await
     }
 
-    /// Renew the membership Lease (with the last fetched commit) and every held shard; the
-    /// fence's term is extended only when all of them were renewed.
+    /// Renew the membership Lease (with the last fetched commit) and every held shard, all at
+    /// once, so a round takes one request's time however many shards are held; the fence's
+    /// term is extended only when all of them were renewed.
     async fn renew(
         &mut self,
         members: &BTreeMap<String, Lease>,
@@ -166,7 +169,19 @@ impl Manager {
                 .insert(ROLLOUT_ANNOTATION.to_string(), progress.encode());
         }
         let mine = members.get(&member_lease(self.member.me())).cloned();
-        match self.member.hold_from(mine).await {
+        let held = self.own.held();
+        let shard_rounds = self
+            .shards
+            .iter_mut()
+            .filter(|(shard, _)| held.contains(shard))
+            .map(
+                |(shard, e)| async move { (*shard, e.hold_from(shards.get(shard).cloned()).await) },
+            );
+        let (member, shard_results) = tokio::join!(
+            self.member.hold_from(mine),
+            futures::future::join_all(shard_rounds)
+        );
+        match member {
             Ok(Attempt::Held) => {}
             Ok(Attempt::Conflict) => return Err(Failure::retry("membership Lease changed".into())),
             Ok(Attempt::Busy { holder, .. }) => {
@@ -176,11 +191,8 @@ impl Manager {
             }
             Err(e) => return Err(Failure::retry(format!("cannot renew membership: {e}"))),
         }
-        for shard in self.own.held() {
-            let Some(e) = self.shards.get_mut(&shard) else {
-                continue;
-            };
-            match e.hold_from(shards.get(&shard).cloned()).await {
+        for (shard, result) in shard_results {
+            match result {
                 Ok(Attempt::Held) => {}
                 Ok(Attempt::Conflict) => {
                     return Err(Failure::retry(format!("shard {shard}'s Lease changed")));

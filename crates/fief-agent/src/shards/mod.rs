@@ -178,6 +178,10 @@ pub(super) async fn start(
 }
 
 #[cfg(test)]
+#[path = "renew_tests.rs"]
+mod renew_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
