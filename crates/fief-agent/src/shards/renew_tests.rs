@@ -3,7 +3,6 @@
 //! shards the replica holds, and the fence stays open while the round waits.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use http::Method;
 
@@ -15,15 +14,6 @@ const COUNT: u32 = 4;
 
 fn lease_path(name: &str) -> String {
     format!("/apis/coordination.k8s.io/v1/namespaces/{AGENT_NS}/leases/{name}")
-}
-
-/// Poll `done` every 50 ms; fails the test naming `what` after `patience`.
-async fn until(what: &str, patience: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < patience, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,8 +32,7 @@ async fn a_renewal_round_sends_every_held_lease_at_once_and_the_fence_stays_open
     let Some(sharding) = sharding else {
         panic!("the replica became a member")
     };
-    let patience = JOIN_WINDOW + Duration::from_secs(10);
-    until("the lone replica to take every shard", patience, || {
+    kit.wait("the lone replica to take every shard", |_| {
         own.held().len() == COUNT as usize
     })
     .await;
@@ -55,8 +44,7 @@ async fn a_renewal_round_sends_every_held_lease_at_once_and_the_fence_stays_open
         .map(|n| kit.server.hold(Method::PUT, &lease_path(n)))
         .collect();
     // One at a time, a round would hold one write waiting and never send the next.
-    let patience = crate::leader::lease::RENEW_EVERY + Duration::from_secs(5);
-    until("every Lease's renewal to wait at once", patience, || {
+    kit.wait("every Lease's renewal to wait at once", |_| {
         held.iter().all(|h| h.waiting() == 1)
     })
     .await;
@@ -76,7 +64,7 @@ async fn a_renewal_round_sends_every_held_lease_at_once_and_the_fence_stays_open
     for h in &held {
         h.release();
     }
-    until("the held round and the next one answered", patience, || {
+    kit.wait("the held round and the next one answered", |_| {
         puts() >= before + 2 * names.len()
     })
     .await;
