@@ -55,9 +55,9 @@ pub fn free_port() -> u16 {
 /// own ports (20000–29999, `tools/start-control-plane.sh`).
 const TEST_PORTS: std::ops::Range<u16> = 30000..32768;
 
-/// A port free on `ip` now (bound, then let go), from [`TEST_PORTS`]; each is handed out once
-/// a test process, starting at an offset drawn from the process id so test binaries run one
-/// after another do not walk the same ports.
+/// A port free on `ip` now (bound, then let go), from [`TEST_PORTS`]; each is handed out at
+/// most once per test process, starting at an offset drawn from the process id so test
+/// binaries run one after another do not walk the same ports.
 pub fn free_port_on(ip: &str) -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
